@@ -1,0 +1,47 @@
+"""Typed results of the verification harness.
+
+These models cross every boundary (CLI ``--json``, HTTP, MCP), so each field carries a description.
+Importing this module is cheap: it needs pydantic only, never torch.
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+Status = Literal["passed", "failed", "timeout", "skipped", "unverified"]
+
+
+class RankResult(BaseModel):
+    """What one rank (one OS process) of a verification run did."""
+
+    rank: int = Field(description="Global rank of the process, 0 .. world_size-1")
+    exit_code: int | None = Field(None, description="Process exit code; None if it was killed by a signal or never exited")
+    signal: str | None = Field(None, description="Name of the signal that ended the process, e.g. 'SIGKILL'")
+    output_tail: str = Field("", description="Last lines of the rank's stdout and stderr, interleaved as written")
+    traceback: str | None = Field(None, description="Python traceback the rank printed, if any")
+    stack: str | None = Field(None, description="faulthandler dump of the rank's Python stack taken at the timeout")
+    blocked_at: str | None = Field(None, description="Where a hung rank was waiting, e.g. 'all_reduce at script.py:14'")
+
+
+class Verdict(BaseModel):
+    """Outcome of running one script on a real multi-process process group.
+
+    ``status`` is ``passed`` only when every rank exited 0.  ``skipped`` carries the ``reason``
+    (e.g. the snippet needs CUDA and this host has none) and means the code was not run.
+    ``unverified`` means verification was not asked for (``--no-verify``).
+    """
+
+    status: Status = Field(description="passed | failed | timeout | skipped | unverified")
+    reason: str | None = Field(None, description="One-line explanation: skip reason, failing rank, hang location")
+    snippet_id: str | None = Field(None, description="Knowledge snippet id, or None for a user's own script")
+    code_sha256: str | None = Field(None, description="SHA-256 of the exact code bytes that were (or would be) run")
+    backend: str | None = Field(None, description="Process-group backend used: 'gloo' or 'nccl'")
+    world_size: int | None = Field(None, description="Number of ranks launched")
+    device: str | None = Field(None, description="'cpu' or 'cuda' (with device count), the device kind the ranks used")
+    torch_version: str | None = Field(None, description="torch.__version__ of the interpreter that ran the ranks")
+    seconds: float | None = Field(None, description="Wall time of the run in seconds, launch to last rank reaped")
+    launcher: str | None = Field(None, description="'warm' (forked from a preloaded parent) or 'torchrun'")
+    ranks: list[RankResult] = Field(default_factory=list, description="Per-rank results, ordered by rank")
+    cached: bool = Field(False, description="True when this verdict came from the cache instead of a fresh run")
+    checked_at: str | None = Field(None, description="UTC ISO-8601 time the run finished")

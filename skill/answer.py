@@ -1,0 +1,139 @@
+"""The core: answer a question with sections, live API signatures and verified snippets.
+
+``ask(question, k=3, verify=True) -> Answer`` is what the CLI, the HTTP app and the MCP server call.
+It never imports torch on the cached path: routing is pure Python, API signatures come from the
+per-torch-version cache (:mod:`skill.apis`) and verdicts from the runtime's cache; only a cache miss
+imports torch (introspection) or launches ranks (verification).
+"""
+from __future__ import annotations
+
+import time
+import unicodedata
+from typing import Callable
+
+from skill.errors import QueryError
+from skill.knowledge import Knowledge, load_knowledge
+from skill.models import Answer, ApiInfo, SectionDoc, SectionOut, SnippetOut, SnippetSpec, TopicScore
+from skill.router import Router
+from skill.state import torch_version
+from skill.tokenize import language_of
+from runtime.models import Verdict
+
+MAX_QUESTION_CHARS = 32_768
+MAX_K = 20
+MAX_APIS = 8
+
+_ROUTERS: dict[int, Router] = {}
+
+
+def get_router(kb: Knowledge | None = None) -> Router:
+    """The router for ``kb`` (default: the installed knowledge), built once per process."""
+    kb = kb or load_knowledge()
+    router = _ROUTERS.get(id(kb))
+    if router is None or router.kb is not kb:
+        _ROUTERS.clear()
+        router = _ROUTERS[id(kb)] = Router(kb)
+    return router
+
+
+def validate_question(question) -> str:
+    """Return the trimmed question or raise QueryError: not text, empty, too long or binary-looking."""
+    if isinstance(question, bytes):
+        try:
+            question = question.decode("utf-8")
+        except UnicodeDecodeError:
+            raise QueryError("the question is not UTF-8 text") from None
+    if not isinstance(question, str):
+        raise QueryError(f"the question must be text, not {type(question).__name__}")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise QueryError(f"the question is {len(question):,} characters; the limit is {MAX_QUESTION_CHARS:,} "
+                         f"(paste the error message and the last frames of a traceback, not a whole log)")
+    if "\x00" in question:
+        raise QueryError("the question contains NUL bytes; it looks like binary data, not text")
+    control = sum(1 for ch in question if unicodedata.category(ch) in ("Cc", "Cs", "Co") and ch not in "\n\r\t")
+    if control > max(2, len(question) // 20):
+        raise QueryError(f"the question has {control} control characters; it looks like binary data, not text")
+    question = question.strip()
+    if not question:
+        raise QueryError("the question is empty")
+    return question
+
+
+def _unverified(spec: SnippetSpec) -> Verdict:
+    return Verdict(status="unverified", reason="verification was not requested (--no-verify)",
+                   snippet_id=spec.id, world_size=spec.world_size, backend=spec.backend)
+
+
+def snippet_verdicts(specs: list[SnippetSpec], verify: bool, progress: Callable | None = None,
+                     use_cache: bool = True) -> dict[str, Verdict]:
+    """Verdict per snippet id: the cache when it has one, else a fresh run (when ``verify``), else unverified.
+
+    Runs happen on the warm launcher of :mod:`runtime`, all misses in one batch.
+    """
+    if not specs:
+        return {}
+    if not verify:
+        return {s.id: _unverified(s) for s in specs}
+    import runtime
+
+    out: dict[str, Verdict] = {}
+    misses: list[SnippetSpec] = []
+    for s in specs:
+        hit = runtime.cached_verdict(s.code, world_size=s.world_size, backend=s.backend, requires=tuple(s.requires)) if use_cache else None
+        if hit is not None:
+            out[s.id] = hit.model_copy(update={"snippet_id": s.id})
+        else:
+            misses.append(s)
+    if misses:
+        jobs = [runtime.Job(code=s.code, world_size=s.world_size, backend=s.backend, timeout=s.timeout,
+                            requires=tuple(s.requires), snippet_id=s.id, filename=s.filename) for s in misses]
+        for s, v in zip(misses, runtime.verify_many(jobs, use_cache=use_cache, progress=progress)):
+            out[s.id] = v
+    return out
+
+
+def section_out(section: SectionDoc, score: float, verdicts: dict[str, Verdict]) -> SectionOut:
+    """A SectionOut with its snippets and their verdicts (unverified where no verdict is known)."""
+    return SectionOut(
+        id=section.id, title=section.title, topic=section.topic, score=round(score, 4), text=section.text,
+        zh=section.zh, sources=section.sources, apis=section.apis,
+        snippets=[SnippetOut(id=s.id, code=s.code, launch=s.launch, world_size=s.world_size, requires=s.requires,
+                             verification=verdicts.get(s.id) or _unverified(s)) for s in section.snippets],
+    )
+
+
+def api_infos(sections: list[SectionDoc]) -> list[ApiInfo]:
+    """Live signatures for the APIs the given sections list (first MAX_APIS, in section order)."""
+    names = list(dict.fromkeys(a for s in sections for a in s.apis))[:MAX_APIS]
+    if not names:
+        return []
+    from skill.apis import ApiCache
+
+    return ApiCache().get(names)
+
+
+def ask(question, k: int = 3, verify: bool = True, *, kb: Knowledge | None = None,
+        progress: Callable | None = None, with_api: bool = True) -> Answer:
+    """Answer ``question`` with the ``k`` best sections.
+
+    Raises QueryError for bad input (see :func:`validate_question`) or ``k`` outside 1..MAX_K.
+    An out-of-scope question is not an error: the Answer has ``abstained=True`` and a ``reason``.
+    ``verify=False`` returns snippets as ``unverified`` without touching the harness.
+    """
+    t0 = time.perf_counter()
+    question = validate_question(question)
+    if not isinstance(k, int) or not 1 <= k <= MAX_K:
+        raise QueryError(f"k must be an integer between 1 and {MAX_K} (got {k!r})")
+    router = get_router(kb)
+    routing = router.route(question, k=k)
+    answer = Answer(query=question, language=language_of(question), abstained=routing.abstain_reason is not None,
+                    reason=routing.abstain_reason, torch_version=torch_version())
+    if not answer.abstained:
+        sections = [s for s, _ in routing.sections]
+        verdicts = snippet_verdicts([sn for s in sections for sn in s.snippets], verify, progress)
+        answer.sections = [section_out(s, score, verdicts) for s, score in routing.sections]
+        answer.topics = [TopicScore(id=t, score=round(v, 4)) for t, v in routing.topics]
+        if with_api:
+            answer.api = api_infos(sections)
+    answer.elapsed_ms = round((time.perf_counter() - t0) * 1000, 3)
+    return answer

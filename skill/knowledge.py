@@ -1,0 +1,276 @@
+"""Loading knowledge cards (markdown, parsed with markdown-it-py) into typed sections and snippets.
+
+The card format is described in README.md ("Knowledge card format").  Every problem found is raised as
+:class:`skill.errors.KnowledgeError` naming ``file:line``; a card is never half loaded.
+
+Loading all cards takes tens of milliseconds; :func:`load_knowledge` keeps one parsed copy per
+directory and file fingerprint (size, mtime) in memory.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from skill.errors import KnowledgeError, NotFoundError
+from skill.models import Card, SectionDoc, SnippetSpec
+
+KNOWLEDGE_ENV = "FSDP_SKILL_KNOWLEDGE"
+REQUIRED_FRONT = ("id", "title", "topic", "aliases", "sources")
+FENCE_KEYS = {"world_size", "backend", "timeout", "requires", "name"}
+BACKENDS = {"auto", "gloo", "nccl"}
+REQUIREMENTS = {"cuda"}
+_SLUG = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+
+
+def default_knowledge_dir() -> Path:
+    """Directory of the cards: ``$FSDP_SKILL_KNOWLEDGE`` or ``knowledge/`` beside the ``skill`` package."""
+    env = os.environ.get(KNOWLEDGE_ENV)
+    return Path(env) if env else Path(__file__).resolve().parent.parent / "knowledge"
+
+
+@dataclass
+class Knowledge:
+    """All cards of a directory, with sections and snippets indexed by id (in card order)."""
+
+    directory: Path
+    cards: list[Card] = field(default_factory=list)
+    sections: dict[str, SectionDoc] = field(default_factory=dict)
+    snippets: dict[str, SnippetSpec] = field(default_factory=dict)
+
+    def section(self, section_id: str) -> SectionDoc:
+        """The section with that id; raises NotFoundError naming close ids."""
+        try:
+            return self.sections[section_id]
+        except KeyError:
+            raise NotFoundError(_unknown("section", section_id, self.sections)) from None
+
+    def snippet(self, snippet_id: str) -> SnippetSpec:
+        """The snippet with that id; raises NotFoundError naming close ids."""
+        try:
+            return self.snippets[snippet_id]
+        except KeyError:
+            raise NotFoundError(_unknown("snippet", snippet_id, self.snippets)) from None
+
+    @property
+    def topics(self) -> list[str]:
+        """Topic ids in card order."""
+        return [c.topic for c in self.cards]
+
+    @property
+    def fingerprint(self) -> str:
+        """A short hash of the cards' contents, for caches that depend on the knowledge."""
+        import hashlib
+
+        h = hashlib.sha256()
+        for card in self.cards:
+            h.update((self.directory / card.file).read_bytes())
+        return h.hexdigest()[:16]
+
+
+def _unknown(kind: str, key: str, known: dict) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(key, list(known), n=3, cutoff=0.5)
+    hint = f"; did you mean {', '.join(close)}?" if close else f"; {len(known)} {kind}s are known"
+    return f"unknown {kind} id {key!r}{hint}"
+
+
+_CACHE: dict[tuple, Knowledge] = {}
+
+
+def load_knowledge(directory: str | Path | None = None) -> Knowledge:
+    """Parse every ``*.md`` card of ``directory`` (default :func:`default_knowledge_dir`).
+
+    Returns a :class:`Knowledge`; raises :class:`KnowledgeError` (``file:line: message``) for a
+    malformed card, duplicate ids or an empty directory.  Results are memoised per file fingerprint.
+    """
+    directory = Path(directory) if directory else default_knowledge_dir()
+    if not directory.is_dir():
+        raise KnowledgeError(str(directory), 0, "knowledge directory does not exist")
+    files = sorted(p for p in directory.glob("*.md") if not p.name.startswith(("_", ".")))
+    key = (str(directory), tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files))
+    if key in _CACHE:
+        return _CACHE[key]
+    if not files:
+        raise KnowledgeError(str(directory), 0, "no knowledge cards (*.md) found")
+    kb = Knowledge(directory=directory)
+    for path in files:
+        card = parse_card(path.read_text(encoding="utf-8"), path)
+        kb.cards.append(card)
+        for section in card.sections:
+            if section.id in kb.sections:
+                other = kb.sections[section.id]
+                raise KnowledgeError(str(path), section.line, f"duplicate section id {section.id!r} (also {other.card}:{other.line})")
+            kb.sections[section.id] = section
+            for snip in section.snippets:
+                if snip.id in kb.snippets:
+                    raise KnowledgeError(str(path), snip.line, f"duplicate snippet id {snip.id!r}")
+                kb.snippets[snip.id] = snip
+    _CACHE.clear()
+    _CACHE[key] = kb
+    return kb
+
+
+def _yaml(text: str, path: Path, line: int, what: str) -> dict:
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise KnowledgeError(str(path), line + (mark.line if mark else 0), f"invalid YAML in {what}: {getattr(exc, 'problem', exc)}") from exc
+    if not isinstance(data, dict):
+        raise KnowledgeError(str(path), line, f"{what} must be a YAML mapping")
+    return data
+
+
+def _str_list(value, path: Path, line: int, key: str) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, (str, int, float)) for v in value):
+        raise KnowledgeError(str(path), line, f"{key!r} must be a list of strings")
+    return [str(v).strip() for v in value if str(v).strip()]
+
+
+def parse_card(source: str, path: str | Path = "<card>") -> Card:
+    """Parse one card's markdown ``source``; ``path`` names it in errors.  See the module docstring."""
+    from markdown_it import MarkdownIt
+    from mdit_py_plugins.front_matter import front_matter_plugin
+
+    path = Path(path)
+    md = MarkdownIt("commonmark").use(front_matter_plugin)
+    tokens = md.parse(source)
+    lines = source.splitlines(keepends=True)
+    if not tokens or tokens[0].type != "front_matter":
+        raise KnowledgeError(str(path), 1, "card must start with YAML front matter between '---' lines")
+    front = _yaml(tokens[0].content, path, 2, "front matter")
+    for key in REQUIRED_FRONT:
+        if key not in front or front[key] in (None, "", []):
+            raise KnowledgeError(str(path), 1, f"front matter lacks {key!r}")
+    if front["id"] != front["topic"] or (path.suffix == ".md" and path.stem != front["id"] and path.name != "<card>"):
+        raise KnowledgeError(str(path), 1, f"id ({front['id']!r}), topic ({front['topic']!r}) and file name ({path.stem!r}) must agree")
+    topic = str(front["topic"])
+    card = Card(
+        id=str(front["id"]), title=str(front["title"]), topic=topic,
+        aliases=_str_list(front.get("aliases"), path, 1, "aliases"),
+        sources=_str_list(front.get("sources"), path, 1, "sources"), file=path.name,
+    )
+    # split the token stream at every h2
+    starts = [i for i, t in enumerate(tokens) if t.type == "heading_open" and t.tag == "h2"]
+    if not starts:
+        raise KnowledgeError(str(path), 1, "card has no '##' sections")
+    seen: dict[str, int] = {}
+    for n, start in enumerate(starts):
+        end = starts[n + 1] if n + 1 < len(starts) else len(tokens)
+        section = _parse_section(tokens, start, end, lines, path, card)
+        if section.id in seen:
+            raise KnowledgeError(str(path), section.line, f"duplicate section id {section.id!r} (also line {seen[section.id]})")
+        seen[section.id] = section.line
+        card.sections.append(section)
+    return card
+
+
+def _parse_section(tokens, start: int, end: int, lines: list[str], path: Path, card: Card) -> SectionDoc:
+    head = tokens[start]
+    title = tokens[start + 1].content.strip()
+    line = head.map[0] + 1
+    body = tokens[start + 3 : end]
+    # a following h1 (or any heading above h2) would end the section too
+    for i, t in enumerate(body):
+        if t.type == "heading_open" and t.tag == "h1":
+            body = body[:i]
+            break
+    if not body or body[0].type != "html_block" or not body[0].content.lstrip().startswith("<!--"):
+        raise KnowledgeError(str(path), line, f"section {title!r} must be followed by an HTML comment with its metadata (slug, apis, sources, zh)")
+    meta_tok = body[0]
+    meta_src = meta_tok.content.strip()
+    if not meta_src.endswith("-->"):
+        raise KnowledgeError(str(path), meta_tok.map[0] + 1, "metadata comment is not closed with '-->' before a blank line")
+    meta = _yaml(meta_src[4:-3], path, meta_tok.map[0] + 1, "section metadata")
+    slug = str(meta.get("slug") or "")
+    if not _SLUG.match(slug):
+        raise KnowledgeError(str(path), meta_tok.map[0] + 1, f"section {title!r}: 'slug' must be lower-case letters, digits and '-' (got {slug!r})")
+    unknown = set(meta) - {"slug", "apis", "sources", "aliases", "zh"}
+    if unknown:
+        raise KnowledgeError(str(path), meta_tok.map[0] + 1, f"unknown metadata key(s) {sorted(unknown)}")
+    sources = _str_list(meta.get("sources"), path, meta_tok.map[0] + 1, "sources")
+    if not sources:
+        raise KnowledgeError(str(path), meta_tok.map[0] + 1, f"section {title!r} cites no official source ('sources')")
+    for url in sources:
+        if not url.startswith("https://"):
+            raise KnowledgeError(str(path), meta_tok.map[0] + 1, f"source {url!r} is not an https URL")
+    section_id = f"{card.topic}/{slug}"
+    section = SectionDoc(
+        id=section_id, title=title, topic=card.topic, card=card.file, line=line, text="",
+        apis=_str_list(meta.get("apis"), path, meta_tok.map[0] + 1, "apis"), sources=sources,
+        aliases=_str_list(meta.get("aliases"), path, meta_tok.map[0] + 1, "aliases"),
+        zh=(str(meta["zh"]).strip() if meta.get("zh") else None),
+    )
+    # body text: source lines of the remaining blocks, without verify fences (those become snippets)
+    text_parts: list[str] = []
+    last_line = meta_tok.map[1]
+    body_end_line = None
+    for t in body[1:]:
+        if t.map is None:
+            continue
+        body_end_line = t.map[1]
+        if t.type == "fence" and _is_verify(t.info):
+            text_parts.append("".join(lines[last_line : t.map[0]]))
+            last_line = t.map[1]
+            section.snippets.append(_parse_snippet(t, path, section, len(section.snippets)))
+    if body_end_line is not None:
+        text_parts.append("".join(lines[last_line:body_end_line]))
+    section.text = re.sub(r"\n{3,}", "\n\n", "".join(text_parts)).strip()
+    if not section.text and not section.snippets:
+        raise KnowledgeError(str(path), line, f"section {title!r} is empty")
+    return section
+
+
+def _is_verify(info: str) -> bool:
+    words = info.split()
+    return len(words) >= 2 and words[1] == "verify"
+
+
+def _parse_snippet(tok, path: Path, section: SectionDoc, index: int) -> SnippetSpec:
+    line = tok.map[0] + 1
+    words = tok.info.split()
+    if words[0] != "python":
+        raise KnowledgeError(str(path), line, f"verify fences must be python (got {words[0]!r})")
+    try:
+        settings = dict(w.split("=", 1) for w in shlex.split(" ".join(words[2:])))
+    except ValueError:
+        raise KnowledgeError(str(path), line, f"fence settings must be key=value pairs: {tok.info!r}") from None
+    unknown = set(settings) - FENCE_KEYS
+    if unknown:
+        raise KnowledgeError(str(path), line, f"unknown fence setting(s) {sorted(unknown)}; known: {sorted(FENCE_KEYS)}")
+    try:
+        world_size = int(settings.get("world_size", 2))
+        timeout = float(settings.get("timeout", 60))
+    except ValueError:
+        raise KnowledgeError(str(path), line, f"world_size must be an integer and timeout a number: {tok.info!r}") from None
+    if not 1 <= world_size <= 64:
+        raise KnowledgeError(str(path), line, f"world_size({world_size}) must be between 1 and 64")
+    if not 0 < timeout <= 3600:
+        raise KnowledgeError(str(path), line, f"timeout({timeout:g}) must be in (0, 3600] seconds")
+    backend = settings.get("backend", "auto")
+    if backend not in BACKENDS:
+        raise KnowledgeError(str(path), line, f"backend {backend!r} is not one of {sorted(BACKENDS)}")
+    requires = [r for r in settings.get("requires", "").split(",") if r]
+    if set(requires) - REQUIREMENTS:
+        raise KnowledgeError(str(path), line, f"unknown requirement(s) {sorted(set(requires) - REQUIREMENTS)}")
+    name = settings.get("name")
+    if name is not None and not _SLUG.match(name):
+        raise KnowledgeError(str(path), line, f"snippet name {name!r} must be lower-case letters, digits and '-'")
+    snippet_id = f"{section.topic}/{name}" if name else section.id + (f"-{index + 1}" if index else "")
+    code = tok.content
+    try:
+        compile(code, f"{path}:{line + 1}", "exec")
+    except SyntaxError as exc:
+        raise KnowledgeError(str(path), line + (exc.lineno or 0), f"snippet {snippet_id!r} is not valid Python: {exc.msg}") from None
+    return SnippetSpec(id=snippet_id, section_id=section.id, code=code, world_size=world_size,
+                       backend=backend, timeout=timeout, requires=requires, line=line)

@@ -1,0 +1,115 @@
+"""Typed values of the knowledge base and of answers.
+
+``Answer`` is the ``ask --json`` contract that other tools rely on; HTTP and MCP return the same models.
+"""
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from runtime.models import Verdict
+
+
+class SnippetSpec(BaseModel):
+    """A runnable code fence of a knowledge card: a complete script plus its harness settings."""
+
+    id: str = Field(description="Stable snippet id, e.g. 'fsdp2/fully-shard-basic'")
+    section_id: str = Field(description="Id of the section the snippet belongs to")
+    code: str = Field(description="The complete script, byte-for-byte what is verified and exported")
+    world_size: int = Field(2, description="Number of ranks the script is launched with")
+    backend: str = Field("auto", description="'auto' (NCCL with enough GPUs, else gloo), 'gloo' or 'nccl'")
+    timeout: float = Field(60.0, description="Seconds before the run is killed and reported as timeout")
+    requires: list[str] = Field(default_factory=list, description="Host requirements, e.g. ['cuda']")
+    line: int = Field(0, description="1-based line of the opening fence in the card file")
+
+    @property
+    def launch(self) -> str:
+        """The ``torchrun`` command that launches the exported script."""
+        return f"torchrun --standalone --nproc_per_node={self.world_size} {self.filename}"
+
+    @property
+    def filename(self) -> str:
+        """File name used when the snippet is exported, e.g. 'fsdp2_fully-shard-basic.py'."""
+        return self.id.replace("/", "_") + ".py"
+
+
+class SectionDoc(BaseModel):
+    """One ``##`` section of a card: the retrieval unit."""
+
+    id: str = Field(description="Stable id 'topic/slug'")
+    title: str = Field(description="Section heading")
+    topic: str = Field(description="Topic id of the card, e.g. 'mixed-precision'")
+    card: str = Field(description="Card file name, e.g. 'mixed-precision.md'")
+    line: int = Field(description="1-based line of the heading in the card file")
+    text: str = Field(description="Markdown body of the section (prose and all code fences)")
+    apis: list[str] = Field(default_factory=list, description="Fully qualified public APIs the section discusses")
+    sources: list[str] = Field(default_factory=list, description="Official documentation URLs the section rests on")
+    aliases: list[str] = Field(default_factory=list, description="Extra search terms (English and Chinese)")
+    zh: str | None = Field(None, description="One-sentence Chinese summary")
+    snippets: list[SnippetSpec] = Field(default_factory=list, description="Runnable scripts of this section")
+
+
+class Card(BaseModel):
+    """A knowledge card (one markdown file, one topic)."""
+
+    id: str
+    title: str
+    topic: str
+    aliases: list[str] = Field(default_factory=list)
+    sources: list[str] = Field(default_factory=list)
+    file: str
+    sections: list[SectionDoc] = Field(default_factory=list)
+
+
+class TopicScore(BaseModel):
+    """A topic and how strongly the question points at it (sum of its sections' BM25 scores, normalised to 0..1)."""
+
+    id: str = Field(description="Topic id")
+    score: float = Field(description="Share of the retrieval mass on this topic, 0..1")
+
+
+class SnippetOut(BaseModel):
+    """A snippet as returned in an answer, with its verification verdict."""
+
+    id: str = Field(description="Snippet id, usable with `fsdp-skill verify` and `export`")
+    code: str = Field(description="The complete script")
+    launch: str = Field(description="Command that launches it, e.g. 'torchrun --standalone --nproc_per_node=2 x.py'")
+    world_size: int = Field(description="Ranks the script is written for")
+    requires: list[str] = Field(default_factory=list, description="Host requirements, e.g. ['cuda']")
+    verification: Verdict = Field(description="Verdict of running it on a real process group (or 'unverified')")
+
+
+class SectionOut(BaseModel):
+    """A retrieved section as returned in an answer."""
+
+    id: str = Field(description="Section id 'topic/slug'")
+    title: str = Field(description="Section heading")
+    topic: str = Field(description="Topic id")
+    score: float = Field(description="BM25 score of the section for this question (higher is better)")
+    text: str = Field(description="Markdown body of the section")
+    zh: str | None = Field(None, description="One-sentence Chinese summary of the section")
+    sources: list[str] = Field(default_factory=list, description="Official documentation URLs")
+    apis: list[str] = Field(default_factory=list, description="APIs the section discusses")
+    snippets: list[SnippetOut] = Field(default_factory=list, description="Verified (or unverified) scripts")
+
+
+class ApiInfo(BaseModel):
+    """Live signature of an API in the installed torch."""
+
+    name: str = Field(description="Fully qualified name, e.g. 'torch.distributed.fsdp.fully_shard'")
+    signature: str | None = Field(None, description="inspect.signature of the object, or None if unavailable")
+    summary: str | None = Field(None, description="First paragraph of its docstring")
+    available: bool = Field(description="False when the name does not resolve in the installed torch")
+
+
+class Answer(BaseModel):
+    """Answer to one question: the ``ask --json`` contract."""
+
+    query: str = Field(description="The question as received (trimmed)")
+    language: str = Field(description="'en', 'zh' or 'mixed'")
+    abstained: bool = Field(description="True when the question is outside FSDP / torch.distributed")
+    reason: str | None = Field(None, description="Why the assistant abstained, or None")
+    topics: list[TopicScore] = Field(default_factory=list, description="Topics ranked by score")
+    sections: list[SectionOut] = Field(default_factory=list, description="Top-k sections, best first")
+    api: list[ApiInfo] = Field(default_factory=list, description="Live signatures of the APIs those sections list")
+    torch_version: str | None = Field(None, description="Installed torch version (from package metadata)")
+    elapsed_ms: float = Field(0.0, description="Time spent answering, in milliseconds")

@@ -1,0 +1,114 @@
+"""Human renderings of an Answer: markdown text and a rich terminal view.
+
+Verdict wording is shared by both: a passed snippet says where it ran; a failed or timed-out one is
+shown as *not recommended* with the reason instead of being offered; skipped says why it did not run.
+"""
+from __future__ import annotations
+
+from runtime.models import Verdict
+from skill.models import Answer, SectionDoc, SectionOut, SnippetOut
+
+
+def verdict_line(v: Verdict) -> str:
+    """One line describing a verdict, e.g. 'verified: passed on gloo, world_size 2, cpu, torch 2.13.0 (0.21 s, cached)'."""
+    if v.status == "passed":
+        extra = ", cached" if v.cached else ""
+        when = f", {v.checked_at[:10]}" if v.checked_at else ""
+        return (f"verified: passed on {v.backend}, world_size {v.world_size}, {v.device}, torch {v.torch_version} "
+                f"({v.seconds:.2f} s{extra}{when})")
+    if v.status == "unverified":
+        return "unverified: not run for this answer (run `fsdp-skill verify ID` to check it here)"
+    if v.status == "skipped":
+        return f"skipped: not run on this host — {v.reason}"
+    return f"NOT RECOMMENDED: {v.status} verification on this host — {v.reason}"
+
+
+def _offered(sn: SnippetOut) -> bool:
+    return sn.verification.status not in ("failed", "timeout")
+
+
+def answer_markdown(ans: Answer) -> str:
+    """The whole answer as markdown (sections, snippets with verdicts, API signatures, sources)."""
+    out = [f"# {ans.query}\n"]
+    if ans.abstained:
+        out.append(f"**Out of scope.** {ans.reason}\n")
+        return "\n".join(out)
+    for i, s in enumerate(ans.sections, 1):
+        out.append(f"## {i}. {s.title}  \n`{s.id}` · score {s.score:.2f}\n")
+        if s.zh and ans.language != "en":
+            out.append(f"> 中文摘要：{s.zh}\n")
+        out.append(s.text + "\n")
+        for sn in s.snippets:
+            out.append(f"**Snippet `{sn.id}`** — {verdict_line(sn.verification)}  \nLaunch: `{sn.launch}`\n")
+            if _offered(sn):
+                out.append(f"```python\n{sn.code}```\n")
+        out.append("Sources: " + ", ".join(s.sources) + "\n")
+    if ans.api:
+        out.append("## API in your torch " + (ans.torch_version or "") + "\n")
+        for a in ans.api:
+            if a.available:
+                out.append(f"- `{a.name}` — `{a.signature or '(no signature)'}`  \n  {a.summary or ''}")
+            else:
+                out.append(f"- `{a.name}` — **missing from the installed torch**")
+        out.append("")
+    return "\n".join(out)
+
+
+def section_markdown(s: SectionDoc) -> str:
+    """One knowledge section as markdown, with its snippets and metadata (for ``fsdp-skill show``)."""
+    out = [f"## {s.title}", f"`{s.id}` · {s.card}:{s.line}", ""]
+    if s.zh:
+        out += [f"> 中文摘要：{s.zh}", ""]
+    out += [s.text, ""]
+    for sn in s.snippets:
+        out += [f"**Snippet `{sn.id}`** (world_size {sn.world_size}{', requires ' + ','.join(sn.requires) if sn.requires else ''})",
+                f"Launch: `{sn.launch}`", "", f"```python\n{sn.code}```", ""]
+    if s.apis:
+        out.append("APIs: " + ", ".join(f"`{a}`" for a in s.apis))
+    out.append("Sources: " + ", ".join(s.sources))
+    return "\n".join(out) + "\n"
+
+
+def print_answer(ans: Answer, console=None) -> None:
+    """Print an Answer to the terminal with rich (panels, syntax-highlighted code, verdict colours)."""
+    from rich.console import Console
+    from rich.markdown import Markdown
+    from rich.panel import Panel
+    from rich.syntax import Syntax
+
+    console = console or Console()
+    if ans.abstained:
+        console.print(Panel(ans.reason or "", title="out of scope", border_style="yellow"))
+        return
+    topics = ", ".join(f"{t.id} {t.score:.2f}" for t in ans.topics[:3])
+    console.print(f"[dim]topics: {topics} · torch {ans.torch_version} · {ans.elapsed_ms:.1f} ms[/dim]")
+    for i, s in enumerate(ans.sections, 1):
+        body = [Markdown(s.text)]
+        if s.zh and ans.language != "en":
+            body.insert(0, Markdown(f"> 中文摘要：{s.zh}"))
+        from rich.console import Group
+
+        console.print(Panel(Group(*body), title=f"{i}. {s.title}", subtitle=f"{s.id} · score {s.score:.2f}",
+                            title_align="left", subtitle_align="right"))
+        for sn in s.snippets:
+            _print_snippet(console, sn, Syntax, Panel)
+        console.print("[dim]sources: " + " ".join(s.sources) + "[/dim]\n")
+    if ans.api:
+        console.print(f"[bold]API in your torch {ans.torch_version}[/bold]")
+        for a in ans.api:
+            if a.available:
+                console.print(f"  [cyan]{a.name}[/cyan]\n    {a.signature or ''}\n    [dim]{a.summary or ''}[/dim]")
+            else:
+                console.print(f"  [red]{a.name} — missing from the installed torch[/red]")
+
+
+def _print_snippet(console, sn: SnippetOut, Syntax, Panel) -> None:
+    v = sn.verification
+    colour = {"passed": "green", "skipped": "yellow", "unverified": "blue"}.get(v.status, "red")
+    line = verdict_line(v)
+    if _offered(sn):
+        console.print(Panel(Syntax(sn.code, "python", line_numbers=False), title=f"snippet {sn.id}",
+                            subtitle=f"[{colour}]{line}[/{colour}]", border_style=colour, title_align="left"))
+        console.print(f"  launch: [bold]{sn.launch}[/bold]")
+    else:
+        console.print(f"[{colour}]snippet {sn.id}: {line}[/{colour}]")

@@ -1,0 +1,110 @@
+"""BM25 question router: question -> ranked sections, topic scores, or an abstention with a reason.
+
+Each ``##`` section of the knowledge is one BM25 document (rank-bm25's ``BM25Okapi``) made of its
+title (counted twice), aliases, the card's aliases, the Chinese summary, the API names it lists, its
+prose, and the identifiers of its snippets (once each, so boilerplate does not drown the prose).
+Questions and documents go through the same tokenizer (:mod:`skill.tokenize`); a pasted traceback is
+first reduced to its exception lines and frame names.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+from skill import scope
+from skill.knowledge import Knowledge
+from skill.models import SectionDoc
+from skill.tokenize import is_traceback, reduce_traceback, tokenize
+
+MAX_QUERY_TOKENS = 400
+# Relative match (top BM25 score / the best score the question's terms could reach) needed to answer
+# a question that names only general ML terms (REL_WEAK) or no term of the field at all (REL_NONE).
+REL_WEAK = 0.30
+REL_NONE = 0.55
+
+
+@dataclass
+class Routing:
+    """What the router decided for one question."""
+
+    tokens: list[str]
+    sections: list[tuple[SectionDoc, float]] = field(default_factory=list)
+    topics: list[tuple[str, float]] = field(default_factory=list)
+    abstain_reason: str | None = None
+    relative: float = 0.0  # top score / attainable score, 0..1
+    anchors: list[str] = field(default_factory=list)
+
+
+def _code_identifiers(code: str) -> list[str]:
+    names = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*", code))
+    return sorted(n for n in names if len(n) > 2)
+
+
+class Router:
+    """A BM25 index over a :class:`Knowledge`; build once, call :meth:`route` per question (~1 ms)."""
+
+    def __init__(self, kb: Knowledge, k1: float = 1.2, b: float = 0.75):
+        from rank_bm25 import BM25Okapi
+
+        self.kb = kb
+        self.sections: list[SectionDoc] = list(kb.sections.values())
+        card_aliases = {c.topic: " ".join(c.aliases) + " " + c.title for c in kb.cards}
+        self.docs: list[list[str]] = []
+        strong = set(scope.STRONG_ANCHORS)
+        for s in self.sections:
+            code_ids = " ".join(_code_identifiers("\n".join(sn.code for sn in s.snippets)))
+            parts = [s.title, s.title, " ".join(s.aliases), card_aliases[s.topic], s.zh or "",
+                     " ".join(s.apis), s.text, code_ids]
+            self.docs.append(tokenize("\n".join(parts)))
+            for api in s.apis:  # whole API names (initprocessgroup, mixedprecisionpolicy) are anchors
+                strong.update(t for t in tokenize(api.rsplit(".", 1)[-1]) if len(t) > 6)
+        self.strong = frozenset(strong)
+        self.bm25 = BM25Okapi(self.docs, k1=k1, b=b)
+        self.k1 = k1
+
+    def _attainable(self, tokens: list[str]) -> float:
+        """Upper bound of a section's score for these tokens (each term once at full saturation)."""
+        return sum(max(self.bm25.idf.get(t, 0.0), 0.0) * (self.k1 + 1) for t in tokens)
+
+    def route(self, question: str, k: int = 3) -> Routing:
+        """Rank sections for ``question``; returns at most ``k`` sections, or an abstention reason."""
+        text = reduce_traceback(question) if is_traceback(question) else question
+        tokens = tokenize(text)[:MAX_QUERY_TOKENS]
+        routing = Routing(tokens=tokens)
+        reason = scope.out_of_scope_reason(text)
+        if reason:
+            routing.abstain_reason = reason
+            return routing
+        strong, weak = scope.anchor_hits(tokens, question, self.strong)
+        routing.anchors = strong + weak
+        known = [t for t in tokens if t in self.bm25.idf]
+        if not known:
+            routing.abstain_reason = _no_field_reason(question)
+            return routing
+        scores = self.bm25.get_scores(known)
+        order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+        top = float(scores[order[0]])
+        routing.relative = top / max(self._attainable(list(dict.fromkeys(known))), 1e-9)
+        in_field = bool(strong) or (weak and routing.relative >= REL_WEAK) or routing.relative >= REL_NONE
+        if top <= 0 or not in_field:
+            routing.abstain_reason = _no_field_reason(question)
+            return routing
+        routing.sections = [(self.sections[i], float(scores[i])) for i in order[:k] if scores[i] > 0]
+        best: dict[str, float] = {}
+        for i in order:
+            if scores[i] <= 0:
+                break
+            t = self.sections[i].topic
+            best.setdefault(t, float(scores[i]))
+        # softmax over each topic's best section, temperature = a fifth of the top score
+        temp = max(top / 5, 1e-9)
+        weights = {t: math.exp((s - top) / temp) for t, s in best.items()}
+        total = sum(weights.values())
+        routing.topics = sorted(((t, w / total) for t, w in weights.items()), key=lambda x: -x[1])
+        return routing
+
+
+def _no_field_reason(question: str) -> str:
+    return ("the question names no term of PyTorch distributed training (FSDP, sharding, mixed precision, "
+            "offload, Join, backends, process groups, checkpoints) and no knowledge section matches it well")

@@ -1,0 +1,86 @@
+"""Deciding whether a question belongs to this assistant's field at all.
+
+The field is PyTorch distributed training: FSDP1/FSDP2, sharding, mixed precision, offload, Join,
+backends, process-group initialisation, distributed checkpoints and debugging them.  The router
+abstains (with a reason) instead of returning a random section when:
+
+* the question asks for prices, licences or purchases (the knowledge has none);
+* it asks for install commands (out of scope by design: ``pip`` / ``conda`` lines change too often);
+* it is about another framework (TensorFlow, JAX, DeepSpeed ...) and names nothing of ours;
+* it names no term of the field and no section matches it well (weather, recipes, CSS ...).
+
+``anchors`` are words that only make sense in this field; they are collected from the cards
+(API names, aliases, titles) plus the fixed list below, so new cards widen the field by themselves.
+"""
+from __future__ import annotations
+
+import re
+
+# Terms that put a question in the field by themselves (tokenized forms, see skill.tokenize).
+STRONG_ANCHORS = frozenset(
+    """fsdp fsdp1 fsdp2 fullyshard fullyshardeddataparallel shard hsdp zero2 zero3 dtensor devicemesh
+    nccl gloo mpi ucc xccl rccl torchrun torchelastic rendezvous rdzv distribut ddp
+    distributeddataparallel collective allreduce allgather reducescatter backend processgroup rank
+    worldsize localrank joinable joinhook offload cpuoffload dcp statedict mixedprecision infiniband
+    gpudirect nvlink ipoib multinode multigpu nproc watchdog uneven shardedgradscaler reshard unshard
+    fsdpmodule""".split()
+)
+# Terms of machine learning in general: they count only together with a good section match.
+WEAK_ANCHORS = frozenset(
+    """torch pytorch cuda gpu xpu bf16 bfloat16 fp16 float16 fp32 precision checkpoint hang deadlock mesh
+    broadcast barrier gradient optimizer parameter param model train process group node timeout nan
+    memory oom dataparallel join prefetch mix""".split()
+)
+STRONG_ANCHORS_ZH = (
+    "分布式", "分片", "混合精度", "半精度", "卸载", "后端", "进程组", "集合通信", "多卡", "多机", "数据并行",
+    "不均匀", "并行训练", "训练卡住",
+)
+WEAK_ANCHORS_ZH = (
+    "检查点", "显存", "梯度", "初始化", "通信", "卡住", "挂起", "死锁", "张量", "模型", "优化器", "训练", "参数",
+    "环境变量", "网卡", "超时", "报错", "调试", "精度",
+)
+
+_PRICE = re.compile(
+    r"\b(price|prices|pricing|cost|costs|how much (?:does|is|are|do)|licen[cs]e|licensing|subscription|purchase|buy|"
+    r"billing|invoice|fee|fees|dollars?|usd|cheap(?:est)?|expensive)\b|价格|多少钱|收费|费用|价钱|购买|授权费|许可证",
+    re.I,
+)
+_INSTALL = re.compile(
+    r"\b(pip3? install|conda install|apt(?:-get)? install|brew install|how (?:do|can|to) (?:i |you |we )?install|"
+    r"installation (?:command|instructions?|steps?)|install(?:ing)? (?:pytorch|torch|cuda|nccl|the package))\b|安装",
+    re.I,
+)
+_OTHER_FRAMEWORKS = re.compile(
+    r"\b(tensorflow|keras|jax|flax|mxnet|paddle(?:paddle)?|mindspore|horovod|deepspeed|megatron|colossal-?ai|"
+    r"mirroredstrategy|tpu ?strategy|pmap|xla ?sharding|mesh-tensorflow|scikit-learn|sklearn|spark|dask)\b|飞桨|昇思",
+    re.I,
+)
+# Words that tie a question about another framework back to ours (e.g. "FSDP vs DeepSpeed ZeRO-3").
+_OURS = re.compile(r"\b(fsdp\d?|fully_shard|pytorch|torch(?:\.distributed)?|torchrun|ddp|dtensor|devicemesh)\b", re.I)
+
+
+def out_of_scope_reason(question: str) -> str | None:
+    """A reason to abstain that can be read off the question alone, or None.
+
+    >>> out_of_scope_reason("How much does an FSDP license cost per GPU?")
+    'prices and licensing are outside this assistant: it covers how to use PyTorch FSDP and torch.distributed, not what they cost'
+    """
+    if _PRICE.search(question):
+        return ("prices and licensing are outside this assistant: it covers how to use PyTorch FSDP and "
+                "torch.distributed, not what they cost")
+    if _INSTALL.search(question):
+        return ("install commands are outside this assistant: follow the official 'Get Started' selector at "
+                "https://pytorch.org/get-started/locally/ for your platform; ask here how to use FSDP or torch.distributed")
+    m = _OTHER_FRAMEWORKS.search(question)
+    if m and not _OURS.search(question):
+        return (f"the question is about {m.group(0)}, not PyTorch: this assistant covers PyTorch FSDP and "
+                f"torch.distributed only")
+    return None
+
+
+def anchor_hits(tokens: list[str], question: str, strong: frozenset[str]) -> tuple[list[str], list[str]]:
+    """The field's terms in a question as (strong, weak): token anchors plus Chinese substrings."""
+    uniq = list(dict.fromkeys(tokens))
+    strong_hits = [t for t in uniq if t in strong] + [z for z in STRONG_ANCHORS_ZH if z in question]
+    weak_hits = [t for t in uniq if t in WEAK_ANCHORS] + [z for z in WEAK_ANCHORS_ZH if z in question]
+    return strong_hits, weak_hits
