@@ -64,8 +64,13 @@ class Router:
         self.k1 = k1
 
     def _attainable(self, tokens: list[str]) -> float:
-        """Upper bound of a section's score for these tokens (each term once at full saturation)."""
-        return sum(max(self.bm25.idf.get(t, 0.0), 0.0) * (self.k1 + 1) for t in tokens)
+        """Upper bound of a section's score for these tokens (each term once at full saturation).
+
+        A term no section contains counts as the rarest known term: a question full of words the
+        knowledge never uses (SQL, recipes) can reach only a small share of its attainable score.
+        """
+        rarest = max(self.bm25.idf.values(), default=1.0)
+        return sum(max(self.bm25.idf.get(t, rarest), 0.0) * (self.k1 + 1) for t in tokens)
 
     def route(self, question: str, k: int = 3) -> Routing:
         """Rank sections for ``question``; returns at most ``k`` sections, or an abstention reason."""
@@ -85,7 +90,7 @@ class Router:
         scores = self.bm25.get_scores(known)
         order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
         top = float(scores[order[0]])
-        routing.relative = top / max(self._attainable(list(dict.fromkeys(known))), 1e-9)
+        routing.relative = top / max(self._attainable(list(dict.fromkeys(tokens))), 1e-9)
         in_field = bool(strong) or (weak and routing.relative >= REL_WEAK) or routing.relative >= REL_NONE
         if top <= 0 or not in_field:
             routing.abstain_reason = _no_field_reason(question)

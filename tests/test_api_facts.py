@@ -1,0 +1,47 @@
+"""Every API a card lists resolves in the installed torch, and what cards state about signatures holds."""
+import pytest
+
+from skill.apis import introspect
+from skill.factcheck import check_section
+from skill.knowledge import load_knowledge, parse_card
+
+KB = load_knowledge()
+APIS = sorted({a for s in KB.sections.values() for a in s.apis})
+
+
+@pytest.mark.parametrize("name", APIS)
+def test_listed_api_resolves(name):
+    info = introspect(name)
+    assert info.available, f"{name} is listed by a card but missing from the installed torch"
+
+
+@pytest.mark.parametrize("section_id", list(KB.sections))
+def test_card_claims_match_introspection(section_id):
+    assert check_section(KB.sections[section_id]) == []
+
+
+BAD_CARD = """---
+id: join
+title: t
+topic: join
+aliases: [a]
+sources: [https://docs.pytorch.org/docs/stable/distributed.algorithms.join.html]
+---
+
+## Join
+<!--
+slug: j
+apis: [torch.distributed.algorithms.Join, torch.distributed.fsdp.fully_shard]
+sources: [https://docs.pytorch.org/docs/stable/distributed.algorithms.join.html]
+-->
+The signature is `Join(joinables, enable=False, throw_on_early_termination=False)`, and
+`fully_shard(model, reshard_after_fwd=True)` keeps parameters.
+"""
+
+
+def test_factcheck_catches_a_wrong_default_and_a_wrong_keyword():
+    section = parse_card(BAD_CARD, "join.md").sections[0]
+    problems = check_section(section)
+    assert any("default of 'enable' is True" in p for p in problems), problems
+    assert any("no parameter 'reshard_after_fwd'" in p for p in problems), problems
+    assert len(problems) == 2
