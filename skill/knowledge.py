@@ -39,6 +39,7 @@ class Knowledge:
     cards: list[Card] = field(default_factory=list)
     sections: dict[str, SectionDoc] = field(default_factory=dict)
     snippets: dict[str, SnippetSpec] = field(default_factory=dict)
+    digest: str = ""  # sha256 prefix of the card files (and the parsed format)
 
     def section(self, section_id: str) -> SectionDoc:
         """The section with that id; raises NotFoundError naming close ids."""
@@ -62,12 +63,7 @@ class Knowledge:
     @property
     def fingerprint(self) -> str:
         """A short hash of the cards' contents, for caches that depend on the knowledge."""
-        import hashlib
-
-        h = hashlib.sha256()
-        for card in self.cards:
-            h.update((self.directory / card.file).read_bytes())
-        return h.hexdigest()[:16]
+        return self.digest[:16]
 
 
 def _unknown(kind: str, key: str, known: dict) -> str:
@@ -79,14 +75,19 @@ def _unknown(kind: str, key: str, known: dict) -> str:
 
 
 _CACHE: dict[tuple, Knowledge] = {}
+PARSED_FORMAT = 1  # bump when the parsed form changes, so stale caches are ignored
 
 
 def load_knowledge(directory: str | Path | None = None) -> Knowledge:
     """Parse every ``*.md`` card of ``directory`` (default :func:`default_knowledge_dir`).
 
     Returns a :class:`Knowledge`; raises :class:`KnowledgeError` (``file:line: message``) for a
-    malformed card, duplicate ids or an empty directory.  Results are memoised per file fingerprint.
+    malformed card, duplicate ids or an empty directory.  Results are memoised in memory per file
+    fingerprint and on disk (``$FSDP_SKILL_HOME/knowledge-<sha256 of the cards>.json``), so a fresh
+    process skips markdown parsing when the cards have not changed.
     """
+    import hashlib
+
     directory = Path(directory) if directory else default_knowledge_dir()
     if not directory.is_dir():
         raise KnowledgeError(str(directory), 0, "knowledge directory does not exist")
@@ -96,10 +97,64 @@ def load_knowledge(directory: str | Path | None = None) -> Knowledge:
         return _CACHE[key]
     if not files:
         raise KnowledgeError(str(directory), 0, "no knowledge cards (*.md) found")
-    kb = Knowledge(directory=directory)
-    for path in files:
-        card = parse_card(path.read_text(encoding="utf-8"), path)
-        kb.cards.append(card)
+    sources = [(p, p.read_bytes()) for p in files]
+    digest = hashlib.sha256(str(PARSED_FORMAT).encode())
+    for p, data in sources:
+        digest.update(p.name.encode() + b"\0" + data + b"\0")
+    kb = _read_parsed(directory, digest.hexdigest()[:24])
+    if kb is None:
+        kb = _parse_all(directory, sources)
+        _write_parsed(kb, digest.hexdigest()[:24])
+    kb.digest = digest.hexdigest()[:24]
+    _CACHE.clear()
+    _CACHE[key] = kb
+    return kb
+
+
+def _parsed_path(digest: str) -> Path:
+    from skill.state import state_dir
+
+    return state_dir() / f"knowledge-{digest}.json"
+
+
+def _read_parsed(directory: Path, digest: str) -> Knowledge | None:
+    from skill.state import read_json
+
+    data = read_json(_parsed_path(digest))
+    if not isinstance(data, list):
+        return None
+    try:
+        cards = [Card.model_validate(c) for c in data]
+    except ValueError:  # corrupt or stale: parse again
+        return None
+    return _index(directory, cards)
+
+
+def _write_parsed(kb: Knowledge, digest: str) -> None:
+    from skill.state import write_json_atomic
+
+    try:
+        write_json_atomic(_parsed_path(digest), [c.model_dump() for c in kb.cards])
+    except OSError:
+        pass  # a read-only state dir only costs the parse next time
+
+
+def _parse_all(directory: Path, sources: list[tuple[Path, bytes]]) -> Knowledge:
+    cards = []
+    for path, data in sources:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise KnowledgeError(str(path), 1, f"card is not UTF-8: {exc}") from None
+        cards.append(parse_card(text, path))
+    kb = _index(directory, cards)
+    return kb
+
+
+def _index(directory: Path, cards: list[Card]) -> Knowledge:
+    kb = Knowledge(directory=directory, cards=cards)
+    for card in cards:
+        path = directory / card.file
         for section in card.sections:
             if section.id in kb.sections:
                 other = kb.sections[section.id]
@@ -109,8 +164,6 @@ def load_knowledge(directory: str | Path | None = None) -> Knowledge:
                 if snip.id in kb.snippets:
                     raise KnowledgeError(str(path), snip.line, f"duplicate snippet id {snip.id!r}")
                 kb.snippets[snip.id] = snip
-    _CACHE.clear()
-    _CACHE[key] = kb
     return kb
 
 

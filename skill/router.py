@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from skill import scope
 from skill.knowledge import Knowledge
 from skill.models import SectionDoc
-from skill.tokenize import is_traceback, reduce_traceback, tokenize
+from skill.tokenize import TOKENIZER_VERSION, is_traceback, reduce_traceback, tokenize
 
 MAX_QUERY_TOKENS = 400
 # Relative match (top BM25 score / the best score the question's terms could reach) needed to answer
@@ -49,19 +49,36 @@ class Router:
 
         self.kb = kb
         self.sections: list[SectionDoc] = list(kb.sections.values())
+        self.docs, strong = self._documents(kb)
+        self.strong = frozenset(strong) | scope.STRONG_ANCHORS
+        self.bm25 = BM25Okapi(self.docs, k1=k1, b=b)
+        self.k1 = k1
+
+    def _documents(self, kb: Knowledge) -> tuple[list[list[str]], list[str]]:
+        """Token lists of the sections and the anchors the cards add; cached on disk per knowledge digest
+        and tokenizer version (tokenizing all cards takes a few hundred ms, loading them a few)."""
+        from skill.state import read_json, state_dir, write_json_atomic
+
+        path = state_dir() / f"router-{kb.digest or 'nodigest'}-{TOKENIZER_VERSION}.json" if kb.digest else None
+        cached = read_json(path) if path else None
+        if isinstance(cached, dict) and len(cached.get("docs", [])) == len(self.sections):
+            return cached["docs"], cached["strong"]
         card_aliases = {c.topic: " ".join(c.aliases) + " " + c.title for c in kb.cards}
-        self.docs: list[list[str]] = []
-        strong = set(scope.STRONG_ANCHORS)
+        docs: list[list[str]] = []
+        strong: set[str] = set()
         for s in self.sections:
             code_ids = " ".join(_code_identifiers("\n".join(sn.code for sn in s.snippets)))
             parts = [s.title, s.title, " ".join(s.aliases), card_aliases[s.topic], s.zh or "",
                      " ".join(s.apis), s.text, code_ids]
-            self.docs.append(tokenize("\n".join(parts)))
+            docs.append(tokenize("\n".join(parts)))
             for api in s.apis:  # whole API names (initprocessgroup, mixedprecisionpolicy) are anchors
                 strong.update(t for t in tokenize(api.rsplit(".", 1)[-1]) if len(t) > 6)
-        self.strong = frozenset(strong)
-        self.bm25 = BM25Okapi(self.docs, k1=k1, b=b)
-        self.k1 = k1
+        if path:
+            try:
+                write_json_atomic(path, {"docs": docs, "strong": sorted(strong)})
+            except OSError:
+                pass
+        return docs, sorted(strong)
 
     def _attainable(self, tokens: list[str]) -> float:
         """Upper bound of a section's score for these tokens (each term once at full saturation).

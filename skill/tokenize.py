@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import re
 
+TOKENIZER_VERSION = 1  # bump whenever tokens change, so cached indexes are rebuilt
+
 _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _CJK_RUN = re.compile(f"[{_CJK}]+")
 _CJK_CHAR = re.compile(f"[{_CJK}]")
