@@ -71,8 +71,11 @@ class Router:
             parts = [s.title, s.title, " ".join(s.aliases), card_aliases[s.topic], s.zh or "",
                      " ".join(s.apis), s.text, code_ids]
             docs.append(tokenize("\n".join(parts)))
-            for api in s.apis:  # whole API names (initprocessgroup, mixedprecisionpolicy) are anchors
-                strong.update(t for t in tokenize(api.rsplit(".", 1)[-1]) if len(t) > 6)
+            for api in s.apis:  # whole compound API names (initprocessgroup, mixedprecisionpolicy) are anchors
+                name = api.rsplit(".", 1)[-1]
+                whole = re.sub(r"[._-]", "", name).lower()
+                if len(whole) > 6 and ("_" in name.strip("_") or name[:1].isupper() and not name.isupper()):
+                    strong.add(whole)
         if path:
             try:
                 write_json_atomic(path, {"docs": docs, "strong": sorted(strong)})

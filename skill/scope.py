@@ -27,16 +27,24 @@ STRONG_ANCHORS = frozenset(
 )
 # Terms of machine learning in general: they count only together with a good section match.
 WEAK_ANCHORS = frozenset(
-    """torch pytorch cuda gpu xpu bf16 bfloat16 fp16 float16 fp32 precision checkpoint hang deadlock mesh
-    broadcast barrier gradient optimizer parameter param model train process group node timeout nan
+    """cuda gpu xpu bf16 bfloat16 fp16 float16 fp32 precision checkpoint hang deadlock mesh
+    broadcast barrier gradient optimizer parameter param model train timeout nan worker
     memory oom dataparallel join prefetch mix""".split()
+)
+# Phrases of the field written as separate words (matched case-insensitively on the question).
+STRONG_PHRASES = re.compile(
+    r"\b(init(?:iali[sz]e)? method|process groups?|world[ -]size|local[ -]rank|data[ -]parallel|model[ -]parallel|"
+    r"mixed[ -]precision|uneven inputs?|device mesh|state[ -]dict|multi[ -]?gpus?|multiple gpus|multi[ -]?node|"
+    r"multiple (?:nodes|machines)|all[ -]reduce|all[ -]gather|reduce[ -]scatter|gradient sync(?:hroni[sz]ation)?|"
+    r"(?:env|tcp|file)://|\d+ (?:gpus?|nodes?|machines?|hosts?|ranks?|workers?|processes))",
+    re.I,
 )
 STRONG_ANCHORS_ZH = (
     "分布式", "分片", "混合精度", "半精度", "卸载", "后端", "进程组", "集合通信", "多卡", "多机", "数据并行",
-    "不均匀", "并行训练", "训练卡住",
+    "不均匀", "并行训练", "训练卡住", "显存", "多台机器", "多台", "多节点", "单机多卡", "一张卡", "多张卡", "放不下",
 )
 WEAK_ANCHORS_ZH = (
-    "检查点", "显存", "梯度", "初始化", "通信", "卡住", "挂起", "死锁", "张量", "模型", "优化器", "训练", "参数",
+    "检查点", "梯度", "初始化", "通信", "卡住", "挂起", "死锁", "张量", "模型", "优化器", "训练", "参数",
     "环境变量", "网卡", "超时", "报错", "调试", "精度",
 )
 
@@ -82,5 +90,6 @@ def anchor_hits(tokens: list[str], question: str, strong: frozenset[str]) -> tup
     """The field's terms in a question as (strong, weak): token anchors plus Chinese substrings."""
     uniq = list(dict.fromkeys(tokens))
     strong_hits = [t for t in uniq if t in strong] + [z for z in STRONG_ANCHORS_ZH if z in question]
+    strong_hits += [m.group(0).lower() for m in STRONG_PHRASES.finditer(question)]
     weak_hits = [t for t in uniq if t in WEAK_ANCHORS] + [z for z in WEAK_ANCHORS_ZH if z in question]
     return strong_hits, weak_hits
