@@ -107,9 +107,9 @@ def api_infos(sections: list[SectionDoc]) -> list[ApiInfo]:
     names = list(dict.fromkeys(a for s in sections for a in s.apis))[:MAX_APIS]
     if not names:
         return []
-    from skill.apis import ApiCache
+    from skill.apis import api_cache
 
-    return ApiCache().get(names)
+    return api_cache().get(names)
 
 
 def ask(question, k: int = 3, verify: bool = True, *, kb: Knowledge | None = None,

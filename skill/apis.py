@@ -57,6 +57,19 @@ def introspect(name: str) -> ApiInfo:
     return ApiInfo(name=name, signature=signature, summary=summary, available=True)
 
 
+_SHARED: dict[str, "ApiCache"] = {}
+
+
+def api_cache() -> "ApiCache":
+    """The process-wide ApiCache for the installed torch and the current state directory."""
+    key = str(state_dir())
+    cache = _SHARED.get(key)
+    if cache is None:
+        _SHARED.clear()
+        cache = _SHARED[key] = ApiCache()
+    return cache
+
+
 class ApiCache:
     """ApiInfo per name for the installed torch version, persisted as JSON in the state directory."""
 

@@ -1,6 +1,7 @@
 """Where fsdp-skill keeps state: ``$FSDP_SKILL_HOME`` or the user cache dir (``~/.cache/fsdp-skill``)."""
 from __future__ import annotations
 
+import functools
 import json
 import os
 import tempfile
@@ -22,8 +23,11 @@ def state_dir() -> Path:
     return path
 
 
+@functools.lru_cache(maxsize=1)
 def torch_version() -> str | None:
-    """Installed torch version from package metadata (never imports torch); None if torch is absent."""
+    """Installed torch version from package metadata (never imports torch); None if torch is absent.
+
+    Read once per process (parsing package metadata costs ~2 ms)."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
