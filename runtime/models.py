@@ -18,6 +18,7 @@ class RankResult(BaseModel):
     rank: int = Field(description="Global rank of the process, 0 .. world_size-1")
     exit_code: int | None = Field(None, description="Process exit code; None if it was killed by a signal or never exited")
     signal: str | None = Field(None, description="Name of the signal that ended the process, e.g. 'SIGKILL'")
+    killed_by_harness: bool = Field(False, description="True when the harness (or torchrun) killed this rank because another rank failed or the run timed out")
     output_tail: str = Field("", description="Last lines of the rank's stdout and stderr, interleaved as written")
     traceback: str | None = Field(None, description="Python traceback the rank printed, if any")
     stack: str | None = Field(None, description="faulthandler dump of the rank's Python stack taken at the timeout")

@@ -1,0 +1,223 @@
+"""The harness's public functions: run a script on a real process group and get a Verdict.
+
+``verify_code`` runs one script, ``verify_many`` a batch on one warm launcher, ``cached_verdict`` answers
+from the cache (or a host-based skip) without running anything or importing torch.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from runtime import cache, host
+from runtime.errors import HarnessError
+from runtime.models import Verdict
+from runtime.report import RawRank, RawRun, make_verdict, read_text
+
+LAUNCHERS = ("warm", "torchrun")
+KEEP_ENV = "FSDP_SKILL_KEEP_RUNS"  # set to keep each run's directory (script, per-rank logs) for debugging
+CONFIRM_ENV = "FSDP_SKILL_CONFIRM_TIMEOUTS"  # '0' reports warm timeouts without rerunning them under torchrun
+
+
+@dataclass(frozen=True)
+class Job:
+    """One script to verify in a batch (:func:`verify_many`); fields as in :func:`verify_code`."""
+
+    code: str
+    world_size: int = 2
+    backend: str = "auto"
+    timeout: float = 60.0
+    requires: Sequence[str] = field(default_factory=tuple)
+    snippet_id: str | None = None
+    filename: str = "snippet.py"
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _skipped(code_sha: str, job: Job, place: host.Placement) -> Verdict:
+    return Verdict(status="skipped", reason=place.skip, snippet_id=job.snippet_id, code_sha256=code_sha,
+                   backend=place.backend, world_size=job.world_size, device=place.device,
+                   torch_version=host.torch_version(), seconds=0.0, launcher=None, checked_at=_now())
+
+
+def _check(job: Job, launcher: str) -> None:
+    if launcher not in LAUNCHERS:
+        raise ValueError(f"launcher must be one of {', '.join(LAUNCHERS)}, not {launcher!r}")
+    if not isinstance(job.timeout, (int, float)) or job.timeout <= 0:
+        raise ValueError(f"timeout must be a positive number of seconds, not {job.timeout!r}")
+    if not isinstance(job.code, str):
+        raise ValueError("code must be a str")
+    name = os.path.basename(job.filename or "snippet.py")
+    if name in ("", ".", "..") or not name.endswith(".py"):
+        raise ValueError(f"filename must name a .py file, not {job.filename!r}")
+
+
+def cached_verdict(code: str, *, world_size: int = 2, backend: str = "auto", requires=()) -> Verdict | None:
+    """The verdict known without running anything, or None.
+
+    A ``skipped`` verdict when the host cannot run it (e.g. ``requires=['cuda']`` with too few GPUs),
+    else the cached verdict (``cached=True``) for this code, world_size, resolved backend and installed
+    torch version, else None.  Never imports torch; takes milliseconds.  Raises ValueError for an
+    unknown backend or a bad world_size.
+    """
+    place = host.resolve(backend, world_size, tuple(requires))
+    sha = cache.code_sha256(code)
+    if place.skip:
+        return _skipped(sha, Job(code=code, world_size=world_size, backend=backend, requires=tuple(requires)), place)
+    return cache.load(cache.cache_key(sha, world_size, place.backend, host.torch_version()))
+
+
+def verify_code(code: str, *, world_size: int = 2, backend: str = "auto", timeout: float = 60.0, requires=(),
+                launcher: str = "warm", use_cache: bool = True, snippet_id: str | None = None,
+                filename: str = "snippet.py") -> Verdict:
+    """Run ``code`` as a complete script on ``world_size`` processes of a real process group.
+
+    Each rank gets torchrun's environment (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR/PORT, ...) and runs the
+    code as ``__main__`` from ``filename`` in a fresh temp directory (its cwd).  ``backend`` is 'auto' (NCCL
+    with at least world_size GPUs, else gloo on CPU; for a gloo run GPUs are hidden from the ranks), 'gloo'
+    or 'nccl'.  ``timeout`` is in seconds: after it every live rank's Python stack is dumped and the run
+    is killed (status ``timeout``).  ``launcher`` is 'warm' (ranks forked from a preloaded zygote, ~0.2 s)
+    or 'torchrun' (``python -m torch.distributed.run --standalone``, seconds per run); a warm ``timeout`` is
+    rerun under torchrun and torchrun's verdict is returned (set ``$FSDP_SKILL_CONFIRM_TIMEOUTS=0`` to
+    skip that), because forked ranks can lose thread races that torchrun's ranks do not.  Warm ranks end
+    with ``os._exit`` after replaying the interpreter's exit; ``$FSDP_SKILL_WARM_EXIT=finalize`` makes them
+    finalize the interpreter for real (C++ static destructors too, ~0.3 s slower).  With ``use_cache``
+    a cached verdict is returned (``cached=True``) instead of running; a fresh passed/failed/timeout
+    verdict is always stored.
+
+    Returns a Verdict: a failing script is ``failed`` with per-rank tracebacks, never an exception.
+    Raises ValueError for bad arguments and HarnessError when the run cannot happen at all.
+    """
+    job = Job(code=code, world_size=world_size, backend=backend, timeout=timeout, requires=tuple(requires),
+              snippet_id=snippet_id, filename=filename)
+    return _verify(job, launcher=launcher, use_cache=use_cache)
+
+
+def verify_many(jobs: list[Job], *, launcher: str = "warm", use_cache: bool = True,
+                progress: Callable[[int, int, Verdict], None] | None = None) -> list[Verdict]:
+    """Verify every job, in order, on one warm launcher; returns one Verdict per job (same order).
+
+    ``progress(done, total, verdict)`` is called after each job.  Cached and skipped jobs cost nothing;
+    the zygote is started only if some job has to run.  Raises ValueError / HarnessError like
+    :func:`verify_code` (a HarnessError stops the batch).
+    """
+    for job in jobs:
+        _check(job, launcher)
+    out: list[Verdict] = []
+    for i, job in enumerate(jobs, 1):
+        verdict = _verify(job, launcher=launcher, use_cache=use_cache)
+        out.append(verdict)
+        if progress is not None:
+            progress(i, len(jobs), verdict)
+    return out
+
+
+def _verify(job: Job, *, launcher: str, use_cache: bool) -> Verdict:
+    _check(job, launcher)
+    place = host.resolve(job.backend, job.world_size, tuple(job.requires))
+    sha = cache.code_sha256(job.code)
+    if place.skip:
+        return _skipped(sha, job, place)
+    key = cache.cache_key(sha, job.world_size, place.backend, host.torch_version())
+    if use_cache:
+        hit = cache.load(key)
+        # A timeout recorded under a shorter timeout says nothing about a longer one.
+        if hit is not None and not (hit.status == "timeout" and (hit.seconds or 0) < job.timeout):
+            return hit.model_copy(update={"snippet_id": job.snippet_id})
+    verdict = _run(job, place, sha, launcher)
+    if verdict.status == "timeout" and launcher == "warm" and os.environ.get(CONFIRM_ENV, "1") != "0":
+        verdict = _confirm(job, place, sha, verdict)
+    cache.store(key, verdict)
+    return verdict
+
+
+def _confirm(job: Job, place: host.Placement, sha: str, warm: Verdict) -> Verdict:
+    """Rerun a warm timeout under torchrun, whose verdict is the one reported.
+
+    Forked ranks start in milliseconds with torch already imported, which changes thread timing: a
+    latent race can hang there and not under torchrun (torch 2.13: a gloo worker thread that needs the
+    GIL while the main thread, holding it, joins that thread in ProcessGroupGloo's destructor, after
+    DDP).  A hang is reported only when torch's own launcher hangs too.
+    """
+    confirmed = _run(job, place, sha, "torchrun")
+    if confirmed.status == "timeout":
+        note = "the warm launcher timed out as well"
+    else:
+        note = f"the warm launcher had timed out ({warm.reason}); torchrun is authoritative"
+    reason = f"{confirmed.reason} [{note}]" if confirmed.reason else note
+    seconds = round((warm.seconds or 0) + (confirmed.seconds or 0), 3)
+    return confirmed.model_copy(update={"reason": reason, "seconds": seconds})
+
+
+_TORCHRUN_VARS = {"RANK", "LOCAL_RANK", "GROUP_RANK", "ROLE_RANK", "ROLE_NAME", "LOCAL_WORLD_SIZE", "WORLD_SIZE",
+                  "GROUP_WORLD_SIZE", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}
+
+
+def _job_env(job: Job, place: host.Placement) -> dict[str, str]:
+    env = dict(os.environ)
+    if job.world_size > 1:
+        env.setdefault("OMP_NUM_THREADS", "1")  # what torchrun does for several ranks per node
+    if place.backend == "gloo" and host.cuda_device_count() > 0:
+        env["CUDA_VISIBLE_DEVICES"] = ""  # a gloo verdict means the ranks ran on CPU
+    for key in list(env):  # a caller that itself runs under torchrun must not leak its own rank
+        if key in _TORCHRUN_VARS or key.startswith("TORCHELASTIC_"):
+            del env[key]
+    return env
+
+
+def _run(job: Job, place: host.Placement, sha: str, launcher: str) -> Verdict:
+    if launcher == "warm":
+        from runtime import warm
+
+        zygote = warm.shared()
+        base = None if os.environ.get(KEEP_ENV) else zygote.workdir
+    else:
+        zygote, base = None, None
+    rundir = tempfile.mkdtemp(prefix="run-", dir=base)
+    try:
+        workdir = os.path.join(rundir, "work")
+        os.mkdir(workdir)
+        script = os.path.join(workdir, os.path.basename(job.filename))
+        with open(script, "w", encoding="utf-8") as f:
+            f.write(job.code)
+        env = _job_env(job, place)
+        torch_version = host.torch_version()
+        if zygote is not None:
+            msg = zygote.run(script=script, workdir=workdir, rundir=rundir, world_size=job.world_size,
+                             timeout=float(job.timeout), env=env)
+            raw = _raw_from_zygote(msg, rundir)
+            torch_version = zygote.torch_version
+        else:
+            from runtime.torchrun import run_torchrun
+
+            try:
+                raw = run_torchrun(script=script, workdir=workdir, rundir=rundir, world_size=job.world_size,
+                                   timeout=float(job.timeout), env=env)
+            except OSError as exc:
+                raise HarnessError(f"cannot run torchrun: {exc}") from exc
+        return make_verdict(raw, script=script, code=job.code, code_sha256=sha, snippet_id=job.snippet_id,
+                            backend=place.backend, device=place.device, world_size=job.world_size,
+                            timeout=float(job.timeout), launcher=launcher, torch_version=torch_version)
+    finally:
+        if not os.environ.get(KEEP_ENV):
+            shutil.rmtree(rundir, ignore_errors=True)
+
+
+def _raw_from_zygote(msg: dict, rundir: str) -> RawRun:
+    ranks = []
+    for r in msg["ranks"]:
+        n = r["rank"]
+        ranks.append(RawRank(
+            rank=n, exit_code=r["exit_code"], signal=r["signal"], killed_by_harness=r["killed_by_harness"],
+            order=r.get("order"),
+            log=read_text(os.path.join(rundir, f"rank{n}.log")),
+            traceback=read_text(os.path.join(rundir, f"rank{n}.tb")) or None,
+            stack=read_text(os.path.join(rundir, f"rank{n}.stack")) or None,
+        ))
+    return RawRun(seconds=msg["seconds"], timed_out=msg["timed_out"], ranks=ranks,
+                  first_failure=msg["first_failure"], torch_version=msg.get("torch_version"))

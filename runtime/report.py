@@ -1,0 +1,236 @@
+"""Turning what the ranks left behind (exit statuses, logs, tracebacks, faulthandler dumps) into a Verdict.
+
+Shared by both launchers.  The one piece of real parsing is :func:`blocked_at`: from a faulthandler dump
+it finds the innermost frame inside the user's script and the function the script called there, giving
+e.g. ``'all_reduce at snippet.py:14'`` for a rank stuck in a collective.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from runtime.models import RankResult, Verdict
+
+TAIL_LINES = 40
+TAIL_CHARS = 6000
+_FRAME = re.compile(r'^\s*File "(?P<file>.+)", line (?P<line>\d+) in (?P<func>.+?)\s*$')
+_TB_FRAME = re.compile(r'^\s*File "(?P<file>.+)", line (?P<line>\d+)')
+_THREAD = re.compile(r"^(Current thread|Thread) 0x[0-9a-f]+")
+_CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+_KEYWORDS = {"if", "elif", "while", "for", "return", "with", "assert", "not", "and", "or", "in", "lambda",
+             "yield", "await", "print", "def", "class", "del", "raise", "except", "is"}
+# Errors a rank raises because *another* rank died or left (gloo/NCCL/store messages): never the root cause
+# when some other rank failed for its own reason.
+_CONSEQUENTIAL = re.compile(
+    r"Connection closed by peer|Connection reset by peer|remote worker|Broken pipe|communicator was aborted"
+    r"|NCCL communicator|Socket Timeout|failed to recv|DistNetworkError|Connection refused", re.I)
+EXC_CHARS = 200
+_GENERIC = {"wrapper", "inner", "_fn", "decorate_context", "__call__", "_call_impl", "_wrapped_call_impl",
+            "wrapped", "fn", "func", "_inner"}
+
+
+@dataclass
+class RawRank:
+    """What a launcher observed about one rank before parsing."""
+
+    rank: int
+    exit_code: int | None = None
+    signal: str | None = None
+    killed_by_harness: bool = False
+    log: str = ""
+    traceback: str | None = None
+    stack: str | None = None
+    order: int | None = None  # position in the order ranks were seen to exit (0 = first), if known
+
+
+@dataclass
+class RawRun:
+    """What a launcher observed about one run; :func:`make_verdict` turns it into a Verdict."""
+
+    seconds: float
+    timed_out: bool
+    ranks: list[RawRank] = field(default_factory=list)
+    first_failure: int | None = None
+    torch_version: str | None = None
+    error: str | None = None  # a launcher-level failure the ranks did not report (e.g. torchrun's rendezvous)
+
+
+def tail(text: str, lines: int = TAIL_LINES, chars: int = TAIL_CHARS) -> str:
+    """The last ``lines`` lines of ``text`` (at most ``chars`` characters)."""
+    out = "\n".join(text.rstrip("\n").splitlines()[-lines:])
+    return out[-chars:]
+
+
+def _same_file(a: str, b: str) -> bool:
+    return os.path.normpath(a) == os.path.normpath(b)
+
+
+def _threads(dump: str) -> list[list[tuple[str, int, str]]]:
+    """Frames per thread of a faulthandler dump, innermost first."""
+    threads: list[list[tuple[str, int, str]]] = []
+    for line in dump.splitlines():
+        if _THREAD.match(line) or (not threads and _FRAME.match(line)):
+            threads.append([])
+        m = _FRAME.match(line)
+        if m and threads:
+            threads[-1].append((m["file"], int(m["line"]), m["func"]))
+    return [t for t in threads if t]
+
+
+def _calls_on_line(source_line: str) -> list[str]:
+    code = source_line.split("#", 1)[0]
+    return [n for n in _CALL.findall(code) if n not in _KEYWORDS]
+
+
+def blocked_at(dump: str | None, script: str, code: str | None = None) -> str | None:
+    """Where a rank waited, from its faulthandler dump: ``'<callee> at <script name>:<line>'``.
+
+    The frame is the innermost one inside ``script`` (of the thread running the script's module code);
+    the callee is the name called on that source line that also appears among the inner frames (so
+    decorators such as c10d's ``wrapper`` are skipped), else the first call written on the line.  When
+    the innermost frame is elsewhere (inside torch), ``' (inside <function>)'`` is appended.  Returns
+    None when the dump has no frame.
+    """
+    if not dump:
+        return None
+    threads = _threads(dump)
+    if not threads:
+        return None
+    name = os.path.basename(script)
+    best = None
+    for frames in threads:
+        idx = next((i for i, f in enumerate(frames) if _same_file(f[0], script)), None)
+        if idx is None:
+            continue
+        if best is None or frames[-1][2] == "<module>" and _same_file(frames[-1][0], script):
+            best = (frames, idx)
+            if frames[-1][2] == "<module>":
+                break
+    if best is None:
+        file, line, func = threads[0][0]
+        return f"{func} at {os.path.basename(file)}:{line}"
+    frames, idx = best
+    _, line, func = frames[idx]
+    inner = [f[2] for f in frames[:idx]]
+    source = ""
+    if code is not None:
+        lines = code.splitlines()
+        if 0 < line <= len(lines):
+            source = lines[line - 1]
+    calls = _calls_on_line(source)
+    callee = next((c for c in calls if c in inner), None)
+    if callee is None and calls:
+        callee = calls[0]
+    if callee is None:
+        callee = next((f for f in reversed(inner) if f not in _GENERIC), None)
+    where = f"{name}:{line}"
+    text = f"{callee} at {where}" if callee else f"{func} at {where}"
+    if inner and inner[0] != callee and inner[0] not in _GENERIC:
+        text += f" (inside {inner[0]})"
+    return text
+
+
+def traceback_location(tb: str | None, script: str) -> str | None:
+    """``'snippet.py:6'``: the last frame of ``tb`` inside ``script``, or None."""
+    if not tb:
+        return None
+    loc = None
+    for line in tb.splitlines():
+        m = _TB_FRAME.match(line)
+        if m and _same_file(m["file"], script):
+            loc = f"{os.path.basename(script)}:{m['line']}"
+    return loc
+
+
+def exception_line(tb: str | None, limit: int = EXC_CHARS) -> str | None:
+    """The final ``Type: message`` line of a traceback, shortened to ``limit`` characters."""
+    if not tb:
+        return None
+    lines = [ln for ln in tb.strip().splitlines() if ln.strip() and not ln.startswith((" ", "\t"))]
+    if not lines:
+        return None
+    line = lines[-1].strip()
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def root_cause(ranks: list[RankResult], order: dict[int, int], first_failure: int | None) -> RankResult | None:
+    """The failed rank to blame: the earliest to exit among those that failed for their own reason.
+
+    A rank killed by the harness, or one whose error only says that a peer went away (gloo's
+    "Connection closed by peer", NCCL aborts), is blamed only when no other rank failed.
+    """
+    bad = [r for r in ranks if r.exit_code != 0 or r.signal is not None]
+    if not bad:
+        return None
+    def key(r: RankResult):
+        consequential = bool(r.traceback and _CONSEQUENTIAL.search(exception_line(r.traceback, 10_000) or ""))
+        position = order.get(r.rank, 1 << 30) if order else (0 if r.rank == first_failure else 1)
+        return (r.killed_by_harness, consequential, position, r.rank)
+    return min(bad, key=key)
+
+
+def _describe(rr: RankResult) -> str:
+    if rr.killed_by_harness:
+        return f"blocked in {rr.blocked_at}" if rr.blocked_at else f"was stopped by the launcher ({rr.signal})"
+    if rr.signal:
+        return f"was killed by {rr.signal}"
+    if rr.exit_code == 0:
+        return "exited 0"
+    exc = exception_line(rr.traceback)
+    return f"exited with code {rr.exit_code}" + (f" ({exc})" if exc else "")
+
+
+def _failure(rr: RankResult, script: str) -> str:
+    if rr.traceback:
+        exc = exception_line(rr.traceback)
+        loc = traceback_location(rr.traceback, script)
+        return f"rank {rr.rank} raised {exc}" + (f" at {loc}" if loc else "")
+    if rr.signal:
+        return f"rank {rr.rank} was killed by {rr.signal}"
+    return f"rank {rr.rank} exited with code {rr.exit_code}"
+
+
+def make_verdict(run: RawRun, *, script: str, code: str, code_sha256: str, snippet_id: str | None,
+                 backend: str, device: str, world_size: int, timeout: float, launcher: str,
+                 torch_version: str) -> Verdict:
+    """Build the Verdict of a finished run: ``passed`` only if every rank exited 0 and nothing timed out."""
+    ranks = []
+    for raw in sorted(run.ranks, key=lambda r: r.rank):
+        ranks.append(RankResult(
+            rank=raw.rank, exit_code=raw.exit_code, signal=raw.signal, killed_by_harness=raw.killed_by_harness,
+            output_tail=tail(raw.log), traceback=(raw.traceback or None),
+            stack=(raw.stack or None), blocked_at=blocked_at(raw.stack, script, code),
+        ))
+    bad = [r for r in ranks if r.exit_code != 0 or r.signal is not None]
+    if run.timed_out:
+        status = "timeout"
+        reason = f"timed out after {timeout:g} s: " + "; ".join(f"rank {r.rank} {_describe(r)}" for r in ranks)
+    elif bad or run.error or len(ranks) < world_size:
+        status = "failed"
+        order = {r.rank: r.order for r in run.ranks if r.order is not None}
+        first = root_cause(ranks, order, run.first_failure)
+        if first is None:
+            reason = run.error or f"only {len(ranks)} of {world_size} ranks reported"
+        else:
+            others = [f"rank {r.rank} {_describe(r)}" for r in ranks if r is not first]
+            reason = _failure(first, script) + ("; " + "; ".join(others) if others else "")
+    else:
+        status = "passed"
+        reason = f"all {world_size} ranks exited 0"
+    return Verdict(
+        status=status, reason=reason, snippet_id=snippet_id, code_sha256=code_sha256, backend=backend,
+        world_size=world_size, device=device, torch_version=run.torch_version or torch_version,
+        seconds=round(run.seconds, 3), launcher=launcher, ranks=ranks, cached=False,
+        checked_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    )
+
+
+def read_text(path: str) -> str:
+    """Content of ``path`` (undecodable bytes replaced), or '' when it does not exist."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""

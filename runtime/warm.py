@@ -1,0 +1,207 @@
+"""Client side of the warm launcher: starts the zygote (:mod:`runtime.zygote`) and sends it jobs.
+
+One :class:`WarmLauncher` per process (see :func:`shared`), started lazily on the first warm run and
+reused by every later one (``verify_many`` runs a whole batch on it), closed at interpreter exit or by
+:func:`shutdown`.  It is safe to call from several threads at once: requests carry ids and a reader thread
+hands each result to the thread that waits for it.  The zygote runs in its own session, so a terminal's
+Ctrl-C reaches only this process; when this process dies in any way the kernel closes the control socket
+and the zygote kills and reaps every rank before exiting.
+"""
+from __future__ import annotations
+
+import atexit
+import itertools
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+from runtime.errors import HarnessError
+
+START_TIMEOUT_S = 300.0  # importing torch on a loaded 2-core machine can take a while
+_ROOT = str(Path(__file__).resolve().parent.parent)
+
+
+class WarmLauncher:
+    """A running zygote and the channel to it.
+
+    Raises HarnessError from the constructor when the zygote cannot start (torch missing, threads alive
+    after the preload, no answer within ``start_timeout`` seconds).
+    """
+
+    def __init__(self, start_timeout: float = START_TIMEOUT_S):
+        self.workdir = tempfile.mkdtemp(prefix="fsdp-skill-warm-")
+        self._log_path = os.path.join(self.workdir, "zygote.log")
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        self._pending: dict[str, dict] = {}
+        self._closed = False
+        ours, theirs = socket.socketpair()
+        env = dict(os.environ)
+        env.setdefault("OMP_NUM_THREADS", "1")
+        env.setdefault("OPENBLAS_NUM_THREADS", "1")
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (_ROOT, env.get("PYTHONPATH")) if p)
+        env["FSDP_SKILL_ZYGOTE_PATH"] = _ROOT
+        try:
+            with open(self._log_path, "wb") as log:
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-m", "runtime.zygote", "--fd", str(theirs.fileno()), "--workdir", self.workdir],
+                    pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                    cwd=self.workdir, env=env, start_new_session=True,
+                )
+        except OSError as exc:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            raise HarnessError(f"cannot start the warm launcher ({sys.executable}): {exc}") from exc
+        finally:
+            theirs.close()
+        self._sock = ours
+        self._reader = ours.makefile("rb")
+        ours.settimeout(start_timeout)
+        try:
+            line = self._reader.readline()
+        except OSError:  # socket.timeout is an OSError
+            line = b""
+        ours.settimeout(None)
+        msg = json.loads(line) if line.strip() else {"type": "fatal", "message": self._log_tail()}
+        if msg.get("type") != "ready":
+            self._terminate()
+            raise HarnessError(f"the warm launcher did not start: {msg.get('message') or 'no answer'}")
+        self.pid: int = msg["pid"]
+        self.torch_version: str = msg["torch_version"]
+        self.preload_s: float = msg["preload_s"]
+        self._thread = threading.Thread(target=self._read_loop, name="fsdp-skill-zygote-reader", daemon=True)
+        self._thread.start()
+
+    @property
+    def alive(self) -> bool:
+        """Whether the zygote is running and accepts jobs."""
+        return not self._closed and self.proc.poll() is None
+
+    def run(self, *, script: str, workdir: str, rundir: str, world_size: int, timeout: float,
+            env: dict[str, str]) -> dict:
+        """Run ``script`` on ``world_size`` forked ranks; returns the zygote's raw ``result`` message.
+
+        Blocks at most ``timeout`` seconds plus a margin for stack dumps and reaping.  Raises HarnessError
+        when the zygote dies, answers with an error or does not answer.  On KeyboardInterrupt the whole
+        launcher is closed (every rank killed) and the interrupt is re-raised.
+        """
+        job_id = f"j{next(self._ids)}-{os.getpid()}"
+        slot = {"event": threading.Event(), "msg": None}
+        request = {"type": "run", "id": job_id, "script": script, "workdir": workdir, "rundir": rundir,
+                   "world_size": world_size, "timeout": timeout, "env": env}
+        with self._lock:
+            if self._closed:
+                raise HarnessError("the warm launcher is closed")
+            self._pending[job_id] = slot
+            try:
+                self._sock.sendall((json.dumps(request) + "\n").encode())
+            except OSError as exc:
+                self._pending.pop(job_id, None)
+                raise HarnessError(f"the warm launcher is gone: {exc}{self._log_tail()}") from exc
+        try:
+            if not slot["event"].wait(timeout + 120.0):
+                raise HarnessError(f"the warm launcher did not answer within {timeout + 120.0:g} s")
+        except KeyboardInterrupt:
+            self.close()
+            raise
+        finally:
+            with self._lock:
+                self._pending.pop(job_id, None)
+        msg = slot["msg"]
+        if msg is None:
+            raise HarnessError(f"the warm launcher exited during the run{self._log_tail()}")
+        if not msg.get("ok"):
+            raise HarnessError(f"the warm launcher could not run the job: {msg.get('error')}")
+        return msg
+
+    def _read_loop(self) -> None:
+        try:
+            for line in self._reader:
+                msg = json.loads(line)
+                if msg.get("type") == "result":
+                    with self._lock:
+                        slot = self._pending.get(msg.get("id"))
+                    if slot is not None:
+                        slot["msg"] = msg
+                        slot["event"].set()
+                elif msg.get("type") == "bye":
+                    break
+        except (OSError, ValueError):
+            pass
+        with self._lock:
+            self._closed = True
+            for slot in self._pending.values():
+                slot["event"].set()  # msg stays None: the caller raises HarnessError
+
+    def _log_tail(self) -> str:
+        try:
+            text = Path(self._log_path).read_text(encoding="utf-8", errors="replace").strip()
+        except OSError:
+            return ""
+        return ("; zygote log: " + " | ".join(text.splitlines()[-5:])) if text else ""
+
+    def _terminate(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait()
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Stop the zygote: it kills and reaps every running rank, then exits.  Idempotent."""
+        with self._lock:
+            already = self._closed and self.proc.poll() is not None
+            self._closed = True
+        if not already:
+            try:
+                self._sock.sendall(b'{"type": "shutdown"}\n')
+            except OSError:
+                pass
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self._terminate()
+        try:
+            self._sock.close()
+        except OSError:
+            pass
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+_shared: WarmLauncher | None = None
+_shared_lock = threading.Lock()
+
+
+def shared() -> WarmLauncher:
+    """The process-wide launcher, started on first use (and again if the previous one died)."""
+    global _shared
+    with _shared_lock:
+        if _shared is None or not _shared.alive or not os.path.isdir(_shared.workdir):
+            if _shared is not None:
+                _shared.close()
+            _shared = WarmLauncher()
+        return _shared
+
+
+def shutdown() -> None:
+    """Close the process-wide launcher if one is running (registered with atexit)."""
+    global _shared
+    with _shared_lock:
+        launcher, _shared = _shared, None
+    if launcher is not None:
+        launcher.close()
+
+
+def current_pid() -> int | None:
+    """Pid of the running zygote, or None (for tests that check no rank outlives its verdict)."""
+    launcher = _shared
+    return launcher.pid if launcher is not None and launcher.alive else None
+
+
+atexit.register(shutdown)

@@ -1,0 +1,314 @@
+"""The verification harness on real gloo process groups (world_size 2, CPU).
+
+Scripts live in tests/data/scripts/.  Every test that runs ranks uses the process-wide warm launcher
+(started once for the module); the torchrun tests pay torchrun's own start-up.  The only timing assertion
+is the hang bound (timeout + 5 s).
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import runtime
+from runtime import Job, Verdict, cache, host, warm
+from runtime.report import blocked_at
+
+SCRIPTS = Path(__file__).parent / "data" / "scripts"
+pytestmark = pytest.mark.slow
+
+
+def script(name: str) -> str:
+    return (SCRIPTS / name).read_text()
+
+
+def verify(name: str, **kw):
+    kw.setdefault("use_cache", False)
+    kw.setdefault("timeout", 60.0)
+    return runtime.verify_code(script(name), filename=name, **kw)
+
+
+def line_of(name: str, needle: str) -> int:
+    return next(i for i, ln in enumerate(script(name).splitlines(), 1) if needle in ln)
+
+
+def _ppid(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    return int(stat[stat.rfind(b")") + 2:].split()[1])
+
+
+def running(pid: int) -> bool:
+    """Whether ``pid`` exists and is not a zombie (a zombie re-parented to PID 1 is init's to reap)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return False
+    return stat[stat.rfind(b")") + 2:stat.rfind(b")") + 3] != b"Z"
+
+
+def descendants(root: int) -> list[int]:
+    """Pids whose parent chain reaches ``root`` (zombies included: they still have an entry)."""
+    parents = {int(p): _ppid(int(p)) for p in os.listdir("/proc") if p.isdigit()}
+    out, frontier = [], {root}
+    while frontier:
+        kids = {p for p, pp in parents.items() if pp in frontier}
+        out.extend(kids)
+        frontier = kids
+    return out
+
+
+def assert_no_leftovers(timeout: float = 5.0) -> None:
+    """The zygote has no children left once a verdict is returned (ranks and store reaped)."""
+    pid = warm.current_pid()
+    assert pid is not None
+    deadline = time.monotonic() + timeout
+    while descendants(pid) and time.monotonic() < deadline:  # only other tests' runs could linger
+        time.sleep(0.05)
+    assert descendants(pid) == []
+
+
+def test_passing_script_gets_torchrun_env():
+    v = verify("allreduce_env.py")
+    assert v.status == "passed", v.reason + "\n" + "\n".join(r.output_tail for r in v.ranks)
+    assert (v.backend, v.world_size, v.device, v.launcher, v.cached) == ("gloo", 2, "cpu", "warm", False)
+    assert v.torch_version.startswith("2.") and v.seconds > 0 and v.checked_at.endswith("+00:00")
+    assert v.code_sha256 == cache.code_sha256(script("allreduce_env.py"))
+    assert [r.exit_code for r in v.ranks] == [0, 0]
+    assert "rank 0 sum [3.0, 3.0]" in v.ranks[0].output_tail
+    assert "rank 1 sum [3.0, 3.0]" in v.ranks[1].output_tail
+    assert_no_leftovers()
+
+
+def test_fsdp2_script_passes():
+    v = verify("fsdp2_train.py")
+    assert v.status == "passed", v.reason
+
+
+def test_rank_that_raises_fails_with_its_traceback():
+    v = verify("raise_rank1.py")
+    assert v.status == "failed"
+    assert v.reason.startswith("rank 1 raised ValueError: boom on rank 1 at raise_rank1.py:7"), v.reason
+    r1 = v.ranks[1]
+    assert r1.exit_code == 1 and "ValueError: boom on rank 1" in r1.traceback
+    assert 'raise_rank1.py", line 7' in r1.traceback and "runpy" not in r1.traceback
+    assert "ValueError: boom on rank 1" in r1.output_tail  # stderr is captured too
+    r0 = v.ranks[0]
+    assert r0.killed_by_harness or r0.exit_code is not None  # killed, or it exited on its own
+    assert_no_leftovers()
+
+
+def test_rank_killed_by_signal():
+    v = verify("sigkill_rank1.py")
+    assert v.status == "failed"
+    assert v.ranks[1].signal == "SIGKILL" and v.ranks[1].exit_code is None
+    assert not v.ranks[1].killed_by_harness
+    assert v.reason.startswith("rank 1 was killed by SIGKILL"), v.reason
+
+
+def test_nonzero_exit_fails():
+    v = verify("exit_code_3.py")
+    assert v.status == "failed" and v.ranks[0].exit_code == 3 and v.ranks[1].exit_code == 0
+    assert v.reason == "rank 0 exited with code 3; rank 1 exited 0"
+
+
+def test_hang_is_a_timeout_with_each_rank_location(monkeypatch):
+    monkeypatch.setenv("FSDP_SKILL_CONFIRM_TIMEOUTS", "0")  # the warm launcher's own report
+    t0 = time.monotonic()
+    v = verify("hang_skip_allreduce.py", timeout=3.0)
+    elapsed = time.monotonic() - t0
+    assert v.status == "timeout"
+    assert elapsed < 3.0 + 5.0
+    allreduce = line_of("hang_skip_allreduce.py", "dist.all_reduce(t)")
+    sleep = line_of("hang_skip_allreduce.py", "time.sleep(600)")
+    r0, r1 = v.ranks
+    assert r0.blocked_at == f"all_reduce at hang_skip_allreduce.py:{allreduce}"
+    assert r1.blocked_at == f"sleep at hang_skip_allreduce.py:{sleep}"
+    assert r0.killed_by_harness and r1.killed_by_harness and r0.signal == "SIGKILL"
+    assert "in all_reduce" in r0.stack and "hang_skip_allreduce.py" in r1.stack
+    assert v.reason == (f"timed out after 3 s: rank 0 blocked in all_reduce at hang_skip_allreduce.py:{allreduce}; "
+                        f"rank 1 blocked in sleep at hang_skip_allreduce.py:{sleep}")
+    assert_no_leftovers()
+
+
+def test_warm_timeout_is_confirmed_under_torchrun(monkeypatch):
+    calls = []
+
+    def fake_run(job, place, sha, launcher):
+        calls.append(launcher)
+        status = "timeout" if launcher == "warm" else "passed"
+        return Verdict(status=status, reason=f"{launcher} says {status}", launcher=launcher, seconds=1.5)
+
+    monkeypatch.setattr("runtime.api._run", fake_run)
+    v = runtime.verify_code("x = 1", timeout=1.0, use_cache=False)
+    assert calls == ["warm", "torchrun"]
+    assert v.status == "passed" and v.launcher == "torchrun" and v.seconds == 3.0
+    assert v.reason.startswith("torchrun says passed [the warm launcher had timed out (warm says timeout)")
+    assert runtime.cached_verdict("x = 1").status == "passed"
+
+
+def test_four_verifications_at_once_do_not_clash():
+    results: list = [None] * 4
+
+    def work(i: int) -> None:
+        results[i] = verify("allreduce_env.py")
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert [v.status for v in results] == ["passed"] * 4, [v.reason for v in results]
+    assert_no_leftovers()
+
+
+def test_cache_hit_does_not_run(monkeypatch):
+    code = script("allreduce_env.py")
+    assert runtime.cached_verdict(code) is None
+    first = runtime.verify_code(code, filename="allreduce_env.py", snippet_id="demo/a")
+    assert first.status == "passed" and not first.cached
+
+    def boom(*a, **k):
+        raise AssertionError("a cache hit must not run anything")
+
+    monkeypatch.setattr("runtime.api._run", boom)
+    hit = runtime.verify_code(code, filename="allreduce_env.py", snippet_id="demo/b")
+    assert hit.cached and hit.status == "passed" and hit.snippet_id == "demo/b"
+    assert hit.ranks == first.ranks and hit.checked_at == first.checked_at
+    assert runtime.cached_verdict(code).cached
+    assert runtime.cached_verdict(code, world_size=4) is None  # world_size is part of the key
+
+
+def test_corrupt_cache_entry_is_a_miss_and_is_rewritten(fsdp_skill_home):
+    code = script("exit_code_3.py")
+    v = runtime.verify_code(code, filename="exit_code_3.py")
+    assert v.status == "failed"  # failed verdicts are cached too
+    files = list((fsdp_skill_home / "verdicts").glob("*.json"))
+    assert len(files) == 1
+    files[0].write_text("{not json")
+    assert runtime.cached_verdict(code) is None
+    again = runtime.verify_code(code, filename="exit_code_3.py")
+    assert not again.cached and again.status == "failed"
+    assert json.loads(files[0].read_text())["status"] == "failed"
+    assert runtime.cached_verdict(code).cached
+
+
+def test_requires_cuda_is_skipped_without_running(monkeypatch):
+    if host.cuda_device_count() >= 2:
+        pytest.skip("this host has 2 CUDA devices; the skip path is for GPU-less hosts")
+    monkeypatch.setattr("runtime.api._run", lambda *a, **k: pytest.fail("a skipped snippet must not run"))
+    v = runtime.verify_code("raise SystemExit(1)", requires=["cuda"])
+    assert v.status == "skipped" and v.reason.startswith("requires cuda: world_size(2) > CUDA devices(")
+    assert runtime.cached_verdict("raise SystemExit(1)", requires=["cuda"]).status == "skipped"
+    assert runtime.verify_code("x = 1", backend="nccl").status == "skipped"
+
+
+def test_verify_many_reports_progress(monkeypatch):
+    seen = []
+    jobs = [Job(code=script("allreduce_env.py"), filename="allreduce_env.py", snippet_id="a"),
+            Job(code="x = 1", requires=("cuda",), snippet_id="b") if host.cuda_device_count() < 2 else
+            Job(code=script("exit_code_3.py"), filename="exit_code_3.py", snippet_id="b")]
+    out = runtime.verify_many(jobs, progress=lambda done, total, v: seen.append((done, total, v.snippet_id)))
+    assert [v.snippet_id for v in out] == ["a", "b"] and out[0].status == "passed"
+    assert seen == [(1, 2, "a"), (2, 2, "b")]
+
+
+def test_bad_arguments_raise_value_error():
+    with pytest.raises(ValueError, match="backend"):
+        runtime.verify_code("x = 1", backend="mpi")
+    with pytest.raises(ValueError, match="launcher"):
+        runtime.verify_code("x = 1", launcher="mpirun")
+    with pytest.raises(ValueError, match="timeout"):
+        runtime.verify_code("x = 1", timeout=0)
+
+
+def test_torchrun_launcher_passes_and_fails():
+    good = verify("allreduce_env.py", launcher="torchrun")
+    assert good.status == "passed", good.reason + "\n" + "\n".join(r.output_tail for r in good.ranks)
+    assert good.launcher == "torchrun" and "rank 1 sum [3.0, 3.0]" in good.ranks[1].output_tail
+    bad = verify("raise_rank1_plain.py", launcher="torchrun")  # no torch import: cheap under torchrun
+    assert bad.status == "failed", bad.reason
+    line = line_of("raise_rank1_plain.py", "raise ValueError")
+    assert bad.reason.startswith(f"rank 1 raised ValueError: boom on rank 1 at raise_rank1_plain.py:{line}"), bad.reason
+    assert "ValueError: boom on rank 1" in bad.ranks[1].traceback and bad.ranks[1].exit_code == 1
+    mine = set(descendants(os.getpid())) - set(descendants(warm.current_pid()) + [warm.current_pid()])
+    assert mine == set()  # torchrun and its workers are reaped
+
+
+def test_env_read_at_torch_import_is_honoured():
+    v = verify("debug_level_env.py")
+    assert v.status == "passed", v.reason + "\n" + "\n".join(r.output_tail for r in v.ranks)
+
+
+def test_import_runtime_and_cache_lookup_do_not_import_torch(tmp_path):
+    code = textwrap.dedent("""
+        import sys, runtime
+        assert runtime.cached_verdict("x = 1") is None
+        assert runtime.cached_verdict("x = 1", requires=["cuda"]).status in ("skipped",) or True
+        assert "torch" not in sys.modules, "torch was imported"
+    """)
+    subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ, FSDP_SKILL_HOME=str(tmp_path)))
+
+
+def test_killing_the_client_kills_every_rank(tmp_path):
+    """SIGTERM to a process that is waiting on a hung verification leaves no zygote and no rank behind."""
+    client = textwrap.dedent(f"""
+        import sys, runtime
+        from runtime import warm
+        launcher = warm.shared()
+        print(launcher.pid, flush=True)
+        runtime.verify_code(open({str(SCRIPTS / "hang_skip_allreduce.py")!r}).read(), timeout=120, use_cache=False)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", client], stdout=subprocess.PIPE, text=True,
+                            env=dict(os.environ, FSDP_SKILL_HOME=str(tmp_path)))
+    try:
+        zygote = int(proc.stdout.readline())
+        deadline = time.monotonic() + 30
+        while len(descendants(zygote)) < 3 and time.monotonic() < deadline:  # store + 2 ranks
+            time.sleep(0.05)
+        family = [zygote, *descendants(zygote)]
+        assert len(family) >= 4
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(10)
+        deadline = time.monotonic() + 10
+        while any(running(p) for p in family) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert [p for p in family if running(p)] == []
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_blocked_at_parses_faulthandler_dumps():
+    code = "import torch.distributed as dist\n\ndef step(t):\n    dist.all_reduce(t)\n\nstep(x)\n"
+    dump = textwrap.dedent("""\
+        Thread 0x00007f1 (most recent call first):
+          File "/usr/lib/python3.11/threading.py", line 324 in wait
+
+        Current thread 0x00007f2 (most recent call first):
+          File "/venv/torch/distributed/distributed_c10d.py", line 3252 in all_reduce
+          File "/venv/torch/distributed/c10d_logger.py", line 83 in wrapper
+          File "/tmp/run/work/s.py", line 4 in step
+          File "/tmp/run/work/s.py", line 6 in <module>
+          File "<frozen runpy>", line 88 in _run_code
+    """)
+    assert blocked_at(dump, "/tmp/run/work/s.py", code) == "all_reduce at s.py:4"
+    fsdp = textwrap.dedent("""\
+        Current thread 0x00007f2 (most recent call first):
+          File "/venv/torch/distributed/distributed_c10d.py", line 4291 in all_gather_into_tensor
+          File "/venv/torch/nn/modules/module.py", line 1782 in _call_impl
+          File "/tmp/run/work/s.py", line 2 in <module>
+    """)
+    assert blocked_at(fsdp, "/tmp/run/work/s.py", "x = 1\nloss = model(x).sum()\n") == \
+        "model at s.py:2 (inside all_gather_into_tensor)"
+    assert blocked_at("", "/tmp/s.py") is None
