@@ -110,6 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
 # Subcommands whose modules add their own parsers; each handler imports its heavy parts lazily.
 SUBCOMMAND_MODULES: list[tuple[str, str]] = [
     ("skill.verification", "add_verify_parser"),
+    ("skill.http_cli", "add_parsers"),
 ]
 
 

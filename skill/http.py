@@ -1,0 +1,264 @@
+"""HTTP adapter: a FastAPI app over the core (``fsdp-skill serve``).
+
+    POST /v1/ask                          Answer            (the ``ask --json`` contract)
+    GET  /v1/sections/{id}                SectionOut        (latest verdicts; runs nothing)
+    GET  /v1/snippets/{id}                SnippetInfo       (code + cached verdict, or 'unverified')
+    POST /v1/snippets/{id}/verify         SnippetInfo       (cache, shared in-flight run, or a fresh run)
+    GET  /v1/snippets/{id}/export         text/x-python     (header + verified code, as an attachment)
+    GET  /healthz                         Health
+    GET  /docs, /openapi.json             OpenAPI
+
+Ids contain one '/' (``topic/slug``).  Only knowledge snippets are ever executed; no route accepts code.
+Routes run the core in worker threads (FastAPI's threadpool; at most ``ASK_CONCURRENCY`` answers are
+computed at once, the rest wait on a semaphore), so verification never blocks the event loop; concurrent requests needing
+the same unverified snippet share one run (:func:`skill.snippets.shared_verdicts`).
+
+Every error is JSON ``{"error": message, "code": code}``: 400 ``bad_input`` (empty, whitespace-only,
+binary or over-long question: the limit is 32,768 characters), 404 ``not_found`` (unknown id or route),
+405 ``method_not_allowed``, 409 ``not_verified`` (export of a snippet that did not pass), 413
+``body_too_large`` (request body over 256 KiB), 422 ``invalid_request`` (missing body, wrong types,
+k outside 1..20; with ``detail``), 500 ``knowledge_error`` / ``internal_error``, 503 ``harness_error``.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from contextlib import asynccontextmanager
+from typing import Literal
+
+from fastapi import FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.convertors import Convertor, register_url_convertor
+from starlette.datastructures import Headers
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from skill.answer import MAX_QUESTION_CHARS
+from skill.errors import HarnessError, KnowledgeError, NotFoundError, QueryError, SkillError
+from skill.export import ExportRefused
+from skill.models import Answer, SectionOut
+from skill.snippets import SnippetInfo
+from skill.tools import AskInput
+
+MAX_BODY_BYTES = 256 * 1024
+# Answers are CPU-bound Python: more threads than cores only make the GIL hand-offs unfair (long tails).
+# Requests beyond this wait on a semaphore (blocked threads do not compete for the GIL).
+ASK_CONCURRENCY = max(4, 2 * (os.cpu_count() or 1))
+KEEP_ALIVE_S = 30  # uvicorn's default 5 s races with busy clients reusing a connection (reset on read)
+
+
+class _IdConvertor(Convertor):
+    """A knowledge id: exactly 'topic/slug' (so '/v1/snippets/a/b/verify' never matches a bare-id route)."""
+
+    regex = r"[^/]+/[^/]+"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("kid", _IdConvertor())
+
+
+class AskRequest(AskInput):
+    """Body of ``POST /v1/ask``."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={
+        "examples": [{"question": "How do I use FSDP2 mixed precision with bf16?", "k": 3, "verify": True}]})
+
+    language: Literal["auto", "en", "zh"] = Field(
+        "auto", description="Language of the reader: 'auto' keeps the detected one; 'en' or 'zh' sets Answer.language, "
+                            "which renderers use to decide whether to show the Chinese section summaries")
+
+
+class ErrorBody(BaseModel):
+    """Body of every error response."""
+
+    error: str = Field(description="What went wrong, in one line")
+    code: str = Field(description="Machine-readable code: bad_input, not_found, invalid_request, not_verified, ...")
+    detail: list[dict] | None = Field(None, description="Per-field problems for invalid_request")
+
+
+class Health(BaseModel):
+    """Body of ``GET /healthz``."""
+
+    status: Literal["ok"] = Field("ok", description="Always 'ok' when the app answers")
+    version: str = Field(description="fsdp-skill version")
+    torch_version: str | None = Field(None, description="Installed torch version (package metadata)")
+    knowledge_fingerprint: str = Field(description="Hash of the loaded knowledge cards")
+    topics: int = Field(description="Number of knowledge cards (topics)")
+    sections: int = Field(description="Number of knowledge sections")
+    snippets: int = Field(description="Number of runnable snippets")
+    in_flight: dict[str, int] = Field(default_factory=dict, description="Snippets being verified now, with the number of waiting requests")
+
+
+class _BodyLimit:
+    """Refuse request bodies over ``limit`` bytes with 413 ``body_too_large`` (declared length or counted chunks)."""
+
+    def __init__(self, app, limit: int):
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        length = Headers(scope=scope).get("content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.limit):
+            return await _error(413, f"request body of {length} bytes is over the {self.limit:,}-byte limit",
+                                "body_too_large")(scope, receive, send)
+        seen = 0
+
+        async def limited():
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise StarletteHTTPException(413, f"request body is over the {self.limit:,}-byte limit")
+            return message
+
+        await self.app(scope, limited, send)
+
+
+def _error(status: int, message: str, code: str, detail=None, headers=None) -> JSONResponse:
+    body = {"error": message, "code": code}
+    if detail is not None:
+        body["detail"] = detail
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+_HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "body_too_large"}
+
+
+def create_app() -> FastAPI:
+    """The FastAPI application (uvicorn factory: ``skill.http:create_app``)."""
+    from importlib.metadata import version
+
+    from skill.knowledge import load_knowledge
+    from skill.state import torch_version
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        from skill.answer import get_router
+
+        get_router(load_knowledge())  # fail at startup on a bad card; build the index once
+        yield
+
+    app = FastAPI(
+        title="fsdp-skill", version=version("fsdp-skill"), lifespan=lifespan,
+        description="Expert answers on PyTorch FSDP and torch.distributed, with code snippets verified on a real "
+                    "multi-process process group. Only knowledge snippets are ever executed; no route runs code "
+                    f"a client sends. Questions are limited to {MAX_QUESTION_CHARS:,} characters.")
+
+    app.add_middleware(_BodyLimit, limit=MAX_BODY_BYTES)
+
+    @app.exception_handler(RequestValidationError)
+    async def on_validation(request: Request, exc: RequestValidationError):
+        detail = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")} for e in exc.errors()]
+        summary = "; ".join(f"{'.'.join(str(p) for p in d['loc'])}: {d['msg']}" for d in detail[:5])
+        return _error(422, f"invalid request: {summary}", "invalid_request", detail)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def on_http(request: Request, exc: StarletteHTTPException):
+        code = _HTTP_CODES.get(exc.status_code, f"http_{exc.status_code}")
+        message = str(exc.detail) if exc.status_code != 404 else f"no route {request.method} {request.url.path}"
+        return _error(exc.status_code, message, code, headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(QueryError)
+    async def on_query(request: Request, exc: QueryError):
+        return _error(400, str(exc), "bad_input")
+
+    @app.exception_handler(NotFoundError)
+    async def on_not_found(request: Request, exc: NotFoundError):
+        return _error(404, str(exc), "not_found")
+
+    @app.exception_handler(ExportRefused)
+    async def on_refused(request: Request, exc: ExportRefused):
+        return _error(409, str(exc), "not_verified")
+
+    @app.exception_handler(KnowledgeError)
+    async def on_knowledge(request: Request, exc: KnowledgeError):
+        return _error(500, str(exc), "knowledge_error")
+
+    @app.exception_handler(HarnessError)
+    async def on_harness(request: Request, exc: HarnessError):
+        return _error(503, str(exc), "harness_error")
+
+    @app.exception_handler(SkillError)
+    async def on_skill(request: Request, exc: SkillError):
+        return _error(500, str(exc), "error")
+
+    @app.exception_handler(Exception)
+    async def on_internal(request: Request, exc: Exception):
+        logging.getLogger("skill.http").error("internal error on %s %s", request.method, request.url.path,
+                                              exc_info=(type(exc), exc, exc.__traceback__))
+        return _error(500, f"internal error ({type(exc).__name__})", "internal_error")
+
+    errors = {s: {"model": ErrorBody} for s in (400, 404, 422)}
+    ask_slots = threading.BoundedSemaphore(ASK_CONCURRENCY)
+
+    @app.post("/v1/ask", response_model=Answer, responses=errors, tags=["ask"],
+              summary="Answer a question (same body as `fsdp-skill ask --json`)")
+    def ask_route(body: AskRequest) -> Answer:
+        from skill.snippets import ask_shared
+
+        with ask_slots:
+            answer = ask_shared(body.question, k=body.k, verify=body.verify)
+        if body.language != "auto":
+            answer.language = body.language
+        return answer
+
+    @app.get("/v1/sections/{section_id:kid}", response_model=SectionOut, responses=errors, tags=["knowledge"],
+             summary="One knowledge section with its snippets' latest verdicts (runs nothing)")
+    def section_route(section_id: str) -> SectionOut:
+        from skill.snippets import get_section
+
+        return get_section(section_id)
+
+    @app.post("/v1/snippets/{snippet_id:kid}/verify", response_model=SnippetInfo, responses={**errors, 503: {"model": ErrorBody}},
+              tags=["snippets"], summary="Verify a knowledge snippet on a real process group (cache or run)")
+    def verify_route(snippet_id: str, force: bool = Query(False, description="Ignore the cached verdict and run again")) -> SnippetInfo:
+        from skill.snippets import verify_snippet
+
+        return verify_snippet(snippet_id, use_cache=not force)
+
+    @app.get("/v1/snippets/{snippet_id:kid}/export", response_class=Response, tags=["snippets"],
+             responses={200: {"content": {"text/x-python": {}}, "description": "The script file"},
+                        409: {"model": ErrorBody}, 404: {"model": ErrorBody}},
+             summary="The snippet as a script file: header + the verified code byte for byte")
+    def export_route(snippet_id: str, include_unverified: bool = Query(
+            False, description="Also export a snippet that did not pass, marked NOT VERIFIED")) -> Response:
+        from skill.export import export_one
+
+        sc = export_one(snippet_id, include_unverified=include_unverified)
+        return Response(sc.script.encode("utf-8"), media_type="text/x-python; charset=utf-8", headers={
+            "Content-Disposition": f'attachment; filename="{sc.filename}"',
+            "X-Code-SHA256": sc.code_sha256, "X-Verdict": sc.verdict.status})
+
+    @app.get("/v1/snippets/{snippet_id:kid}", response_model=SnippetInfo, responses=errors, tags=["snippets"],
+             summary="A knowledge snippet's code and latest verdict (cached, or 'unverified'; runs nothing)")
+    def snippet_route(snippet_id: str) -> SnippetInfo:
+        from skill.snippets import get_snippet
+
+        return get_snippet(snippet_id)
+
+    @app.get("/healthz", response_model=Health, tags=["meta"], summary="Liveness, knowledge fingerprint and counts")
+    def healthz() -> Health:
+        from skill.snippets import in_flight
+
+        kb = load_knowledge()
+        return Health(version=version("fsdp-skill"), torch_version=torch_version(), knowledge_fingerprint=kb.fingerprint,
+                      topics=len(kb.cards), sections=len(kb.sections), snippets=len(kb.snippets), in_flight=in_flight())
+
+    return app
+
+
+def serve(host: str = "127.0.0.1", port: int = 8000, workers: int = 1, log_level: str = "info") -> None:
+    """Run the app with uvicorn (blocks until interrupted)."""
+    import uvicorn
+
+    uvicorn.run("skill.http:create_app", factory=True, host=host, port=port, workers=workers, log_level=log_level,
+                timeout_keep_alive=KEEP_ALIVE_S)

@@ -1,0 +1,217 @@
+"""The agent tool catalogue: names, descriptions, input models and output models, shared by every adapter.
+
+The MCP server (:mod:`skill.mcp`) registers these tools; ``fsdp-skill tools --format openai|anthropic``
+prints the same tools as function-call schemas for frameworks that do not speak MCP, and
+:func:`invoke` runs a tool call from such a framework.  Parameter schemas are derived from the pydantic
+input models below, so the MCP ``inputSchema`` and the function-call ``parameters`` are the same.
+
+No adapter imports live here (no FastAPI, no mcp): only pydantic and the core.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Callable, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from skill.answer import MAX_K, MAX_QUESTION_CHARS
+from skill.models import Answer, SectionOut
+
+_TERMS = ("FSDP / FSDP2 (fully_shard, FullyShardedDataParallel), sharding 分片 (FULL_SHARD, SHARD_GRAD_OP, "
+          "HYBRID_SHARD, reshard_after_forward), mixed precision 混合精度 (MixedPrecisionPolicy, bf16/fp16), "
+          "CPU offload 卸载 (CPUOffloadPolicy), meta-device init, uneven inputs with Join 不均匀输入, "
+          "process-group backends 后端 (nccl, gloo), init_process_group 初始化 and torchrun, "
+          "distributed checkpoint 检查点 (DCP, state_dict)")
+
+
+class AskInput(BaseModel):
+    """Arguments of the ``ask`` tool."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    question: str = Field(description=f"The question in English or Chinese, or a pasted torch.distributed error or "
+                                      f"traceback (at most {MAX_QUESTION_CHARS:,} characters)")
+    k: int = Field(3, ge=1, le=MAX_K, description=f"Number of knowledge sections to return, 1-{MAX_K}")
+    verify: bool = Field(True, description="Attach a verdict to each code snippet, running it on a real process group "
+                                           "when no cached verdict exists; false returns snippets as 'unverified' at once")
+
+
+class SectionInput(BaseModel):
+    """Arguments of the ``get_section`` tool."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(description="Section id 'topic/slug', e.g. from sections[].id of an ask answer")
+
+
+class SnippetInput(BaseModel):
+    """Arguments of the ``verify_snippet`` tool."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(description="Snippet id, e.g. from sections[].snippets[].id of an ask answer")
+
+
+class ExportInput(BaseModel):
+    """Arguments of the ``export_snippet`` tool."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(description="Snippet id, e.g. from sections[].snippets[].id of an ask answer")
+    include_unverified: bool = Field(False, description="Also return a snippet that did not pass verification "
+                                                        "(failed, timeout, skipped), marked NOT VERIFIED in its header")
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One agent tool: its name, when to call it, its typed input and output, and the core call behind it."""
+
+    name: str
+    title: str
+    description: str
+    input: type[BaseModel]
+    output: type[BaseModel]
+    call: Callable[[BaseModel], BaseModel]
+
+
+def _ask(a: AskInput) -> Answer:
+    from skill.snippets import ask_shared
+
+    return ask_shared(a.question, k=a.k, verify=a.verify)
+
+
+def _get_section(a: SectionInput) -> SectionOut:
+    from skill.snippets import get_section
+
+    return get_section(a.id)
+
+
+def _verify_snippet(a: SnippetInput):
+    from skill.snippets import verify_snippet
+
+    return verify_snippet(a.id)
+
+
+def _export_snippet(a: ExportInput):
+    from skill.export import export_one
+
+    return export_one(a.id, include_unverified=a.include_unverified)
+
+
+def _tool_specs() -> list[ToolSpec]:
+    from skill.export import ExportedScript
+    from skill.snippets import SnippetInfo
+
+    return [
+        ToolSpec(
+            name="ask", title="Ask the FSDP expert",
+            description=(
+                "Answer a question about PyTorch FSDP and torch.distributed with the best-matching knowledge sections "
+                "(prose, official source URLs), live API signatures from the installed torch, and complete code "
+                "snippets each carrying a verdict from running it on a real multi-process process group. Call it "
+                f"first whenever the user asks about {_TERMS}, or pastes a torch.distributed error, hang or traceback "
+                "(English or Chinese, 中文提问也可以). Recommend only snippets whose verification.status is 'passed'; "
+                "treat 'failed'/'timeout' as not recommended. If abstained is true the question is outside this field."),
+            input=AskInput, output=Answer, call=_ask),
+        ToolSpec(
+            name="get_section", title="Read a knowledge section",
+            description=(
+                "Fetch one knowledge section by id (from sections[].id of an ask answer, e.g. 'join/ddp-join') with "
+                "its full markdown text, Chinese summary, official sources and snippets with their latest verdicts "
+                "(cached runs only; nothing is executed). Call it to read or quote a section in full, or to follow "
+                f"up on a topic ask already found ({_TERMS})."),
+            input=SectionInput, output=SectionOut, call=_get_section),
+        ToolSpec(
+            name="verify_snippet", title="Verify a knowledge snippet",
+            description=(
+                "Run one knowledge snippet (by id, from sections[].snippets[].id) on a real process group on this "
+                "host — gloo on CPU, NCCL when there are enough GPUs — and return its code with the verdict: "
+                "passed / failed (with per-rank tracebacks) / timeout (with where ranks hung) / skipped (e.g. needs "
+                "CUDA). A cached verdict returns at once; a fresh run takes seconds. Call it before recommending a "
+                "snippet whose status is 'unverified', or when the user asks whether an FSDP / fully_shard / "
+                "分片 / 混合精度 / 卸载 / Join / 后端 / 初始化 / 检查点 pattern works with their torch. Only knowledge "
+                "snippets can be run: this tool never executes code you send."),
+            input=SnippetInput, output=SnippetInfo, call=_verify_snippet),
+        ToolSpec(
+            name="export_snippet", title="Export a snippet as a script",
+            description=(
+                "Return a knowledge snippet as a ready-to-save script file: a comment header (snippet and section "
+                "ids, source URL, verdict, torch version, backend, world_size, the torchrun command) followed by the "
+                "verified code byte for byte. The snippet is verified first (cache or run). Call it when the user "
+                "wants a runnable FSDP / FSDP2 / torch.distributed example file (示例脚本) to launch with torchrun. "
+                "Snippets that did not pass are refused unless include_unverified is true."),
+            input=ExportInput, output=ExportedScript, call=_export_snippet),
+    ]
+
+
+_SPECS: list[ToolSpec] | None = None
+
+
+def tool_specs() -> list[ToolSpec]:
+    """The tools, in the order agents should consider them."""
+    global _SPECS
+    if _SPECS is None:
+        _SPECS = _tool_specs()
+    return _SPECS
+
+
+def tool_spec(name: str) -> ToolSpec:
+    """The tool called ``name``; NotFoundError for an unknown name."""
+    for spec in tool_specs():
+        if spec.name == name:
+            return spec
+    from skill.errors import NotFoundError
+
+    raise NotFoundError(f"unknown tool {name!r}; tools: {', '.join(s.name for s in tool_specs())}")
+
+
+def _strip_titles(schema):
+    if isinstance(schema, dict):
+        return {k: _strip_titles(v) for k, v in schema.items() if not (k == "title" and isinstance(v, str))}
+    if isinstance(schema, list):
+        return [_strip_titles(v) for v in schema]
+    return schema
+
+
+def parameters_schema(model: type[BaseModel]) -> dict:
+    """JSON schema of a tool's input model, as function-call ``parameters`` (no titles)."""
+    schema = _strip_titles(copy.deepcopy(model.model_json_schema()))
+    schema.pop("description", None)
+    return schema
+
+
+def function_schemas(fmt: Literal["openai", "anthropic"] = "openai") -> list[dict]:
+    """Function-call schemas of every tool, for OpenAI-style ``tools=`` or Anthropic-style ``tools=``."""
+    out = []
+    for spec in tool_specs():
+        params = parameters_schema(spec.input)
+        if fmt == "openai":
+            out.append({"type": "function", "function": {"name": spec.name, "description": spec.description,
+                                                         "parameters": params}})
+        elif fmt == "anthropic":
+            out.append({"name": spec.name, "description": spec.description, "input_schema": params})
+        else:
+            raise ValueError(f"unknown format {fmt!r}; use 'openai' or 'anthropic'")
+    return out
+
+
+def invoke(name: str, arguments: dict | str | None) -> BaseModel:
+    """Run one tool call from a function-calling framework: validate ``arguments`` (dict or JSON text), call the core.
+
+    Raises NotFoundError (unknown tool or id), QueryError (bad question or arguments), HarnessError.
+    """
+    import json
+
+    from pydantic import ValidationError
+
+    from skill.errors import QueryError
+
+    spec = tool_spec(name)
+    try:
+        if isinstance(arguments, str):
+            arguments = json.loads(arguments or "{}")
+        args = spec.input.model_validate(arguments or {})
+    except (ValueError, ValidationError) as exc:
+        raise QueryError(f"invalid arguments for tool {name!r}: {exc}") from exc
+    return spec.call(args)

@@ -1,0 +1,235 @@
+"""Verified snippet export: selection, refusal of anything that did not pass, byte-identical code under the
+header, manifest, the generated pytest runner, and a real export launched with torchrun (gloo, world_size 2)."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import runtime
+from runtime.models import Verdict
+from skill.cli import main
+from skill.errors import NotFoundError
+from skill.export import HEADER_END, ExportRefused, export_snippets, select_snippets, split_script
+from skill.knowledge import load_knowledge
+
+BIN = Path(sys.executable).parent
+
+
+@dataclass
+class FakeJob:
+    code: str
+    world_size: int = 2
+    backend: str = "auto"
+    timeout: float = 60.0
+    requires: tuple = ()
+    snippet_id: str | None = None
+    filename: str = "snippet.py"
+
+
+class FakeRuntime:
+    """Verdict status per snippet id (default passed), in-memory cache, a record of runs."""
+
+    def __init__(self, monkeypatch, status=None):
+        self.status, self.runs, self.cache = status or {}, [], {}
+        monkeypatch.setattr(runtime, "Job", FakeJob, raising=False)
+        monkeypatch.setattr(runtime, "cached_verdict", self.cached_verdict, raising=False)
+        monkeypatch.setattr(runtime, "verify_many", self.verify_many, raising=False)
+
+    def cached_verdict(self, code, *, world_size=2, backend="auto", requires=()):
+        v = self.cache.get(code)
+        return v.model_copy(update={"cached": True}) if v else None
+
+    def verify_many(self, jobs, *, launcher="warm", use_cache=True, progress=None):
+        out = []
+        for job in jobs:
+            self.runs.append(job.snippet_id)
+            status = self.status.get(job.snippet_id, "passed")
+            v = Verdict(status=status, reason=None if status == "passed" else f"fake {status} reason",
+                        snippet_id=job.snippet_id, code_sha256=hashlib.sha256(job.code.encode()).hexdigest(),
+                        backend="gloo", world_size=job.world_size, device="cpu", torch_version="2.13.0+cpu",
+                        seconds=0.01, launcher="warm", checked_at="2026-01-01T00:00:00+00:00")
+            self.cache[job.code] = v
+            out.append(v)
+            if progress:
+                progress(len(out), len(jobs), v)
+        return out
+
+
+@pytest.fixture(scope="module")
+def kb():
+    return load_knowledge()
+
+
+def cpu_snippets(kb):
+    return [s for s in kb.snippets.values() if not s.requires]
+
+
+# --------------------------------------------------------------------------- selection
+def test_select_by_id_topic_all(kb):
+    first = next(iter(kb.snippets.values()))
+    assert [s.id for s in select_snippets([first.id], kb=kb)] == [first.id]
+    topic = kb.section(first.section_id).topic
+    by_topic = select_snippets(topics=[topic], kb=kb)
+    assert first in by_topic and all(kb.section(s.section_id).topic == topic for s in by_topic)
+    assert [s.id for s in select_snippets(all_snippets=True, kb=kb)] == list(kb.snippets)
+    assert len(select_snippets([first.id, first.id], kb=kb)) == 1
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"ids": ["join/no-such"]}, "unknown snippet id 'join/no-such'"),
+    ({"topics": ["no-such-topic"]}, "unknown topic 'no-such-topic'"),
+    ({}, "nothing to export"),
+], ids=["unknown id", "unknown topic", "empty selection"])
+def test_select_errors(kb, kwargs, message):
+    with pytest.raises(NotFoundError, match=message):
+        select_snippets(kwargs.get("ids", ()), kb=kb, **{k: v for k, v in kwargs.items() if k != "ids"})
+
+
+# --------------------------------------------------------------------------- export (stand-in runtime)
+def test_export_writes_scripts_manifest_runner(kb, tmp_path, monkeypatch):
+    fake = FakeRuntime(monkeypatch)
+    specs = cpu_snippets(kb)[:3]
+    out = tmp_path / "out"
+    manifest = export_snippets(specs, out, kb=kb)
+    assert sorted(fake.runs) == sorted(s.id for s in specs)
+    written = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    assert written == json.loads(manifest.model_dump_json())
+    assert written["header_end"] + "\n" == HEADER_END and written["include_unverified"] is False
+    assert [e["id"] for e in written["entries"]] == [s.id for s in specs]
+    for spec, entry in zip(specs, written["entries"]):
+        data = (out / entry["file"]).read_bytes()
+        header, code = split_script(data.decode("utf-8"))
+        assert code.encode("utf-8") == spec.code.encode("utf-8")  # byte-identical to what was verified
+        assert data.endswith(spec.code.encode("utf-8"))
+        sha = hashlib.sha256(code.encode("utf-8")).hexdigest()
+        assert entry["sha256"] == sha == entry["verdict"]["code_sha256"]
+        assert entry["verified"] is True and entry["section"] == spec.section_id
+        assert all(line.startswith("#") for line in header.splitlines())
+        section = kb.section(spec.section_id)
+        for text in (f"# snippet:     {spec.id}", f"# section:     {section.id}", f"# source:      {section.sources[0]}",
+                     "# verdict:     passed", "# torch:       2.13.0", "# backend:     gloo",
+                     f"# world_size:  {spec.world_size}", "# exported:    20", f"# launch:      {spec.launch}"):
+            assert text in header, text
+        compile(data, entry["file"], "exec")  # the header keeps the file valid Python
+    assert (out / "test_exported.py").is_file()
+
+
+@pytest.mark.parametrize("status", ["failed", "timeout", "skipped"])
+def test_export_refuses_what_did_not_pass(kb, tmp_path, monkeypatch, status):
+    good, bad = cpu_snippets(kb)[:2]
+    FakeRuntime(monkeypatch, status={bad.id: status})
+    with pytest.raises(ExportRefused) as err:
+        export_snippets([good, bad], tmp_path / "out", kb=kb)
+    assert f"{bad.id} ({status}: fake {status} reason)" in str(err.value) and good.id not in str(err.value)
+    assert "--include-unverified" in str(err.value)
+    assert not (tmp_path / "out").exists()  # nothing half-written
+    manifest = export_snippets([good, bad], tmp_path / "out", kb=kb, include_unverified=True)
+    entries = {e.id: e for e in manifest.entries}
+    assert entries[good.id].verified and not entries[bad.id].verified
+    assert entries[bad.id].verdict.status == status and manifest.include_unverified
+    header, _ = split_script((tmp_path / "out" / bad.filename).read_text(encoding="utf-8"))
+    assert f"NOT VERIFIED: status {status.upper()}" in header
+    assert "NOT VERIFIED" not in split_script((tmp_path / "out" / good.filename).read_text(encoding="utf-8"))[0]
+
+
+def test_export_into_same_dir_adds_to_manifest(kb, tmp_path, monkeypatch):
+    FakeRuntime(monkeypatch)
+    a, b = cpu_snippets(kb)[:2]
+    out = tmp_path / "out"
+    export_snippets([a], out, kb=kb)
+    export_snippets([b], out, kb=kb)
+    manifest = export_snippets([a], out, kb=kb)
+    assert [e.id for e in manifest.entries] == [b.id, a.id]
+    assert json.loads((out / "manifest.json").read_text(encoding="utf-8"))["entries"][0]["id"] == b.id
+    (out / b.filename).unlink()
+    assert [e.id for e in export_snippets([a], out, kb=kb).entries] == [a.id]  # a vanished file is dropped
+
+
+def test_cuda_snippet_is_refused_on_cpu_host(kb, tmp_path, capsys):
+    """Real runtime, nothing launched: a snippet that needs CUDA is 'skipped' here, so it is not exported."""
+    from runtime import host
+
+    spec = next((s for s in kb.snippets.values() if "cuda" in s.requires), None)
+    if spec is None or host.cuda_device_count() >= spec.world_size:
+        pytest.skip("needs a CUDA-only snippet and a host without enough GPUs")
+    assert main(["export", spec.id, "--out", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert f"{spec.id} (skipped" in err and "--include-unverified" in err
+    assert not (tmp_path / "out").exists()
+    assert main(["export", spec.id, "--out", str(tmp_path / "out"), "--include-unverified"]) == 0
+    header = split_script((tmp_path / "out" / spec.filename).read_text(encoding="utf-8"))[0]
+    assert "NOT VERIFIED: status SKIPPED" in header
+
+
+def test_cli_export_exit_codes(kb, tmp_path, monkeypatch, capsys):
+    good, bad = cpu_snippets(kb)[:2]
+    FakeRuntime(monkeypatch, status={bad.id: "failed"})
+    out = tmp_path / "out"
+    assert main(["export", good.id, "--out", str(out)]) == 0
+    stdout = capsys.readouterr().out
+    assert good.filename in stdout and "passed" in stdout and (out / good.filename).exists()
+    assert main(["export", good.id, bad.id, "--out", str(tmp_path / "o2")]) == 1
+    err = capsys.readouterr().err
+    assert bad.id in err and "failed" in err and "--include-unverified" in err
+    assert main(["export", good.id, bad.id, "--out", str(tmp_path / "o3"), "--include-unverified", "--json"]) == 0
+    cap = capsys.readouterr()
+    assert {e["id"]: e["verified"] for e in json.loads(cap.out)["entries"]} == {good.id: True, bad.id: False}
+    assert f"exported NOT VERIFIED: {bad.id}" in cap.err
+    assert main(["export", "--out", str(tmp_path / "o4")]) == 2  # nothing selected
+    assert main(["export", "join/no-such", "--out", str(tmp_path / "o5")]) == 2
+    assert main(["export", "--topic", "no-such", "--out", str(tmp_path / "o6")]) == 2
+    assert "unknown topic" in capsys.readouterr().err
+
+
+def test_cli_export_topic(kb, tmp_path, monkeypatch, capsys):
+    FakeRuntime(monkeypatch)
+    topic = kb.topics[0]
+    expected = [s.id for s in kb.snippets.values() if kb.section(s.section_id).topic == topic and not s.requires]
+    if len(expected) != len([s for s in kb.snippets.values() if kb.section(s.section_id).topic == topic]):
+        pytest.skip("topic has CUDA-only snippets, which are not exported here")
+    assert main(["export", "--topic", topic, "--out", str(tmp_path / "t"), "--json"]) == 0
+    assert [e["id"] for e in json.loads(capsys.readouterr().out)["entries"]] == expected
+
+
+def test_runner_catches_edited_script(kb, tmp_path, monkeypatch):
+    FakeRuntime(monkeypatch)
+    spec = cpu_snippets(kb)[0]
+    out = tmp_path / "out"
+    export_snippets([spec], out, kb=kb)
+    path = out / spec.filename
+    path.write_bytes(path.read_bytes() + b"# an edit\n")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(out / "test_exported.py")],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1 and "code changed since export" in proc.stdout
+
+
+# --------------------------------------------------------------------------- real: export, then torchrun
+@pytest.mark.slow
+def test_real_export_then_torchrun(kb, tmp_path, capsys):
+    if not hasattr(runtime, "verify_many"):
+        pytest.skip("runtime.verify_many not available yet")
+    spec = min((s for s in cpu_snippets(kb) if s.world_size == 2), key=lambda s: len(s.code))
+    out = tmp_path / "scripts"
+    assert main(["export", spec.id, "--out", str(out), "--json"]) == 0, capsys.readouterr().err
+    entry = json.loads(capsys.readouterr().out)["entries"][0]
+    assert entry["verified"] and entry["verdict"]["status"] == "passed" and entry["verdict"]["backend"] == "gloo"
+    code = split_script((out / entry["file"]).read_text(encoding="utf-8"))[1]
+    assert hashlib.sha256(code.encode()).hexdigest() == entry["sha256"] == entry["verdict"]["code_sha256"]
+    # launch it exactly as the header says, with this environment's torchrun
+    launch = shlex.split(entry["launch"])
+    assert launch[:3] == ["torchrun", "--standalone", "--nproc_per_node=2"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run([str(BIN / "torchrun"), *launch[1:]], cwd=out, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    # and the generated runner re-verifies it the same way
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_exported.py"],
+                          cwd=out, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0 and "1 passed" in proc.stdout, proc.stdout[-3000:]

@@ -1,0 +1,398 @@
+"""HTTP adapter through FastAPI's TestClient (every route, every client error), httpx.AsyncClient for
+concurrency, a real uvicorn started by `fsdp-skill serve` for the README curl example, and one real
+verification of a knowledge snippet on a gloo process group."""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+
+import runtime
+from runtime.models import Verdict
+from skill.export import split_script
+from skill.http import MAX_BODY_BYTES, create_app
+from skill.knowledge import load_knowledge
+from skill.snippets import in_flight
+
+EXE = Path(sys.executable).with_name("fsdp-skill")
+ERROR_KEYS = {"error", "code"}
+# The README's curl example (README "HTTP API"); test_readme_curl_example runs it against a real server.
+README_CURL = ("curl -s http://127.0.0.1:8000/v1/ask -H 'content-type: application/json' "
+               "-d '{\"question\": \"How do I use bf16 mixed precision with fully_shard?\", \"k\": 2, \"verify\": false}'")
+
+
+# --------------------------------------------------------------------------- a stand-in runtime
+@dataclass
+class FakeJob:
+    code: str
+    world_size: int = 2
+    backend: str = "auto"
+    timeout: float = 60.0
+    requires: tuple = ()
+    snippet_id: str | None = None
+    filename: str = "snippet.py"
+
+
+class FakeRuntime:
+    """Records runs; verdict status per snippet id from ``status`` (default passed); optional gate."""
+
+    def __init__(self, status=None, gate=None):
+        self.status = status or {}
+        self.gate = gate
+        self.runs: list[str] = []
+        self.cache: dict[str, Verdict] = {}
+        self.lock = threading.Lock()
+
+    def install(self, monkeypatch):
+        monkeypatch.setattr(runtime, "Job", FakeJob, raising=False)
+        monkeypatch.setattr(runtime, "cached_verdict", self.cached_verdict, raising=False)
+        monkeypatch.setattr(runtime, "verify_many", self.verify_many, raising=False)
+        return self
+
+    @staticmethod
+    def sha(code):
+        return hashlib.sha256(code.encode()).hexdigest()
+
+    def cached_verdict(self, code, *, world_size=2, backend="auto", requires=()):
+        v = self.cache.get(self.sha(code))
+        return v.model_copy(update={"cached": True}) if v else None
+
+    def verify_many(self, jobs, *, launcher="warm", use_cache=True, progress=None):
+        if self.gate:
+            self.gate(jobs)
+        out = []
+        for job in jobs:
+            with self.lock:
+                self.runs.append(job.snippet_id)
+            status = self.status.get(job.snippet_id, "passed")
+            v = Verdict(status=status, reason=None if status == "passed" else f"fake {status}", snippet_id=job.snippet_id,
+                        code_sha256=self.sha(job.code), backend="gloo", world_size=job.world_size, device="cpu",
+                        torch_version="2.13.0+cpu", seconds=0.01, launcher="warm", checked_at="2026-01-01T00:00:00+00:00")
+            self.cache[self.sha(job.code)] = v
+            out.append(v)
+        return out
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    return FakeRuntime().install(monkeypatch)
+
+
+@pytest.fixture(scope="module")
+def kb():
+    return load_knowledge()
+
+
+@pytest.fixture
+def client():
+    with TestClient(create_app()) as c:
+        yield c
+
+
+def a_snippet(kb, cuda=False):
+    return next(s for s in kb.snippets.values() if ("cuda" in s.requires) == cuda)
+
+
+def a_section_with_snippets(kb):
+    return next(s for s in kb.sections.values() if s.snippets)
+
+
+# --------------------------------------------------------------------------- routes
+def test_healthz(client, kb):
+    r = client.get("/healthz")
+    assert r.status_code == 200
+    h = r.json()
+    assert h["status"] == "ok" and h["knowledge_fingerprint"] == kb.fingerprint
+    assert (h["topics"], h["sections"], h["snippets"]) == (len(kb.cards), len(kb.sections), len(kb.snippets))
+    assert h["torch_version"].startswith("2.13.0")
+
+
+def test_openapi_docs(client):
+    assert client.get("/docs").status_code == 200
+    spec = client.get("/openapi.json").json()
+    assert {"/v1/ask", "/v1/sections/{section_id}", "/v1/snippets/{snippet_id}", "/v1/snippets/{snippet_id}/verify",
+            "/v1/snippets/{snippet_id}/export", "/healthz"} <= set(spec["paths"])
+    ask_body = spec["components"]["schemas"]["AskRequest"]["properties"]
+    assert {"question", "k", "verify", "language"} == set(ask_body)
+    assert all(p.get("description") for p in ask_body.values())
+
+
+def test_ask_unverified_matches_cli_contract(client, capsys):
+    q = "How do I use bf16 mixed precision with fully_shard?"
+    r = client.post("/v1/ask", json={"question": q, "k": 2, "verify": False})
+    assert r.status_code == 200
+    ans = r.json()
+    from skill.answer import ask
+
+    expected = json.loads(ask(q, k=2, verify=False).model_dump_json())
+    for key in ("query", "language", "abstained", "topics"):
+        assert ans[key] == expected[key]
+    assert [s["id"] for s in ans["sections"]] == [s["id"] for s in expected["sections"]]
+    assert all(sn["verification"]["status"] == "unverified" for s in ans["sections"] for sn in s["snippets"])
+
+
+def test_ask_language_override(client):
+    r = client.post("/v1/ask", json={"question": "Join uneven inputs", "verify": False, "language": "zh"})
+    assert r.status_code == 200 and r.json()["language"] == "zh"
+    r = client.post("/v1/ask", json={"question": "不均匀输入怎么处理？", "verify": False})
+    assert r.json()["language"] == "zh"
+
+
+def test_ask_abstains_out_of_scope(client):
+    r = client.post("/v1/ask", json={"question": "How do I center a div in CSS?", "verify": False})
+    assert r.status_code == 200 and r.json()["abstained"] is True and r.json()["reason"]
+
+
+def test_ask_verify_attaches_verdicts(client, fake):
+    r = client.post("/v1/ask", json={"question": "Join uneven inputs with DDP", "k": 2})
+    assert r.status_code == 200
+    snippets = [sn for s in r.json()["sections"] for sn in s["snippets"]]
+    assert snippets and all(sn["verification"]["status"] == "passed" for sn in snippets)
+    assert sorted(fake.runs) == sorted({sn["id"] for sn in snippets})
+    r = client.post("/v1/ask", json={"question": "Join uneven inputs with DDP", "k": 2})
+    assert all(sn["verification"]["cached"] for s in r.json()["sections"] for sn in s["snippets"])
+    assert len(fake.runs) == len({sn["id"] for sn in snippets})  # second ask ran nothing
+
+
+def test_section_route(client, kb, fake):
+    sec = a_section_with_snippets(kb)
+    r = client.get(f"/v1/sections/{sec.id}")
+    assert r.status_code == 200
+    body = r.json()
+    assert body["id"] == sec.id and body["text"] == sec.text and body["sources"] == sec.sources
+    assert [sn["id"] for sn in body["snippets"]] == [sn.id for sn in sec.snippets]
+    assert all(sn["verification"]["status"] == "unverified" for sn in body["snippets"])
+    assert fake.runs == []  # reading a section runs nothing
+    client.post(f"/v1/snippets/{sec.snippets[0].id}/verify")
+    body = client.get(f"/v1/sections/{sec.id}").json()
+    assert body["snippets"][0]["verification"]["status"] == "passed" and body["snippets"][0]["verification"]["cached"]
+
+
+def test_snippet_get_verify_get(client, kb, fake):
+    spec = a_snippet(kb)
+    r = client.get(f"/v1/snippets/{spec.id}")
+    assert r.status_code == 200
+    info = r.json()
+    assert info["code"] == spec.code and info["code_sha256"] == hashlib.sha256(spec.code.encode()).hexdigest()
+    assert info["verification"]["status"] == "unverified" and info["launch"] == spec.launch
+    r = client.post(f"/v1/snippets/{spec.id}/verify")
+    assert r.status_code == 200 and r.json()["verification"]["status"] == "passed"
+    assert r.json()["verification"]["code_sha256"] == info["code_sha256"]
+    info = client.get(f"/v1/snippets/{spec.id}").json()
+    assert info["verification"]["status"] == "passed" and info["verification"]["cached"] is True
+    client.post(f"/v1/snippets/{spec.id}/verify")
+    assert fake.runs == [spec.id]  # cached
+    client.post(f"/v1/snippets/{spec.id}/verify?force=true")
+    assert fake.runs == [spec.id, spec.id]
+
+
+def test_export_route(client, kb, fake):
+    spec = a_snippet(kb)
+    r = client.get(f"/v1/snippets/{spec.id}/export")
+    assert r.status_code == 200
+    assert r.headers["content-type"].startswith("text/x-python")
+    assert r.headers["content-disposition"] == f'attachment; filename="{spec.filename}"'
+    header, code = split_script(r.text)
+    assert code == spec.code and r.content.endswith(spec.code.encode())
+    assert r.headers["x-code-sha256"] == hashlib.sha256(code.encode()).hexdigest()
+    assert f"# snippet:     {spec.id}" in header and "# verdict:     passed" in header and spec.launch in header
+
+
+@pytest.mark.parametrize("status", ["failed", "timeout", "skipped"])
+def test_export_refuses_unverified(client, kb, monkeypatch, status):
+    spec = a_snippet(kb)
+    FakeRuntime(status={spec.id: status}).install(monkeypatch)
+    r = client.get(f"/v1/snippets/{spec.id}/export")
+    assert r.status_code == 409 and r.json()["code"] == "not_verified" and spec.id in r.json()["error"]
+    r = client.get(f"/v1/snippets/{spec.id}/export?include_unverified=true")
+    assert r.status_code == 200 and "NOT VERIFIED" in r.text and r.headers["x-verdict"] == status
+
+
+# --------------------------------------------------------------------------- client errors: 4xx, JSON body, never 500
+BAD_REQUESTS = [
+    ("empty question", "post", "/v1/ask", {"json": {"question": ""}}, 400, "bad_input"),
+    ("whitespace question", "post", "/v1/ask", {"json": {"question": "  \n\t "}}, 400, "bad_input"),
+    ("40 kB question", "post", "/v1/ask", {"json": {"question": "fsdp " * 8000}}, 400, "bad_input"),
+    ("binary question", "post", "/v1/ask", {"json": {"question": "fsdp\x00\x01\x02"}}, 400, "bad_input"),
+    ("k=0", "post", "/v1/ask", {"json": {"question": "fsdp", "k": 0}}, 422, "invalid_request"),
+    ("k=21", "post", "/v1/ask", {"json": {"question": "fsdp", "k": 21}}, 422, "invalid_request"),
+    ("k=abc", "post", "/v1/ask", {"json": {"question": "fsdp", "k": "abc"}}, 422, "invalid_request"),
+    ("question not a string", "post", "/v1/ask", {"json": {"question": 42}}, 422, "invalid_request"),
+    ("verify not a bool", "post", "/v1/ask", {"json": {"question": "fsdp", "verify": "maybe"}}, 422, "invalid_request"),
+    ("bad language", "post", "/v1/ask", {"json": {"question": "fsdp", "language": "fr"}}, 422, "invalid_request"),
+    ("unknown field", "post", "/v1/ask", {"json": {"question": "fsdp", "code": "import os"}}, 422, "invalid_request"),
+    ("missing body", "post", "/v1/ask", {}, 422, "invalid_request"),
+    ("missing question", "post", "/v1/ask", {"json": {"k": 2}}, 422, "invalid_request"),
+    ("body is a list", "post", "/v1/ask", {"json": ["fsdp"]}, 422, "invalid_request"),
+    ("malformed JSON", "post", "/v1/ask", {"content": b'{"question": ', "headers": {"content-type": "application/json"}}, 422, "invalid_request"),
+    ("body over limit", "post", "/v1/ask", {"content": b"x" * (MAX_BODY_BYTES + 1), "headers": {"content-type": "application/json"}}, 413, "body_too_large"),
+    ("unknown section", "get", "/v1/sections/fsdp2/no-such-section", {}, 404, "not_found"),
+    ("section id without topic", "get", "/v1/sections/no-such-section", {}, 404, "not_found"),
+    ("unknown snippet", "get", "/v1/snippets/join/no-such-snippet", {}, 404, "not_found"),
+    ("verify unknown snippet", "post", "/v1/snippets/join/no-such-snippet/verify", {}, 404, "not_found"),
+    ("export unknown snippet", "get", "/v1/snippets/join/no-such-snippet/export", {}, 404, "not_found"),
+    ("force not a bool", "post", "/v1/snippets/join/x/verify?force=perhaps", {}, 422, "invalid_request"),
+    ("unknown route", "get", "/v1/nothing", {}, 404, "not_found"),
+    ("GET /v1/ask", "get", "/v1/ask", {}, 405, "method_not_allowed"),
+    ("PUT /v1/ask", "put", "/v1/ask", {"json": {"question": "fsdp"}}, 405, "method_not_allowed"),
+    ("GET verify", "get", "/v1/snippets/join/ddp-join/verify", {}, 405, "method_not_allowed"),
+    ("POST export", "post", "/v1/snippets/join/ddp-join/export", {}, 405, "method_not_allowed"),
+    ("DELETE section", "delete", "/v1/sections/join/ddp-join", {}, 405, "method_not_allowed"),
+    ("POST healthz", "post", "/healthz", {}, 405, "method_not_allowed"),
+]
+
+
+@pytest.mark.parametrize("method, url, kwargs, status, code", [b[1:] for b in BAD_REQUESTS], ids=[b[0] for b in BAD_REQUESTS])
+def test_client_errors(client, fake, method, url, kwargs, status, code):
+    r = client.request(method.upper(), url, **kwargs)
+    assert r.status_code == status, r.text
+    body = r.json()
+    assert body["code"] == code and isinstance(body["error"], str) and body["error"]
+    assert set(body) == ERROR_KEYS | ({"detail"} if code == "invalid_request" else set())
+    assert fake.runs == []
+
+
+def test_chunked_body_over_limit(client):
+    chunks = (b"x" * 10_000 for _ in range(MAX_BODY_BYTES // 10_000 + 2))
+    r = client.post("/v1/ask", content=chunks, headers={"content-type": "application/json"})
+    assert r.status_code == 413 and r.json()["code"] == "body_too_large"
+
+
+def test_error_messages_say_what_to_fix(client):
+    r = client.post("/v1/ask", json={"question": "fsdp " * 8000})
+    assert "32,768" in r.json()["error"]
+    r = client.post("/v1/ask", json={"question": "fsdp", "k": "abc"})
+    assert r.json()["detail"][0]["loc"] == ["body", "k"] and "abc" not in json.dumps(r.json()["detail"])
+    r = client.get("/v1/snippets/join/ddp-joi")
+    assert "did you mean join/ddp-join" in r.json()["error"]
+
+
+def test_harness_failure_is_503(client, kb, monkeypatch):
+    from skill.errors import HarnessError
+
+    def broken(*a, **k):
+        raise HarnessError("warm launcher failed to start: boom")
+
+    FakeRuntime().install(monkeypatch)
+    monkeypatch.setattr(runtime, "verify_many", broken)
+    r = client.post(f"/v1/snippets/{a_snippet(kb).id}/verify")
+    assert r.status_code == 503 and r.json() == {"error": "warm launcher failed to start: boom", "code": "harness_error"}
+    assert in_flight() == {}  # the failed run is not left behind
+
+
+# --------------------------------------------------------------------------- concurrency: one run per snippet
+def _wait_for_joiners(snippet_id, n):
+    deadline = time.monotonic() + 60
+    while in_flight(snippet_id).get(snippet_id, 0) < n and time.monotonic() < deadline:
+        time.sleep(0.005)
+
+
+def test_concurrent_verify_shares_one_run(kb, monkeypatch):
+    spec = a_snippet(kb)
+    n = 8
+    fake = FakeRuntime(gate=lambda jobs: _wait_for_joiners(spec.id, n - 1)).install(monkeypatch)
+
+    async def go():
+        transport = httpx.ASGITransport(app=create_app())
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as c:
+            return await asyncio.gather(*[c.post(f"/v1/snippets/{spec.id}/verify") for _ in range(n)])
+
+    responses = asyncio.run(go())
+    assert [r.status_code for r in responses] == [200] * n
+    assert fake.runs == [spec.id]
+    assert {r.json()["verification"]["status"] for r in responses} == {"passed"}
+    assert in_flight() == {}
+
+
+def test_concurrent_asks_share_runs(kb, monkeypatch):
+    q = {"question": "Join uneven inputs with DDP", "k": 1}
+    from skill.answer import ask
+
+    ids = [sn.id for s in ask(q["question"], k=1, verify=False).sections for sn in s.snippets]
+    assert ids, "the question should retrieve a section with snippets"
+    n = 4
+    fake = FakeRuntime(gate=lambda jobs: _wait_for_joiners(ids[0], n - 1)).install(monkeypatch)
+
+    async def go():
+        transport = httpx.ASGITransport(app=create_app())
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as c:
+            return await asyncio.gather(*[c.post("/v1/ask", json=q) for _ in range(n)])
+
+    responses = asyncio.run(go())
+    assert [r.status_code for r in responses] == [200] * n
+    assert sorted(fake.runs) == sorted(ids)  # each snippet ran once for four requests
+
+
+# --------------------------------------------------------------------------- real server, real run
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_serve_and_readme_curl_example(tmp_path):
+    port = _free_port()
+    env = {**os.environ, "FSDP_SKILL_HOME": str(tmp_path / "home")}
+    proc = subprocess.Popen([str(EXE), "serve", "--port", str(port), "--log-level", "warning"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert proc.poll() is None, proc.communicate()[1]
+            assert time.monotonic() < deadline, "server did not come up"
+            time.sleep(0.1)
+        cmd = README_CURL.replace("127.0.0.1:8000", f"127.0.0.1:{port}")
+        if shutil.which("curl"):
+            out = subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=60, check=True).stdout
+        else:  # same request without curl
+            out = httpx.post(f"{base}/v1/ask", timeout=60, json={
+                "question": "How do I use bf16 mixed precision with fully_shard?", "k": 2, "verify": False}).text
+        ans = json.loads(out)
+        assert ans["abstained"] is False and len(ans["sections"]) == 2
+        assert ans["sections"][0]["topic"] == "mixed-precision"
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
+
+
+def test_serve_rejects_bad_port(capsys):
+    from skill.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["serve", "--port", "70000"])
+    assert exc.value.code == 2 and "port(70000) must be in 0..65535" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_real_verification_through_http(client, kb):
+    if not hasattr(runtime, "verify_many"):
+        pytest.skip("runtime.verify_many not available yet")
+    spec = min((s for s in kb.snippets.values() if not s.requires), key=lambda s: len(s.code))
+    r = client.post(f"/v1/snippets/{spec.id}/verify")
+    assert r.status_code == 200, r.text
+    v = r.json()["verification"]
+    assert v["status"] == "passed", v
+    assert v["backend"] == "gloo" and v["world_size"] == spec.world_size and v["cached"] is False
+    assert v["code_sha256"] == hashlib.sha256(spec.code.encode()).hexdigest()
+    again = client.get(f"/v1/snippets/{spec.id}").json()["verification"]
+    assert again["status"] == "passed" and again["cached"] is True
