@@ -65,21 +65,28 @@ def store(key: str, verdict: Verdict) -> bool:
     """
     if verdict.status not in CACHED_STATUSES:
         return False
-    path = _path(key)
     data = verdict.model_copy(update={"cached": False}).model_dump_json(indent=1)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key[:16]}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(data)
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        atomic_write_text(_path(key), data)
     except OSError:
         return False
     return True
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` so readers see the old or the new file, never a torn one (tempfile + os.replace).
+
+    Creates the parent directory; raises OSError when the disk refuses.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:16]}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
