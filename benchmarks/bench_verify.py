@@ -140,7 +140,25 @@ def run(args) -> None:
             print(f"  {name:<22}{w_med:>8.3f} s  (full preload {rows[name][0]:.3f} s)")
         runtime.shutdown()
         os.environ.pop("FSDP_SKILL_PRELOAD")
+    verify_all_cli()
     print(f"\nload average at end: {os.getloadavg()[0]:.2f}")
+
+
+def verify_all_cli() -> None:
+    """Wall time of ``fsdp-skill verify --all`` in a fresh state dir (cold), then again (cached)."""
+    import subprocess
+    import sys
+    import tempfile
+
+    exe = os.path.join(os.path.dirname(sys.executable), "fsdp-skill")
+    env = {**os.environ, "FSDP_SKILL_HOME": tempfile.mkdtemp(prefix="fsdp-skill-bench-all-")}
+    for label in ("cold", "cached"):
+        t0 = time.perf_counter()
+        p = subprocess.run([exe, "verify", "--all"], env=env, capture_output=True, text=True)
+        wall = time.perf_counter() - t0
+        summary = (p.stdout.strip().splitlines() or ["?"])[-1]
+        target = "" if label == "cold" else f"  target <= 1 s [{'met' if wall <= 1 else 'NOT met'}]"
+        print(f"verify --all {label:<6}: {wall:6.2f} s (exit {p.returncode}) {summary}{target}")
 
 
 if __name__ == "__main__":
