@@ -59,6 +59,7 @@ def test_real_knowledge_has_every_topic_and_rules():
     for s in kb.sections.values():
         assert s.sources and all(u.startswith("https://docs.pytorch.org/") for u in s.sources), s.id
         assert s.zh, f"{s.id} lacks a Chinese summary"
+        assert any("\u4e00" <= ch <= "\u9fff" for a in s.aliases for ch in a), f"{s.id} lacks Chinese aliases"
         for sn in s.snippets:
             assert "destroy_process_group" in sn.code, f"{sn.id} must destroy its process group"
 
