@@ -33,6 +33,9 @@ class Job:
     requires: Sequence[str] = field(default_factory=tuple)
     snippet_id: str | None = None
     filename: str = "snippet.py"
+    # A user's own script under debugging: always run it (no cache lookup; the fresh verdict is still
+    # stored) and report a warm timeout as seen, without the torchrun confirmation rerun.
+    debug: bool = False
 
 
 def _now() -> str:
@@ -124,13 +127,13 @@ def _verify(job: Job, *, launcher: str, use_cache: bool) -> Verdict:
     if place.skip:
         return _skipped(sha, job, place)
     key = cache.cache_key(sha, job.world_size, place.backend, host.torch_version())
-    if use_cache:
+    if use_cache and not job.debug:
         hit = cache.load(key)
         # A timeout recorded under a shorter timeout says nothing about a longer one.
         if hit is not None and not (hit.status == "timeout" and (hit.seconds or 0) < job.timeout):
             return hit.model_copy(update={"snippet_id": job.snippet_id})
     verdict = _run(job, place, sha, launcher)
-    if verdict.status == "timeout" and launcher == "warm" and os.environ.get(CONFIRM_ENV, "1") != "0":
+    if verdict.status == "timeout" and launcher == "warm" and not job.debug and os.environ.get(CONFIRM_ENV, "1") != "0":
         verdict = _confirm(job, place, sha, verdict)
     cache.store(key, verdict)
     return verdict

@@ -37,6 +37,9 @@ def _read_question(words: list[str]) -> str:
 
 
 def _progress(done: int, total: int, verdict) -> None:
+    """Progress of the snippets an answer had to run now (cached verdicts do not report here)."""
+    if done == 1:
+        print(f"verifying {total} snippet(s) on a real process group (first run starts the launcher)…", file=sys.stderr)
     sid = verdict.snippet_id or "script"
     print(f"[{done}/{total}] verified {sid}: {verdict.status} ({(verdict.seconds or 0):.2f} s)", file=sys.stderr)
 
@@ -46,8 +49,6 @@ def cmd_ask(args) -> int:
     from skill.answer import ask
 
     question = _read_question(args.question)
-    if not args.json and not args.no_verify:
-        print("verifying snippets (cached verdicts are instant; a first run launches real ranks)…", file=sys.stderr)
     answer = ask(question, k=args.k, verify=not args.no_verify, progress=_progress)
     if args.json:
         sys.stdout.write(answer.model_dump_json(indent=None) + "\n")

@@ -73,12 +73,13 @@ def print_answer(ans: Answer, console=None) -> None:
     """Print an Answer to the terminal with rich (panels, syntax-highlighted code, verdict colours)."""
     from rich.console import Console
     from rich.markdown import Markdown
+    from rich.markup import escape
     from rich.panel import Panel
     from rich.syntax import Syntax
 
     console = console or Console()
     if ans.abstained:
-        console.print(Panel(ans.reason or "", title="out of scope", border_style="yellow"))
+        console.print(Panel(escape(ans.reason or ""), title="out of scope", border_style="yellow"))
         return
     topics = ", ".join(f"{t.id} {t.score:.2f}" for t in ans.topics[:3])
     console.print(f"[dim]topics: {topics} · torch {ans.torch_version} · {ans.elapsed_ms:.1f} ms[/dim]")
@@ -92,23 +93,27 @@ def print_answer(ans: Answer, console=None) -> None:
                             title_align="left", subtitle_align="right"))
         for sn in s.snippets:
             _print_snippet(console, sn, Syntax, Panel)
-        console.print("[dim]sources: " + " ".join(s.sources) + "[/dim]\n")
+        console.print("[dim]sources: " + escape(" ".join(s.sources)) + "[/dim]\n")
     if ans.api:
         console.print(f"[bold]API in your torch {ans.torch_version}[/bold]")
         for a in ans.api:
             if a.available:
-                console.print(f"  [cyan]{a.name}[/cyan]\n    {a.signature or ''}\n    [dim]{a.summary or ''}[/dim]")
+                console.print(f"  [cyan]{escape(a.name)}[/cyan]\n    {escape(a.signature or '')}\n    [dim]{escape(a.summary or '')}[/dim]")
             else:
-                console.print(f"  [red]{a.name} — missing from the installed torch[/red]")
+                console.print(f"  [red]{escape(a.name)} — missing from the installed torch[/red]")
 
 
 def _print_snippet(console, sn: SnippetOut, Syntax, Panel) -> None:
     v = sn.verification
     colour = {"passed": "green", "skipped": "yellow", "unverified": "blue"}.get(v.status, "red")
-    line = verdict_line(v)
+    from rich.markup import escape
+
+    line = escape(verdict_line(v))
     if _offered(sn):
-        console.print(Panel(Syntax(sn.code, "python", line_numbers=False), title=f"snippet {sn.id}",
-                            subtitle=f"[{colour}]{line}[/{colour}]", border_style=colour, title_align="left"))
-        console.print(f"  launch: [bold]{sn.launch}[/bold]")
+        # word_wrap: a narrow terminal wraps code lines instead of cutting them (copied code stays whole)
+        console.print(Panel(Syntax(sn.code, "python", line_numbers=False, word_wrap=True), title=f"snippet {sn.id}",
+                            border_style=colour, title_align="left"))
+        console.print(f"  [{colour}]{line}[/{colour}]")
+        console.print(f"  launch: [bold]{escape(sn.launch)}[/bold]")
     else:
         console.print(f"[{colour}]snippet {sn.id}: {line}[/{colour}]")

@@ -53,6 +53,10 @@ class Router:
         self.strong = frozenset(strong) | scope.STRONG_ANCHORS
         self.bm25 = BM25Okapi(self.docs, k1=k1, b=b)
         self.k1 = k1
+        self._spelling: dict[tuple[str, int], list[str]] = {}
+        for word in self.bm25.idf:
+            if len(word) >= 4 and word.isascii() and word.isalpha():
+                self._spelling.setdefault((word[0], len(word)), []).append(word)
 
     def _documents(self, kb: Knowledge) -> tuple[list[list[str]], list[str]]:
         """Token lists of the sections and the anchors the cards add; cached on disk per knowledge digest
@@ -83,6 +87,22 @@ class Router:
                 pass
         return docs, sorted(strong)
 
+    def correct(self, tokens: list[str]) -> list[str]:
+        """Replace misspelt tokens (``shrad``, ``precison``, ``fullyshrad``) by the closest word the
+        knowledge uses: same first letter, length within 2, difflib ratio >= 0.8.  Known tokens,
+        short tokens and non-letters are kept as they are."""
+        import difflib
+
+        out = []
+        for tok in tokens:
+            if tok in self.bm25.idf or len(tok) < 5 or not (tok.isascii() and tok.isalpha()):
+                out.append(tok)
+                continue
+            pool = [w for n in range(len(tok) - 2, len(tok) + 3) for w in self._spelling.get((tok[0], n), ())]
+            match = difflib.get_close_matches(tok, pool, n=1, cutoff=0.8)
+            out.append(match[0] if match else tok)
+        return out
+
     def _attainable(self, tokens: list[str]) -> float:
         """Upper bound of a section's score for these tokens (each term once at full saturation).
 
@@ -95,7 +115,7 @@ class Router:
     def route(self, question: str, k: int = 3) -> Routing:
         """Rank sections for ``question``; returns at most ``k`` sections, or an abstention reason."""
         text = reduce_traceback(question) if is_traceback(question) else question
-        tokens = tokenize(text)[:MAX_QUERY_TOKENS]
+        tokens = self.correct(tokenize(text)[:MAX_QUERY_TOKENS])
         routing = Routing(tokens=tokens)
         reason = scope.out_of_scope_reason(text)
         if reason:

@@ -60,7 +60,8 @@ _INSTALL = re.compile(
 )
 _OTHER_FRAMEWORKS = re.compile(
     r"\b(tensorflow|keras|jax|flax|mxnet|paddle(?:paddle)?|mindspore|horovod|deepspeed|megatron|colossal-?ai|"
-    r"mirroredstrategy|tpu ?strategy|pmap|xla ?sharding|mesh-tensorflow|scikit-learn|sklearn|spark|dask)\b|飞桨|昇思",
+    r"mirroredstrategy|tpu ?strategy|pmap|xla ?sharding|mesh-tensorflow|scikit-learn|sklearn|spark|dask|pandas|"
+    r"polars|postgres(?:ql)?|mysql|sql|mongodb|redis|elasticsearch|kafka|cassandra|database|kubernetes|k8s)\b|飞桨|昇思|数据库",
     re.I,
 )
 # Words that tie a question about another framework back to ours (e.g. "FSDP vs DeepSpeed ZeRO-3").

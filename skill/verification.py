@@ -41,7 +41,7 @@ def add_verify_parser(subparsers) -> None:
 
 
 def _is_path(target: str) -> bool:
-    return target.endswith(".py") or os.path.isfile(target)  # snippet ids ('topic/name') never end in .py
+    return target.endswith(".py") or os.path.exists(target)  # snippet ids ('topic/name') never end in .py
 
 
 def _jobs(args) -> list:
@@ -84,7 +84,7 @@ def _jobs(args) -> list:
             raise QueryError(f"cannot read {t}: {getattr(exc, 'strerror', None) or exc}") from None
         jobs.append(runtime.Job(code=code, world_size=args.world_size or 2, backend=args.backend or "auto",
                                 timeout=60.0 if args.timeout is None else args.timeout,
-                                filename=os.path.basename(t)))
+                                filename=os.path.basename(t), debug=True))
     return jobs
 
 

@@ -312,3 +312,18 @@ def test_blocked_at_parses_faulthandler_dumps():
     assert blocked_at(fsdp, "/tmp/run/work/s.py", "x = 1\nloss = model(x).sum()\n") == \
         "model at s.py:2 (inside all_gather_into_tensor)"
     assert blocked_at("", "/tmp/s.py") is None
+
+
+def test_debug_jobs_always_run_and_report_warm_timeouts_as_seen(monkeypatch):
+    """A user's own script (Job.debug): no cache lookup, no torchrun confirmation of a timeout."""
+    calls = []
+
+    def fake_run(job, place, sha, launcher):
+        calls.append(launcher)
+        return Verdict(status="timeout", reason="rank 0 blocked", launcher=launcher, seconds=1.0)
+
+    monkeypatch.setattr("runtime.api._run", fake_run)
+    job = runtime.Job(code="x = 2", timeout=1.0, filename="mine.py", debug=True)
+    first, second = runtime.verify_many([job, job])
+    assert calls == ["warm", "warm"]  # run twice (no cache hit), never rerun under torchrun
+    assert first.status == second.status == "timeout" and not second.cached
