@@ -67,7 +67,8 @@ register_url_convertor("kid", _IdConvertor())
 class AskRequest(AskInput):
     """Body of ``POST /v1/ask``."""
 
-    model_config = ConfigDict(extra="forbid", json_schema_extra={
+    # strict: wrong JSON types ("k": "3", "verify": "yes") are a 422, not silently coerced
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={
         "examples": [{"question": "How do I use FSDP2 mixed precision with bf16?", "k": 3, "verify": True}]})
 
     language: Literal["auto", "en", "zh"] = Field(

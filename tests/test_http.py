@@ -396,3 +396,9 @@ def test_real_verification_through_http(client, kb):
     assert v["code_sha256"] == hashlib.sha256(spec.code.encode()).hexdigest()
     again = client.get(f"/v1/snippets/{spec.id}").json()["verification"]
     assert again["status"] == "passed" and again["cached"] is True
+
+
+def test_wrong_json_types_are_not_coerced(client):
+    for body in ({"question": "Join uneven inputs", "k": "3"}, {"question": "Join", "verify": "yes"}):
+        r = client.post("/v1/ask", json=body)
+        assert r.status_code == 422 and r.json()["code"] == "invalid_request", body
