@@ -8,7 +8,6 @@ import os
 import shlex
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -23,23 +22,11 @@ from skill.knowledge import load_knowledge
 BIN = Path(sys.executable).parent
 
 
-@dataclass
-class FakeJob:
-    code: str
-    world_size: int = 2
-    backend: str = "auto"
-    timeout: float = 60.0
-    requires: tuple = ()
-    snippet_id: str | None = None
-    filename: str = "snippet.py"
-
-
 class FakeRuntime:
     """Verdict status per snippet id (default passed), in-memory cache, a record of runs."""
 
     def __init__(self, monkeypatch, status=None):
         self.status, self.runs, self.cache = status or {}, [], {}
-        monkeypatch.setattr(runtime, "Job", FakeJob, raising=False)
         monkeypatch.setattr(runtime, "cached_verdict", self.cached_verdict, raising=False)
         monkeypatch.setattr(runtime, "verify_many", self.verify_many, raising=False)
 

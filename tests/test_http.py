@@ -13,7 +13,6 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -35,17 +34,6 @@ README_CURL = ("curl -s http://127.0.0.1:8000/v1/ask -H 'content-type: applicati
 
 
 # --------------------------------------------------------------------------- a stand-in runtime
-@dataclass
-class FakeJob:
-    code: str
-    world_size: int = 2
-    backend: str = "auto"
-    timeout: float = 60.0
-    requires: tuple = ()
-    snippet_id: str | None = None
-    filename: str = "snippet.py"
-
-
 class FakeRuntime:
     """Records runs; verdict status per snippet id from ``status`` (default passed); optional gate."""
 
@@ -57,7 +45,6 @@ class FakeRuntime:
         self.lock = threading.Lock()
 
     def install(self, monkeypatch):
-        monkeypatch.setattr(runtime, "Job", FakeJob, raising=False)
         monkeypatch.setattr(runtime, "cached_verdict", self.cached_verdict, raising=False)
         monkeypatch.setattr(runtime, "verify_many", self.verify_many, raising=False)
         return self
