@@ -17,7 +17,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-QUESTION_FILES = [ROOT.parent / "shared" / "eval" / "dev_questions.jsonl", ROOT / "tests" / "data" / "questions.jsonl"]
+QUESTION_FILES = [ROOT.parent / "shared" / "eval" / "dev_questions.jsonl", ROOT / "tests" / "data" / "questions.jsonl",
+                  ROOT / "tests" / "data" / "blind_questions.jsonl"]
 
 
 def load_questions() -> list[str]:

@@ -131,7 +131,9 @@ class Router:
         order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
         top = float(scores[order[0]])
         routing.relative = top / max(self._attainable(list(dict.fromkeys(tokens))), 1e-9)
-        in_field = bool(strong) or (weak and routing.relative >= REL_WEAK) or routing.relative >= REL_NONE
+        # several general terms together (Join + 卡住 + 训练) need less of a match than one alone (梯度)
+        weak_needed = REL_WEAK / min(len(set(weak)), 3) if weak else REL_NONE
+        in_field = bool(strong) or routing.relative >= min(weak_needed, REL_NONE)
         if top <= 0 or not in_field:
             routing.abstain_reason = _no_field_reason(question)
             return routing
