@@ -68,28 +68,16 @@ def snippet_verdicts(specs: list[SnippetSpec], verify: bool, progress: Callable 
                      use_cache: bool = True) -> dict[str, Verdict]:
     """Verdict per snippet id: the cache when it has one, else a fresh run (when ``verify``), else unverified.
 
-    Runs happen on the warm launcher of :mod:`runtime`, all misses in one batch.
+    Runs happen on the warm launcher of :mod:`runtime`, all misses in one batch; concurrent callers
+    needing the same snippet share one run (:func:`skill.snippets.shared_verdicts`).
     """
     if not specs:
         return {}
     if not verify:
         return {s.id: _unverified(s) for s in specs}
-    import runtime
+    from skill.snippets import shared_verdicts
 
-    out: dict[str, Verdict] = {}
-    misses: list[SnippetSpec] = []
-    for s in specs:
-        hit = runtime.cached_verdict(s.code, world_size=s.world_size, backend=s.backend, requires=tuple(s.requires)) if use_cache else None
-        if hit is not None:
-            out[s.id] = hit.model_copy(update={"snippet_id": s.id})
-        else:
-            misses.append(s)
-    if misses:
-        jobs = [runtime.Job(code=s.code, world_size=s.world_size, backend=s.backend, timeout=s.timeout,
-                            requires=tuple(s.requires), snippet_id=s.id, filename=s.filename) for s in misses]
-        for s, v in zip(misses, runtime.verify_many(jobs, use_cache=use_cache, progress=progress)):
-            out[s.id] = v
-    return out
+    return shared_verdicts(specs, use_cache=use_cache, progress=progress)
 
 
 def section_out(section: SectionDoc, score: float, verdicts: dict[str, Verdict]) -> SectionOut:

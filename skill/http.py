@@ -11,7 +11,7 @@
 Ids contain one '/' (``topic/slug``).  Only knowledge snippets are ever executed; no route accepts code.
 Routes run the core in worker threads (FastAPI's threadpool; at most ``ASK_CONCURRENCY`` answers are
 computed at once, the rest wait on a semaphore), so verification never blocks the event loop; concurrent requests needing
-the same unverified snippet share one run (:func:`skill.snippets.shared_verdicts`).
+the same unverified snippet share one run (``ask`` verifies through :func:`skill.snippets.shared_verdicts`).
 
 Every error is JSON ``{"error": message, "code": code}``: 400 ``bad_input`` (empty, whitespace-only,
 binary or over-long question: the limit is 32,768 characters), 404 ``not_found`` (unknown id or route),
@@ -134,6 +134,13 @@ def _error(status: int, message: str, code: str, detail=None, headers=None) -> J
 _HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "body_too_large"}
 
 
+def _skill_error_handler(status: int, code: str):
+    async def handler(request: Request, exc: Exception):
+        return _error(status, str(exc), code)
+
+    return handler
+
+
 def create_app() -> FastAPI:
     """The FastAPI application (uvicorn factory: ``skill.http:create_app``)."""
     from importlib.metadata import version
@@ -168,29 +175,12 @@ def create_app() -> FastAPI:
         message = str(exc.detail) if exc.status_code != 404 else f"no route {request.method} {request.url.path}"
         return _error(exc.status_code, message, code, headers=getattr(exc, "headers", None))
 
-    @app.exception_handler(QueryError)
-    async def on_query(request: Request, exc: QueryError):
-        return _error(400, str(exc), "bad_input")
-
-    @app.exception_handler(NotFoundError)
-    async def on_not_found(request: Request, exc: NotFoundError):
-        return _error(404, str(exc), "not_found")
-
-    @app.exception_handler(ExportRefused)
-    async def on_refused(request: Request, exc: ExportRefused):
-        return _error(409, str(exc), "not_verified")
-
-    @app.exception_handler(KnowledgeError)
-    async def on_knowledge(request: Request, exc: KnowledgeError):
-        return _error(500, str(exc), "knowledge_error")
-
-    @app.exception_handler(HarnessError)
-    async def on_harness(request: Request, exc: HarnessError):
-        return _error(503, str(exc), "harness_error")
-
-    @app.exception_handler(SkillError)
-    async def on_skill(request: Request, exc: SkillError):
-        return _error(500, str(exc), "error")
+    # the SkillError tree -> (status, code); most specific first, SkillError itself last
+    for exc_type, (status, code) in {
+        QueryError: (400, "bad_input"), NotFoundError: (404, "not_found"), ExportRefused: (409, "not_verified"),
+        KnowledgeError: (500, "knowledge_error"), HarnessError: (503, "harness_error"), SkillError: (500, "error"),
+    }.items():
+        app.add_exception_handler(exc_type, _skill_error_handler(status, code))
 
     @app.exception_handler(Exception)
     async def on_internal(request: Request, exc: Exception):
@@ -204,10 +194,10 @@ def create_app() -> FastAPI:
     @app.post("/v1/ask", response_model=Answer, responses=errors, tags=["ask"],
               summary="Answer a question (same body as `fsdp-skill ask --json`)")
     def ask_route(body: AskRequest) -> Answer:
-        from skill.snippets import ask_shared
+        from skill.answer import ask
 
         with ask_slots:
-            answer = ask_shared(body.question, k=body.k, verify=body.verify)
+            answer = ask(body.question, k=body.k, verify=body.verify)
         if body.language != "auto":
             answer.language = body.language
         return answer

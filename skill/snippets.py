@@ -12,17 +12,16 @@ once the first run has finished.
 """
 from __future__ import annotations
 
-import hashlib
 import threading
-import time
 from concurrent.futures import Future
 from typing import Callable
 
 from pydantic import BaseModel, Field
 
+from runtime.cache import code_sha256
 from runtime.models import Verdict
 from skill.knowledge import Knowledge, load_knowledge
-from skill.models import Answer, SectionOut, SnippetSpec
+from skill.models import SectionOut, SnippetSpec
 
 
 class SnippetInfo(BaseModel):
@@ -40,11 +39,6 @@ class SnippetInfo(BaseModel):
     backend: str = Field(description="Backend setting of the snippet: 'auto', 'gloo' or 'nccl'")
     requires: list[str] = Field(default_factory=list, description="Host requirements, e.g. ['cuda']")
     verification: Verdict = Field(description="Latest verdict: a cached or fresh run, or 'unverified' if never run here")
-
-
-def code_sha256(code: str) -> str:
-    """SHA-256 hex digest of the UTF-8 bytes of ``code`` (what the runtime records as ``code_sha256``)."""
-    return hashlib.sha256(code.encode("utf-8")).hexdigest()
 
 
 # --------------------------------------------------------------------------- in-flight runs
@@ -180,24 +174,3 @@ def get_section(section_id: str, *, kb: Knowledge | None = None) -> SectionOut:
     kb = kb or load_knowledge()
     section = kb.section(section_id)
     return section_out(section, 0.0, {sn.id: latest_verdict(sn) for sn in section.snippets})
-
-
-def ask_shared(question, k: int = 3, verify: bool = True, *, kb: Knowledge | None = None) -> Answer:
-    """:func:`skill.answer.ask`, with snippet runs shared between concurrent callers (for servers).
-
-    Same contract and errors as ``ask``; the only difference is that two requests needing the same
-    unverified snippet at the same time trigger one run, not two.
-    """
-    from skill.answer import ask
-
-    t0 = time.perf_counter()
-    kb = kb or load_knowledge()
-    answer = ask(question, k=k, verify=False, kb=kb)
-    if verify and not answer.abstained:
-        specs = [kb.snippet(sn.id) for s in answer.sections for sn in s.snippets]
-        verdicts = shared_verdicts(specs)
-        for s in answer.sections:
-            for sn in s.snippets:
-                sn.verification = verdicts[sn.id]
-        answer.elapsed_ms = round((time.perf_counter() - t0) * 1000, 3)
-    return answer

@@ -76,9 +76,9 @@ class ToolSpec:
 
 
 def _ask(a: AskInput) -> Answer:
-    from skill.snippets import ask_shared
+    from skill.answer import ask
 
-    return ask_shared(a.question, k=a.k, verify=a.verify)
+    return ask(a.question, k=a.k, verify=a.verify)
 
 
 def _get_section(a: SectionInput) -> SectionOut:
