@@ -372,17 +372,21 @@ class Zygote:
         if not r.done:
             return
         r.order = sum(1 for other in job.ranks if other.order is not None)
-        if r.pidfd is not None:
-            try:
-                self.sel.unregister(r.pidfd)
-            except (KeyError, ValueError):
-                pass
-            os.close(r.pidfd)
-            r.pidfd = None
+        r.pidfd = self._drop_fd(r.pidfd)
         failed = r.exit_code != 0 or r.signal is not None
         if failed and job.first_failure is None and job.state == "running" and not r.killed:
             job.first_failure = r.rank
             job.fail_time = time.monotonic()
+
+    def _drop_fd(self, fd: int | None) -> None:
+        """Unregister ``fd`` from the selector (if it is there) and close it; returns None for the caller's field."""
+        if fd is not None:
+            try:
+                self.sel.unregister(fd)
+            except (KeyError, ValueError):
+                pass
+            os.close(fd)
+        return None
 
     def _stack_size(self, job: _Job, rank: int) -> int:
         try:
@@ -399,24 +403,12 @@ class Zygote:
         return f": {text.splitlines()[-1]}" if text else ""
 
     def _close_job_fds(self, job: _Job) -> None:
-        if job.store_fd is not None:
-            try:
-                self.sel.unregister(job.store_fd)
-            except (KeyError, ValueError):
-                pass
-            os.close(job.store_fd)
-            job.store_fd = None
+        job.store_fd = self._drop_fd(job.store_fd)
         for r in job.ranks:
             if r.go is not None:
                 os.close(r.go)
                 r.go = None
-            if r.pidfd is not None:
-                try:
-                    self.sel.unregister(r.pidfd)
-                except (KeyError, ValueError):
-                    pass
-                os.close(r.pidfd)
-                r.pidfd = None
+            r.pidfd = self._drop_fd(r.pidfd)
 
     def _own_fds(self) -> list[int]:
         fds = [self.wake_r, self.wake_w]
@@ -510,9 +502,7 @@ class Zygote:
         job.store_buf += chunk
         if b"\n" in job.store_buf:
             job.port = int(job.store_buf.split(b"\n", 1)[0])
-            self.sel.unregister(job.store_fd)
-            os.close(job.store_fd)
-            job.store_fd = None
+            job.store_fd = self._drop_fd(job.store_fd)
             for r in job.ranks:  # release the ranks waiting for the port
                 try:
                     os.write(r.go, f"{job.port}\n".encode())
