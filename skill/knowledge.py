@@ -75,7 +75,7 @@ def _unknown(kind: str, key: str, known: dict) -> str:
 
 
 _CACHE: dict[tuple, Knowledge] = {}
-PARSED_FORMAT = 1  # bump when the parsed form changes, so stale caches are ignored
+PARSED_FORMAT = 2  # bump when the parsed form changes, so stale caches are ignored
 
 
 def load_knowledge(directory: str | Path | None = None) -> Knowledge:
@@ -248,7 +248,7 @@ def _parse_section(tokens, start: int, end: int, lines: list[str], path: Path, c
     slug = str(meta.get("slug") or "")
     if not _SLUG.match(slug):
         raise KnowledgeError(str(path), meta_tok.map[0] + 1, f"section {title!r}: 'slug' must be lower-case letters, digits and '-' (got {slug!r})")
-    unknown = set(meta) - {"slug", "apis", "sources", "aliases", "zh"}
+    unknown = set(meta) - {"slug", "apis", "sources", "aliases", "zh", "errors"}
     if unknown:
         raise KnowledgeError(str(path), meta_tok.map[0] + 1, f"unknown metadata key(s) {sorted(unknown)}")
     sources = _str_list(meta.get("sources"), path, meta_tok.map[0] + 1, "sources")
@@ -263,6 +263,7 @@ def _parse_section(tokens, start: int, end: int, lines: list[str], path: Path, c
         apis=_str_list(meta.get("apis"), path, meta_tok.map[0] + 1, "apis"), sources=sources,
         aliases=_str_list(meta.get("aliases"), path, meta_tok.map[0] + 1, "aliases"),
         zh=(str(meta["zh"]).strip() if meta.get("zh") else None),
+        errors=_str_list(meta.get("errors"), path, meta_tok.map[0] + 1, "errors"),
     )
     # body text: source lines of the remaining blocks, without verify fences (those become snippets)
     text_parts: list[str] = []

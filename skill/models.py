@@ -45,6 +45,7 @@ class SectionDoc(BaseModel):
     sources: list[str] = Field(default_factory=list, description="Official documentation URLs the section rests on")
     aliases: list[str] = Field(default_factory=list, description="Extra search terms (English and Chinese)")
     zh: str | None = Field(None, description="One-sentence Chinese summary")
+    errors: list[str] = Field(default_factory=list, description="Error/warning message templates this section explains ('*' = any text)")
     snippets: list[SnippetSpec] = Field(default_factory=list, description="Runnable scripts of this section")
 
 
