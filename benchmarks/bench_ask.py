@@ -41,7 +41,7 @@ def main() -> int:
     args = ap.parse_args()
     os.environ.setdefault("FSDP_SKILL_HOME", tempfile.mkdtemp(prefix="fsdp-skill-bench-"))
     sys.path.insert(0, str(ROOT))
-    from skill.answer import ask
+    from fsdp_skill.core.answer import ask
 
     questions = load_questions()
     for q in questions:  # warm: index, API cache (imports torch once, in this process only)
@@ -73,7 +73,7 @@ def main() -> int:
 
     cli = timed([exe, "ask", "--json", "--no-verify", q])
     torch_imp = timed([sys.executable, "-c", "import torch"])
-    check = subprocess.run([sys.executable, "-c", "import sys, skill.cli; skill.cli.main(['ask', '--json', '--no-verify', "
+    check = subprocess.run([sys.executable, "-c", "import sys, fsdp_skill.adapters.cli.commands; fsdp_skill.adapters.cli.commands.main(['ask', '--json', '--no-verify', "
                             + repr(q) + "]); print('torch imported:', 'torch' in sys.modules, file=sys.stderr)"],
                            env=env, capture_output=True, text=True)
     print(f"CLI ask --json --no-verify (cached): median {cli:.3f} s over {args.cli_runs} runs")

@@ -4,7 +4,7 @@ Starts ``fsdp-skill serve`` on 127.0.0.1 (a free port) in a subprocess with a te
 warms it (every question once, which verifies their snippets for real on this host), then sends a
 bounded load of N requests at concurrency C with httpx.AsyncClient (verify=true: cached verdicts;
 ``--no-verify`` for verify=false) and prints requests/s, p50, p99 and errors (target: 0 errors).
-Then the same figures for in-process ``skill.answer.ask()`` (sequential, same questions, same cache),
+Then the same figures for in-process ``fsdp_skill.core.answer.ask()`` (sequential, same questions, same cache),
 so the HTTP overhead is visible.  The server is stopped at the end.  Only loopback traffic.
 
 Run: ``.venv/bin/python benchmarks/bench_http.py [--requests 2000] [--concurrency 32] [--no-verify]``
@@ -132,7 +132,7 @@ def main() -> int:
             print("server log (warnings/errors):\n  " + "\n  ".join(tail[-10:]))
 
     sys.path.insert(0, str(ROOT))
-    from skill.answer import ask
+    from fsdp_skill.core.answer import ask
 
     for q in questions:  # warm this process: index, API cache
         ask(q, k=args.k, verify=verify)

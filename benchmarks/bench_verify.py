@@ -86,8 +86,8 @@ def main() -> None:
 
 
 def run(args) -> None:
-    import runtime
-    from runtime import warm
+    import fsdp_skill.runtime as runtime
+    from fsdp_skill.runtime import warm
 
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} "
           f"(1 min) at start; torch {runtime.api.host.torch_version()}")

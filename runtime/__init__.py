@@ -5,15 +5,15 @@
     cached_verdict(code, world_size=2, backend="auto", requires=()) -> Verdict | None   (no torch, no run)
     shutdown()                                                        stop the warm launcher (also atexit)
 
-Launchers: ``warm`` forks ranks from a zygote that preloaded torch (:mod:`runtime.zygote`, ~0.2 s per
-small script) and ``torchrun`` runs ``python -m torch.distributed.run --standalone`` (:mod:`runtime.torchrun`).
+Launchers: ``warm`` forks ranks from a zygote that preloaded torch (:mod:`fsdp_skill.runtime.zygote`, ~0.2 s per
+small script) and ``torchrun`` runs ``python -m torch.distributed.run --standalone`` (:mod:`fsdp_skill.runtime.torchrun`).
 A failing script is a Verdict (``status="failed"``); :class:`HarnessError` means the run could not happen.
 Importing this package does not import torch.
 """
-from runtime.api import Job, cached_verdict, verify_code, verify_many
-from runtime.errors import HarnessError
-from runtime.models import RankResult, Verdict
-from runtime.warm import shutdown
+from fsdp_skill.runtime.api import Job, cached_verdict, verify_code, verify_many
+from fsdp_skill.runtime.errors import HarnessError
+from fsdp_skill.runtime.models import RankResult, Verdict
+from fsdp_skill.runtime.warm import shutdown
 
 __all__ = ["verify_code", "verify_many", "cached_verdict", "Job", "HarnessError", "Verdict", "RankResult",
            "shutdown"]

@@ -12,10 +12,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from runtime import cache, host
-from runtime.errors import HarnessError
-from runtime.models import Verdict
-from runtime.report import RawRank, RawRun, make_verdict, read_text
+from fsdp_skill.runtime import cache, host
+from fsdp_skill.runtime.errors import HarnessError
+from fsdp_skill.runtime.models import Verdict
+from fsdp_skill.runtime.report import RawRank, RawRun, make_verdict, read_text
 
 LAUNCHERS = ("warm", "torchrun")
 KEEP_ENV = "FSDP_SKILL_KEEP_RUNS"  # set to keep each run's directory (script, per-rank logs) for debugging
@@ -175,7 +175,7 @@ def _job_env(job: Job, place: host.Placement) -> dict[str, str]:
 
 def _run(job: Job, place: host.Placement, sha: str, launcher: str) -> Verdict:
     if launcher == "warm":
-        from runtime import warm
+        from fsdp_skill.runtime import warm
 
         zygote = warm.shared()
         base = None if os.environ.get(KEEP_ENV) else zygote.workdir
@@ -196,7 +196,7 @@ def _run(job: Job, place: host.Placement, sha: str, launcher: str) -> Verdict:
             raw = _raw_from_zygote(msg, rundir)
             torch_version = zygote.torch_version
         else:
-            from runtime.torchrun import run_torchrun
+            from fsdp_skill.runtime.torchrun import run_torchrun
 
             try:
                 raw = run_torchrun(script=script, workdir=workdir, rundir=rundir, world_size=job.world_size,

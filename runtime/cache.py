@@ -14,7 +14,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from runtime.models import Verdict
+from fsdp_skill.runtime.models import Verdict
 
 HOME_ENV = "FSDP_SKILL_HOME"
 CACHED_STATUSES = ("passed", "failed", "timeout")

@@ -1,4 +1,4 @@
-"""Errors of the verification harness (see skill.errors for the whole tree)."""
+"""Errors of the verification harness (see fsdp_skill.errors for the whole tree)."""
 
 
 class SkillError(Exception):

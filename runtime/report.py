@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from runtime.models import RankResult, Verdict
+from fsdp_skill.runtime.models import RankResult, Verdict
 
 TAIL_LINES = 40
 TAIL_CHARS = 6000

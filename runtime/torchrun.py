@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 
-from runtime.report import RawRank, RawRun, read_text
+from fsdp_skill.runtime.report import RawRank, RawRun, read_text
 
 DUMP_WAIT_S = 2.0
 _PREFIX = re.compile(r"^\[default(\d+)\]:")

@@ -1,4 +1,4 @@
-"""Client side of the warm launcher: starts the zygote (:mod:`runtime.zygote`) and sends it jobs.
+"""Client side of the warm launcher: starts the zygote (:mod:`fsdp_skill.runtime.zygote`) and sends it jobs.
 
 One :class:`WarmLauncher` per process (see :func:`shared`), started lazily on the first warm run and
 reused by every later one (``verify_many`` runs a whole batch on it), closed at interpreter exit or by
@@ -22,7 +22,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from runtime.errors import HarnessError
+from fsdp_skill.runtime.errors import HarnessError
 
 START_TIMEOUT_S = 300.0  # importing torch on a loaded 2-core machine can take a while
 _ROOT = str(Path(__file__).resolve().parent.parent)
@@ -51,7 +51,7 @@ class WarmLauncher:
         try:
             with open(self._log_path, "wb") as log:
                 self.proc = subprocess.Popen(
-                    [sys.executable, "-m", "runtime.zygote", "--fd", str(theirs.fileno()), "--workdir", self.workdir],
+                    [sys.executable, "-m", "fsdp_skill.runtime.zygote", "--fd", str(theirs.fileno()), "--workdir", self.workdir],
                     pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                     cwd=self.workdir, env=env, start_new_session=True,
                 )

@@ -1,6 +1,6 @@
 """What runs inside a rank process: torchrun's environment, the script as ``__main__``, a faithful exit.
 
-Used by the zygote (:mod:`runtime.zygote`) in each forked rank.  Nothing here imports torch at module
+Used by the zygote (:mod:`fsdp_skill.runtime.zygote`) in each forked rank.  Nothing here imports torch at module
 level; the helpers that touch torch run only inside a rank.
 """
 from __future__ import annotations

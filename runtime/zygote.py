@@ -1,4 +1,4 @@
-"""Fork server ("zygote") of the warm launcher: ``python -m runtime.zygote --fd N``.
+"""Fork server ("zygote") of the warm launcher: ``python -m fsdp_skill.runtime.zygote --fd N``.
 
 Why: ``import torch`` and the lazy imports of the first ``fully_shard`` cost seconds per process; ranks
 forked from a process that already holds those modules start in milliseconds.
@@ -27,14 +27,14 @@ Fidelity (what a forked rank does the way ``python script.py`` under torchrun do
   * same environment variables as a torchrun worker, script run as ``__main__`` from its own file, cwd a
     fresh directory, OMP_NUM_THREADS=1 unless set (torchrun's default for several ranks per node);
   * torch settings read once at ``import torch`` (TORCH_DISTRIBUTED_DEBUG, TORCH_LOGS) are re-read at
-    the script's first torch import (:mod:`runtime.worker`); others keep the zygote's values;
+    the script's first torch import (:mod:`fsdp_skill.runtime.worker`); others keep the zygote's values;
   * exit: non-daemon threads joined, atexit handlers run, the script's globals dropped and garbage
     collected (its objects are destroyed as during finalization), then ``os._exit`` -- the preloaded
     modules' teardown and C++ static destructors are skipped, so torch 2.13's occasional crash in them
     ("terminate called without an active exception", seen in 3 of 20 torchrun runs of small DDP/DTensor
     scripts) is not reproduced unless ``FSDP_SKILL_WARM_EXIT=finalize`` (real finalization, ~0.3 s more);
   * all ranks share the zygote's str hash seed (a fresh interpreter draws one per process) and run
-    under SCHED_BATCH (see _rank_main); a warm ``timeout`` is rechecked under torchrun (runtime.api).
+    under SCHED_BATCH (see _rank_main); a warm ``timeout`` is rechecked under torchrun (fsdp_skill.runtime.api).
 
 Protocol: JSON lines on the socket given as ``--fd``.
   zygote -> client: {"type": "ready", "pid", "torch_version", "preload_s", "modules"} | {"type": "fatal", "message"}
@@ -56,7 +56,7 @@ import socket
 import sys
 import time
 
-from runtime.worker import install_import_time_env_sync, rank_env, run_script
+from fsdp_skill.runtime.worker import install_import_time_env_sync, rank_env, run_script
 
 # Modules imported before the first fork.  torch._dynamo and friends are what the first fully_shard /
 # optimizer step would otherwise import lazily (measured with benchmarks/bench_verify.py --modules).
@@ -634,13 +634,13 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
     import gc
 
-    p = argparse.ArgumentParser(prog="python -m runtime.zygote")
+    p = argparse.ArgumentParser(prog="python -m fsdp_skill.runtime.zygote")
     p.add_argument("--fd", type=int, required=True, help="inherited socket of the control channel")
     p.add_argument("--workdir", help="directory of the runs, removed when the zygote exits")
     args = p.parse_args(argv)
     sock = socket.socket(fileno=args.fd)
     sock.setblocking(True)
-    strip = os.environ.pop("FSDP_SKILL_ZYGOTE_PATH", None)  # added only so that `-m runtime.zygote` resolves
+    strip = os.environ.pop("FSDP_SKILL_ZYGOTE_PATH", None)  # added only so that `-m fsdp_skill.runtime.zygote` resolves
     if strip and strip in sys.path:
         sys.path.remove(strip)
 

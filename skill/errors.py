@@ -4,14 +4,14 @@
     ├── KnowledgeError         a knowledge card is malformed (message names file:line)
     ├── QueryError             the question cannot be answered as given (empty, too long, binary)
     ├── NotFoundError          an unknown section or snippet id
-    └── HarnessError           a verification run could not happen at all (runtime.errors)
+    └── HarnessError           a verification run could not happen at all (fsdp_skill.runtime.errors)
 
 A snippet that fails when run is *data* (``Verdict.status == "failed"``), never an exception.
 Adapters translate these: the CLI prints one line and exits non-zero, HTTP answers 4xx with a JSON body.
 """
 from __future__ import annotations
 
-from runtime.errors import HarnessError, SkillError
+from fsdp_skill.runtime.errors import HarnessError, SkillError
 
 
 class KnowledgeError(SkillError):

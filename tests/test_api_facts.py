@@ -1,9 +1,9 @@
 """Every API a card lists resolves in the installed torch, and what cards state about signatures holds."""
 import pytest
 
-from skill.apis import introspect
-from skill.factcheck import check_section
-from skill.knowledge import load_knowledge, parse_card
+from fsdp_skill.core.apis import introspect
+from helpers.factcheck import check_section
+from fsdp_skill.core.knowledge import load_knowledge, parse_card
 
 KB = load_knowledge()
 APIS = sorted({a for s in KB.sections.values() for a in s.apis})

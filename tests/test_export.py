@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-import runtime
-from runtime.models import Verdict
-from skill.cli import main
-from skill.errors import NotFoundError
-from skill.export import HEADER_END, ExportRefused, export_snippets, select_snippets, split_script
-from skill.knowledge import load_knowledge
+import fsdp_skill.runtime as runtime
+from fsdp_skill.runtime.models import Verdict
+from fsdp_skill.adapters.cli.commands import main
+from fsdp_skill.errors import NotFoundError
+from fsdp_skill.core.export import HEADER_END, ExportRefused, export_snippets, select_snippets, split_script
+from fsdp_skill.core.knowledge import load_knowledge
 
 BIN = Path(sys.executable).parent
 
@@ -142,7 +142,7 @@ def test_export_into_same_dir_adds_to_manifest(kb, tmp_path, monkeypatch):
 
 def test_cuda_snippet_is_refused_on_cpu_host(kb, tmp_path, capsys):
     """Real runtime, nothing launched: a snippet that needs CUDA is 'skipped' here, so it is not exported."""
-    from runtime import host
+    from fsdp_skill.runtime import host
 
     spec = next((s for s in kb.snippets.values() if "cuda" in s.requires), None)
     if spec is None or host.cuda_device_count() >= spec.world_size:

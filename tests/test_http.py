@@ -19,12 +19,12 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-import runtime
-from runtime.models import Verdict
-from skill.export import split_script
-from skill.http import MAX_BODY_BYTES, create_app
-from skill.knowledge import load_knowledge
-from skill.snippets import in_flight
+import fsdp_skill.runtime as runtime
+from fsdp_skill.runtime.models import Verdict
+from fsdp_skill.core.export import split_script
+from fsdp_skill.adapters.http.app import MAX_BODY_BYTES, create_app
+from fsdp_skill.core.knowledge import load_knowledge
+from fsdp_skill.core.snippets import in_flight
 
 EXE = Path(sys.executable).with_name("fsdp-skill")
 ERROR_KEYS = {"error", "code"}
@@ -122,7 +122,7 @@ def test_ask_unverified_matches_cli_contract(client, capsys):
     r = client.post("/v1/ask", json={"question": q, "k": 2, "verify": False})
     assert r.status_code == 200
     ans = r.json()
-    from skill.answer import ask
+    from fsdp_skill.core.answer import ask
 
     expected = json.loads(ask(q, k=2, verify=False).model_dump_json())
     for key in ("query", "language", "abstained", "topics"):
@@ -268,7 +268,7 @@ def test_error_messages_say_what_to_fix(client):
 
 
 def test_harness_failure_is_503(client, kb, monkeypatch):
-    from skill.errors import HarnessError
+    from fsdp_skill.errors import HarnessError
 
     def broken(*a, **k):
         raise HarnessError("warm launcher failed to start: boom")
@@ -306,7 +306,7 @@ def test_concurrent_verify_shares_one_run(kb, monkeypatch):
 
 def test_concurrent_asks_share_runs(kb, monkeypatch):
     q = {"question": "Join uneven inputs with DDP", "k": 1}
-    from skill.answer import ask
+    from fsdp_skill.core.answer import ask
 
     ids = [sn.id for s in ask(q["question"], k=1, verify=False).sections for sn in s.snippets]
     assert ids, "the question should retrieve a section with snippets"
@@ -363,7 +363,7 @@ def test_serve_and_readme_curl_example(tmp_path):
 
 
 def test_serve_rejects_bad_port(capsys):
-    from skill.cli import main
+    from fsdp_skill.adapters.cli.commands import main
 
     with pytest.raises(SystemExit) as exc:
         main(["serve", "--port", "70000"])

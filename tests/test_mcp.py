@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 
-import runtime
-from skill.cli import main
-from skill.errors import NotFoundError, QueryError
-from skill.export import split_script
-from skill.knowledge import load_knowledge
-from skill.mcp import build_server
-from skill.models import Answer, SectionOut
-from skill.snippets import SnippetInfo
-from skill.tools import function_schemas, invoke, parameters_schema, tool_specs
+import fsdp_skill.runtime as runtime
+from fsdp_skill.adapters.cli.commands import main
+from fsdp_skill.errors import NotFoundError, QueryError
+from fsdp_skill.core.export import split_script
+from fsdp_skill.core.knowledge import load_knowledge
+from fsdp_skill.adapters.mcp.server import build_server
+from fsdp_skill.core.models import Answer, SectionOut
+from fsdp_skill.core.snippets import SnippetInfo
+from fsdp_skill.core.toolspec import function_schemas, invoke, parameters_schema, tool_specs
 
 EXE = Path(sys.executable).with_name("fsdp-skill")
 TOOLS = {"ask", "get_section", "verify_snippet", "export_snippet"}
@@ -126,7 +126,7 @@ def test_tool_errors(tool, args, message):
 
 def test_export_snippet_tool(kb, monkeypatch):
     spec = next(s for s in kb.snippets.values() if not s.requires)
-    from runtime.models import Verdict
+    from fsdp_skill.runtime.models import Verdict
 
     sha = hashlib.sha256(spec.code.encode()).hexdigest()
     status = {"value": "failed"}

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from skill.answer import ask
+from fsdp_skill.core.answer import ask
 
 QUESTIONS = Path(__file__).parent / "data" / "questions.jsonl"
 

@@ -7,9 +7,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from runtime.models import RankResult, Verdict
-from skill.cli import main
-from skill.verification import hint_for
+from fsdp_skill.runtime.models import RankResult, Verdict
+from fsdp_skill.adapters.cli.commands import main
+from fsdp_skill.adapters.cli.verify import hint_for
 
 SCRIPTS = Path(__file__).parent / "data" / "scripts"
 

@@ -1,13 +1,13 @@
 """Every knowledge snippet runs on a real process group through the harness (ids = snippet ids).
 
-One warm batch (``runtime.verify_many``) runs them all; each test then checks its own verdict: passed
+One warm batch (``fsdp_skill.runtime.verify_many``) runs them all; each test then checks its own verdict: passed
 on this host, or skipped because it needs CUDA and this host lacks the GPUs (never 'passed' then).
 """
 import pytest
 
-import runtime
-from runtime.host import cuda_device_count
-from skill.knowledge import load_knowledge
+import fsdp_skill.runtime as runtime
+from fsdp_skill.runtime.host import cuda_device_count
+from fsdp_skill.core.knowledge import load_knowledge
 
 KB = load_knowledge()
 SNIPPETS = list(KB.snippets.values())

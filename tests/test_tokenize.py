@@ -1,7 +1,7 @@
 """Tokenizer: identifiers whole and by parts, error messages, Chinese bigrams, tracebacks."""
 import pytest
 
-from skill.tokenize import is_traceback, language_of, reduce_traceback, stem, tokenize
+from fsdp_skill.core.tokenize import is_traceback, language_of, reduce_traceback, stem, tokenize
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from runtime.models import Verdict
+from fsdp_skill.runtime.models import Verdict
 
 
 class SnippetSpec(BaseModel):

@@ -18,10 +18,10 @@ from typing import Callable
 
 from pydantic import BaseModel, Field
 
-from runtime.cache import code_sha256
-from runtime.models import Verdict
-from skill.knowledge import Knowledge, load_knowledge
-from skill.models import SectionOut, SnippetSpec
+from fsdp_skill.runtime.cache import code_sha256
+from fsdp_skill.runtime.models import Verdict
+from fsdp_skill.core.knowledge import Knowledge, load_knowledge
+from fsdp_skill.core.models import SectionOut, SnippetSpec
 
 
 class SnippetInfo(BaseModel):
@@ -65,7 +65,7 @@ def in_flight(snippet_id: str | None = None) -> dict[str, int]:
 
 
 def _cached(spec: SnippetSpec) -> Verdict | None:
-    import runtime
+    import fsdp_skill.runtime as runtime
 
     hit = runtime.cached_verdict(spec.code, world_size=spec.world_size, backend=spec.backend, requires=tuple(spec.requires))
     return hit.model_copy(update={"snippet_id": spec.id}) if hit is not None else None
@@ -77,7 +77,7 @@ def shared_verdicts(specs: list[SnippetSpec], *, use_cache: bool = True,
 
     With ``use_cache`` a cached verdict is returned at once; otherwise (or on a miss) the snippet joins a
     run already in flight for the same id and code, or starts one.  All runs this caller owns go to
-    :func:`runtime.verify_many` as one batch.  Raises :class:`skill.errors.HarnessError` (from the
+    :func:`fsdp_skill.runtime.verify_many` as one batch.  Raises :class:`fsdp_skill.errors.HarnessError` (from the
     runtime) when the runs could not happen; callers waiting on those runs get the same error.
     """
     out: dict[str, Verdict] = {}
@@ -99,7 +99,7 @@ def shared_verdicts(specs: list[SnippetSpec], *, use_cache: bool = True,
             run = _INFLIGHT[key] = _Run()
         owned.append((spec, run))
     if owned:
-        import runtime
+        import fsdp_skill.runtime as runtime
 
         try:
             jobs = [runtime.Job(code=s.code, world_size=s.world_size, backend=s.backend, timeout=s.timeout,
@@ -169,7 +169,7 @@ def verify_snippet(snippet_id: str, *, kb: Knowledge | None = None, use_cache: b
 
 def get_section(section_id: str, *, kb: Knowledge | None = None) -> SectionOut:
     """A section as in an answer (``score`` 0), its snippets with their latest verdicts; never runs anything."""
-    from skill.answer import section_out
+    from fsdp_skill.core.answer import section_out
 
     kb = kb or load_knowledge()
     section = kb.section(section_id)

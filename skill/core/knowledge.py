@@ -1,7 +1,7 @@
 """Loading knowledge cards (markdown, parsed with markdown-it-py) into typed sections and snippets.
 
 The card format is described in README.md ("Knowledge card format").  Every problem found is raised as
-:class:`skill.errors.KnowledgeError` naming ``file:line``; a card is never half loaded.
+:class:`fsdp_skill.errors.KnowledgeError` naming ``file:line``; a card is never half loaded.
 
 Loading all cards takes tens of milliseconds; :func:`load_knowledge` keeps one parsed copy per
 directory and file fingerprint (size, mtime) in memory.
@@ -14,8 +14,8 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from skill.errors import KnowledgeError, NotFoundError
-from skill.models import Card, SectionDoc, SnippetSpec
+from fsdp_skill.errors import KnowledgeError, NotFoundError
+from fsdp_skill.core.models import Card, SectionDoc, SnippetSpec
 
 KNOWLEDGE_ENV = "FSDP_SKILL_KNOWLEDGE"
 REQUIRED_FRONT = ("id", "title", "topic", "aliases", "sources")
@@ -28,7 +28,7 @@ _SLUG = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 def default_knowledge_dir() -> Path:
     """Directory of the cards: ``$FSDP_SKILL_KNOWLEDGE`` or ``knowledge/`` beside the ``skill`` package."""
     env = os.environ.get(KNOWLEDGE_ENV)
-    return Path(env) if env else Path(__file__).resolve().parent.parent / "knowledge"
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "knowledge"
 
 
 @dataclass
@@ -112,13 +112,13 @@ def load_knowledge(directory: str | Path | None = None) -> Knowledge:
 
 
 def _parsed_path(digest: str) -> Path:
-    from skill.state import state_dir
+    from fsdp_skill.core.state import state_dir
 
     return state_dir() / f"knowledge-{digest}.json"
 
 
 def _read_parsed(directory: Path, digest: str) -> Knowledge | None:
-    from skill.state import read_json
+    from fsdp_skill.core.state import read_json
 
     data = read_json(_parsed_path(digest))
     if not isinstance(data, list):
@@ -131,7 +131,7 @@ def _read_parsed(directory: Path, digest: str) -> Knowledge | None:
 
 
 def _write_parsed(kb: Knowledge, digest: str) -> None:
-    from skill.state import write_json_atomic
+    from fsdp_skill.core.state import write_json_atomic
 
     try:
         write_json_atomic(_parsed_path(digest), [c.model_dump() for c in kb.cards])

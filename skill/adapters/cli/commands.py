@@ -1,6 +1,6 @@
 """Command-line adapter: ``fsdp-skill ask | show | verify | export | serve | mcp | tools``.
 
-Thin by design: it parses arguments, calls the core (:func:`skill.answer.ask`, the knowledge, the
+Thin by design: it parses arguments, calls the core (:func:`fsdp_skill.core.answer.ask`, the knowledge, the
 runtime) and translates results and errors.  Exit codes:
 
     0  answered (or the command succeeded)
@@ -15,7 +15,7 @@ import argparse
 import json
 import sys
 
-from skill.errors import KnowledgeError, NotFoundError, QueryError, SkillError
+from fsdp_skill.errors import KnowledgeError, NotFoundError, QueryError, SkillError
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_ABSTAINED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -46,18 +46,18 @@ def _progress(done: int, total: int, verdict) -> None:
 
 def cmd_ask(args) -> int:
     """``fsdp-skill ask QUESTION``: print the answer (rich, --markdown or --json)."""
-    from skill.answer import ask
+    from fsdp_skill.core.answer import ask
 
     question = _read_question(args.question)
     answer = ask(question, k=args.k, verify=not args.no_verify, progress=_progress)
     if args.json:
         sys.stdout.write(answer.model_dump_json(indent=None) + "\n")
     elif args.markdown:
-        from skill.render import answer_markdown
+        from fsdp_skill.adapters.cli.render import answer_markdown
 
         sys.stdout.write(answer_markdown(answer))
     else:
-        from skill.render import print_answer
+        from fsdp_skill.adapters.cli.render import print_answer
 
         print_answer(answer)
     return EXIT_ABSTAINED if answer.abstained else EXIT_OK
@@ -65,8 +65,8 @@ def cmd_ask(args) -> int:
 
 def cmd_show(args) -> int:
     """``fsdp-skill show SECTION_ID``: print one knowledge section (markdown or --json)."""
-    from skill.knowledge import load_knowledge
-    from skill.render import section_markdown
+    from fsdp_skill.core.knowledge import load_knowledge
+    from fsdp_skill.adapters.cli.render import section_markdown
 
     kb = load_knowledge()
     if args.list:
@@ -110,8 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 # Subcommands whose modules add their own parsers; each handler imports its heavy parts lazily.
 SUBCOMMAND_MODULES: list[tuple[str, str]] = [
-    ("skill.verification", "add_verify_parser"),
-    ("skill.http_cli", "add_parsers"),
+    ("fsdp_skill.adapters.cli.verify", "add_verify_parser"),
+    ("fsdp_skill.adapters.cli.interfaces", "add_parsers"),
 ]
 
 

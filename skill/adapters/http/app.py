@@ -11,7 +11,7 @@
 Ids contain one '/' (``topic/slug``).  Only knowledge snippets are ever executed; no route accepts code.
 Routes run the core in worker threads (FastAPI's threadpool; at most ``ASK_CONCURRENCY`` answers are
 computed at once, the rest wait on a semaphore), so verification never blocks the event loop; concurrent requests needing
-the same unverified snippet share one run (``ask`` verifies through :func:`skill.snippets.shared_verdicts`).
+the same unverified snippet share one run (``ask`` verifies through :func:`fsdp_skill.core.snippets.shared_verdicts`).
 
 Every error is JSON ``{"error": message, "code": code}``: 400 ``bad_input`` (empty, whitespace-only,
 binary or over-long question: the limit is 32,768 characters), 404 ``not_found`` (unknown id or route),
@@ -35,12 +35,12 @@ from starlette.convertors import Convertor, register_url_convertor
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from skill.answer import MAX_QUESTION_CHARS
-from skill.errors import HarnessError, KnowledgeError, NotFoundError, QueryError, SkillError
-from skill.export import ExportRefused
-from skill.models import Answer, SectionOut
-from skill.snippets import SnippetInfo
-from skill.tools import AskInput
+from fsdp_skill.core.answer import MAX_QUESTION_CHARS
+from fsdp_skill.errors import HarnessError, KnowledgeError, NotFoundError, QueryError, SkillError
+from fsdp_skill.core.export import ExportRefused
+from fsdp_skill.core.models import Answer, SectionOut
+from fsdp_skill.core.snippets import SnippetInfo
+from fsdp_skill.core.toolspec import AskInput
 
 MAX_BODY_BYTES = 256 * 1024
 # Answers are CPU-bound Python: more threads than cores only make the GIL hand-offs unfair (long tails).
@@ -142,15 +142,15 @@ def _skill_error_handler(status: int, code: str):
 
 
 def create_app() -> FastAPI:
-    """The FastAPI application (uvicorn factory: ``skill.http:create_app``)."""
+    """The FastAPI application (uvicorn factory: ``fsdp_skill.adapters.http.app:create_app``)."""
     from importlib.metadata import version
 
-    from skill.knowledge import load_knowledge
-    from skill.state import torch_version
+    from fsdp_skill.core.knowledge import load_knowledge
+    from fsdp_skill.core.state import torch_version
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        from skill.answer import get_router
+        from fsdp_skill.core.answer import get_router
 
         get_router(load_knowledge())  # fail at startup on a bad card; build the index once
         yield
@@ -184,7 +184,7 @@ def create_app() -> FastAPI:
 
     @app.exception_handler(Exception)
     async def on_internal(request: Request, exc: Exception):
-        logging.getLogger("skill.http").error("internal error on %s %s", request.method, request.url.path,
+        logging.getLogger("fsdp_skill.adapters.http.app").error("internal error on %s %s", request.method, request.url.path,
                                               exc_info=(type(exc), exc, exc.__traceback__))
         return _error(500, f"internal error ({type(exc).__name__})", "internal_error")
 
@@ -194,7 +194,7 @@ def create_app() -> FastAPI:
     @app.post("/v1/ask", response_model=Answer, responses=errors, tags=["ask"],
               summary="Answer a question (same body as `fsdp-skill ask --json`)")
     def ask_route(body: AskRequest) -> Answer:
-        from skill.answer import ask
+        from fsdp_skill.core.answer import ask
 
         with ask_slots:
             answer = ask(body.question, k=body.k, verify=body.verify)
@@ -205,14 +205,14 @@ def create_app() -> FastAPI:
     @app.get("/v1/sections/{section_id:kid}", response_model=SectionOut, responses=errors, tags=["knowledge"],
              summary="One knowledge section with its snippets' latest verdicts (runs nothing)")
     def section_route(section_id: str) -> SectionOut:
-        from skill.snippets import get_section
+        from fsdp_skill.core.snippets import get_section
 
         return get_section(section_id)
 
     @app.post("/v1/snippets/{snippet_id:kid}/verify", response_model=SnippetInfo, responses={**errors, 503: {"model": ErrorBody}},
               tags=["snippets"], summary="Verify a knowledge snippet on a real process group (cache or run)")
     def verify_route(snippet_id: str, force: bool = Query(False, description="Ignore the cached verdict and run again")) -> SnippetInfo:
-        from skill.snippets import verify_snippet
+        from fsdp_skill.core.snippets import verify_snippet
 
         return verify_snippet(snippet_id, use_cache=not force)
 
@@ -222,7 +222,7 @@ def create_app() -> FastAPI:
              summary="The snippet as a script file: header + the verified code byte for byte")
     def export_route(snippet_id: str, include_unverified: bool = Query(
             False, description="Also export a snippet that did not pass, marked NOT VERIFIED")) -> Response:
-        from skill.export import export_one
+        from fsdp_skill.core.export import export_one
 
         sc = export_one(snippet_id, include_unverified=include_unverified)
         return Response(sc.script.encode("utf-8"), media_type="text/x-python; charset=utf-8", headers={
@@ -232,13 +232,13 @@ def create_app() -> FastAPI:
     @app.get("/v1/snippets/{snippet_id:kid}", response_model=SnippetInfo, responses=errors, tags=["snippets"],
              summary="A knowledge snippet's code and latest verdict (cached, or 'unverified'; runs nothing)")
     def snippet_route(snippet_id: str) -> SnippetInfo:
-        from skill.snippets import get_snippet
+        from fsdp_skill.core.snippets import get_snippet
 
         return get_snippet(snippet_id)
 
     @app.get("/healthz", response_model=Health, tags=["meta"], summary="Liveness, knowledge fingerprint and counts")
     def healthz() -> Health:
-        from skill.snippets import in_flight
+        from fsdp_skill.core.snippets import in_flight
 
         kb = load_knowledge()
         return Health(version=version("fsdp-skill"), torch_version=torch_version(), knowledge_fingerprint=kb.fingerprint,
@@ -251,5 +251,5 @@ def serve(host: str = "127.0.0.1", port: int = 8000, workers: int = 1, log_level
     """Run the app with uvicorn (blocks until interrupted)."""
     import uvicorn
 
-    uvicorn.run("skill.http:create_app", factory=True, host=host, port=port, workers=workers, log_level=log_level,
+    uvicorn.run("fsdp_skill.adapters.http.app:create_app", factory=True, host=host, port=port, workers=workers, log_level=log_level,
                 timeout_keep_alive=KEEP_ALIVE_S)

@@ -16,7 +16,7 @@ import os
 import re
 import sys
 
-from skill.errors import QueryError
+from fsdp_skill.errors import QueryError
 
 EXIT_OK, EXIT_FAIL = 0, 1
 _MARK = {"passed": "PASS", "failed": "FAIL", "timeout": "TIMEOUT", "skipped": "SKIP", "unverified": "----"}
@@ -46,7 +46,7 @@ def _is_path(target: str) -> bool:
 
 def _jobs(args) -> list:
     """Jobs for the requested targets; raises QueryError / NotFoundError (exit 2) on bad usage."""
-    import runtime
+    import fsdp_skill.runtime as runtime
 
     if args.all and (args.targets or args.topic):
         raise QueryError("give snippet ids / paths, --topic or --all, not several of them")
@@ -63,7 +63,7 @@ def _jobs(args) -> list:
     ids = [t for t in args.targets if not _is_path(t)]
     kb = None
     if args.all or args.topic or ids:
-        from skill.knowledge import load_knowledge
+        from fsdp_skill.core.knowledge import load_knowledge
 
         kb = load_knowledge()
     if args.all:
@@ -89,7 +89,7 @@ def _jobs(args) -> list:
 
 
 def _spec_job(spec, args):
-    import runtime
+    import fsdp_skill.runtime as runtime
 
     return runtime.Job(code=spec.code, world_size=args.world_size or spec.world_size,
                        backend=args.backend or spec.backend,
@@ -99,7 +99,7 @@ def _spec_job(spec, args):
 
 def run_verify(args) -> int:
     """Handler of ``fsdp-skill verify``: returns the exit code (0 ok, 1 failed/timeout; usage errors raise)."""
-    import runtime
+    import fsdp_skill.runtime as runtime
 
     jobs = _jobs(args)
     names = [j.snippet_id or j.filename for j in jobs]
@@ -213,7 +213,7 @@ def hint_for(verdict, kb=None) -> list[str]:
 def _resolve(ids: list[str], kb) -> list[str]:
     if kb is None:
         try:
-            from skill.knowledge import load_knowledge
+            from fsdp_skill.core.knowledge import load_knowledge
 
             kb = load_knowledge()
         except Exception:  # hints are a courtesy: without a knowledge base, fall back to topic ids

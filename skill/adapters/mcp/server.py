@@ -1,4 +1,4 @@
-"""MCP adapter: an MCP server over stdio (``fsdp-skill mcp``) exposing the tools of :mod:`skill.tools`.
+"""MCP adapter: an MCP server over stdio (``fsdp-skill mcp``) exposing the tools of :mod:`fsdp_skill.core.toolspec`.
 
 Built on the ``mcp`` SDK 2.x ``MCPServer`` (the former FastMCP).  Each tool's arguments are the fields
 of its pydantic input model (so ``inputSchema`` equals the function-call ``parameters`` printed by
@@ -17,8 +17,8 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from skill.errors import SkillError
-from skill.tools import ToolSpec, tool_specs
+from fsdp_skill.errors import SkillError
+from fsdp_skill.core.toolspec import ToolSpec, tool_specs
 
 INSTRUCTIONS = (
     "Expert answers on PyTorch FSDP / FSDP2 and torch.distributed (sharding 分片, mixed precision 混合精度, "
@@ -50,7 +50,7 @@ def _tool_function(spec: ToolSpec):
 
 
 def build_server() -> MCPServer:
-    """The MCP server with every tool of :func:`skill.tools.tool_specs` registered."""
+    """The MCP server with every tool of :func:`fsdp_skill.core.toolspec.tool_specs` registered."""
     from importlib.metadata import version
 
     server = MCPServer(name="fsdp-skill", title="FSDP expert (verified snippets)", instructions=INSTRUCTIONS,

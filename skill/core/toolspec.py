@@ -1,6 +1,6 @@
 """The agent tool catalogue: names, descriptions, input models and output models, shared by every adapter.
 
-The MCP server (:mod:`skill.mcp`) registers these tools; ``fsdp-skill tools --format openai|anthropic``
+The MCP server (:mod:`fsdp_skill.adapters.mcp.server`) registers these tools; ``fsdp-skill tools --format openai|anthropic``
 prints the same tools as function-call schemas for frameworks that do not speak MCP, and
 :func:`invoke` runs a tool call from such a framework.  Parameter schemas are derived from the pydantic
 input models below, so the MCP ``inputSchema`` and the function-call ``parameters`` are the same.
@@ -15,8 +15,8 @@ from typing import Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from skill.answer import MAX_K, MAX_QUESTION_CHARS
-from skill.models import Answer, SectionOut
+from fsdp_skill.core.answer import MAX_K, MAX_QUESTION_CHARS
+from fsdp_skill.core.models import Answer, SectionOut
 
 _TERMS = ("FSDP / FSDP2 (fully_shard, FullyShardedDataParallel), sharding 分片 (FULL_SHARD, SHARD_GRAD_OP, "
           "HYBRID_SHARD, reshard_after_forward), mixed precision 混合精度 (MixedPrecisionPolicy, bf16/fp16), "
@@ -76,32 +76,32 @@ class ToolSpec:
 
 
 def _ask(a: AskInput) -> Answer:
-    from skill.answer import ask
+    from fsdp_skill.core.answer import ask
 
     return ask(a.question, k=a.k, verify=a.verify)
 
 
 def _get_section(a: SectionInput) -> SectionOut:
-    from skill.snippets import get_section
+    from fsdp_skill.core.snippets import get_section
 
     return get_section(a.id)
 
 
 def _verify_snippet(a: SnippetInput):
-    from skill.snippets import verify_snippet
+    from fsdp_skill.core.snippets import verify_snippet
 
     return verify_snippet(a.id)
 
 
 def _export_snippet(a: ExportInput):
-    from skill.export import export_one
+    from fsdp_skill.core.export import export_one
 
     return export_one(a.id, include_unverified=a.include_unverified)
 
 
 def _tool_specs() -> list[ToolSpec]:
-    from skill.export import ExportedScript
-    from skill.snippets import SnippetInfo
+    from fsdp_skill.core.export import ExportedScript
+    from fsdp_skill.core.snippets import SnippetInfo
 
     return [
         ToolSpec(
@@ -161,7 +161,7 @@ def tool_spec(name: str) -> ToolSpec:
     for spec in tool_specs():
         if spec.name == name:
             return spec
-    from skill.errors import NotFoundError
+    from fsdp_skill.errors import NotFoundError
 
     raise NotFoundError(f"unknown tool {name!r}; tools: {', '.join(s.name for s in tool_specs())}")
 
@@ -205,7 +205,7 @@ def invoke(name: str, arguments: dict | str | None) -> BaseModel:
 
     from pydantic import ValidationError
 
-    from skill.errors import QueryError
+    from fsdp_skill.errors import QueryError
 
     spec = tool_spec(name)
     try:

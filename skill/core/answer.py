@@ -2,7 +2,7 @@
 
 ``ask(question, k=3, verify=True) -> Answer`` is what the CLI, the HTTP app and the MCP server call.
 It never imports torch on the cached path: routing is pure Python, API signatures come from the
-per-torch-version cache (:mod:`skill.apis`) and verdicts from the runtime's cache; only a cache miss
+per-torch-version cache (:mod:`fsdp_skill.core.apis`) and verdicts from the runtime's cache; only a cache miss
 imports torch (introspection) or launches ranks (verification).
 """
 from __future__ import annotations
@@ -11,13 +11,13 @@ import time
 import unicodedata
 from typing import Callable
 
-from skill.errors import QueryError
-from skill.knowledge import Knowledge, load_knowledge
-from skill.models import Answer, ApiInfo, SectionDoc, SectionOut, SnippetOut, SnippetSpec, TopicScore
-from skill.router import Router
-from skill.state import torch_version
-from skill.tokenize import language_of
-from runtime.models import Verdict
+from fsdp_skill.errors import QueryError
+from fsdp_skill.core.knowledge import Knowledge, load_knowledge
+from fsdp_skill.core.models import Answer, ApiInfo, SectionDoc, SectionOut, SnippetOut, SnippetSpec, TopicScore
+from fsdp_skill.core.router import Router
+from fsdp_skill.core.state import torch_version
+from fsdp_skill.core.tokenize import language_of
+from fsdp_skill.runtime.models import Verdict
 
 MAX_QUESTION_CHARS = 32_768
 MAX_K = 20
@@ -69,13 +69,13 @@ def snippet_verdicts(specs: list[SnippetSpec], verify: bool, progress: Callable 
     """Verdict per snippet id: the cache when it has one, else a fresh run (when ``verify``), else unverified.
 
     Runs happen on the warm launcher of :mod:`runtime`, all misses in one batch; concurrent callers
-    needing the same snippet share one run (:func:`skill.snippets.shared_verdicts`).
+    needing the same snippet share one run (:func:`fsdp_skill.core.snippets.shared_verdicts`).
     """
     if not specs:
         return {}
     if not verify:
         return {s.id: _unverified(s) for s in specs}
-    from skill.snippets import shared_verdicts
+    from fsdp_skill.core.snippets import shared_verdicts
 
     return shared_verdicts(specs, use_cache=use_cache, progress=progress)
 
@@ -95,7 +95,7 @@ def api_infos(sections: list[SectionDoc]) -> list[ApiInfo]:
     names = list(dict.fromkeys(a for s in sections for a in s.apis))[:MAX_APIS]
     if not names:
         return []
-    from skill.apis import api_cache
+    from fsdp_skill.core.apis import api_cache
 
     return api_cache().get(names)
 

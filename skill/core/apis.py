@@ -10,8 +10,8 @@ import importlib
 import inspect
 import re
 
-from skill.models import ApiInfo
-from skill.state import read_json, state_dir, torch_version, write_json_atomic
+from fsdp_skill.core.models import ApiInfo
+from fsdp_skill.core.state import read_json, state_dir, torch_version, write_json_atomic
 
 SUMMARY_CHARS = 400
 

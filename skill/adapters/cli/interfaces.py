@@ -1,8 +1,8 @@
 """CLI subcommands of the interface adapters: ``serve``, ``mcp``, ``tools`` and ``export``.
 
-Registered through ``skill.cli.SUBCOMMAND_MODULES``.  This module is imported on every CLI start, so
+Registered through ``fsdp_skill.adapters.cli.commands.SUBCOMMAND_MODULES``.  This module is imported on every CLI start, so
 it imports nothing heavy: FastAPI, uvicorn, the mcp SDK and the runtime load inside the handlers.
-Handlers return the exit codes of :mod:`skill.cli` (errors propagate to ``skill.cli.main``).
+Handlers return the exit codes of :mod:`fsdp_skill.adapters.cli.commands` (errors propagate to ``fsdp_skill.adapters.cli.commands.main``).
 """
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def _is_loopback(host: str) -> bool:
 
 def cmd_serve(args) -> int:
     """``fsdp-skill serve``: the HTTP API (loopback unless --host says otherwise)."""
-    from skill.knowledge import load_knowledge
+    from fsdp_skill.core.knowledge import load_knowledge
 
     kb = load_knowledge()  # a bad card fails here with file:line, before the port is bound
     if not _is_loopback(args.host):
@@ -56,7 +56,7 @@ def cmd_serve(args) -> int:
               f"and trigger verification runs of knowledge snippets (no route runs client code)", file=sys.stderr)
     print(f"fsdp-skill: {len(kb.sections)} sections, {len(kb.snippets)} snippets; API docs at "
           f"http://{args.host}:{args.port}/docs", file=sys.stderr)
-    from skill.http import serve
+    from fsdp_skill.adapters.http.app import serve
 
     serve(host=args.host, port=args.port, workers=args.workers, log_level=args.log_level)
     return EXIT_OK
@@ -64,10 +64,10 @@ def cmd_serve(args) -> int:
 
 def cmd_mcp(args) -> int:
     """``fsdp-skill mcp``: an MCP server on stdin/stdout (for agent clients)."""
-    from skill.knowledge import load_knowledge
+    from fsdp_skill.core.knowledge import load_knowledge
 
     load_knowledge()  # fail before the handshake on a bad card
-    from skill.mcp import run_stdio
+    from fsdp_skill.adapters.mcp.server import run_stdio
 
     run_stdio()
     return EXIT_OK
@@ -75,7 +75,7 @@ def cmd_mcp(args) -> int:
 
 def cmd_tools(args) -> int:
     """``fsdp-skill tools --format openai|anthropic``: function-call schemas as JSON."""
-    from skill.tools import function_schemas
+    from fsdp_skill.core.toolspec import function_schemas
 
     sys.stdout.write(json.dumps(function_schemas(args.format), ensure_ascii=False, indent=2) + "\n")
     return EXIT_OK
@@ -83,8 +83,8 @@ def cmd_tools(args) -> int:
 
 def cmd_export(args) -> int:
     """``fsdp-skill export``: verified snippets as scripts + manifest.json + test_exported.py."""
-    from skill.cli import _progress
-    from skill.export import export_snippets, select_snippets
+    from fsdp_skill.adapters.cli.commands import _progress
+    from fsdp_skill.core.export import export_snippets, select_snippets
 
     specs = select_snippets(args.snippet_ids, topics=args.topic, all_snippets=args.all)
     print(f"verifying {len(specs)} snippet(s) (cached verdicts are instant; a first run launches real ranks)…",

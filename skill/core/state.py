@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from runtime import cache, host
+from fsdp_skill.runtime import cache, host
 
 HOME_ENV = cache.HOME_ENV
 
@@ -31,5 +31,5 @@ def read_json(path: Path):
 
 
 def write_json_atomic(path: Path, data) -> None:
-    """Write ``data`` as JSON atomically (see :func:`runtime.cache.atomic_write_text`)."""
+    """Write ``data`` as JSON atomically (see :func:`fsdp_skill.runtime.cache.atomic_write_text`)."""
     cache.atomic_write_text(path, json.dumps(data, ensure_ascii=False))

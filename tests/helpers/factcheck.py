@@ -9,7 +9,7 @@ section lists (matched by their last name, e.g. ``Join`` for ``torch.distributed
   e.g. ``Join(joinables, enable=True, throw_on_early_termination=False, **kwargs)``, states defaults:
   each ``name=<literal>`` must equal the real default.
 
-Used by the test suite; imports torch (through :func:`skill.apis.resolve`).
+Used by the test suite; imports torch (through :func:`fsdp_skill.core.apis.resolve`).
 """
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ import ast
 import inspect
 import re
 
-from skill.apis import resolve
-from skill.models import SectionDoc
+from fsdp_skill.core.apis import resolve
+from fsdp_skill.core.models import SectionDoc
 
 _SPAN = re.compile(r"`([^`\n]+)`")
 _FENCE = re.compile(r"```.*?```", re.S)

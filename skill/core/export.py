@@ -22,12 +22,12 @@ from typing import Callable, Iterable
 
 from pydantic import BaseModel, Field
 
-from runtime.models import Verdict
-from skill.errors import NotFoundError, SkillError
-from skill.knowledge import Knowledge, load_knowledge
-from skill.models import SectionDoc, SnippetSpec
-from skill.snippets import code_sha256, shared_verdicts
-from skill.state import torch_version
+from fsdp_skill.runtime.models import Verdict
+from fsdp_skill.errors import NotFoundError, SkillError
+from fsdp_skill.core.knowledge import Knowledge, load_knowledge
+from fsdp_skill.core.models import SectionDoc, SnippetSpec
+from fsdp_skill.core.snippets import code_sha256, shared_verdicts
+from fsdp_skill.core.state import torch_version
 
 HEADER_END = "# ---- end of fsdp-skill header: everything below this line is the verified code, byte for byte ----\n"
 MANIFEST_NAME = "manifest.json"

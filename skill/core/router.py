@@ -3,7 +3,7 @@
 Each ``##`` section of the knowledge is one BM25 document (rank-bm25's ``BM25Okapi``) made of its
 title (counted twice), aliases, the card's aliases, the Chinese summary, the API names it lists, its
 prose, and the identifiers of its snippets (once each, so boilerplate does not drown the prose).
-Questions and documents go through the same tokenizer (:mod:`skill.tokenize`); a pasted traceback is
+Questions and documents go through the same tokenizer (:mod:`fsdp_skill.core.tokenize`); a pasted traceback is
 first reduced to its exception lines and frame names.
 """
 from __future__ import annotations
@@ -12,10 +12,10 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from skill import scope
-from skill.knowledge import Knowledge
-from skill.models import SectionDoc
-from skill.tokenize import TOKENIZER_VERSION, is_traceback, reduce_traceback, tokenize
+from fsdp_skill.core import scope
+from fsdp_skill.core.knowledge import Knowledge
+from fsdp_skill.core.models import SectionDoc
+from fsdp_skill.core.tokenize import TOKENIZER_VERSION, is_traceback, reduce_traceback, tokenize
 
 MAX_QUERY_TOKENS = 400
 # Relative match (top BM25 score / the best score the question's terms could reach) needed to answer
@@ -61,7 +61,7 @@ class Router:
     def _documents(self, kb: Knowledge) -> tuple[list[list[str]], list[str]]:
         """Token lists of the sections and the anchors the cards add; cached on disk per knowledge digest
         and tokenizer version (tokenizing all cards takes a few hundred ms, loading them a few)."""
-        from skill.state import read_json, state_dir, write_json_atomic
+        from fsdp_skill.core.state import read_json, state_dir, write_json_atomic
 
         path = state_dir() / f"router-{kb.digest or 'nodigest'}-{TOKENIZER_VERSION}.json" if kb.digest else None
         cached = read_json(path) if path else None

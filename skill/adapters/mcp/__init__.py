@@ -1,0 +1,1 @@
+"""MCP adapter (the MCP SDK over stdio)."""

@@ -1,0 +1,1 @@
+"""The core: knowledge, routing, answers, snippets and their verification (no adapter imports)."""
