@@ -73,7 +73,7 @@ def main() -> int:
 
     cli = timed([exe, "ask", "--json", "--no-verify", q])
     torch_imp = timed([sys.executable, "-c", "import torch"])
-    check = subprocess.run([sys.executable, "-c", "import sys, fsdp_skill.adapters.cli.commands; fsdp_skill.adapters.cli.commands.main(['ask', '--json', '--no-verify', "
+    check = subprocess.run([sys.executable, "-c", "import sys, fsdp_skill.main; fsdp_skill.main.main(['ask', '--json', '--no-verify', "
                             + repr(q) + "]); print('torch imported:', 'torch' in sys.modules, file=sys.stderr)"],
                            env=env, capture_output=True, text=True)
     print(f"CLI ask --json --no-verify (cached): median {cli:.3f} s over {args.cli_runs} runs")

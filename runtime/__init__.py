@@ -11,7 +11,7 @@ A failing script is a Verdict (``status="failed"``); :class:`HarnessError` means
 Importing this package does not import torch.
 """
 from fsdp_skill.runtime.api import Job, cached_verdict, verify_code, verify_many
-from fsdp_skill.runtime.errors import HarnessError
+from fsdp_skill.errors import HarnessError
 from fsdp_skill.runtime.models import RankResult, Verdict
 from fsdp_skill.runtime.warm import shutdown
 

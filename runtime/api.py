@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from fsdp_skill.runtime import cache, host
-from fsdp_skill.runtime.errors import HarnessError
+from fsdp_skill.errors import HarnessError, InvalidArgument
 from fsdp_skill.runtime.models import Verdict
 from fsdp_skill.runtime.report import RawRank, RawRun, make_verdict, read_text
 
@@ -36,6 +36,11 @@ class Job:
     # A user's own script under debugging: always run it (no cache lookup; the fresh verdict is still
     # stored) and report a warm timeout as seen, without the torchrun confirmation rerun.
     debug: bool = False
+    # A script file to run where it is (``path``, its directory first on sys.path, as ``torchrun path``
+    # does) from the working directory ``cwd`` (default: the caller's); ``code`` must be its text.
+    # Without ``path`` the code is written to a fresh private directory and run from there.
+    path: str | None = None
+    cwd: str | None = None
 
 
 def _now() -> str:
@@ -50,14 +55,14 @@ def _skipped(code_sha: str, job: Job, place: host.Placement) -> Verdict:
 
 def _check(job: Job, launcher: str) -> None:
     if launcher not in LAUNCHERS:
-        raise ValueError(f"launcher must be one of {', '.join(LAUNCHERS)}, not {launcher!r}")
+        raise InvalidArgument(f"launcher must be one of {', '.join(LAUNCHERS)}, not {launcher!r}")
     if not isinstance(job.timeout, (int, float)) or job.timeout <= 0:
-        raise ValueError(f"timeout must be a positive number of seconds, not {job.timeout!r}")
+        raise InvalidArgument(f"timeout must be a positive number of seconds, not {job.timeout!r}")
     if not isinstance(job.code, str):
-        raise ValueError("code must be a str")
+        raise InvalidArgument("code must be a str")
     name = os.path.basename(job.filename or "snippet.py")
     if name in ("", ".", "..") or not name.endswith(".py"):
-        raise ValueError(f"filename must name a .py file, not {job.filename!r}")
+        raise InvalidArgument(f"filename must name a .py file, not {job.filename!r}")
 
 
 def cached_verdict(code: str, *, world_size: int = 2, backend: str = "auto", requires=()) -> Verdict | None:
@@ -65,7 +70,7 @@ def cached_verdict(code: str, *, world_size: int = 2, backend: str = "auto", req
 
     A ``skipped`` verdict when the host cannot run it (e.g. ``requires=['cuda']`` with too few GPUs),
     else the cached verdict (``cached=True``) for this code, world_size, resolved backend and installed
-    torch version, else None.  Never imports torch; takes milliseconds.  Raises ValueError for an
+    torch version, else None.  Never imports torch; takes milliseconds.  Raises InvalidArgument for an
     unknown backend or a bad world_size.
     """
     place = host.resolve(backend, world_size, tuple(requires))
@@ -94,7 +99,7 @@ def verify_code(code: str, *, world_size: int = 2, backend: str = "auto", timeou
     verdict is always stored.
 
     Returns a Verdict: a failing script is ``failed`` with per-rank tracebacks, never an exception.
-    Raises ValueError for bad arguments and HarnessError when the run cannot happen at all.
+    Raises InvalidArgument for bad arguments and HarnessError when the run cannot happen at all.
     """
     job = Job(code=code, world_size=world_size, backend=backend, timeout=timeout, requires=tuple(requires),
               snippet_id=snippet_id, filename=filename)
@@ -183,11 +188,14 @@ def _run(job: Job, place: host.Placement, sha: str, launcher: str) -> Verdict:
         zygote, base = None, None
     rundir = tempfile.mkdtemp(prefix="run-", dir=base)
     try:
-        workdir = os.path.join(rundir, "work")
-        os.mkdir(workdir)
-        script = os.path.join(workdir, os.path.basename(job.filename))
-        with open(script, "w", encoding="utf-8") as f:
-            f.write(job.code)
+        if job.path:
+            script, workdir = os.path.abspath(job.path), os.path.abspath(job.cwd or os.getcwd())
+        else:
+            workdir = os.path.join(rundir, "work")
+            os.mkdir(workdir)
+            script = os.path.join(workdir, os.path.basename(job.filename))
+            with open(script, "w", encoding="utf-8") as f:
+                f.write(job.code)
         env = _job_env(job, place)
         torch_version = host.torch_version()
         if zygote is not None:

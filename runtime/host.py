@@ -10,6 +10,8 @@ import importlib.util
 import os
 from dataclasses import dataclass
 
+from fsdp_skill.errors import InvalidArgument
+
 BACKENDS = ("auto", "gloo", "nccl")
 KNOWN_REQUIREMENTS = ("cuda",)
 _NVIDIA_GPUS = "/proc/driver/nvidia/gpus"
@@ -91,13 +93,13 @@ def resolve(backend: str, world_size: int, requires=()) -> Placement:
 
     'auto' is NCCL when at least ``world_size`` CUDA devices are visible, else gloo on CPU.  A requirement
     the host cannot meet (``requires=['cuda']`` or an explicit 'nccl' with too few GPUs, an unknown
-    requirement) gives a Placement with ``skip`` set to a one-line reason.  Raises ValueError for an
+    requirement) gives a Placement with ``skip`` set to a one-line reason.  Raises InvalidArgument for an
     unknown backend or a world_size below 1.
     """
     if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
+        raise InvalidArgument(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
     if not isinstance(world_size, int) or world_size < 1:
-        raise ValueError(f"world_size must be a positive integer, not {world_size!r}")
+        raise InvalidArgument(f"world_size must be a positive integer, not {world_size!r}")
     gpus = cuda_device_count()
     if backend == "auto":
         backend = "nccl" if gpus >= world_size else "gloo"

@@ -22,10 +22,12 @@ import tempfile
 import threading
 from pathlib import Path
 
-from fsdp_skill.runtime.errors import HarnessError
+from fsdp_skill.errors import HarnessError
 
 START_TIMEOUT_S = 300.0  # importing torch on a loaded 2-core machine can take a while
-_ROOT = str(Path(__file__).resolve().parent.parent)
+# Started as a file, not as a module of this package: the zygote and the ranks it forks hold none of the
+# tool's modules (nor pydantic), only the standard library and torch.
+ZYGOTE_SCRIPT = str(Path(__file__).resolve().with_name("zygote.py"))
 
 
 class WarmLauncher:
@@ -46,12 +48,10 @@ class WarmLauncher:
         env = dict(os.environ)
         env.setdefault("OMP_NUM_THREADS", "1")
         env.setdefault("OPENBLAS_NUM_THREADS", "1")
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (_ROOT, env.get("PYTHONPATH")) if p)
-        env["FSDP_SKILL_ZYGOTE_PATH"] = _ROOT
         try:
             with open(self._log_path, "wb") as log:
                 self.proc = subprocess.Popen(
-                    [sys.executable, "-m", "fsdp_skill.runtime.zygote", "--fd", str(theirs.fileno()), "--workdir", self.workdir],
+                    [sys.executable, ZYGOTE_SCRIPT, "--fd", str(theirs.fileno()), "--workdir", self.workdir],
                     pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                     cwd=self.workdir, env=env, start_new_session=True,
                 )

@@ -1,4 +1,4 @@
-"""Fork server ("zygote") of the warm launcher: ``python -m fsdp_skill.runtime.zygote --fd N``.
+"""Fork server ("zygote") of the warm launcher: ``python .../runtime/zygote.py --fd N``.
 
 Why: ``import torch`` and the lazy imports of the first ``fully_shard`` cost seconds per process; ranks
 forked from a process that already holds those modules start in milliseconds.
@@ -56,7 +56,22 @@ import socket
 import sys
 import time
 
-from fsdp_skill.runtime.worker import install_import_time_env_sync, rank_env, run_script
+
+def _load_worker():
+    """:mod:`worker` (its file beside this one) as a private module object, not registered in
+    ``sys.modules``: a rank's script sees no module of fsdp-skill, the way it would under torchrun."""
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
+    spec = importlib.util.spec_from_file_location("_fsdp_skill_rank_worker", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_worker = _load_worker()
+install_import_time_env_sync, rank_env, run_script = (
+    _worker.install_import_time_env_sync, _worker.rank_env, _worker.run_script)
 
 # Modules imported before the first fork.  torch._dynamo and friends are what the first fully_shard /
 # optimizer step would otherwise import lazily (measured with benchmarks/bench_verify.py --modules).
@@ -634,15 +649,14 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
     import gc
 
-    p = argparse.ArgumentParser(prog="python -m fsdp_skill.runtime.zygote")
+    p = argparse.ArgumentParser(prog="python zygote.py")
     p.add_argument("--fd", type=int, required=True, help="inherited socket of the control channel")
     p.add_argument("--workdir", help="directory of the runs, removed when the zygote exits")
     args = p.parse_args(argv)
     sock = socket.socket(fileno=args.fd)
     sock.setblocking(True)
-    strip = os.environ.pop("FSDP_SKILL_ZYGOTE_PATH", None)  # added only so that `-m fsdp_skill.runtime.zygote` resolves
-    if strip and strip in sys.path:
-        sys.path.remove(strip)
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]  # `python zygote.py` put our folder first
 
     def say(msg: dict) -> None:
         sock.sendall((json.dumps(msg) + "\n").encode())

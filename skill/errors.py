@@ -1,17 +1,43 @@
-"""The error tree of fsdp-skill.
+"""The error tree of fsdp-skill: every error the core and the runtime raise on purpose is one of these.
 
-    SkillError                 base of every error this project raises on purpose
-    ├── KnowledgeError         a knowledge card is malformed (message names file:line)
-    ├── QueryError             the question cannot be answered as given (empty, too long, binary)
-    ├── NotFoundError          an unknown section or snippet id
-    └── HarnessError           a verification run could not happen at all (fsdp_skill.runtime.errors)
+    SkillError                   base of every error this project raises on purpose
+    ├── InputError               the caller's input is wrong; fix the input and retry
+    │   ├── QueryError           a question that cannot be answered as given (empty, too long, binary)
+    │   ├── InvalidArgument      a bad argument: not a .py script, timeout <= 0, unknown backend/launcher
+    │   └── NotFoundError        an unknown section or snippet id (the message names close ids)
+    ├── KnowledgeError           a knowledge card is malformed (the message starts with file:line)
+    ├── HarnessError             a verification run could not happen at all (launcher failed to start)
+    └── ExportRefused            export asked for snippets that did not pass verification on this host
 
 A snippet that fails when run is *data* (``Verdict.status == "failed"``), never an exception.
-Adapters translate these: the CLI prints one line and exits non-zero, HTTP answers 4xx with a JSON body.
+
+Each adapter maps the tree once, by the first matching class in its own table:
+``fsdp_skill.adapters.exitcodes`` (CLI exit code: InputError 2, the rest 1), the HTTP app
+(InputError 400, NotFoundError 404, ExportRefused 409, HarnessError 503, KnowledgeError 500) and the MCP
+server (a tool error carrying the message). Lower-layer errors are translated where they are caught,
+with ``raise ... from exc``.
 """
 from __future__ import annotations
 
-from fsdp_skill.runtime.errors import HarnessError, SkillError
+
+class SkillError(Exception):
+    """Base of every error fsdp-skill raises on purpose."""
+
+
+class InputError(SkillError):
+    """The caller's input is wrong (exit code 2, HTTP 4xx); the message says what to change."""
+
+
+class QueryError(InputError):
+    """The question is empty, too long or not text."""
+
+
+class InvalidArgument(InputError):
+    """An argument is out of range or of the wrong kind, e.g. ``timeout(0) must be > 0 seconds``."""
+
+
+class NotFoundError(InputError):
+    """A section or snippet id that the knowledge base does not hold."""
 
 
 class KnowledgeError(SkillError):
@@ -22,12 +48,26 @@ class KnowledgeError(SkillError):
         super().__init__(f"{path}:{line}: {message}")
 
 
-class QueryError(SkillError):
-    """The question is empty, too long or not text."""
+class HarnessError(SkillError):
+    """A verification run could not happen at all (e.g. the warm launcher failed to start).
+
+    A script that fails is not an error: it is a ``Verdict`` with ``status="failed"``.
+    """
 
 
-class NotFoundError(SkillError):
-    """A section or snippet id that the knowledge base does not hold."""
+class ExportRefused(SkillError):
+    """Some selected snippets did not pass verification and ``include_unverified`` was not given.
+
+    ``refused`` lists ``(snippet id, verdict status, reason or None)``.
+    """
+
+    def __init__(self, refused: list[tuple[str, str, str | None]]):
+        self.refused = refused
+        names = "; ".join(f"{sid} ({status}{': ' + reason if reason else ''})" for sid, status, reason in refused)
+        super().__init__(f"refusing to export {len(refused)} snippet(s) that did not pass verification on this host: "
+                         f"{names}. Pass --include-unverified (HTTP/MCP: include_unverified=true) to export them "
+                         f"marked NOT VERIFIED")
 
 
-__all__ = ["SkillError", "KnowledgeError", "QueryError", "NotFoundError", "HarnessError"]
+__all__ = ["SkillError", "InputError", "QueryError", "InvalidArgument", "NotFoundError", "KnowledgeError",
+           "HarnessError", "ExportRefused"]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fsdp_skill.adapters.cli.commands import main
+from fsdp_skill.main import main
 
 ANSWER_KEYS = {"query", "language", "abstained", "reason", "topics", "sections", "api", "torch_version", "elapsed_ms"}
 SECTION_KEYS = {"id", "title", "topic", "score", "text", "sources", "snippets"}
@@ -105,8 +105,8 @@ def test_console_script_stdin_and_binary_without_traceback(tmp_path):
 
 def test_cached_ask_path_does_not_import_torch(tmp_path):
     env = {**os.environ, "FSDP_SKILL_HOME": str(tmp_path)}
-    code = ("import sys, fsdp_skill.adapters.cli.commands\n"
-            "rc = fsdp_skill.adapters.cli.commands.main(['ask', '--json', '--no-verify', 'How do I use MixedPrecisionPolicy?'])\n"
+    code = ("import sys, fsdp_skill.main\n"
+            "rc = fsdp_skill.main.main(['ask', '--json', '--no-verify', 'How do I use MixedPrecisionPolicy?'])\n"
             "print('TORCH' if 'torch' in sys.modules else 'NO-TORCH', file=sys.stderr)\n")
     first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert first.returncode == 0, first.stderr

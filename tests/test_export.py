@@ -12,42 +12,14 @@ from pathlib import Path
 
 import pytest
 
-import fsdp_skill.runtime as runtime
-from fsdp_skill.runtime.models import Verdict
-from fsdp_skill.adapters.cli.commands import main
+from fsdp_skill.main import main
 from fsdp_skill.errors import NotFoundError
-from fsdp_skill.core.export import HEADER_END, ExportRefused, export_snippets, select_snippets, split_script
+from fsdp_skill.errors import ExportRefused
+from fsdp_skill.core.export import HEADER_END, export_snippets, split_script
+from fsdp_skill.core.snippets import select_snippets
 from fsdp_skill.core.knowledge import load_knowledge
 
 BIN = Path(sys.executable).parent
-
-
-class FakeRuntime:
-    """Verdict status per snippet id (default passed), in-memory cache, a record of runs."""
-
-    def __init__(self, monkeypatch, status=None):
-        self.status, self.runs, self.cache = status or {}, [], {}
-        monkeypatch.setattr(runtime, "cached_verdict", self.cached_verdict, raising=False)
-        monkeypatch.setattr(runtime, "verify_many", self.verify_many, raising=False)
-
-    def cached_verdict(self, code, *, world_size=2, backend="auto", requires=()):
-        v = self.cache.get(code)
-        return v.model_copy(update={"cached": True}) if v else None
-
-    def verify_many(self, jobs, *, launcher="warm", use_cache=True, progress=None):
-        out = []
-        for job in jobs:
-            self.runs.append(job.snippet_id)
-            status = self.status.get(job.snippet_id, "passed")
-            v = Verdict(status=status, reason=None if status == "passed" else f"fake {status} reason",
-                        snippet_id=job.snippet_id, code_sha256=hashlib.sha256(job.code.encode()).hexdigest(),
-                        backend="gloo", world_size=job.world_size, device="cpu", torch_version="2.13.0+cpu",
-                        seconds=0.01, launcher="warm", checked_at="2026-01-01T00:00:00+00:00")
-            self.cache[job.code] = v
-            out.append(v)
-            if progress:
-                progress(len(out), len(jobs), v)
-        return out
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +45,7 @@ def test_select_by_id_topic_all(kb):
 @pytest.mark.parametrize("kwargs, message", [
     ({"ids": ["join/no-such"]}, "unknown snippet id 'join/no-such'"),
     ({"topics": ["no-such-topic"]}, "unknown topic 'no-such-topic'"),
-    ({}, "nothing to export"),
+    ({}, "no snippets selected"),
 ], ids=["unknown id", "unknown topic", "empty selection"])
 def test_select_errors(kb, kwargs, message):
     with pytest.raises(NotFoundError, match=message):
@@ -81,11 +53,11 @@ def test_select_errors(kb, kwargs, message):
 
 
 # --------------------------------------------------------------------------- export (stand-in runtime)
-def test_export_writes_scripts_manifest_runner(kb, tmp_path, monkeypatch):
-    fake = FakeRuntime(monkeypatch)
+def test_export_writes_scripts_manifest_runner(kb, tmp_path, fake_verifier):
+    fake = fake_verifier
     specs = cpu_snippets(kb)[:3]
     out = tmp_path / "out"
-    manifest = export_snippets(specs, out, kb=kb)
+    manifest = export_snippets(specs, out, kb=kb, verifier=fake)
     assert sorted(fake.runs) == sorted(s.id for s in specs)
     written = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     assert written == json.loads(manifest.model_dump_json())
@@ -110,15 +82,15 @@ def test_export_writes_scripts_manifest_runner(kb, tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("status", ["failed", "timeout", "skipped"])
-def test_export_refuses_what_did_not_pass(kb, tmp_path, monkeypatch, status):
+def test_export_refuses_what_did_not_pass(kb, tmp_path, fake_verifier, status):
     good, bad = cpu_snippets(kb)[:2]
-    FakeRuntime(monkeypatch, status={bad.id: status})
+    fake_verifier.status[bad.id] = status
     with pytest.raises(ExportRefused) as err:
-        export_snippets([good, bad], tmp_path / "out", kb=kb)
-    assert f"{bad.id} ({status}: fake {status} reason)" in str(err.value) and good.id not in str(err.value)
+        export_snippets([good, bad], tmp_path / "out", kb=kb, verifier=fake_verifier)
+    assert f"{bad.id} ({status}: fake {status})" in str(err.value) and good.id not in str(err.value)
     assert "--include-unverified" in str(err.value)
     assert not (tmp_path / "out").exists()  # nothing half-written
-    manifest = export_snippets([good, bad], tmp_path / "out", kb=kb, include_unverified=True)
+    manifest = export_snippets([good, bad], tmp_path / "out", kb=kb, include_unverified=True, verifier=fake_verifier)
     entries = {e.id: e for e in manifest.entries}
     assert entries[good.id].verified and not entries[bad.id].verified
     assert entries[bad.id].verdict.status == status and manifest.include_unverified
@@ -127,17 +99,16 @@ def test_export_refuses_what_did_not_pass(kb, tmp_path, monkeypatch, status):
     assert "NOT VERIFIED" not in split_script((tmp_path / "out" / good.filename).read_text(encoding="utf-8"))[0]
 
 
-def test_export_into_same_dir_adds_to_manifest(kb, tmp_path, monkeypatch):
-    FakeRuntime(monkeypatch)
+def test_export_into_same_dir_adds_to_manifest(kb, tmp_path, fake_verifier):
     a, b = cpu_snippets(kb)[:2]
     out = tmp_path / "out"
-    export_snippets([a], out, kb=kb)
-    export_snippets([b], out, kb=kb)
-    manifest = export_snippets([a], out, kb=kb)
+    export_snippets([a], out, kb=kb, verifier=fake_verifier)
+    export_snippets([b], out, kb=kb, verifier=fake_verifier)
+    manifest = export_snippets([a], out, kb=kb, verifier=fake_verifier)
     assert [e.id for e in manifest.entries] == [b.id, a.id]
     assert json.loads((out / "manifest.json").read_text(encoding="utf-8"))["entries"][0]["id"] == b.id
     (out / b.filename).unlink()
-    assert [e.id for e in export_snippets([a], out, kb=kb).entries] == [a.id]  # a vanished file is dropped
+    assert [e.id for e in export_snippets([a], out, kb=kb, verifier=fake_verifier).entries] == [a.id]  # a vanished file is dropped
 
 
 def test_cuda_snippet_is_refused_on_cpu_host(kb, tmp_path, capsys):
@@ -156,41 +127,39 @@ def test_cuda_snippet_is_refused_on_cpu_host(kb, tmp_path, capsys):
     assert "NOT VERIFIED: status SKIPPED" in header
 
 
-def test_cli_export_exit_codes(kb, tmp_path, monkeypatch, capsys):
+def test_cli_export_exit_codes(kb, tmp_path, fake_verifier, capsys):
     good, bad = cpu_snippets(kb)[:2]
-    FakeRuntime(monkeypatch, status={bad.id: "failed"})
+    fake_verifier.status[bad.id] = "failed"
     out = tmp_path / "out"
-    assert main(["export", good.id, "--out", str(out)]) == 0
+    assert main(["export", good.id, "--out", str(out)], verifier=fake_verifier) == 0
     stdout = capsys.readouterr().out
     assert good.filename in stdout and "passed" in stdout and (out / good.filename).exists()
-    assert main(["export", good.id, bad.id, "--out", str(tmp_path / "o2")]) == 1
+    assert main(["export", good.id, bad.id, "--out", str(tmp_path / "o2")], verifier=fake_verifier) == 1
     err = capsys.readouterr().err
     assert bad.id in err and "failed" in err and "--include-unverified" in err
-    assert main(["export", good.id, bad.id, "--out", str(tmp_path / "o3"), "--include-unverified", "--json"]) == 0
+    assert main(["export", good.id, bad.id, "--out", str(tmp_path / "o3"), "--include-unverified", "--json"], verifier=fake_verifier) == 0
     cap = capsys.readouterr()
     assert {e["id"]: e["verified"] for e in json.loads(cap.out)["entries"]} == {good.id: True, bad.id: False}
     assert f"exported NOT VERIFIED: {bad.id}" in cap.err
-    assert main(["export", "--out", str(tmp_path / "o4")]) == 2  # nothing selected
-    assert main(["export", "join/no-such", "--out", str(tmp_path / "o5")]) == 2
-    assert main(["export", "--topic", "no-such", "--out", str(tmp_path / "o6")]) == 2
+    assert main(["export", "--out", str(tmp_path / "o4")], verifier=fake_verifier) == 2  # nothing selected
+    assert main(["export", "join/no-such", "--out", str(tmp_path / "o5")], verifier=fake_verifier) == 2
+    assert main(["export", "--topic", "no-such", "--out", str(tmp_path / "o6")], verifier=fake_verifier) == 2
     assert "unknown topic" in capsys.readouterr().err
 
 
-def test_cli_export_topic(kb, tmp_path, monkeypatch, capsys):
-    FakeRuntime(monkeypatch)
+def test_cli_export_topic(kb, tmp_path, fake_verifier, capsys):
     topic = kb.topics[0]
     expected = [s.id for s in kb.snippets.values() if kb.section(s.section_id).topic == topic and not s.requires]
     if len(expected) != len([s for s in kb.snippets.values() if kb.section(s.section_id).topic == topic]):
         pytest.skip("topic has CUDA-only snippets, which are not exported here")
-    assert main(["export", "--topic", topic, "--out", str(tmp_path / "t"), "--json"]) == 0
+    assert main(["export", "--topic", topic, "--out", str(tmp_path / "t"), "--json"], verifier=fake_verifier) == 0
     assert [e["id"] for e in json.loads(capsys.readouterr().out)["entries"]] == expected
 
 
-def test_runner_catches_edited_script(kb, tmp_path, monkeypatch):
-    FakeRuntime(monkeypatch)
+def test_runner_catches_edited_script(kb, tmp_path, fake_verifier):
     spec = cpu_snippets(kb)[0]
     out = tmp_path / "out"
-    export_snippets([spec], out, kb=kb)
+    export_snippets([spec], out, kb=kb, verifier=fake_verifier)
     path = out / spec.filename
     path.write_bytes(path.read_bytes() + b"# an edit\n")
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(out / "test_exported.py")],
@@ -201,8 +170,6 @@ def test_runner_catches_edited_script(kb, tmp_path, monkeypatch):
 # --------------------------------------------------------------------------- real: export, then torchrun
 @pytest.mark.slow
 def test_real_export_then_torchrun(kb, tmp_path, capsys):
-    if not hasattr(runtime, "verify_many"):
-        pytest.skip("runtime.verify_many not available yet")
     spec = min((s for s in cpu_snippets(kb) if s.world_size == 2), key=lambda s: len(s.code))
     out = tmp_path / "scripts"
     assert main(["export", spec.id, "--out", str(out), "--json"]) == 0, capsys.readouterr().err

@@ -11,7 +11,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -19,8 +18,6 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-import fsdp_skill.runtime as runtime
-from fsdp_skill.runtime.models import Verdict
 from fsdp_skill.core.export import split_script
 from fsdp_skill.adapters.http.app import MAX_BODY_BYTES, create_app
 from fsdp_skill.core.knowledge import load_knowledge
@@ -33,59 +30,15 @@ README_CURL = ("curl -s http://127.0.0.1:8000/v1/ask -H 'content-type: applicati
                "-d '{\"question\": \"How do I use bf16 mixed precision with fully_shard?\", \"k\": 2, \"verify\": false}'")
 
 
-# --------------------------------------------------------------------------- a stand-in runtime
-class FakeRuntime:
-    """Records runs; verdict status per snippet id from ``status`` (default passed); optional gate."""
-
-    def __init__(self, status=None, gate=None):
-        self.status = status or {}
-        self.gate = gate
-        self.runs: list[str] = []
-        self.cache: dict[str, Verdict] = {}
-        self.lock = threading.Lock()
-
-    def install(self, monkeypatch):
-        monkeypatch.setattr(runtime, "cached_verdict", self.cached_verdict, raising=False)
-        monkeypatch.setattr(runtime, "verify_many", self.verify_many, raising=False)
-        return self
-
-    @staticmethod
-    def sha(code):
-        return hashlib.sha256(code.encode()).hexdigest()
-
-    def cached_verdict(self, code, *, world_size=2, backend="auto", requires=()):
-        v = self.cache.get(self.sha(code))
-        return v.model_copy(update={"cached": True}) if v else None
-
-    def verify_many(self, jobs, *, launcher="warm", use_cache=True, progress=None):
-        if self.gate:
-            self.gate(jobs)
-        out = []
-        for job in jobs:
-            with self.lock:
-                self.runs.append(job.snippet_id)
-            status = self.status.get(job.snippet_id, "passed")
-            v = Verdict(status=status, reason=None if status == "passed" else f"fake {status}", snippet_id=job.snippet_id,
-                        code_sha256=self.sha(job.code), backend="gloo", world_size=job.world_size, device="cpu",
-                        torch_version="2.13.0+cpu", seconds=0.01, launcher="warm", checked_at="2026-01-01T00:00:00+00:00")
-            self.cache[self.sha(job.code)] = v
-            out.append(v)
-        return out
-
-
-@pytest.fixture
-def fake(monkeypatch):
-    return FakeRuntime().install(monkeypatch)
-
-
 @pytest.fixture(scope="module")
 def kb():
     return load_knowledge()
 
 
 @pytest.fixture
-def client():
-    with TestClient(create_app()) as c:
+def client(fake_verifier):
+    """A client of the app whose verdicts come from ``fake_verifier`` (nothing runs)."""
+    with TestClient(create_app(verifier=fake_verifier)) as c:
         yield c
 
 
@@ -143,18 +96,18 @@ def test_ask_abstains_out_of_scope(client):
     assert r.status_code == 200 and r.json()["abstained"] is True and r.json()["reason"]
 
 
-def test_ask_verify_attaches_verdicts(client, fake):
+def test_ask_verify_attaches_verdicts(client, fake_verifier):
     r = client.post("/v1/ask", json={"question": "Join uneven inputs with DDP", "k": 2})
     assert r.status_code == 200
     snippets = [sn for s in r.json()["sections"] for sn in s["snippets"]]
     assert snippets and all(sn["verification"]["status"] == "passed" for sn in snippets)
-    assert sorted(fake.runs) == sorted({sn["id"] for sn in snippets})
+    assert sorted(fake_verifier.runs) == sorted({sn["id"] for sn in snippets})
     r = client.post("/v1/ask", json={"question": "Join uneven inputs with DDP", "k": 2})
     assert all(sn["verification"]["cached"] for s in r.json()["sections"] for sn in s["snippets"])
-    assert len(fake.runs) == len({sn["id"] for sn in snippets})  # second ask ran nothing
+    assert len(fake_verifier.runs) == len({sn["id"] for sn in snippets})  # second ask ran nothing
 
 
-def test_section_route(client, kb, fake):
+def test_section_route(client, kb, fake_verifier):
     sec = a_section_with_snippets(kb)
     r = client.get(f"/v1/sections/{sec.id}")
     assert r.status_code == 200
@@ -162,13 +115,13 @@ def test_section_route(client, kb, fake):
     assert body["id"] == sec.id and body["text"] == sec.text and body["sources"] == sec.sources
     assert [sn["id"] for sn in body["snippets"]] == [sn.id for sn in sec.snippets]
     assert all(sn["verification"]["status"] == "unverified" for sn in body["snippets"])
-    assert fake.runs == []  # reading a section runs nothing
+    assert fake_verifier.runs == []  # reading a section runs nothing
     client.post(f"/v1/snippets/{sec.snippets[0].id}/verify")
     body = client.get(f"/v1/sections/{sec.id}").json()
     assert body["snippets"][0]["verification"]["status"] == "passed" and body["snippets"][0]["verification"]["cached"]
 
 
-def test_snippet_get_verify_get(client, kb, fake):
+def test_snippet_get_verify_get(client, kb, fake_verifier):
     spec = a_snippet(kb)
     r = client.get(f"/v1/snippets/{spec.id}")
     assert r.status_code == 200
@@ -181,12 +134,12 @@ def test_snippet_get_verify_get(client, kb, fake):
     info = client.get(f"/v1/snippets/{spec.id}").json()
     assert info["verification"]["status"] == "passed" and info["verification"]["cached"] is True
     client.post(f"/v1/snippets/{spec.id}/verify")
-    assert fake.runs == [spec.id]  # cached
+    assert fake_verifier.runs == [spec.id]  # cached
     client.post(f"/v1/snippets/{spec.id}/verify?force=true")
-    assert fake.runs == [spec.id, spec.id]
+    assert fake_verifier.runs == [spec.id, spec.id]
 
 
-def test_export_route(client, kb, fake):
+def test_export_route(client, kb, fake_verifier):
     spec = a_snippet(kb)
     r = client.get(f"/v1/snippets/{spec.id}/export")
     assert r.status_code == 200
@@ -199,9 +152,9 @@ def test_export_route(client, kb, fake):
 
 
 @pytest.mark.parametrize("status", ["failed", "timeout", "skipped"])
-def test_export_refuses_unverified(client, kb, monkeypatch, status):
+def test_export_refuses_unverified(client, kb, fake_verifier, status):
     spec = a_snippet(kb)
-    FakeRuntime(status={spec.id: status}).install(monkeypatch)
+    fake_verifier.status[spec.id] = status
     r = client.get(f"/v1/snippets/{spec.id}/export")
     assert r.status_code == 409 and r.json()["code"] == "not_verified" and spec.id in r.json()["error"]
     r = client.get(f"/v1/snippets/{spec.id}/export?include_unverified=true")
@@ -243,13 +196,13 @@ BAD_REQUESTS = [
 
 
 @pytest.mark.parametrize("method, url, kwargs, status, code", [b[1:] for b in BAD_REQUESTS], ids=[b[0] for b in BAD_REQUESTS])
-def test_client_errors(client, fake, method, url, kwargs, status, code):
+def test_client_errors(client, fake_verifier, method, url, kwargs, status, code):
     r = client.request(method.upper(), url, **kwargs)
     assert r.status_code == status, r.text
     body = r.json()
     assert body["code"] == code and isinstance(body["error"], str) and body["error"]
     assert set(body) == ERROR_KEYS | ({"detail"} if code == "invalid_request" else set())
-    assert fake.runs == []
+    assert fake_verifier.runs == []
 
 
 def test_chunked_body_over_limit(client):
@@ -267,14 +220,13 @@ def test_error_messages_say_what_to_fix(client):
     assert "did you mean join/ddp-join" in r.json()["error"]
 
 
-def test_harness_failure_is_503(client, kb, monkeypatch):
+def test_harness_failure_is_503(client, kb, fake_verifier):
     from fsdp_skill.errors import HarnessError
 
-    def broken(*a, **k):
+    def broken(jobs):
         raise HarnessError("warm launcher failed to start: boom")
 
-    FakeRuntime().install(monkeypatch)
-    monkeypatch.setattr(runtime, "verify_many", broken)
+    fake_verifier.gate = broken
     r = client.post(f"/v1/snippets/{a_snippet(kb).id}/verify")
     assert r.status_code == 503 and r.json() == {"error": "warm launcher failed to start: boom", "code": "harness_error"}
     assert in_flight() == {}  # the failed run is not left behind
@@ -287,40 +239,42 @@ def _wait_for_joiners(snippet_id, n):
         time.sleep(0.005)
 
 
-def test_concurrent_verify_shares_one_run(kb, monkeypatch):
+def test_concurrent_verify_shares_one_run(kb, fake_verifier):
     spec = a_snippet(kb)
     n = 8
-    fake = FakeRuntime(gate=lambda jobs: _wait_for_joiners(spec.id, n - 1)).install(monkeypatch)
+    fake = fake_verifier
+    fake.gate = lambda jobs: _wait_for_joiners(spec.id, n - 1)
 
     async def go():
-        transport = httpx.ASGITransport(app=create_app())
+        transport = httpx.ASGITransport(app=create_app(verifier=fake))
         async with httpx.AsyncClient(transport=transport, base_url="http://test") as c:
             return await asyncio.gather(*[c.post(f"/v1/snippets/{spec.id}/verify") for _ in range(n)])
 
     responses = asyncio.run(go())
     assert [r.status_code for r in responses] == [200] * n
-    assert fake.runs == [spec.id]
+    assert fake_verifier.runs == [spec.id]
     assert {r.json()["verification"]["status"] for r in responses} == {"passed"}
     assert in_flight() == {}
 
 
-def test_concurrent_asks_share_runs(kb, monkeypatch):
+def test_concurrent_asks_share_runs(kb, fake_verifier):
     q = {"question": "Join uneven inputs with DDP", "k": 1}
     from fsdp_skill.core.answer import ask
 
     ids = [sn.id for s in ask(q["question"], k=1, verify=False).sections for sn in s.snippets]
     assert ids, "the question should retrieve a section with snippets"
     n = 4
-    fake = FakeRuntime(gate=lambda jobs: _wait_for_joiners(ids[0], n - 1)).install(monkeypatch)
+    fake = fake_verifier
+    fake.gate = lambda jobs: _wait_for_joiners(ids[0], n - 1)
 
     async def go():
-        transport = httpx.ASGITransport(app=create_app())
+        transport = httpx.ASGITransport(app=create_app(verifier=fake))
         async with httpx.AsyncClient(transport=transport, base_url="http://test") as c:
             return await asyncio.gather(*[c.post("/v1/ask", json=q) for _ in range(n)])
 
     responses = asyncio.run(go())
     assert [r.status_code for r in responses] == [200] * n
-    assert sorted(fake.runs) == sorted(ids)  # each snippet ran once for four requests
+    assert sorted(fake_verifier.runs) == sorted(ids)  # each snippet ran once for four requests
 
 
 # --------------------------------------------------------------------------- real server, real run
@@ -363,7 +317,7 @@ def test_serve_and_readme_curl_example(tmp_path):
 
 
 def test_serve_rejects_bad_port(capsys):
-    from fsdp_skill.adapters.cli.commands import main
+    from fsdp_skill.main import main
 
     with pytest.raises(SystemExit) as exc:
         main(["serve", "--port", "70000"])
@@ -371,9 +325,8 @@ def test_serve_rejects_bad_port(capsys):
 
 
 @pytest.mark.slow
-def test_real_verification_through_http(client, kb):
-    if not hasattr(runtime, "verify_many"):
-        pytest.skip("runtime.verify_many not available yet")
+def test_real_verification_through_http(kb):
+    client = TestClient(create_app())  # the real runtime
     spec = min((s for s in kb.snippets.values() if not s.requires), key=lambda s: len(s.code))
     r = client.post(f"/v1/snippets/{spec.id}/verify")
     assert r.status_code == 200, r.text

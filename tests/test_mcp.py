@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 
-import fsdp_skill.runtime as runtime
-from fsdp_skill.adapters.cli.commands import main
+from fsdp_skill.main import main
 from fsdp_skill.errors import NotFoundError, QueryError
 from fsdp_skill.core.export import split_script
 from fsdp_skill.core.knowledge import load_knowledge
 from fsdp_skill.adapters.mcp.server import build_server
 from fsdp_skill.core.models import Answer, SectionOut
 from fsdp_skill.core.snippets import SnippetInfo
-from fsdp_skill.core.toolspec import function_schemas, invoke, parameters_schema, tool_specs
+from fsdp_skill.adapters.tools import function_schemas, invoke, parameters_schema
+from fsdp_skill.core.toolspec import tool_specs
 
 EXE = Path(sys.executable).with_name("fsdp-skill")
 TOOLS = {"ask", "get_section", "verify_snippet", "export_snippet"}
@@ -33,9 +33,9 @@ def kb():
     return load_knowledge()
 
 
-def run(coro_fn, mode="auto"):
+def run(coro_fn, mode="auto", verifier=None):
     async def go():
-        async with Client(build_server(), mode=mode) as client:
+        async with Client(build_server(verifier), mode=mode) as client:
             return await coro_fn(client)
 
     return asyncio.run(go())
@@ -124,22 +124,19 @@ def test_tool_errors(tool, args, message):
     assert message in res.content[0].text
 
 
-def test_export_snippet_tool(kb, monkeypatch):
+def test_export_snippet_tool(kb, fake_verifier):
     spec = next(s for s in kb.snippets.values() if not s.requires)
-    from fsdp_skill.runtime.models import Verdict
-
     sha = hashlib.sha256(spec.code.encode()).hexdigest()
-    status = {"value": "failed"}
-    monkeypatch.setattr(runtime, "cached_verdict", lambda code, **kw: Verdict(
-        status=status["value"], reason="fake", code_sha256=sha, backend="gloo", world_size=2, cached=True), raising=False)
+    fake_verifier.status[spec.id] = "failed"
 
     async def body(c):
         return await c.call_tool("export_snippet", {"id": spec.id})
 
-    res = run(body)
+    res = run(body, verifier=fake_verifier)
     assert res.is_error and "refusing to export" in res.content[0].text and spec.id in res.content[0].text
-    status["value"] = "passed"
-    res = run(body)
+    fake_verifier.status[spec.id] = "passed"
+    fake_verifier.cache.clear()
+    res = run(body, verifier=fake_verifier)
     assert not res.is_error
     sc = res.structured_content
     assert sc["verified"] and sc["filename"] == spec.filename and split_script(sc["script"])[1] == spec.code
@@ -148,8 +145,6 @@ def test_export_snippet_tool(kb, monkeypatch):
 
 @pytest.mark.slow
 def test_real_verify_snippet_tool(kb):
-    if not hasattr(runtime, "verify_many"):
-        pytest.skip("runtime.verify_many not available yet")
     spec = min((s for s in kb.snippets.values() if not s.requires), key=lambda s: len(s.code))
 
     async def body(c):

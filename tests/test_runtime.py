@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 import fsdp_skill.runtime as runtime
+from fsdp_skill.errors import InvalidArgument
 from fsdp_skill.runtime import Job, Verdict, cache, host, warm
 from fsdp_skill.runtime.report import blocked_at
 
@@ -224,11 +225,11 @@ def test_verify_many_reports_progress(monkeypatch):
 
 
 def test_bad_arguments_raise_value_error():
-    with pytest.raises(ValueError, match="backend"):
+    with pytest.raises(InvalidArgument, match="backend"):
         runtime.verify_code("x = 1", backend="mpi")
-    with pytest.raises(ValueError, match="launcher"):
+    with pytest.raises(InvalidArgument, match="launcher"):
         runtime.verify_code("x = 1", launcher="mpirun")
-    with pytest.raises(ValueError, match="timeout"):
+    with pytest.raises(InvalidArgument, match="timeout"):
         runtime.verify_code("x = 1", timeout=0)
 
 

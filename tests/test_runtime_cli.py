@@ -8,8 +8,8 @@ from types import SimpleNamespace
 import pytest
 
 from fsdp_skill.runtime.models import RankResult, Verdict
-from fsdp_skill.adapters.cli.commands import main
-from fsdp_skill.adapters.cli.verify import hint_for
+from fsdp_skill.main import main
+from fsdp_skill.core.hints import hint_for
 
 SCRIPTS = Path(__file__).parent / "data" / "scripts"
 

@@ -1,5 +1,5 @@
 """skill/SKILL.md: Agent Skills front matter, and every `fsdp-skill ...` command in its code fences works
-(run in-process through fsdp_skill.adapters.cli.commands.main, for real, in a temporary working directory and state dir)."""
+(run in-process through fsdp_skill.main.main, for real, in a temporary working directory and state dir)."""
 from __future__ import annotations
 
 import json
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fsdp_skill.adapters.cli.commands import main
+from fsdp_skill.main import main
 
 SKILL_MD = Path(__file__).resolve().parent.parent / "skill" / "SKILL.md"
 TEXT = SKILL_MD.read_text(encoding="utf-8")

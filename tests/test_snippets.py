@@ -5,9 +5,12 @@ on this host, or skipped because it needs CUDA and this host lacks the GPUs (nev
 """
 import pytest
 
+pytestmark = pytest.mark.slow
+
 import fsdp_skill.runtime as runtime
 from fsdp_skill.runtime.host import cuda_device_count
 from fsdp_skill.core.knowledge import load_knowledge
+from fsdp_skill.core.snippets import job_for
 
 KB = load_knowledge()
 SNIPPETS = list(KB.snippets.values())
@@ -21,9 +24,7 @@ def verdicts(tmp_path_factory):
 
 
 def _run_all():
-    jobs = [runtime.Job(code=s.code, world_size=s.world_size, backend=s.backend, timeout=s.timeout,
-                        requires=tuple(s.requires), snippet_id=s.id, filename=s.filename) for s in SNIPPETS]
-    results = runtime.verify_many(jobs, use_cache=False)
+    results = runtime.verify_many([job_for(s) for s in SNIPPETS], use_cache=False)
     return {s.id: v for s, v in zip(SNIPPETS, results)}
 
 

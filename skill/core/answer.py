@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import time
 import unicodedata
-from typing import Callable
 
 from fsdp_skill.errors import QueryError
 from fsdp_skill.core.knowledge import Knowledge, load_knowledge
-from fsdp_skill.core.models import Answer, ApiInfo, SectionDoc, SectionOut, SnippetOut, SnippetSpec, TopicScore
+from fsdp_skill.core.models import Answer, ApiInfo, SectionDoc, TopicScore
 from fsdp_skill.core.router import Router
+from fsdp_skill.core.snippets import Progress, Verifier, section_out, snippet_verdicts
 from fsdp_skill.core.state import torch_version
 from fsdp_skill.core.tokenize import language_of
-from fsdp_skill.runtime.models import Verdict
 
 MAX_QUESTION_CHARS = 32_768
 MAX_K = 20
@@ -59,37 +58,6 @@ def validate_question(question) -> str:
     return question
 
 
-def _unverified(spec: SnippetSpec) -> Verdict:
-    return Verdict(status="unverified", reason="verification was not requested (--no-verify)",
-                   snippet_id=spec.id, world_size=spec.world_size, backend=spec.backend)
-
-
-def snippet_verdicts(specs: list[SnippetSpec], verify: bool, progress: Callable | None = None,
-                     use_cache: bool = True) -> dict[str, Verdict]:
-    """Verdict per snippet id: the cache when it has one, else a fresh run (when ``verify``), else unverified.
-
-    Runs happen on the warm launcher of :mod:`runtime`, all misses in one batch; concurrent callers
-    needing the same snippet share one run (:func:`fsdp_skill.core.snippets.shared_verdicts`).
-    """
-    if not specs:
-        return {}
-    if not verify:
-        return {s.id: _unverified(s) for s in specs}
-    from fsdp_skill.core.snippets import shared_verdicts
-
-    return shared_verdicts(specs, use_cache=use_cache, progress=progress)
-
-
-def section_out(section: SectionDoc, score: float, verdicts: dict[str, Verdict]) -> SectionOut:
-    """A SectionOut with its snippets and their verdicts (unverified where no verdict is known)."""
-    return SectionOut(
-        id=section.id, title=section.title, topic=section.topic, score=round(score, 4), text=section.text,
-        zh=section.zh, sources=section.sources, apis=section.apis,
-        snippets=[SnippetOut(id=s.id, code=s.code, launch=s.launch, world_size=s.world_size, requires=s.requires,
-                             verification=verdicts.get(s.id) or _unverified(s)) for s in section.snippets],
-    )
-
-
 def api_infos(sections: list[SectionDoc]) -> list[ApiInfo]:
     """Live signatures for the APIs the given sections list (first MAX_APIS, in section order)."""
     names = list(dict.fromkeys(a for s in sections for a in s.apis))[:MAX_APIS]
@@ -101,12 +69,13 @@ def api_infos(sections: list[SectionDoc]) -> list[ApiInfo]:
 
 
 def ask(question, k: int = 3, verify: bool = True, *, kb: Knowledge | None = None,
-        progress: Callable | None = None, with_api: bool = True) -> Answer:
+        progress: Progress | None = None, with_api: bool = True, verifier: Verifier | None = None) -> Answer:
     """Answer ``question`` with the ``k`` best sections.
 
     Raises QueryError for bad input (see :func:`validate_question`) or ``k`` outside 1..MAX_K.
     An out-of-scope question is not an error: the Answer has ``abstained=True`` and a ``reason``.
-    ``verify=False`` returns snippets as ``unverified`` without touching the harness.
+    ``verify=False`` returns snippets as ``unverified`` without touching the harness; otherwise each
+    snippet's verdict comes from ``verifier`` (its cache, else a run; see :mod:`fsdp_skill.core.snippets`).
     """
     t0 = time.perf_counter()
     question = validate_question(question)
@@ -118,7 +87,8 @@ def ask(question, k: int = 3, verify: bool = True, *, kb: Knowledge | None = Non
                     reason=routing.abstain_reason, torch_version=torch_version())
     if not answer.abstained:
         sections = [s for s, _ in routing.sections]
-        verdicts = snippet_verdicts([sn for s in sections for sn in s.snippets], verify, progress)
+        verdicts = snippet_verdicts([sn for s in sections for sn in s.snippets], verify, verifier=verifier,
+                                    progress=progress)
         answer.sections = [section_out(s, score, verdicts) for s, score in routing.sections]
         answer.topics = [TopicScore(id=t, score=round(v, 4)) for t, v in routing.topics]
         if with_api:

@@ -18,32 +18,20 @@ from __future__ import annotations
 
 import datetime as _dt
 from pathlib import Path
-from typing import Callable, Iterable
 
 from pydantic import BaseModel, Field
 
 from fsdp_skill.runtime.models import Verdict
-from fsdp_skill.errors import NotFoundError, SkillError
+from fsdp_skill.errors import ExportRefused, InvalidArgument
 from fsdp_skill.core.knowledge import Knowledge, load_knowledge
 from fsdp_skill.core.models import SectionDoc, SnippetSpec
-from fsdp_skill.core.snippets import code_sha256, shared_verdicts
+from fsdp_skill.core.snippets import Progress, Verifier, code_sha256, shared_verdicts
 from fsdp_skill.core.state import torch_version
 
 HEADER_END = "# ---- end of fsdp-skill header: everything below this line is the verified code, byte for byte ----\n"
 MANIFEST_NAME = "manifest.json"
 RUNNER_NAME = "test_exported.py"
 MANIFEST_FORMAT = 1
-
-
-class ExportRefused(SkillError):
-    """Some selected snippets did not pass verification and ``include_unverified`` was not given."""
-
-    def __init__(self, refused: list[tuple[str, str, str | None]]):
-        self.refused = refused
-        names = "; ".join(f"{sid} ({status}{': ' + reason if reason else ''})" for sid, status, reason in refused)
-        super().__init__(f"refusing to export {len(refused)} snippet(s) that did not pass verification on this host: "
-                         f"{names}. Pass --include-unverified (HTTP/MCP: include_unverified=true) to export them "
-                         f"marked NOT VERIFIED")
 
 
 class ExportedScript(BaseModel):
@@ -93,31 +81,6 @@ class Manifest(BaseModel):
     entries: list[ManifestEntry] = Field(default_factory=list, description="One entry per exported script")
 
 
-def select_snippets(ids: Iterable[str] = (), *, topics: Iterable[str] = (), all_snippets: bool = False,
-                    kb: Knowledge | None = None) -> list[SnippetSpec]:
-    """Snippets by id, by topic(s), or all of them (knowledge order first, then ids; no duplicates).
-
-    Raises NotFoundError for an unknown id or topic, and for a selection that is empty.
-    """
-    kb = kb or load_knowledge()
-    chosen: dict[str, SnippetSpec] = {}
-    if all_snippets:
-        chosen.update(kb.snippets)
-    for topic in topics:
-        if topic not in kb.topics:
-            import difflib
-
-            close = difflib.get_close_matches(topic, kb.topics, n=3, cutoff=0.5)
-            hint = f"did you mean {', '.join(close)}?" if close else f"known topics: {', '.join(kb.topics)}"
-            raise NotFoundError(f"unknown topic {topic!r}; {hint}")
-        chosen.update({s.id: s for s in kb.snippets.values() if kb.section(s.section_id).topic == topic})
-    for sid in ids:
-        chosen[sid] = kb.snippet(sid)
-    if not chosen:
-        raise NotFoundError("nothing to export: give snippet ids, --topic TOPIC or --all")
-    return list(chosen.values())
-
-
 def _header(spec: SnippetSpec, section: SectionDoc, verdict: Verdict, exported_at: str) -> str:
     verified = verdict.status == "passed"
     lines = [f"fsdp-skill exported snippet {spec.id}"]
@@ -158,10 +121,10 @@ def render_script(spec: SnippetSpec, verdict: Verdict, *, kb: Knowledge | None =
 
 
 def split_script(text: str) -> tuple[str, str]:
-    """Split an exported script into (header, code); raises ValueError when the header end line is missing."""
+    """Split an exported script into (header, code); raises InvalidArgument when the header end line is missing."""
     head, sep, code = text.partition(HEADER_END)
     if not sep:
-        raise ValueError("not an fsdp-skill exported script (header end line not found)")
+        raise InvalidArgument("not an fsdp-skill exported script (header end line not found)")
     return head + sep, code
 
 
@@ -174,10 +137,11 @@ def _problem(spec: SnippetSpec, verdict: Verdict) -> tuple[str, str, str | None]
 
 
 def prepare(specs: list[SnippetSpec], *, include_unverified: bool = False, kb: Knowledge | None = None,
-            progress: Callable | None = None, exported_at: str | None = None) -> list[ExportedScript]:
+            progress: Progress | None = None, exported_at: str | None = None,
+            verifier: Verifier | None = None) -> list[ExportedScript]:
     """Verify ``specs`` (cache or run) and render their scripts; ExportRefused if any did not pass."""
     kb = kb or load_knowledge()
-    verdicts = shared_verdicts(specs, progress=progress)
+    verdicts = shared_verdicts(specs, verifier=verifier, progress=progress)
     refused = [p for s in specs if (p := _problem(s, verdicts[s.id])) is not None]
     if refused and not include_unverified:
         raise ExportRefused(refused)
@@ -185,14 +149,16 @@ def prepare(specs: list[SnippetSpec], *, include_unverified: bool = False, kb: K
     return [render_script(s, verdicts[s.id], kb=kb, exported_at=exported_at) for s in specs]
 
 
-def export_one(snippet_id: str, *, include_unverified: bool = False, kb: Knowledge | None = None) -> ExportedScript:
+def export_one(snippet_id: str, *, include_unverified: bool = False, kb: Knowledge | None = None,
+               verifier: Verifier | None = None) -> ExportedScript:
     """One knowledge snippet as a script (verified first); NotFoundError, ExportRefused."""
     kb = kb or load_knowledge()
-    return prepare([kb.snippet(snippet_id)], include_unverified=include_unverified, kb=kb)[0]
+    return prepare([kb.snippet(snippet_id)], include_unverified=include_unverified, kb=kb, verifier=verifier)[0]
 
 
 def export_snippets(specs: list[SnippetSpec], out_dir: str | Path, *, include_unverified: bool = False,
-                    kb: Knowledge | None = None, progress: Callable | None = None) -> Manifest:
+                    kb: Knowledge | None = None, progress: Progress | None = None,
+                    verifier: Verifier | None = None) -> Manifest:
     """Verify, then write the scripts, ``manifest.json`` and ``test_exported.py`` into ``out_dir``.
 
     Nothing is written when the export is refused.  Exporting again into the same directory adds to its
@@ -201,7 +167,8 @@ def export_snippets(specs: list[SnippetSpec], out_dir: str | Path, *, include_un
     """
     kb = kb or load_knowledge()
     exported_at = _now()
-    scripts = prepare(specs, include_unverified=include_unverified, kb=kb, progress=progress, exported_at=exported_at)
+    scripts = prepare(specs, include_unverified=include_unverified, kb=kb, progress=progress, exported_at=exported_at,
+                      verifier=verifier)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     manifest = Manifest(exported_at=exported_at, torch_version=torch_version(), knowledge_fingerprint=kb.fingerprint,
@@ -216,7 +183,7 @@ def export_snippets(specs: list[SnippetSpec], out_dir: str | Path, *, include_un
             sha256=sc.code_sha256, verified=sc.verified, world_size=sc.world_size, timeout=sc.timeout,
             requires=sc.requires, launch=sc.launch, verdict=sc.verdict))
     (out / MANIFEST_NAME).write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    (out / RUNNER_NAME).write_text(RUNNER, encoding="utf-8")
+    (out / RUNNER_NAME).write_text(runner_source(), encoding="utf-8")
     return manifest
 
 
@@ -237,57 +204,8 @@ def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
 
 
-RUNNER = '''"""Re-verify the scripts exported by fsdp-skill, in this environment.
+def runner_source() -> str:
+    """Text of the pytest runner written beside exported scripts (the package's ``templates/test_exported.py.tmpl``)."""
+    from importlib.resources import files
 
-    pytest test_exported.py
-
-For each entry of manifest.json: check that the code below the header is unchanged (SHA-256), then
-launch the script with `python -m torch.distributed.run --standalone --nproc_per_node=N` and assert
-that every rank exits 0.  Needs only pytest and torch; fsdp-skill does not have to be installed.
-"""
-import hashlib
-import json
-import subprocess
-import sys
-from pathlib import Path
-
-import pytest
-
-HERE = Path(__file__).resolve().parent
-MANIFEST = json.loads((HERE / "manifest.json").read_text(encoding="utf-8"))
-HEADER_END = (MANIFEST["header_end"] + "\\n").encode("utf-8")
-
-
-def _gpus():
-    try:
-        import torch
-
-        return torch.cuda.device_count() if torch.cuda.is_available() else 0
-    except Exception:
-        return 0
-
-
-def _params():
-    for entry in MANIFEST["entries"]:
-        marks = []
-        if not entry["verified"]:
-            marks.append(pytest.mark.xfail(strict=False, reason="exported NOT VERIFIED (status "
-                                           + entry["verdict"]["status"] + ")"))
-        yield pytest.param(entry, id=entry["id"], marks=marks)
-
-
-@pytest.mark.parametrize("entry", list(_params()))
-def test_exported_script(entry, tmp_path):
-    path = HERE / entry["file"]
-    head, sep, code = path.read_bytes().partition(HEADER_END)
-    assert sep, f"{entry['file']}: the fsdp-skill header end line is missing"
-    assert hashlib.sha256(code).hexdigest() == entry["sha256"], f"{entry['file']}: code changed since export"
-    if "cuda" in entry["requires"] and _gpus() < entry["world_size"]:
-        pytest.skip(f"needs {entry['world_size']} CUDA devices, found {_gpus()}")
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-           f"--nproc_per_node={entry['world_size']}", str(path)]
-    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True,
-                          timeout=max(120.0, 4 * entry["timeout"]))
-    assert proc.returncode == 0, (f"{' '.join(cmd)} exited {proc.returncode}\\n"
-                                  f"--- stdout ---\\n{proc.stdout[-4000:]}\\n--- stderr ---\\n{proc.stderr[-4000:]}")
-'''
+    return files("fsdp_skill.core").joinpath("templates", "test_exported.py.tmpl").read_text(encoding="utf-8")

@@ -1,27 +1,38 @@
-"""Knowledge snippets by id: latest verdict, verification with shared in-flight runs, sections with verdicts.
+"""Knowledge snippets: selection, the one path from a snippet to a run, verdicts shared between callers.
 
-The HTTP app, the MCP server and the CLI all call these; none of them runs code on its own.
+The HTTP app, the MCP server, the CLI and the export all call these; none of them runs code on its own.
 
-Only *knowledge* snippets are ever executed here: every function takes a snippet id, looks the code up
-in the knowledge base and hands it to :mod:`runtime`.  Nothing accepts code from a caller.
+* :func:`job_for` is the one function from a knowledge snippet to a runtime job; :func:`script_job` makes
+  the job of a user's own script file (the CLI's ``verify PATH.py``).
+* :func:`unverified` is the one builder of an 'unverified' verdict.
+* A :class:`Verifier` answers from the cache or runs jobs; :class:`RuntimeVerifier` (the default, used when
+  ``verifier`` is None) uses :mod:`fsdp_skill.runtime`; tests pass a fake one.  Every function that may
+  look up or run a verdict takes ``verifier``.
 
-Concurrent callers asking for the same snippet (same id and same code) while it is being verified share
-one run: the first caller owns the run, the others wait on its :class:`concurrent.futures.Future`.
-This is per process; across processes (``serve --workers N``) the runtime's verdict cache takes over
-once the first run has finished.
+Only *knowledge* snippets are ever executed through :func:`shared_verdicts`: it takes snippet specs from
+the knowledge base, never code from a caller.  Concurrent callers asking for the same snippet (same id and
+same code) while it is being verified share one run: the first caller owns the run, the others wait on its
+:class:`concurrent.futures.Future`.  This is per process; across processes (``serve --workers N``) the
+runtime's verdict cache takes over once the first run has finished.
 """
 from __future__ import annotations
 
+import difflib
+import os
 import threading
 from concurrent.futures import Future
-from typing import Callable
+from typing import Callable, Iterable, Protocol
 
 from pydantic import BaseModel, Field
 
+from fsdp_skill.core.knowledge import Knowledge, load_knowledge
+from fsdp_skill.core.models import SectionDoc, SectionOut, SnippetOut, SnippetSpec
+from fsdp_skill.errors import InvalidArgument, NotFoundError
+from fsdp_skill.runtime.api import Job
 from fsdp_skill.runtime.cache import code_sha256
 from fsdp_skill.runtime.models import Verdict
-from fsdp_skill.core.knowledge import Knowledge, load_knowledge
-from fsdp_skill.core.models import SectionOut, SnippetSpec
+
+Progress = Callable[[int, int, Verdict], None]
 
 
 class SnippetInfo(BaseModel):
@@ -39,6 +50,104 @@ class SnippetInfo(BaseModel):
     backend: str = Field(description="Backend setting of the snippet: 'auto', 'gloo' or 'nccl'")
     requires: list[str] = Field(default_factory=list, description="Host requirements, e.g. ['cuda']")
     verification: Verdict = Field(description="Latest verdict: a cached or fresh run, or 'unverified' if never run here")
+
+
+# --------------------------------------------------------------------------- jobs
+def job_for(spec: SnippetSpec, *, world_size: int | None = None, backend: str | None = None,
+            timeout: float | None = None) -> Job:
+    """The runtime job of a knowledge snippet; ``world_size``/``backend``/``timeout`` (seconds) override
+    the snippet's own settings when given."""
+    return Job(code=spec.code, world_size=world_size or spec.world_size, backend=backend or spec.backend,
+               timeout=spec.timeout if timeout is None else timeout, requires=tuple(spec.requires),
+               snippet_id=spec.id, filename=spec.filename)
+
+
+def script_job(path: str, *, world_size: int | None = None, backend: str | None = None,
+               timeout: float | None = None) -> Job:
+    """The job of a user's own script file, run where it lies (its directory first on ``sys.path``, so
+    sibling modules import) from the caller's working directory, as ``torchrun PATH`` would; always run
+    (never answered from the cache); default world_size 2, backend 'auto', timeout 60 s.
+
+    Raises InvalidArgument when ``path`` is not a readable UTF-8 ``.py`` file.
+    """
+    if not path.endswith(".py"):
+        raise InvalidArgument(f"{path} is not a Python script (.py); give a snippet id or a PATH.py")
+    try:
+        with open(path, encoding="utf-8") as f:
+            code = f.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidArgument(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    return Job(code=code, world_size=world_size or 2, backend=backend or "auto",
+               timeout=60.0 if timeout is None else timeout, filename=os.path.basename(path), debug=True,
+               path=os.path.abspath(path), cwd=os.getcwd())
+
+
+def select_snippets(ids: Iterable[str] = (), *, topics: Iterable[str] = (), all_snippets: bool = False,
+                    kb: Knowledge | None = None) -> list[SnippetSpec]:
+    """Snippets by id, by topic(s), or all of them (knowledge order first, then ids; no duplicates).
+
+    Raises NotFoundError for an unknown id or topic (naming close ones), and for an empty selection.
+    """
+    kb = kb or load_knowledge()
+    chosen: dict[str, SnippetSpec] = {}
+    if all_snippets:
+        chosen.update(kb.snippets)
+    for topic in topics:
+        if topic not in kb.topics:
+            close = difflib.get_close_matches(topic, kb.topics, n=3, cutoff=0.5)
+            hint = f"did you mean {', '.join(close)}?" if close else f"known topics: {', '.join(kb.topics)}"
+            raise NotFoundError(f"unknown topic {topic!r}; {hint}")
+        chosen.update({s.id: s for s in kb.snippets.values() if kb.section(s.section_id).topic == topic})
+    for sid in ids:
+        chosen[sid] = kb.snippet(sid)
+    if not chosen:
+        raise NotFoundError("no snippets selected: give snippet ids, a topic or all")
+    return list(chosen.values())
+
+
+# --------------------------------------------------------------------------- verifiers
+class Verifier(Protocol):
+    """What answers, exports and the adapters need of verification."""
+
+    def cached(self, job: Job) -> Verdict | None:
+        """The verdict known without running (cache hit or host-based skip), else None; never runs."""
+
+    def run(self, jobs: list[Job], *, launcher: str = "warm", use_cache: bool = True,
+            progress: Progress | None = None) -> list[Verdict]:
+        """One verdict per job, in order (cached or run now); raises HarnessError when runs cannot happen."""
+
+
+class RuntimeVerifier:
+    """The real verifier: :func:`fsdp_skill.runtime.cached_verdict` and :func:`fsdp_skill.runtime.verify_many`
+    (imported on first use, so answering from the cache stays light)."""
+
+    def cached(self, job: Job) -> Verdict | None:
+        from fsdp_skill.runtime.api import cached_verdict
+
+        return cached_verdict(job.code, world_size=job.world_size, backend=job.backend, requires=tuple(job.requires))
+
+    def run(self, jobs: list[Job], *, launcher: str = "warm", use_cache: bool = True,
+            progress: Progress | None = None) -> list[Verdict]:
+        from fsdp_skill.runtime.api import verify_many
+
+        return verify_many(jobs, launcher=launcher, use_cache=use_cache, progress=progress)
+
+
+DEFAULT_VERIFIER = RuntimeVerifier()
+
+
+def _verifier(verifier: Verifier | None) -> Verifier:
+    return DEFAULT_VERIFIER if verifier is None else verifier
+
+
+def unverified(spec: SnippetSpec, reason: str | None = None) -> Verdict:
+    """The 'unverified' verdict of ``spec`` (not run on this host, or not asked for), with its code hash."""
+    if reason is None:
+        reason = "not verified on this host yet; verify it with `fsdp-skill verify ID` or POST /v1/snippets/ID/verify"
+        if in_flight(spec.id):
+            reason = "a verification run of this snippet is in progress"
+    return Verdict(status="unverified", reason=reason, snippet_id=spec.id, code_sha256=code_sha256(spec.code),
+                   world_size=spec.world_size, backend=spec.backend)
 
 
 # --------------------------------------------------------------------------- in-flight runs
@@ -64,20 +173,18 @@ def in_flight(snippet_id: str | None = None) -> dict[str, int]:
         return {k[0]: r.joined for k, r in _INFLIGHT.items() if snippet_id is None or k[0] == snippet_id}
 
 
-def _cached(spec: SnippetSpec) -> Verdict | None:
-    import fsdp_skill.runtime as runtime
-
-    hit = runtime.cached_verdict(spec.code, world_size=spec.world_size, backend=spec.backend, requires=tuple(spec.requires))
+def _cached(spec: SnippetSpec, verifier: Verifier | None) -> Verdict | None:
+    hit = _verifier(verifier).cached(job_for(spec))
     return hit.model_copy(update={"snippet_id": spec.id}) if hit is not None else None
 
 
-def shared_verdicts(specs: list[SnippetSpec], *, use_cache: bool = True,
-                    progress: Callable | None = None) -> dict[str, Verdict]:
+def shared_verdicts(specs: list[SnippetSpec], *, verifier: Verifier | None = None, use_cache: bool = True,
+                    progress: Progress | None = None) -> dict[str, Verdict]:
     """Verdict per snippet id, running each cache miss at most once across concurrent callers.
 
     With ``use_cache`` a cached verdict is returned at once; otherwise (or on a miss) the snippet joins a
     run already in flight for the same id and code, or starts one.  All runs this caller owns go to
-    :func:`fsdp_skill.runtime.verify_many` as one batch.  Raises :class:`fsdp_skill.errors.HarnessError` (from the
+    ``verifier.run`` as one batch.  Raises :class:`fsdp_skill.errors.HarnessError` (from the
     runtime) when the runs could not happen; callers waiting on those runs get the same error.
     """
     out: dict[str, Verdict] = {}
@@ -85,7 +192,7 @@ def shared_verdicts(specs: list[SnippetSpec], *, use_cache: bool = True,
     owned: list[tuple[SnippetSpec, _Run]] = []
     for spec in dict((s.id, s) for s in specs).values():
         if use_cache:
-            hit = _cached(spec)
+            hit = _cached(spec, verifier)
             if hit is not None:
                 out[spec.id] = hit
                 continue
@@ -99,12 +206,8 @@ def shared_verdicts(specs: list[SnippetSpec], *, use_cache: bool = True,
             run = _INFLIGHT[key] = _Run()
         owned.append((spec, run))
     if owned:
-        import fsdp_skill.runtime as runtime
-
         try:
-            jobs = [runtime.Job(code=s.code, world_size=s.world_size, backend=s.backend, timeout=s.timeout,
-                                requires=tuple(s.requires), snippet_id=s.id, filename=s.filename) for s, _ in owned]
-            verdicts = runtime.verify_many(jobs, use_cache=use_cache, progress=progress)
+            verdicts = _verifier(verifier).run([job_for(s) for s, _ in owned], use_cache=use_cache, progress=progress)
             for (spec, run), verdict in zip(owned, verdicts):
                 verdict = verdict.model_copy(update={"snippet_id": spec.id})
                 out[spec.id] = verdict
@@ -125,16 +228,6 @@ def shared_verdicts(specs: list[SnippetSpec], *, use_cache: bool = True,
 
 
 # --------------------------------------------------------------------------- by id
-def unverified(spec: SnippetSpec, reason: str | None = None) -> Verdict:
-    """An 'unverified' verdict for ``spec`` (never run on this host, or not asked for)."""
-    if reason is None:
-        reason = "not verified on this host yet; verify it with `fsdp-skill verify ID` or POST /v1/snippets/ID/verify"
-        if in_flight(spec.id):
-            reason = "a verification run of this snippet is in progress"
-    return Verdict(status="unverified", reason=reason, snippet_id=spec.id, code_sha256=code_sha256(spec.code),
-                   world_size=spec.world_size, backend=spec.backend)
-
-
 def snippet_info(spec: SnippetSpec, verdict: Verdict, kb: Knowledge) -> SnippetInfo:
     """The :class:`SnippetInfo` of ``spec`` with ``verdict``."""
     section = kb.section(spec.section_id)
@@ -143,19 +236,41 @@ def snippet_info(spec: SnippetSpec, verdict: Verdict, kb: Knowledge) -> SnippetI
                        world_size=spec.world_size, backend=spec.backend, requires=spec.requires, verification=verdict)
 
 
-def latest_verdict(spec: SnippetSpec) -> Verdict:
+def latest_verdict(spec: SnippetSpec, verifier: Verifier | None = None) -> Verdict:
     """The cached verdict of ``spec`` on this host and torch, or 'unverified'.  Never runs anything."""
-    return _cached(spec) or unverified(spec)
+    return _cached(spec, verifier) or unverified(spec)
 
 
-def get_snippet(snippet_id: str, *, kb: Knowledge | None = None) -> SnippetInfo:
+def snippet_verdicts(specs: list[SnippetSpec], verify: bool, *, verifier: Verifier | None = None,
+                     progress: Progress | None = None) -> dict[str, Verdict]:
+    """Verdict per snippet id: with ``verify``, the cache or a fresh run (:func:`shared_verdicts`);
+    without, 'unverified' for each (nothing is looked up or run)."""
+    if not specs:
+        return {}
+    if not verify:
+        return {s.id: unverified(s, "verification was not requested (--no-verify)") for s in specs}
+    return shared_verdicts(specs, verifier=verifier, progress=progress)
+
+
+def section_out(section: SectionDoc, score: float, verdicts: dict[str, Verdict]) -> SectionOut:
+    """A SectionOut with its snippets and their verdicts (unverified where no verdict is known)."""
+    return SectionOut(
+        id=section.id, title=section.title, topic=section.topic, score=round(score, 4), text=section.text,
+        zh=section.zh, sources=section.sources, apis=section.apis,
+        snippets=[SnippetOut(id=s.id, code=s.code, launch=s.launch, world_size=s.world_size, requires=s.requires,
+                             verification=verdicts.get(s.id) or unverified(s)) for s in section.snippets],
+    )
+
+
+def get_snippet(snippet_id: str, *, kb: Knowledge | None = None, verifier: Verifier | None = None) -> SnippetInfo:
     """Code and latest verdict (cached or unverified) of a knowledge snippet; NotFoundError for an unknown id."""
     kb = kb or load_knowledge()
     spec = kb.snippet(snippet_id)
-    return snippet_info(spec, latest_verdict(spec), kb)
+    return snippet_info(spec, latest_verdict(spec, verifier), kb)
 
 
-def verify_snippet(snippet_id: str, *, kb: Knowledge | None = None, use_cache: bool = True) -> SnippetInfo:
+def verify_snippet(snippet_id: str, *, kb: Knowledge | None = None, use_cache: bool = True,
+                   verifier: Verifier | None = None) -> SnippetInfo:
     """Verify a knowledge snippet (cache, a run in flight, or a fresh run) and return it with the verdict.
 
     ``use_cache=False`` forces a fresh run (unless one is already in flight, which is joined).
@@ -163,14 +278,12 @@ def verify_snippet(snippet_id: str, *, kb: Knowledge | None = None, use_cache: b
     """
     kb = kb or load_knowledge()
     spec = kb.snippet(snippet_id)
-    verdict = shared_verdicts([spec], use_cache=use_cache)[spec.id]
+    verdict = shared_verdicts([spec], verifier=verifier, use_cache=use_cache)[spec.id]
     return snippet_info(spec, verdict, kb)
 
 
-def get_section(section_id: str, *, kb: Knowledge | None = None) -> SectionOut:
+def get_section(section_id: str, *, kb: Knowledge | None = None, verifier: Verifier | None = None) -> SectionOut:
     """A section as in an answer (``score`` 0), its snippets with their latest verdicts; never runs anything."""
-    from fsdp_skill.core.answer import section_out
-
     kb = kb or load_knowledge()
     section = kb.section(section_id)
-    return section_out(section, 0.0, {sn.id: latest_verdict(sn) for sn in section.snippets})
+    return section_out(section, 0.0, {sn.id: latest_verdict(sn, verifier) for sn in section.snippets})

@@ -1,17 +1,16 @@
 """The agent tool catalogue: names, descriptions, input models and output models, shared by every adapter.
 
-The MCP server (:mod:`fsdp_skill.adapters.mcp.server`) registers these tools; ``fsdp-skill tools --format openai|anthropic``
-prints the same tools as function-call schemas for frameworks that do not speak MCP, and
-:func:`invoke` runs a tool call from such a framework.  Parameter schemas are derived from the pydantic
+The MCP adapter (:mod:`fsdp_skill.adapters.mcp`) registers these tools; the function-call adapter
+(:mod:`fsdp_skill.adapters.tools`, ``fsdp-skill tools --format openai|anthropic``) prints them as
+function-call schemas for frameworks that do not speak MCP and runs such a framework's tool calls.  Parameter schemas are derived from the pydantic
 input models below, so the MCP ``inputSchema`` and the function-call ``parameters`` are the same.
 
 No adapter imports live here (no FastAPI, no mcp): only pydantic and the core.
 """
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
-from typing import Callable, Literal
+from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -72,31 +71,32 @@ class ToolSpec:
     description: str
     input: type[BaseModel]
     output: type[BaseModel]
-    call: Callable[[BaseModel], BaseModel]
+    # call(arguments, verifier): the core call; ``verifier`` None means the runtime's (see core.snippets)
+    call: Callable[[BaseModel, Any], BaseModel]
 
 
-def _ask(a: AskInput) -> Answer:
+def _ask(a: AskInput, verifier=None) -> Answer:
     from fsdp_skill.core.answer import ask
 
-    return ask(a.question, k=a.k, verify=a.verify)
+    return ask(a.question, k=a.k, verify=a.verify, verifier=verifier)
 
 
-def _get_section(a: SectionInput) -> SectionOut:
+def _get_section(a: SectionInput, verifier=None) -> SectionOut:
     from fsdp_skill.core.snippets import get_section
 
-    return get_section(a.id)
+    return get_section(a.id, verifier=verifier)
 
 
-def _verify_snippet(a: SnippetInput):
+def _verify_snippet(a: SnippetInput, verifier=None):
     from fsdp_skill.core.snippets import verify_snippet
 
-    return verify_snippet(a.id)
+    return verify_snippet(a.id, verifier=verifier)
 
 
-def _export_snippet(a: ExportInput):
+def _export_snippet(a: ExportInput, verifier=None):
     from fsdp_skill.core.export import export_one
 
-    return export_one(a.id, include_unverified=a.include_unverified)
+    return export_one(a.id, include_unverified=a.include_unverified, verifier=verifier)
 
 
 def _tool_specs() -> list[ToolSpec]:
@@ -164,54 +164,3 @@ def tool_spec(name: str) -> ToolSpec:
     from fsdp_skill.errors import NotFoundError
 
     raise NotFoundError(f"unknown tool {name!r}; tools: {', '.join(s.name for s in tool_specs())}")
-
-
-def _strip_titles(schema):
-    if isinstance(schema, dict):
-        return {k: _strip_titles(v) for k, v in schema.items() if not (k == "title" and isinstance(v, str))}
-    if isinstance(schema, list):
-        return [_strip_titles(v) for v in schema]
-    return schema
-
-
-def parameters_schema(model: type[BaseModel]) -> dict:
-    """JSON schema of a tool's input model, as function-call ``parameters`` (no titles)."""
-    schema = _strip_titles(copy.deepcopy(model.model_json_schema()))
-    schema.pop("description", None)
-    return schema
-
-
-def function_schemas(fmt: Literal["openai", "anthropic"] = "openai") -> list[dict]:
-    """Function-call schemas of every tool, for OpenAI-style ``tools=`` or Anthropic-style ``tools=``."""
-    out = []
-    for spec in tool_specs():
-        params = parameters_schema(spec.input)
-        if fmt == "openai":
-            out.append({"type": "function", "function": {"name": spec.name, "description": spec.description,
-                                                         "parameters": params}})
-        elif fmt == "anthropic":
-            out.append({"name": spec.name, "description": spec.description, "input_schema": params})
-        else:
-            raise ValueError(f"unknown format {fmt!r}; use 'openai' or 'anthropic'")
-    return out
-
-
-def invoke(name: str, arguments: dict | str | None) -> BaseModel:
-    """Run one tool call from a function-calling framework: validate ``arguments`` (dict or JSON text), call the core.
-
-    Raises NotFoundError (unknown tool or id), QueryError (bad question or arguments), HarnessError.
-    """
-    import json
-
-    from pydantic import ValidationError
-
-    from fsdp_skill.errors import QueryError
-
-    spec = tool_spec(name)
-    try:
-        if isinstance(arguments, str):
-            arguments = json.loads(arguments or "{}")
-        args = spec.input.model_validate(arguments or {})
-    except (ValueError, ValidationError) as exc:
-        raise QueryError(f"invalid arguments for tool {name!r}: {exc}") from exc
-    return spec.call(args)

@@ -1,29 +1,15 @@
-"""Command-line adapter: ``fsdp-skill ask | show | verify | export | serve | mcp | tools``.
+"""Terminal commands of the CLI adapter: ``ask``, ``show``, ``verify`` and ``export``.
 
-Thin by design: it parses arguments, calls the core (:func:`fsdp_skill.core.answer.ask`, the knowledge, the
-runtime) and translates results and errors.  Exit codes:
-
-    0  answered (or the command succeeded)
-    1  a verdict failed or timed out (``verify``), or an internal error (bad knowledge card, harness)
-    2  bad usage or bad input (empty / oversized / binary question, unknown id, k out of range)
-    3  ``ask`` abstained: the question is outside FSDP / torch.distributed (the answer says why)
-  130  interrupted (Ctrl-C)
+Thin by design: each handler parses nothing itself (argparse did), calls the core and prints; errors of
+the tree propagate to :func:`fsdp_skill.main.main`, which maps them once (:mod:`fsdp_skill.adapters.exitcodes`).
 """
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 
-from fsdp_skill.errors import KnowledgeError, NotFoundError, QueryError, SkillError
-
-EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_ABSTAINED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # argparse's own exit code is 2 as well; keep its message one line
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+from fsdp_skill.adapters.cli.verify import add_verify_parser
+from fsdp_skill.adapters.exitcodes import EXIT_ABSTAINED, EXIT_OK
+from fsdp_skill.errors import QueryError
 
 
 def _read_question(words: list[str]) -> str:
@@ -49,7 +35,7 @@ def cmd_ask(args) -> int:
     from fsdp_skill.core.answer import ask
 
     question = _read_question(args.question)
-    answer = ask(question, k=args.k, verify=not args.no_verify, progress=_progress)
+    answer = ask(question, k=args.k, verify=not args.no_verify, progress=_progress, verifier=args.verifier)
     if args.json:
         sys.stdout.write(answer.model_dump_json(indent=None) + "\n")
     elif args.markdown:
@@ -83,11 +69,32 @@ def cmd_show(args) -> int:
     return EXIT_OK
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argparse tree of every subcommand."""
-    p = _Parser(prog="fsdp-skill", description="Expert answers on PyTorch FSDP and torch.distributed, "
-                "with code patterns run on a real process group.")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+def cmd_export(args) -> int:
+    """``fsdp-skill export``: verified snippets as scripts + manifest.json + test_exported.py."""
+    from fsdp_skill.core.export import export_snippets
+    from fsdp_skill.core.snippets import select_snippets
+
+    specs = select_snippets(args.snippet_ids, topics=args.topic, all_snippets=args.all)
+    print(f"verifying {len(specs)} snippet(s) (cached verdicts are instant; a first run launches real ranks)…",
+          file=sys.stderr)
+    manifest = export_snippets(specs, args.out, include_unverified=args.include_unverified, progress=_progress,
+                               verifier=args.verifier)
+    if args.json:
+        sys.stdout.write(manifest.model_dump_json() + "\n")
+    else:
+        for e in manifest.entries:
+            mark = "passed" if e.verified else f"NOT VERIFIED ({e.verdict.status})"
+            print(f"{args.out.rstrip('/')}/{e.file}\t{e.id}\t{mark}")
+        print(f"wrote {len(manifest.entries)} script(s), manifest.json and test_exported.py to {args.out} "
+              f"(re-verify here with: pytest {args.out.rstrip('/')}/test_exported.py)")
+    unverified = [e.id for e in manifest.entries if not e.verified]
+    if unverified:
+        print(f"fsdp-skill: warning: exported NOT VERIFIED: {', '.join(unverified)}", file=sys.stderr)
+    return EXIT_OK
+
+
+def add_commands(sub) -> None:
+    """Register ``ask``, ``show``, ``verify`` and ``export`` on the ``fsdp-skill`` subparsers."""
     a = sub.add_parser("ask", help="answer a question (English or Chinese, or a pasted traceback)")
     a.add_argument("question", nargs="+", help="the question; '-' reads it from standard input")
     a.add_argument("-k", type=int, default=3, help="number of sections to return (1-20, default 3)")
@@ -101,47 +108,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--list", action="store_true", help="list every section id and title")
     s.add_argument("--json", action="store_true", help="print the section as JSON")
     s.set_defaults(func=cmd_show)
-    for module, register in SUBCOMMAND_MODULES:
-        import importlib
-
-        getattr(importlib.import_module(module), register)(sub)
-    return p
-
-
-# Subcommands whose modules add their own parsers; each handler imports its heavy parts lazily.
-SUBCOMMAND_MODULES: list[tuple[str, str]] = [
-    ("fsdp_skill.adapters.cli.verify", "add_verify_parser"),
-    ("fsdp_skill.adapters.cli.interfaces", "add_parsers"),
-]
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``fsdp-skill`` console script; returns the exit code (see module docstring)."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
-        return args.func(args)
-    except (QueryError, NotFoundError) as exc:
-        _error(args, exc, "bad_input" if isinstance(exc, QueryError) else "not_found")
-        return EXIT_USAGE
-    except KnowledgeError as exc:
-        _error(args, exc, "knowledge_error")
-        return EXIT_FAIL
-    except SkillError as exc:
-        _error(args, exc, "error")
-        return EXIT_FAIL
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except BrokenPipeError:
-        return EXIT_OK
-
-
-def _error(args, exc: Exception, code: str) -> None:
-    print(f"fsdp-skill: error: {exc}", file=sys.stderr)
-    if getattr(args, "json", False):
-        sys.stdout.write(json.dumps({"error": str(exc), "code": code}) + "\n")
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    add_verify_parser(sub)
+    e = sub.add_parser("export", help="write verified snippets as torchrun-ready scripts with a manifest and a test runner")
+    e.add_argument("snippet_ids", nargs="*", metavar="SNIPPET_ID", help="snippet ids, e.g. join/ddp-join")
+    e.add_argument("--topic", action="append", default=[], metavar="T",
+                   help="export every snippet of topic T, e.g. mixed-precision (repeatable)")
+    e.add_argument("--all", action="store_true", help="export every snippet of the knowledge base")
+    e.add_argument("--out", required=True, metavar="DIR", help="directory to write into (created if missing)")
+    e.add_argument("--include-unverified", action="store_true",
+                   help="also export snippets that did not pass (failed, timeout, skipped), marked NOT VERIFIED")
+    e.add_argument("--json", action="store_true", help="print the manifest as JSON")
+    e.set_defaults(func=cmd_export)

@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 
+from fsdp_skill.adapters.exitcodes import EXIT_FAIL, EXIT_OK
 from fsdp_skill.errors import QueryError
-
-EXIT_OK, EXIT_FAIL = 0, 1
 _MARK = {"passed": "PASS", "failed": "FAIL", "timeout": "TIMEOUT", "skipped": "SKIP", "unverified": "----"}
 
 
@@ -45,8 +43,8 @@ def _is_path(target: str) -> bool:
 
 
 def _jobs(args) -> list:
-    """Jobs for the requested targets; raises QueryError / NotFoundError (exit 2) on bad usage."""
-    import fsdp_skill.runtime as runtime
+    """Jobs for the requested targets; raises InputError subclasses (exit 2) on bad usage."""
+    from fsdp_skill.core.snippets import job_for, script_job, select_snippets
 
     if args.all and (args.targets or args.topic):
         raise QueryError("give snippet ids / paths, --topic or --all, not several of them")
@@ -56,54 +54,24 @@ def _jobs(args) -> list:
         raise QueryError("nothing to verify: give SNIPPET_ID..., PATH.py..., --topic T or --all")
     if args.world_size is not None and args.world_size < 1:
         raise QueryError(f"--world-size must be at least 1, not {args.world_size}")
-    if args.timeout is not None and args.timeout <= 0:
-        raise QueryError(f"--timeout must be a positive number of seconds, not {args.timeout:g}")
-
+    if args.timeout is not None and not 0 < args.timeout < float("inf"):
+        raise QueryError(f"--timeout must be a positive, finite number of seconds, not {args.timeout:g}")
+    overrides = {"world_size": args.world_size, "backend": args.backend, "timeout": args.timeout}
     jobs = []
-    ids = [t for t in args.targets if not _is_path(t)]
-    kb = None
-    if args.all or args.topic or ids:
-        from fsdp_skill.core.knowledge import load_knowledge
-
-        kb = load_knowledge()
-    if args.all:
-        jobs = [_spec_job(s, args) for s in kb.snippets.values()]
-    elif args.topic:
-        unknown = [t for t in args.topic if t not in kb.topics]
-        if unknown:
-            raise QueryError(f"unknown topic {unknown[0]!r}; topics: {', '.join(kb.topics)}")
-        jobs = [_spec_job(s, args) for s in kb.snippets.values() if kb.sections[s.section_id].topic in args.topic]
-    for t in args.targets:
-        if not _is_path(t):
-            jobs.append(_spec_job(kb.snippet(t), args))  # NotFoundError (exit 2) names close ids
-            continue
-        try:
-            with open(t, encoding="utf-8") as f:
-                code = f.read()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise QueryError(f"cannot read {t}: {getattr(exc, 'strerror', None) or exc}") from None
-        jobs.append(runtime.Job(code=code, world_size=args.world_size or 2, backend=args.backend or "auto",
-                                timeout=60.0 if args.timeout is None else args.timeout,
-                                filename=os.path.basename(t), debug=True))
+    if args.all or args.topic:
+        jobs = [job_for(s, **overrides) for s in select_snippets(topics=args.topic, all_snippets=args.all)]
+    for t in args.targets:  # an unknown id is a NotFoundError naming close ids
+        jobs.append(script_job(t, **overrides) if _is_path(t) else job_for(select_snippets([t])[0], **overrides))
     return jobs
-
-
-def _spec_job(spec, args):
-    import fsdp_skill.runtime as runtime
-
-    return runtime.Job(code=spec.code, world_size=args.world_size or spec.world_size,
-                       backend=args.backend or spec.backend,
-                       timeout=args.timeout if args.timeout is not None else spec.timeout,
-                       requires=tuple(spec.requires), snippet_id=spec.id, filename=spec.filename)
 
 
 def run_verify(args) -> int:
     """Handler of ``fsdp-skill verify``: returns the exit code (0 ok, 1 failed/timeout; usage errors raise)."""
-    import fsdp_skill.runtime as runtime
+    from fsdp_skill.core.hints import hint_for
 
     jobs = _jobs(args)
     names = [j.snippet_id or j.filename for j in jobs]
-    verdicts = _run(jobs, args, runtime)
+    verdicts = _run(jobs, args)
     hints = [hint_for(v) for v in verdicts]
     if args.json:
         out = []
@@ -122,9 +90,12 @@ def run_verify(args) -> int:
     return EXIT_FAIL if any(v.status in ("failed", "timeout") for v in verdicts) else EXIT_OK
 
 
-def _run(jobs, args, runtime):
+def _run(jobs, args):
+    from fsdp_skill.core.snippets import DEFAULT_VERIFIER
+
+    verifier = args.verifier or DEFAULT_VERIFIER
     if len(jobs) < 2:
-        return runtime.verify_many(jobs, launcher=args.launcher, use_cache=not args.no_cache)
+        return verifier.run(jobs, launcher=args.launcher, use_cache=not args.no_cache)
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -136,7 +107,7 @@ def _run(jobs, args, runtime):
         def progress(done, total, verdict):
             bar.update(task, completed=done, description=f"{verdict.snippet_id or ''} {verdict.status}")
 
-        return runtime.verify_many(jobs, launcher=args.launcher, use_cache=not args.no_cache, progress=progress)
+        return verifier.run(jobs, launcher=args.launcher, use_cache=not args.no_cache, progress=progress)
 
 
 def _summary(verdicts) -> str:
@@ -167,62 +138,3 @@ def format_verdict(v, name: str, hints: list[str] = ()) -> str:
     for h in hints:
         lines.append(f"  hint: `fsdp-skill show {h}`" if "/" in h else f"  hint: knowledge topic '{h}' (`fsdp-skill ask ...`)")
     return "\n".join(lines) + "\n"
-
-
-# (pattern over the verdict's text, knowledge section id).  Checked in order; see hint_for.
-HINTS: list[tuple[re.Pattern, str]] = [(re.compile(p, re.I), sid) for p, sid in [
-    (r"Address already in use|EADDRINUSE", "debugging/address-in-use"),
-    (r"Expected all tensors to be on the same device", "debugging/fsdp-same-device"),
-    (r"Duplicate GPU detected", "debugging/duplicate-gpu"),
-    (r"environment variable \w+ expected, but not set", "debugging/master-addr-not-set"),
-    (r"Watchdog caught collective operation timeout", "debugging/nccl-watchdog-timeout"),
-    (r"waiting for clients|DistStoreError|store based barrier", "debugging/init-timeout"),
-    (r"Detected mismatch between collectives", "debugging/distributed-debug-detail"),
-    (r"Expected to have finished reduction in the prior iteration", "debugging/ddp-unused-parameters"),
-    (r"expected scalar type \w+ but found|must have the same dtype", "debugging/dtype-mismatch"),
-    (r"No backend type associated with device type|PREMUL_SUM", "debugging/backend-unsupported-op"),
-]]
-_PEER_GONE = re.compile(r"Connection closed by peer|Connection reset by peer", re.I)
-
-
-def hint_for(verdict, kb=None) -> list[str]:
-    """Knowledge ids that explain a failed or timed-out verdict (empty for other statuses).
-
-    Each id is a section id ('join/uneven-inputs-hang') when the knowledge base holds it, else its topic
-    id ('join'); hints whose topic is absent are dropped.  Heuristics: ranks blocked in different places
-    or a rank that exited while another waited (a hang, or gloo's "Connection closed by peer") point at
-    uneven inputs ('join'); a timeout points at finding the stuck rank; known error messages map to
-    the debugging sections in :data:`HINTS`.
-    """
-    if verdict.status not in ("failed", "timeout"):
-        return []
-    text = "\n".join([verdict.reason or ""] + [r.traceback or r.output_tail or "" for r in verdict.ranks])
-    wanted: list[str] = []
-    exited_ok = any(r.exit_code == 0 for r in verdict.ranks)
-    if verdict.status == "timeout":
-        places = {(r.blocked_at or "").split(" (inside")[0] for r in verdict.ranks if r.killed_by_harness}
-        if exited_ok or len(places) > 1:
-            wanted.append("join/uneven-inputs-hang")
-        wanted.append("debugging/find-stuck-rank")
-    elif exited_ok and _PEER_GONE.search(text):
-        wanted.append("join/uneven-inputs-hang")
-    wanted += [sid for pattern, sid in HINTS if pattern.search(text)]
-    return _resolve(list(dict.fromkeys(wanted)), kb)
-
-
-def _resolve(ids: list[str], kb) -> list[str]:
-    if kb is None:
-        try:
-            from fsdp_skill.core.knowledge import load_knowledge
-
-            kb = load_knowledge()
-        except Exception:  # hints are a courtesy: without a knowledge base, fall back to topic ids
-            return list(dict.fromkeys(i.split("/")[0] for i in ids))
-    out = []
-    for sid in ids:
-        topic = sid.split("/")[0]
-        if sid in kb.sections:
-            out.append(sid)
-        elif topic in kb.topics:
-            out.append(topic)
-    return list(dict.fromkeys(out))

@@ -1,1 +1,67 @@
-"""HTTP adapter (FastAPI + uvicorn)."""
+"""HTTP adapter (FastAPI + uvicorn): ``fsdp-skill serve``; the app itself is :mod:`fsdp_skill.adapters.http.app`.
+
+This module is imported on every CLI start, so FastAPI and uvicorn load only inside the handler.
+"""
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import sys
+
+from fsdp_skill.adapters.exitcodes import EXIT_OK
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"port must be an integer, got {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port({port}) must be in 0..65535")
+    return port
+
+
+def _positive(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
+    return n
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def cmd_serve(args) -> int:
+    """``fsdp-skill serve``: the HTTP API (loopback unless --host says otherwise)."""
+    from fsdp_skill.core.knowledge import load_knowledge
+
+    kb = load_knowledge()  # a bad card fails here with file:line, before the port is bound
+    if not _is_loopback(args.host):
+        print(f"fsdp-skill: warning: serving on {args.host}: anyone who can reach port {args.port} can ask questions "
+              f"and trigger verification runs of knowledge snippets (no route runs client code)", file=sys.stderr)
+    print(f"fsdp-skill: {len(kb.sections)} sections, {len(kb.snippets)} snippets; API docs at "
+          f"http://{args.host}:{args.port}/docs", file=sys.stderr)
+    from fsdp_skill.adapters.http.app import serve
+
+    serve(host=args.host, port=args.port, workers=args.workers, log_level=args.log_level)
+    return EXIT_OK
+
+
+def add_commands(sub) -> None:
+    """Register ``serve`` on the ``fsdp-skill`` subparsers."""
+    s = sub.add_parser("serve", help="serve the HTTP API (FastAPI + uvicorn; OpenAPI at /docs)")
+    s.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1, loopback only)")
+    s.add_argument("--port", type=_port, default=8000, help="port (default 8000)")
+    s.add_argument("--workers", type=_positive, default=1, help="uvicorn worker processes (default 1)")
+    s.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"],
+                   help="uvicorn log level (default info)")
+    s.set_defaults(func=cmd_serve)

@@ -36,8 +36,7 @@ from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from fsdp_skill.core.answer import MAX_QUESTION_CHARS
-from fsdp_skill.errors import HarnessError, KnowledgeError, NotFoundError, QueryError, SkillError
-from fsdp_skill.core.export import ExportRefused
+from fsdp_skill.errors import ExportRefused, HarnessError, InputError, KnowledgeError, NotFoundError, SkillError
 from fsdp_skill.core.models import Answer, SectionOut
 from fsdp_skill.core.snippets import SnippetInfo
 from fsdp_skill.core.toolspec import AskInput
@@ -133,6 +132,12 @@ def _error(status: int, message: str, code: str, detail=None, headers=None) -> J
 
 _HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "body_too_large"}
 
+# The error tree -> (HTTP status, JSON "code"); Starlette picks the handler of the most specific class.
+ERROR_STATUS: dict[type[SkillError], tuple[int, str]] = {
+    NotFoundError: (404, "not_found"), InputError: (400, "bad_input"), ExportRefused: (409, "not_verified"),
+    KnowledgeError: (500, "knowledge_error"), HarnessError: (503, "harness_error"), SkillError: (500, "error"),
+}
+
 
 def _skill_error_handler(status: int, code: str):
     async def handler(request: Request, exc: Exception):
@@ -141,8 +146,9 @@ def _skill_error_handler(status: int, code: str):
     return handler
 
 
-def create_app() -> FastAPI:
-    """The FastAPI application (uvicorn factory: ``fsdp_skill.adapters.http.app:create_app``)."""
+def create_app(verifier=None) -> FastAPI:
+    """The FastAPI application (uvicorn factory: ``fsdp_skill.adapters.http.app:create_app``); ``verifier``
+    (a :class:`fsdp_skill.core.snippets.Verifier`, None: the runtime's) backs every verdict it returns."""
     from importlib.metadata import version
 
     from fsdp_skill.core.knowledge import load_knowledge
@@ -175,11 +181,7 @@ def create_app() -> FastAPI:
         message = str(exc.detail) if exc.status_code != 404 else f"no route {request.method} {request.url.path}"
         return _error(exc.status_code, message, code, headers=getattr(exc, "headers", None))
 
-    # the SkillError tree -> (status, code); most specific first, SkillError itself last
-    for exc_type, (status, code) in {
-        QueryError: (400, "bad_input"), NotFoundError: (404, "not_found"), ExportRefused: (409, "not_verified"),
-        KnowledgeError: (500, "knowledge_error"), HarnessError: (503, "harness_error"), SkillError: (500, "error"),
-    }.items():
+    for exc_type, (status, code) in ERROR_STATUS.items():
         app.add_exception_handler(exc_type, _skill_error_handler(status, code))
 
     @app.exception_handler(Exception)
@@ -197,7 +199,7 @@ def create_app() -> FastAPI:
         from fsdp_skill.core.answer import ask
 
         with ask_slots:
-            answer = ask(body.question, k=body.k, verify=body.verify)
+            answer = ask(body.question, k=body.k, verify=body.verify, verifier=verifier)
         if body.language != "auto":
             answer.language = body.language
         return answer
@@ -207,14 +209,14 @@ def create_app() -> FastAPI:
     def section_route(section_id: str) -> SectionOut:
         from fsdp_skill.core.snippets import get_section
 
-        return get_section(section_id)
+        return get_section(section_id, verifier=verifier)
 
     @app.post("/v1/snippets/{snippet_id:kid}/verify", response_model=SnippetInfo, responses={**errors, 503: {"model": ErrorBody}},
               tags=["snippets"], summary="Verify a knowledge snippet on a real process group (cache or run)")
     def verify_route(snippet_id: str, force: bool = Query(False, description="Ignore the cached verdict and run again")) -> SnippetInfo:
         from fsdp_skill.core.snippets import verify_snippet
 
-        return verify_snippet(snippet_id, use_cache=not force)
+        return verify_snippet(snippet_id, use_cache=not force, verifier=verifier)
 
     @app.get("/v1/snippets/{snippet_id:kid}/export", response_class=Response, tags=["snippets"],
              responses={200: {"content": {"text/x-python": {}}, "description": "The script file"},
@@ -224,7 +226,7 @@ def create_app() -> FastAPI:
             False, description="Also export a snippet that did not pass, marked NOT VERIFIED")) -> Response:
         from fsdp_skill.core.export import export_one
 
-        sc = export_one(snippet_id, include_unverified=include_unverified)
+        sc = export_one(snippet_id, include_unverified=include_unverified, verifier=verifier)
         return Response(sc.script.encode("utf-8"), media_type="text/x-python; charset=utf-8", headers={
             "Content-Disposition": f'attachment; filename="{sc.filename}"',
             "X-Code-SHA256": sc.code_sha256, "X-Verdict": sc.verdict.status})
@@ -234,7 +236,7 @@ def create_app() -> FastAPI:
     def snippet_route(snippet_id: str) -> SnippetInfo:
         from fsdp_skill.core.snippets import get_snippet
 
-        return get_snippet(snippet_id)
+        return get_snippet(snippet_id, verifier=verifier)
 
     @app.get("/healthz", response_model=Health, tags=["meta"], summary="Liveness, knowledge fingerprint and counts")
     def healthz() -> Health:

@@ -1,1 +1,24 @@
-"""MCP adapter (the MCP SDK over stdio)."""
+"""MCP adapter (the MCP SDK over stdio): ``fsdp-skill mcp``; the server is :mod:`fsdp_skill.adapters.mcp.server`.
+
+This module is imported on every CLI start, so the mcp SDK loads only inside the handler.
+"""
+from __future__ import annotations
+
+from fsdp_skill.adapters.exitcodes import EXIT_OK
+
+
+def cmd_mcp(args) -> int:
+    """``fsdp-skill mcp``: an MCP server on stdin/stdout (for agent clients)."""
+    from fsdp_skill.core.knowledge import load_knowledge
+
+    load_knowledge()  # fail before the handshake on a bad card
+    from fsdp_skill.adapters.mcp.server import run_stdio
+
+    run_stdio()
+    return EXIT_OK
+
+
+def add_commands(sub) -> None:
+    """Register ``mcp`` on the ``fsdp-skill`` subparsers."""
+    m = sub.add_parser("mcp", help="serve the tools over MCP on stdin/stdout (for agent clients)")
+    m.set_defaults(func=cmd_mcp)

@@ -28,13 +28,13 @@ INSTRUCTIONS = (
 )
 
 
-def _tool_function(spec: ToolSpec):
+def _tool_function(spec: ToolSpec, verifier=None):
     """An async function whose keyword parameters are the fields of ``spec.input`` and whose result is ``spec.output``."""
 
     async def tool(**kwargs: Any):
         args = spec.input(**kwargs)
         try:
-            return await anyio.to_thread.run_sync(spec.call, args)
+            return await anyio.to_thread.run_sync(spec.call, args, verifier)
         except SkillError as exc:
             raise ToolError(f"{type(exc).__name__}: {exc}") from exc
 
@@ -49,14 +49,15 @@ def _tool_function(spec: ToolSpec):
     return tool
 
 
-def build_server() -> MCPServer:
-    """The MCP server with every tool of :func:`fsdp_skill.core.toolspec.tool_specs` registered."""
+def build_server(verifier=None) -> MCPServer:
+    """The MCP server with every tool of :func:`fsdp_skill.core.toolspec.tool_specs` registered; ``verifier``
+    (a :class:`fsdp_skill.core.snippets.Verifier`, None: the runtime's) backs every verdict."""
     from importlib.metadata import version
 
     server = MCPServer(name="fsdp-skill", title="FSDP expert (verified snippets)", instructions=INSTRUCTIONS,
                        version=version("fsdp-skill"), log_level="WARNING")
     for spec in tool_specs():
-        server.add_tool(_tool_function(spec), name=spec.name, title=spec.title, description=spec.description,
+        server.add_tool(_tool_function(spec, verifier), name=spec.name, title=spec.title, description=spec.description,
                         structured_output=True)
     return server
 

@@ -1,0 +1,59 @@
+"""Entry point of the ``fsdp-skill`` command: the composition root of the adapters.
+
+It builds one argparse tree from each adapter's ``add_commands`` (CLI: ask, show, verify, export;
+HTTP: serve; MCP: mcp; function calls: tools), runs the chosen handler and maps errors of the tree to
+exit codes once (:mod:`fsdp_skill.adapters.exitcodes`).  Adapters never import each other; this module is
+the only one that knows them all.  Heavy dependencies (FastAPI, the mcp SDK, torch) load inside handlers.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from fsdp_skill.adapters import http, mcp, tools
+from fsdp_skill.adapters.cli import commands as cli
+from fsdp_skill.adapters.exitcodes import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, exit_for
+from fsdp_skill.errors import SkillError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse's own exit code is 2 as well; keep its message one line
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse tree of every subcommand of every adapter."""
+    p = _Parser(prog="fsdp-skill", description="Expert answers on PyTorch FSDP and torch.distributed, "
+                "with code patterns run on a real process group.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for adapter in (cli, http, mcp, tools):
+        adapter.add_commands(sub)
+    return p
+
+
+def main(argv: list[str] | None = None, *, verifier=None) -> int:
+    """Run ``fsdp-skill ARGS``; returns the exit code (see :mod:`fsdp_skill.adapters.exitcodes`).
+
+    ``verifier`` (a :class:`fsdp_skill.core.snippets.Verifier`; None: the runtime's) backs every verdict.
+    """
+    args = build_parser().parse_args(argv)
+    args.verifier = verifier
+    try:
+        return args.func(args)
+    except SkillError as exc:
+        code, name = exit_for(exc)
+        print(f"fsdp-skill: error: {exc}", file=sys.stderr)
+        if getattr(args, "json", False):
+            sys.stdout.write(json.dumps({"error": str(exc), "code": name}) + "\n")
+        return code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())
