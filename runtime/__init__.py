@@ -10,8 +10,8 @@ small script) and ``torchrun`` runs ``python -m torch.distributed.run --standalo
 A failing script is a Verdict (``status="failed"``); :class:`HarnessError` means the run could not happen.
 Importing this package does not import torch.
 """
-from fsdp_skill.runtime.api import Job, cached_verdict, verify_code, verify_many
 from fsdp_skill.errors import HarnessError
+from fsdp_skill.runtime.api import Job, cached_verdict, verify_code, verify_many
 from fsdp_skill.runtime.models import RankResult, Verdict
 from fsdp_skill.runtime.warm import shutdown
 

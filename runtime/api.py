@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from fsdp_skill.runtime import cache, host
 from fsdp_skill.errors import HarnessError, InvalidArgument
+from fsdp_skill.runtime import cache, host
 from fsdp_skill.runtime.models import Verdict
 from fsdp_skill.runtime.report import RawRank, RawRun, make_verdict, read_text
 

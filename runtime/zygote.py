@@ -533,7 +533,7 @@ class Zygote:
         for rank in range(job.world_size):
             go_r, go_w = os.pipe()
             try:
-                pid = self._fork(lambda rank=rank: self._rank_main(job, rank, go_r, go_w))
+                pid = self._fork(lambda rank=rank, go_r=go_r, go_w=go_w: self._rank_main(job, rank, go_r, go_w))
             except OSError:
                 os.close(go_w)
                 raise

@@ -1,8 +1,8 @@
 """Every API a card lists resolves in the installed torch, and what cards state about signatures holds."""
 import pytest
+from helpers.factcheck import check_section
 
 from fsdp_skill.core.apis import introspect
-from helpers.factcheck import check_section
 from fsdp_skill.core.knowledge import load_knowledge, parse_card
 
 KB = load_knowledge()

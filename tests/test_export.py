@@ -12,12 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from fsdp_skill.main import main
-from fsdp_skill.errors import NotFoundError
-from fsdp_skill.errors import ExportRefused
 from fsdp_skill.core.export import HEADER_END, export_snippets, split_script
-from fsdp_skill.core.snippets import select_snippets
 from fsdp_skill.core.knowledge import load_knowledge
+from fsdp_skill.core.snippets import select_snippets
+from fsdp_skill.errors import ExportRefused, NotFoundError
+from fsdp_skill.main import main
 
 BIN = Path(sys.executable).parent
 
@@ -63,7 +62,7 @@ def test_export_writes_scripts_manifest_runner(kb, tmp_path, fake_verifier):
     assert written == json.loads(manifest.model_dump_json())
     assert written["header_end"] + "\n" == HEADER_END and written["include_unverified"] is False
     assert [e["id"] for e in written["entries"]] == [s.id for s in specs]
-    for spec, entry in zip(specs, written["entries"]):
+    for spec, entry in zip(specs, written["entries"], strict=True):
         data = (out / entry["file"]).read_bytes()
         header, code = split_script(data.decode("utf-8"))
         assert code.encode("utf-8") == spec.code.encode("utf-8")  # byte-identical to what was verified

@@ -18,8 +18,8 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from fsdp_skill.core.export import split_script
 from fsdp_skill.adapters.http.app import MAX_BODY_BYTES, create_app
+from fsdp_skill.core.export import split_script
 from fsdp_skill.core.knowledge import load_knowledge
 from fsdp_skill.core.snippets import in_flight
 

@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from fsdp_skill.errors import KnowledgeError
 from fsdp_skill.core.knowledge import load_knowledge, parse_card
+from fsdp_skill.errors import KnowledgeError
 
 DATA = Path(__file__).parent / "data"
 TOPICS = {"sharding", "mixed-precision", "offload", "fsdp2", "join", "backends", "init", "checkpoint", "debugging"}

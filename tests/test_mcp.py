@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 
-from fsdp_skill.main import main
-from fsdp_skill.errors import NotFoundError, QueryError
+from fsdp_skill.adapters.mcp.server import build_server
+from fsdp_skill.adapters.tools import function_schemas, invoke, parameters_schema
 from fsdp_skill.core.export import split_script
 from fsdp_skill.core.knowledge import load_knowledge
-from fsdp_skill.adapters.mcp.server import build_server
 from fsdp_skill.core.models import Answer, SectionOut
 from fsdp_skill.core.snippets import SnippetInfo
-from fsdp_skill.adapters.tools import function_schemas, invoke, parameters_schema
 from fsdp_skill.core.toolspec import tool_specs
+from fsdp_skill.errors import NotFoundError, QueryError
+from fsdp_skill.main import main
 
 EXE = Path(sys.executable).with_name("fsdp-skill")
 TOOLS = {"ask", "get_section", "verify_snippet", "export_snippet"}

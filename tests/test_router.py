@@ -95,3 +95,19 @@ def test_own_question_set_figures(path):
         assert not ans.abstained, f"{q['id']} falsely abstained: {ans.reason}"
         hits += _hit(ans, q)
     assert hits / n_in >= 0.85, f"hit@3 {hits}/{n_in}"
+
+
+def test_router_cache_is_keyed_by_how_documents_are_built(monkeypatch, fsdp_skill_home):
+    """A change to document building (DOCUMENTS_FORMAT) must not be served from an older on-disk cache."""
+    from fsdp_skill.core import router as router_mod
+    from fsdp_skill.core.knowledge import load_knowledge
+
+    kb = load_knowledge()
+    router_mod.Router(kb)  # writes the cache for the current format
+    written = sorted(p.name for p in fsdp_skill_home.glob("router-*.json"))
+    assert written == [f"router-{kb.digest}-t{router_mod.TOKENIZER_VERSION}-d{router_mod.DOCUMENTS_FORMAT}.json"]
+    poisoned = {"docs": [["poison"]] * len(kb.sections), "strong": []}
+    (fsdp_skill_home / written[0]).write_text(json.dumps(poisoned))
+    assert router_mod.Router(kb).docs[0] == ["poison"]  # same format: the cache is used (so the check below can fail)
+    monkeypatch.setattr(router_mod, "DOCUMENTS_FORMAT", router_mod.DOCUMENTS_FORMAT + 1)
+    assert router_mod.Router(kb).docs[0] != ["poison"]  # a new format rebuilds

@@ -7,9 +7,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from fsdp_skill.runtime.models import RankResult, Verdict
-from fsdp_skill.main import main
 from fsdp_skill.core.hints import hint_for
+from fsdp_skill.main import main
+from fsdp_skill.runtime.models import RankResult, Verdict
 
 SCRIPTS = Path(__file__).parent / "data" / "scripts"
 
@@ -20,12 +20,14 @@ def run_cli(capsys, *argv):
     return code, out, err
 
 
+@pytest.mark.slow
 def test_passing_script_exits_0(capsys):
     code, out, _ = run_cli(capsys, str(SCRIPTS / "allreduce_env.py"), "--no-cache")
     assert code == 0
     assert out.startswith("PASS  allreduce_env.py  (")
 
 
+@pytest.mark.slow
 def test_failing_and_hanging_scripts_exit_1_with_json(capsys, monkeypatch):
     monkeypatch.setenv("FSDP_SKILL_CONFIRM_TIMEOUTS", "0")
     code, out, _ = run_cli(capsys, str(SCRIPTS / "exit_code_3.py"), str(SCRIPTS / "hang_skip_allreduce.py"),
@@ -38,6 +40,7 @@ def test_failing_and_hanging_scripts_exit_1_with_json(capsys, monkeypatch):
     assert {"status", "reason", "ranks", "cached", "checked_at", "launcher", "torch_version"} <= set(failed)
 
 
+@pytest.mark.slow
 def test_report_shows_each_rank_and_the_hang_location(capsys):
     code, out, _ = run_cli(capsys, str(SCRIPTS / "raise_rank1.py"), "--no-cache")
     assert code == 1

@@ -5,12 +5,12 @@ on this host, or skipped because it needs CUDA and this host lacks the GPUs (nev
 """
 import pytest
 
-pytestmark = pytest.mark.slow
-
 import fsdp_skill.runtime as runtime
-from fsdp_skill.runtime.host import cuda_device_count
 from fsdp_skill.core.knowledge import load_knowledge
 from fsdp_skill.core.snippets import job_for
+from fsdp_skill.runtime.host import cuda_device_count
+
+pytestmark = pytest.mark.slow
 
 KB = load_knowledge()
 SNIPPETS = list(KB.snippets.values())
@@ -25,7 +25,7 @@ def verdicts(tmp_path_factory):
 
 def _run_all():
     results = runtime.verify_many([job_for(s) for s in SNIPPETS], use_cache=False)
-    return {s.id: v for s, v in zip(SNIPPETS, results)}
+    return {s.id: v for s, v in zip(SNIPPETS, results, strict=True)}
 
 
 @pytest.mark.parametrize("snippet_id", [s.id for s in SNIPPETS])

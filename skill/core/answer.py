@@ -10,13 +10,13 @@ from __future__ import annotations
 import time
 import unicodedata
 
-from fsdp_skill.errors import QueryError
 from fsdp_skill.core.knowledge import Knowledge, load_knowledge
 from fsdp_skill.core.models import Answer, ApiInfo, SectionDoc, TopicScore
 from fsdp_skill.core.router import Router
 from fsdp_skill.core.snippets import Progress, Verifier, section_out, snippet_verdicts
 from fsdp_skill.core.state import torch_version
 from fsdp_skill.core.tokenize import language_of
+from fsdp_skill.errors import QueryError
 
 MAX_QUESTION_CHARS = 32_768
 MAX_K = 20

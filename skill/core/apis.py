@@ -1,7 +1,7 @@
 """Live API signatures from the *installed* torch, cached per torch version.
 
 Resolving a name imports torch (seconds), so results are kept in
-``$FSDP_SKILL_HOME/api-<torch version>.json``; a name is introspected once per torch version and the
+``$FSDP_SKILL_HOME/api-<torch version>-v<API_FORMAT>.json``; a name is introspected once per torch version and the
 cached path of ``ask`` never imports torch.
 """
 from __future__ import annotations
@@ -14,6 +14,7 @@ from fsdp_skill.core.models import ApiInfo
 from fsdp_skill.core.state import read_json, state_dir, torch_version, write_json_atomic
 
 SUMMARY_CHARS = 400
+API_FORMAT = 1  # version of the cached ApiInfo form (part of the cache file name); bump when introspect changes
 
 
 def resolve(name: str):
@@ -57,10 +58,10 @@ def introspect(name: str) -> ApiInfo:
     return ApiInfo(name=name, signature=signature, summary=summary, available=True)
 
 
-_SHARED: dict[str, "ApiCache"] = {}
+_SHARED: dict[str, ApiCache] = {}
 
 
-def api_cache() -> "ApiCache":
+def api_cache() -> ApiCache:
     """The process-wide ApiCache for the installed torch and the current state directory."""
     key = str(state_dir())
     cache = _SHARED.get(key)
@@ -75,7 +76,7 @@ class ApiCache:
 
     def __init__(self):
         self.version = torch_version() or "none"
-        self.path = state_dir() / f"api-{self.version}.json"
+        self.path = state_dir() / f"api-{self.version}-v{API_FORMAT}.json"
         data = read_json(self.path)
         self.entries: dict[str, dict] = data if isinstance(data, dict) else {}
 

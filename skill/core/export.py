@@ -21,12 +21,12 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from fsdp_skill.runtime.models import Verdict
-from fsdp_skill.errors import ExportRefused, InvalidArgument
 from fsdp_skill.core.knowledge import Knowledge, load_knowledge
 from fsdp_skill.core.models import SectionDoc, SnippetSpec
 from fsdp_skill.core.snippets import Progress, Verifier, code_sha256, shared_verdicts
 from fsdp_skill.core.state import torch_version
+from fsdp_skill.errors import ExportRefused, InvalidArgument
+from fsdp_skill.runtime.models import Verdict
 
 HEADER_END = "# ---- end of fsdp-skill header: everything below this line is the verified code, byte for byte ----\n"
 MANIFEST_NAME = "manifest.json"

@@ -14,8 +14,8 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fsdp_skill.errors import KnowledgeError, NotFoundError
 from fsdp_skill.core.models import Card, SectionDoc, SnippetSpec
+from fsdp_skill.errors import KnowledgeError, NotFoundError
 
 KNOWLEDGE_ENV = "FSDP_SKILL_KNOWLEDGE"
 REQUIRED_FRONT = ("id", "title", "topic", "aliases", "sources")

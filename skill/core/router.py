@@ -18,6 +18,9 @@ from fsdp_skill.core.models import SectionDoc
 from fsdp_skill.core.tokenize import TOKENIZER_VERSION, is_traceback, reduce_traceback, tokenize
 
 MAX_QUERY_TOKENS = 400
+# Version of how a section becomes a routing document (which fields, how weighted, which anchors):
+# part of the on-disk cache key, so bump it with any change to Router._documents.
+DOCUMENTS_FORMAT = 1
 # Relative match (top BM25 score / the best score the question's terms could reach) needed to answer
 # a question that names only general ML terms (REL_WEAK) or no term of the field at all (REL_NONE).
 REL_WEAK = 0.30
@@ -59,11 +62,13 @@ class Router:
                 self._spelling.setdefault((word[0], len(word)), []).append(word)
 
     def _documents(self, kb: Knowledge) -> tuple[list[list[str]], list[str]]:
-        """Token lists of the sections and the anchors the cards add; cached on disk per knowledge digest
-        and tokenizer version (tokenizing all cards takes a few hundred ms, loading them a few)."""
+        """Token lists of the sections and the anchors the cards add; cached on disk per knowledge digest,
+        tokenizer version and :data:`DOCUMENTS_FORMAT` (tokenizing all cards takes a few hundred ms,
+        loading them a few)."""
         from fsdp_skill.core.state import read_json, state_dir, write_json_atomic
 
-        path = state_dir() / f"router-{kb.digest or 'nodigest'}-{TOKENIZER_VERSION}.json" if kb.digest else None
+        name = f"router-{kb.digest}-t{TOKENIZER_VERSION}-d{DOCUMENTS_FORMAT}.json"
+        path = state_dir() / name if kb.digest else None
         cached = read_json(path) if path else None
         if isinstance(cached, dict) and len(cached.get("docs", [])) == len(self.sections):
             return cached["docs"], cached["strong"]

@@ -20,8 +20,9 @@ from __future__ import annotations
 import difflib
 import os
 import threading
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future
-from typing import Callable, Iterable, Protocol
+from typing import Protocol
 
 from pydantic import BaseModel, Field
 
@@ -152,7 +153,7 @@ def unverified(spec: SnippetSpec, reason: str | None = None) -> Verdict:
 
 # --------------------------------------------------------------------------- in-flight runs
 _LOCK = threading.Lock()
-_INFLIGHT: dict[tuple[str, str], "_Run"] = {}
+_INFLIGHT: dict[tuple[str, str], _Run] = {}
 
 
 class _Run:
@@ -208,7 +209,7 @@ def shared_verdicts(specs: list[SnippetSpec], *, verifier: Verifier | None = Non
     if owned:
         try:
             verdicts = _verifier(verifier).run([job_for(s) for s, _ in owned], use_cache=use_cache, progress=progress)
-            for (spec, run), verdict in zip(owned, verdicts):
+            for (spec, run), verdict in zip(owned, verdicts, strict=True):
                 verdict = verdict.model_copy(update={"snippet_id": spec.id})
                 out[spec.id] = verdict
                 run.future.set_result(verdict)

@@ -9,8 +9,9 @@ No adapter imports live here (no FastAPI, no mcp): only pydantic and the core.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 

@@ -51,8 +51,8 @@ def cmd_ask(args) -> int:
 
 def cmd_show(args) -> int:
     """``fsdp-skill show SECTION_ID``: print one knowledge section (markdown or --json)."""
-    from fsdp_skill.core.knowledge import load_knowledge
     from fsdp_skill.adapters.cli.render import section_markdown
+    from fsdp_skill.core.knowledge import load_knowledge
 
     kb = load_knowledge()
     if args.list:

@@ -5,8 +5,8 @@ shown as *not recommended* with the reason instead of being offered; skipped say
 """
 from __future__ import annotations
 
-from fsdp_skill.runtime.models import Verdict
 from fsdp_skill.core.models import Answer, SectionDoc, SnippetOut
+from fsdp_skill.runtime.models import Verdict
 
 
 def verdict_line(v: Verdict) -> str:

@@ -17,6 +17,7 @@ import sys
 
 from fsdp_skill.adapters.exitcodes import EXIT_FAIL, EXIT_OK
 from fsdp_skill.errors import QueryError
+
 _MARK = {"passed": "PASS", "failed": "FAIL", "timeout": "TIMEOUT", "skipped": "SKIP", "unverified": "----"}
 
 
@@ -75,7 +76,7 @@ def run_verify(args) -> int:
     hints = [hint_for(v) for v in verdicts]
     if args.json:
         out = []
-        for name, v, h in zip(names, verdicts, hints):
+        for name, v, h in zip(names, verdicts, hints, strict=True):
             item = v.model_dump(mode="json")
             item["hints"] = h
             if v.snippet_id is None:
@@ -83,7 +84,7 @@ def run_verify(args) -> int:
             out.append(item)
         sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
     else:
-        for name, v, h in zip(names, verdicts, hints):
+        for name, v, h in zip(names, verdicts, hints, strict=True):
             sys.stdout.write(format_verdict(v, name, h))
         if len(verdicts) > 1:
             sys.stdout.write(_summary(verdicts) + "\n")

@@ -36,10 +36,10 @@ from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from fsdp_skill.core.answer import MAX_QUESTION_CHARS
-from fsdp_skill.errors import ExportRefused, HarnessError, InputError, KnowledgeError, NotFoundError, SkillError
 from fsdp_skill.core.models import Answer, SectionOut
 from fsdp_skill.core.snippets import SnippetInfo
 from fsdp_skill.core.toolspec import AskInput
+from fsdp_skill.errors import ExportRefused, HarnessError, InputError, KnowledgeError, NotFoundError, SkillError
 
 MAX_BODY_BYTES = 256 * 1024
 # Answers are CPU-bound Python: more threads than cores only make the GIL hand-offs unfair (long tails).

@@ -17,8 +17,8 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from fsdp_skill.errors import SkillError
 from fsdp_skill.core.toolspec import ToolSpec, tool_specs
+from fsdp_skill.errors import SkillError
 
 INSTRUCTIONS = (
     "Expert answers on PyTorch FSDP / FSDP2 and torch.distributed (sharding 分片, mixed precision 混合精度, "
