@@ -11,6 +11,7 @@ import time
 import unicodedata
 
 from fsdp_skill.core.knowledge import Knowledge, load_knowledge
+from fsdp_skill.core.messages import explain_messages
 from fsdp_skill.core.models import Answer, ApiInfo, SectionDoc, TopicScore
 from fsdp_skill.core.router import Router
 from fsdp_skill.core.snippets import Progress, Verifier, section_out, snippet_verdicts
@@ -68,6 +69,19 @@ def api_infos(sections: list[SectionDoc]) -> list[ApiInfo]:
     return api_cache().get(names)
 
 
+def _explaining_first(ranked: list[tuple[SectionDoc, float]], errors, kb: Knowledge,
+                      k: int) -> list[tuple[SectionDoc, float]]:
+    """The sections that explain a message found in the question first (best message first), then the
+    rest of the routed sections; at most ``k``.  Explaining sections score above every routed one."""
+    explaining = list(dict.fromkeys(sid for e in errors for sid in e.sections))
+    if not explaining:
+        return ranked
+    top = max((score for _, score in ranked), default=0.0)
+    first = [(kb.sections[sid], top + len(explaining) - i) for i, sid in enumerate(explaining)]
+    rest = [(s, score) for s, score in ranked if s.id not in explaining]
+    return (first + rest)[:k]
+
+
 def ask(question, k: int = 3, verify: bool = True, *, kb: Knowledge | None = None,
         progress: Progress | None = None, with_api: bool = True, verifier: Verifier | None = None) -> Answer:
     """Answer ``question`` with the ``k`` best sections.
@@ -82,10 +96,12 @@ def ask(question, k: int = 3, verify: bool = True, *, kb: Knowledge | None = Non
     if not isinstance(k, int) or not 1 <= k <= MAX_K:
         raise QueryError(f"k must be an integer between 1 and {MAX_K} (got {k!r})")
     router = get_router(kb)
-    routing = router.route(question, k=k)
+    errors = explain_messages(question, router.kb)
+    routing = router.route(question, k=k, in_field=bool(errors))
     answer = Answer(query=question, language=language_of(question), abstained=routing.abstain_reason is not None,
-                    reason=routing.abstain_reason, torch_version=torch_version())
+                    reason=routing.abstain_reason, torch_version=torch_version(), errors=errors)
     if not answer.abstained:
+        routing.sections = _explaining_first(routing.sections, errors, router.kb, k)
         sections = [s for s, _ in routing.sections]
         verdicts = snippet_verdicts([sn for s in sections for sn in s.snippets], verify, verifier=verifier,
                                     progress=progress)

@@ -4,6 +4,8 @@
 """
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field
 
 from fsdp_skill.runtime.models import Verdict
@@ -102,6 +104,30 @@ class ApiInfo(BaseModel):
     available: bool = Field(description="False when the name does not resolve in the installed torch")
 
 
+class RaisedAt(BaseModel):
+    """Where the installed torch raises or warns a message."""
+
+    path: str = Field(description="File relative to the torch package's parent, e.g. 'torch/distributed/distributed_c10d.py'")
+    line: int | None = Field(None, description="1-based line of the raise / warn call")
+    function: str | None = Field(None, description="Enclosing 'Class.method' or function, None at module level")
+
+
+class ErrorInfo(BaseModel):
+    """An error or warning message found in the question, located in the installed torch."""
+
+    message: str = Field(description="The message template ('*' = a formatted-in value)")
+    kind: Literal["python", "native", "declared"] = Field(
+        description="'python': raised/warned in torch's Python source; 'native': a string of torch's shared "
+                    "libraries (c10d, gloo, NCCL); 'declared': not catalogued here, matched a section's declared message")
+    exception: str | None = Field(None, description="Exception or warning class, e.g. 'ValueError'; None if unknown")
+    raised_at: RaisedAt | None = Field(None, description="Source location; None for native and declared messages")
+    condition: str | None = Field(None, description="Source text of the guard that leads to the raise, e.g. 'not is_initialized()'")
+    torch_version: str | None = Field(None, description="torch version whose source was catalogued")
+    sections: list[str] = Field(default_factory=list, description="Ids of the knowledge sections that explain it (may be empty)")
+    explanation: str = Field(description="One line: where it is raised and when")
+    how: str = Field(description="'template' (whole message found), 'fuzzy' (truncated or wrapped paste) or 'section'")
+
+
 class Answer(BaseModel):
     """Answer to one question: the ``ask --json`` contract."""
 
@@ -112,5 +138,7 @@ class Answer(BaseModel):
     topics: list[TopicScore] = Field(default_factory=list, description="Topics ranked by score")
     sections: list[SectionOut] = Field(default_factory=list, description="Top-k sections, best first")
     api: list[ApiInfo] = Field(default_factory=list, description="Live signatures of the APIs those sections list")
+    errors: list[ErrorInfo] = Field(default_factory=list, description="Error/warning messages found in the question, "
+                                    "located in the installed torch, with the sections that explain them")
     torch_version: str | None = Field(None, description="Installed torch version (from package metadata)")
     elapsed_ms: float = Field(0.0, description="Time spent answering, in milliseconds")

@@ -117,12 +117,15 @@ class Router:
         rarest = max(self.bm25.idf.values(), default=1.0)
         return sum(max(self.bm25.idf.get(t, rarest), 0.0) * (self.k1 + 1) for t in tokens)
 
-    def route(self, question: str, k: int = 3) -> Routing:
-        """Rank sections for ``question``; returns at most ``k`` sections, or an abstention reason."""
+    def route(self, question: str, k: int = 3, *, in_field: bool = False) -> Routing:
+        """Rank sections for ``question``; returns at most ``k`` sections, or an abstention reason.
+
+        ``in_field=True`` (the question holds a message of torch.distributed) never abstains.
+        """
         text = reduce_traceback(question) if is_traceback(question) else question
         tokens = self.correct(tokenize(text)[:MAX_QUERY_TOKENS])
         routing = Routing(tokens=tokens)
-        reason = scope.out_of_scope_reason(text)
+        reason = None if in_field else scope.out_of_scope_reason(text)
         if reason:
             routing.abstain_reason = reason
             return routing
@@ -130,7 +133,8 @@ class Router:
         routing.anchors = strong + weak
         known = [t for t in tokens if t in self.bm25.idf]
         if not known:
-            routing.abstain_reason = _no_field_reason(question)
+            if not in_field:
+                routing.abstain_reason = _no_field_reason(question)
             return routing
         scores = self.bm25.get_scores(known)
         order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
@@ -138,7 +142,9 @@ class Router:
         routing.relative = top / max(self._attainable(list(dict.fromkeys(tokens))), 1e-9)
         # several general terms together (Join + 卡住 + 训练) need less of a match than one alone (梯度)
         weak_needed = REL_WEAK / min(len(set(weak)), 3) if weak else REL_NONE
-        in_field = bool(strong) or routing.relative >= min(weak_needed, REL_NONE)
+        in_field = in_field or bool(strong) or routing.relative >= min(weak_needed, REL_NONE)
+        if top <= 0 and in_field:
+            return routing
         if top <= 0 or not in_field:
             routing.abstain_reason = _no_field_reason(question)
             return routing

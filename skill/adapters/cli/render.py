@@ -27,9 +27,22 @@ def _offered(sn: SnippetOut) -> bool:
     return sn.verification.status not in ("failed", "timeout")
 
 
+def error_lines(ans: Answer) -> list[str]:
+    """One plain line per message found in the question: where torch raises it, and what explains it."""
+    lines = []
+    for e in ans.errors:
+        told = (f"explained by {', '.join(e.sections)}" if e.sections
+                else "no knowledge section explains this message yet; the sections below are the closest matches")
+        lines.append(f"{e.message!r}: {e.explanation} (torch {e.torch_version}); {told}")
+    return lines
+
+
 def answer_markdown(ans: Answer) -> str:
-    """The whole answer as markdown (sections, snippets with verdicts, API signatures, sources)."""
+    """The whole answer as markdown (messages located, sections, snippets with verdicts, API signatures)."""
     out = [f"# {ans.query}\n"]
+    if ans.errors:
+        out.append("**Error located in your torch**\n")
+        out += [f"- {line}" for line in error_lines(ans)] + [""]
     if ans.abstained:
         out.append(f"**Out of scope.** {ans.reason}\n")
         return "\n".join(out)
@@ -81,6 +94,9 @@ def print_answer(ans: Answer, console=None) -> None:
     if ans.abstained:
         console.print(Panel(escape(ans.reason or ""), title="out of scope", border_style="yellow"))
         return
+    for line in error_lines(ans):
+        console.print(Panel(escape(line), title="error located in your torch", border_style="magenta",
+                            title_align="left"))
     topics = ", ".join(f"{t.id} {t.score:.2f}" for t in ans.topics[:3])
     console.print(f"[dim]topics: {topics} · torch {ans.torch_version} · {ans.elapsed_ms:.1f} ms[/dim]")
     for i, s in enumerate(ans.sections, 1):

@@ -1,0 +1,95 @@
+"""Pasted error and warning messages: where the installed torch raises them, and which sections explain them.
+
+``explain_messages(question, kb) -> list[ErrorInfo]`` finds the messages of the error atlas
+(:mod:`fsdp_skill.core.atlas`) that a question contains (a traceback, a log line, a quoted message) and
+attaches the knowledge sections whose ``errors:`` metadata declares that message.  A section template
+(``*`` for any text) also matches the question directly, so a section explains a message even when the
+atlas does not catalogue it (e.g. a CUDA-only NCCL message on a CPU build).
+
+The atlas is consulted only when the question looks like it holds a message (:func:`looks_pasted`), so an
+ordinary how-to question never loads it.
+"""
+from __future__ import annotations
+
+import functools
+import re
+
+from fsdp_skill.core.knowledge import Knowledge
+from fsdp_skill.core.models import ErrorInfo, RaisedAt
+
+_PASTED = re.compile(
+    r"Error\b|Exception\b|Warning\b|Traceback|INTERNAL ASSERT|\[rank\d+\]|^\s*File \"|"
+    r"^\s*\[?[EWIF]\d{4} |\bwarn(?:ing)?:|[\"'“‘`][^\"'”’`\n]{30,}[\"'”’`]",
+    re.MULTILINE,
+)
+_WS = re.compile(r"\s+")
+
+
+def looks_pasted(question: str) -> bool:
+    """Whether ``question`` seems to contain an error/warning message or log line (cheap; no atlas)."""
+    return bool(_PASTED.search(question))
+
+
+def _canon(text: str) -> str:
+    return _WS.sub("", text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _template_regex(template: str) -> re.Pattern:
+    pieces = [re.escape(p) for p in _canon(template).split("*")]
+    return re.compile(".{0,400}?".join(pieces), re.DOTALL)
+
+
+def _literal(template: str) -> str:
+    return _canon(template).replace("*", "")
+
+
+def template_matches(template: str, text: str) -> bool:
+    """Whether a message ``template`` (``*`` = any text, whitespace ignored) occurs in ``text``."""
+    canon = _canon(text)
+    pieces = [p for p in _canon(template).split("*") if p]
+    if not pieces or any(p not in canon for p in pieces):  # cheap: every literal piece is there
+        return False
+    return _template_regex(template).search(canon) is not None
+
+
+def same_message(declared: str, catalogued: str) -> bool:
+    """Whether a section's declared template names the atlas template ``catalogued``: equal up to
+    whitespace and holes, or every literal piece of one found, in order, in the other."""
+    a, b = _canon(declared), _canon(catalogued)
+    if a.replace("*", "") == b.replace("*", ""):
+        return True
+    return bool(_template_regex(declared).search(b.replace("*", "")) or _template_regex(catalogued).search(a.replace("*", "")))
+
+
+def explain_messages(question: str, kb: Knowledge, limit: int = 3) -> list[ErrorInfo]:
+    """Messages found in ``question``, best first, each located in the installed torch (when the atlas
+    holds it) and with the ids of the sections that explain it.  Empty for an ordinary question."""
+    if not looks_pasted(question):
+        return []
+    from fsdp_skill.core.atlas import explain, find_messages
+    from fsdp_skill.core.state import torch_version
+
+    version = torch_version()
+    declared = [(s.id, t) for s in kb.sections.values() for t in s.errors]
+    out: list[ErrorInfo] = []
+    claimed: set[str] = set()
+    for match in find_messages(question, limit=limit):
+        e = match.entry
+        sections = [sid for sid, t in declared if same_message(t, e.message)]
+        raised = RaisedAt(path=e.path, line=e.line, function=e.function) if e.kind == "python" else None
+        out.append(ErrorInfo(message=e.message, kind=e.kind, exception=e.exception, raised_at=raised,
+                             condition=e.condition, torch_version=version, sections=list(dict.fromkeys(sections)),
+                             explanation=explain(match), how=match.how))
+        claimed.update(sections)
+    # messages the atlas does not catalogue but a section declares, found verbatim in the question
+    direct: dict[str, list[str]] = {}
+    for sid, t in declared:
+        if sid not in claimed and template_matches(t, question):
+            direct.setdefault(t, []).append(sid)
+    for t, sids in sorted(direct.items(), key=lambda kv: -len(_literal(kv[0])))[: max(0, limit - len(out))]:
+        out.append(ErrorInfo(message=t, kind="declared", exception=None, raised_at=None, condition=None,
+                             torch_version=version, sections=sids,
+                             explanation="not catalogued from this torch's Python sources or libraries; "
+                                         "matched the message a knowledge section explains", how="section"))
+    return out
