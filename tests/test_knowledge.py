@@ -7,7 +7,7 @@ from fsdp_skill.core.knowledge import load_knowledge, parse_card
 from fsdp_skill.errors import KnowledgeError
 
 DATA = Path(__file__).parent / "data"
-TOPICS = {"sharding", "mixed-precision", "offload", "fsdp2", "join", "backends", "init", "checkpoint", "debugging", "model"}
+TOPICS = {"sharding", "mixed-precision", "offload", "fsdp2", "join", "backends", "init", "checkpoint", "debugging", "model", "recipes", "parallelism", "launch"}
 
 
 def test_good_fixture_parses_sections_and_snippets():

@@ -65,14 +65,23 @@ def test_pasted_message_is_located_with_source_and_condition():
 
 
 def test_located_message_without_section_is_said_plainly_and_not_abstained():
-    q = "UserWarning: ZeroRedundancyOptimizer is being used with a PyTorch version that does not fully support it"
-    answer = ask("RuntimeError: Rank 3 exhausted all inputs.", k=3, verify=False)
-    assert not answer.abstained and answer.errors
-    del q
+    """A message of torch that no section declares is still located, and the answer does not abstain."""
+    from fsdp_skill.adapters.cli.render import answer_markdown
+
+    declared = [t for _, t in DECLARED]
+    entry = next(e for e in load_atlas().entries if e.kind == "python" and e.exception == "ValueError"
+                 and len(e.message) > 60 and "*" not in e.message and not any(same_message(t, e.message) for t in declared))
+    answer = ask(f"ValueError: {entry.message}", k=3, verify=False)
+    assert not answer.abstained
+    err = answer.errors[0]
+    assert err.sections == [] and err.raised_at is not None
+    assert (err.raised_at.path, err.raised_at.line) in {(e.path, e.line) for e in load_atlas().entries
+                                                        if e.message == entry.message}
+    assert "no knowledge section explains this message yet" in answer_markdown(answer)
 
 
 def test_explaining_sections_rank_first():
-    for sid, template in DECLARED[:40]:
+    for sid, template in DECLARED:
         filled = template.replace("*", "7")
         answer = ask(f"RuntimeError: {filled}", k=3, verify=False)
         assert not answer.abstained, (sid, template)

@@ -11,7 +11,6 @@ ordinary how-to question never loads it.
 """
 from __future__ import annotations
 
-import functools
 import re
 
 from fsdp_skill.core.knowledge import Knowledge
@@ -34,32 +33,31 @@ def _canon(text: str) -> str:
     return _WS.sub("", text)
 
 
-@functools.lru_cache(maxsize=4096)
-def _template_regex(template: str) -> re.Pattern:
-    pieces = [re.escape(p) for p in _canon(template).split("*")]
-    return re.compile(".{0,400}?".join(pieces), re.DOTALL)
+def _pieces(template: str) -> list[str]:
+    return [p for p in _canon(template).split("*") if p]
 
 
-def _literal(template: str) -> str:
-    return _canon(template).replace("*", "")
+def _in_order(pieces: list[str], text: str) -> bool:
+    """Whether ``pieces`` occur in ``text`` in this order without overlapping (``*`` glob semantics)."""
+    at = 0
+    for piece in pieces:
+        found = text.find(piece, at)
+        if found < 0:
+            return False
+        at = found + len(piece)
+    return bool(pieces)
 
 
 def template_matches(template: str, text: str) -> bool:
     """Whether a message ``template`` (``*`` = any text, whitespace ignored) occurs in ``text``."""
-    canon = _canon(text)
-    pieces = [p for p in _canon(template).split("*") if p]
-    if not pieces or any(p not in canon for p in pieces):  # cheap: every literal piece is there
-        return False
-    return _template_regex(template).search(canon) is not None
+    return _in_order(_pieces(template), _canon(text))
 
 
 def same_message(declared: str, catalogued: str) -> bool:
-    """Whether a section's declared template names the atlas template ``catalogued``: equal up to
-    whitespace and holes, or every literal piece of one found, in order, in the other."""
+    """Whether a section's declared template names the atlas template ``catalogued``: the literal pieces
+    of one occur, in order, in the other (whitespace ignored)."""
     a, b = _canon(declared), _canon(catalogued)
-    if a.replace("*", "") == b.replace("*", ""):
-        return True
-    return bool(_template_regex(declared).search(b.replace("*", "")) or _template_regex(catalogued).search(a.replace("*", "")))
+    return _in_order(_pieces(declared), b.replace("*", "")) or _in_order(_pieces(catalogued), a.replace("*", ""))
 
 
 def explain_messages(question: str, kb: Knowledge, limit: int = 3) -> list[ErrorInfo]:
@@ -87,7 +85,7 @@ def explain_messages(question: str, kb: Knowledge, limit: int = 3) -> list[Error
     for sid, t in declared:
         if sid not in claimed and template_matches(t, question):
             direct.setdefault(t, []).append(sid)
-    for t, sids in sorted(direct.items(), key=lambda kv: -len(_literal(kv[0])))[: max(0, limit - len(out))]:
+    for t, sids in sorted(direct.items(), key=lambda kv: -len("".join(_pieces(kv[0]))))[: max(0, limit - len(out))]:
         out.append(ErrorInfo(message=t, kind="declared", exception=None, raised_at=None, condition=None,
                              torch_version=version, sections=sids,
                              explanation="not catalogued from this torch's Python sources or libraries; "
