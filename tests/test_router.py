@@ -111,3 +111,87 @@ def test_router_cache_is_keyed_by_how_documents_are_built(monkeypatch, fsdp_skil
     assert router_mod.Router(kb).docs[0] == ["poison"]  # same format: the cache is used (so the check below can fail)
     monkeypatch.setattr(router_mod, "DOCUMENTS_FORMAT", router_mod.DOCUMENTS_FORMAT + 1)
     assert router_mod.Router(kb).docs[0] != ["poison"]  # a new format rebuilds
+
+
+# --------------------------------------------------------------------------- inputs that used to fail (issue 9)
+FIRST_SECTION = [
+    ("What is the communication cost of FULL_SHARD compared to SHARD_GRAD_OP?",
+     {"parallelism/communication-volume", "sharding/full-shard-vs-shard-grad-op"}),
+    ("How expensive is CPU offload with fully_shard?", {"offload/offload-cost-tradeoffs"}),
+    ('RuntimeError: FSDP parameters should be materialized on CPU when enabling CPU offloading. For example, '
+     'load a CPU state dict or call module.to_empty(device="cpu").', {"offload/fsdp2-cpu-offload-policy"}),
+    ("RuntimeError: use_libuv was requested but PyTorch was built without libuv support, run with USE_LIBUV=0 "
+     "to disable it.", {"launch/windows-libuv"}),
+    ("ValueError: Default process group has not been initialized, please make sure to call init_process_group.",
+     {"init/default-pg-not-initialized"}),
+    ("Is FSDP2 equivalent to ZeRO-3 from DeepSpeed?", {"parallelism/fsdp-vs-deepspeed-zero"}),
+    ("两台机器每台 8 张卡，应该用 FULL_SHARD 还是 HYBRID_SHARD？", {"parallelism/hsdp-or-full-shard-multi-node"}),
+    ("DeepSpeed ZeRO-3 和 FSDP 有什么区别？", {"parallelism/fsdp-vs-deepspeed-zero"}),
+    ("How do I migrate from Horovod to PyTorch DDP/FSDP?", None),
+]
+
+
+@pytest.mark.parametrize("question, first", FIRST_SECTION, ids=[q[:50] for q, _ in FIRST_SECTION])
+def test_field_question_is_answered_with_the_right_section_first(question, first):
+    answer = ask(question, k=3, verify=False)
+    assert not answer.abstained, answer.reason
+    if first is not None:
+        assert answer.sections[0].id in first, [s.id for s in answer.sections]
+
+
+def test_multi_node_choice_recommends():
+    answer = ask("两台机器每台 8 张卡，应该用 FULL_SHARD 还是 HYBRID_SHARD？", k=1, verify=False)
+    text = answer.sections[0].text
+    assert "HYBRID_SHARD" in text and "FULL_SHARD" in text and "Answer: **HSDP**" in text  # a recommendation
+
+
+OTHER_FRAMEWORKS = [
+    ("vLLM 部署时显存占用太高怎么办？", "vLLM"),
+    ("How do I set the zero_optimization stage in a DeepSpeed config json?", "DeepSpeed"),
+    ("DeepSpeed 配置文件里 offload_optimizer 怎么写？", "DeepSpeed"),
+    ("Megatron-LM 的 --tensor-model-parallel-size 参数怎么设置？", "Megatron-LM"),
+    ("What does --pipeline-model-parallel-size do in Megatron-LM?", "Megatron-LM"),
+    ("How do I use hvd.DistributedOptimizer in Horovod?", "Horovod"),
+    ("fairscale 的 OSS 优化器怎么用？", "fairscale"),
+    ("How do I configure the Colossal-AI GeminiPlugin placement policy?", "Colossal-AI"),
+    ("How do I serve a 70B model with vLLM tensor parallel on 4 GPUs?", "vLLM"),
+    ("jax.pmap 怎么在多卡上做数据并行？", "jax"),
+    ("How do I use tf.distribute.MirroredStrategy in TensorFlow?", "TensorFlow"),
+]
+
+
+@pytest.mark.parametrize("question, framework", OTHER_FRAMEWORKS, ids=[q[:40] for q, _ in OTHER_FRAMEWORKS])
+def test_other_frameworks_own_api_abstains_naming_it(question, framework):
+    answer = ask(question, k=3, verify=False)
+    assert answer.abstained and framework.lower() in answer.reason.lower(), (answer.reason, [s.id for s in answer.sections])
+
+
+@pytest.mark.parametrize("question", [
+    "How much does it cost to rent 8 A100 GPUs on AWS for FSDP training?",
+    "FSDP 训练在云上租 8 张 A100 一个月要花多少钱？",
+    "What is the price of an FSDP license?",
+])
+def test_money_questions_abstain(question):
+    answer = ask(question, k=3, verify=False)
+    assert answer.abstained and "prices" in answer.reason
+
+
+def test_setup_question_gets_a_recipe_first_and_each_part_a_place():
+    q = ("I train a 7B model on 2 nodes x 8 GPUs with FSDP2 in bf16 with gradient accumulation and clipping. "
+         "I want to save sharded checkpoints every 500 steps and resume from the latest complete one. "
+         "What setup should I use?")
+    ids = [s.id for s in ask(q, k=5, verify=False).sections]
+    assert ids[0].startswith("recipes/"), ids
+    q = ("How do I enable CPU offload with fully_shard? Also, how do I keep my norms in fp32 with "
+         "MixedPrecisionPolicy? And why does my job hang at the end of the epoch when ranks have different "
+         "numbers of batches?")
+    ids = [s.id for s in ask(q, k=4, verify=False).sections]
+    assert {ids[i].split("/")[0] for i in range(4)} >= {"offload", "mixed-precision", "join"}, ids
+
+
+def test_memoised_term_scores_equal_rank_bm25():
+    from fsdp_skill.core.answer import get_router
+
+    router = get_router()
+    tokens = ["fullyshard", "bf16", "offload", "bf16", "nosuchtoken"]
+    assert list(router.scores(tokens)) == pytest.approx(list(router.bm25.get_scores(tokens)))

@@ -13,7 +13,7 @@ import unicodedata
 from fsdp_skill.core.knowledge import Knowledge, load_knowledge
 from fsdp_skill.core.messages import explain_messages
 from fsdp_skill.core.models import Answer, ApiInfo, SectionDoc, TopicScore
-from fsdp_skill.core.router import Router
+from fsdp_skill.core.router import Router, question_parts, setup_facets
 from fsdp_skill.core.snippets import Progress, Verifier, section_out, snippet_verdicts
 from fsdp_skill.core.state import torch_version
 from fsdp_skill.core.tokenize import language_of
@@ -22,6 +22,7 @@ from fsdp_skill.errors import QueryError
 MAX_QUESTION_CHARS = 32_768
 MAX_K = 20
 MAX_APIS = 8
+MULTI_PART_CHARS = 160  # shorter questions are answered as one
 
 _ROUTERS: dict[int, Router] = {}
 
@@ -69,6 +70,32 @@ def api_infos(sections: list[SectionDoc]) -> list[ApiInfo]:
     return api_cache().get(names)
 
 
+def _cover_parts(question: str, ranked: list[tuple[SectionDoc, float]], router: Router,
+                 k: int) -> list[tuple[SectionDoc, float]]:
+    """For a long, multi-part question: the best section of each part gets a place in the top ``k``
+    (after the whole question's best), and a question that describes a whole training setup gets the
+    best-matching complete recipe first."""
+    if len(question) < MULTI_PART_CHARS or not ranked:
+        return ranked
+    top = ranked[0][1]
+    picks: list[tuple[SectionDoc, float]] = []
+    if setup_facets(question) >= 3:
+        recipe = router.best_of_topic(question, "recipes")
+        if recipe is not None:
+            picks.append((recipe[0], top + 2.0))
+    picks.append(ranked[0])
+    parts = question_parts(question)
+    if len(parts) >= 2:
+        for part in parts:
+            best = router.route(part, k=1, in_field=True).sections
+            if best:
+                picks.append((best[0][0], top))
+    chosen: dict[str, tuple[SectionDoc, float]] = {}
+    for section, score in picks + ranked:
+        chosen.setdefault(section.id, (section, score))
+    return list(chosen.values())[: max(k, len(ranked))]
+
+
 def _explaining_first(ranked: list[tuple[SectionDoc, float]], errors, kb: Knowledge,
                       k: int) -> list[tuple[SectionDoc, float]]:
     """The sections that explain a message found in the question first (best message first), then the
@@ -101,7 +128,10 @@ def ask(question, k: int = 3, verify: bool = True, *, kb: Knowledge | None = Non
     answer = Answer(query=question, language=language_of(question), abstained=routing.abstain_reason is not None,
                     reason=routing.abstain_reason, torch_version=torch_version(), errors=errors)
     if not answer.abstained:
-        routing.sections = _explaining_first(routing.sections, errors, router.kb, k)
+        if errors:  # a pasted message: its explaining sections first (its lines are not parts of a question)
+            routing.sections = _explaining_first(routing.sections, errors, router.kb, k)
+        else:
+            routing.sections = _cover_parts(question, routing.sections, router, k)
         sections = [s for s, _ in routing.sections]
         verdicts = snippet_verdicts([sn for s in sections for sn in s.snippets], verify, verifier=verifier,
                                     progress=progress)

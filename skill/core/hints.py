@@ -30,12 +30,19 @@ def hint_for(verdict: Verdict, kb: Knowledge | None = None) -> list[str]:
     id ('join'); hints whose topic is absent are dropped.  Heuristics: ranks blocked in different places
     or a rank that exited while another waited (a hang, or gloo's "Connection closed by peer") point at
     uneven inputs ('join'); a timeout points at finding the stuck rank; known error messages map to
-    the debugging sections in :data:`HINTS`.
+    the debugging sections in :data:`HINTS`.  Matching as ``ask`` does: messages of the error atlas in
+    the ranks' output put the sections that declare them first, and for a hang the calls the ranks were
+    blocked in are routed like a question (a rank-0-only full-state-dict gather points at that section).
     """
     if verdict.status not in ("failed", "timeout"):
         return []
     text = "\n".join([verdict.reason or ""] + [r.traceback or r.output_tail or "" for r in verdict.ranks])
-    wanted: list[str] = []
+    if kb is None:
+        try:
+            kb = load_knowledge()
+        except KnowledgeError:
+            kb = None
+    wanted: list[str] = _matched(verdict, text, kb) if kb is not None else []
     exited_ok = any(r.exit_code == 0 for r in verdict.ranks)
     if verdict.status == "timeout":
         places = {(r.blocked_at or "").split(" (inside")[0] for r in verdict.ranks if r.killed_by_harness}
@@ -46,6 +53,30 @@ def hint_for(verdict: Verdict, kb: Knowledge | None = None) -> list[str]:
         wanted.append("join/uneven-inputs-hang")
     wanted += [sid for pattern, sid in HINTS if pattern.search(text)]
     return _resolve(list(dict.fromkeys(wanted)), kb)
+
+
+_CALL = re.compile(r"^([\w.]+) at .*?(?: \(inside ([\w.<>]+)\))?$")
+
+
+def _matched(verdict: Verdict, text: str, kb: Knowledge) -> list[str]:
+    """Section ids found the way ``ask`` finds them: declared messages in the output, hung calls routed."""
+    from fsdp_skill.core.answer import get_router
+    from fsdp_skill.core.messages import explain_messages
+
+    ids = [sid for e in explain_messages(text, kb) for sid in e.sections]
+    if verdict.status == "timeout":
+        router = get_router(kb)
+        for r in verdict.ranks:
+            m = _CALL.match(r.blocked_at or "")
+            call = m.group(1).rsplit(".", 1)[-1] if m else None
+            if call and call not in _PLAIN_CALLS:  # the API the rank was in, e.g. get_model_state_dict
+                ids += [s.id for s, _ in router.route(call, k=1, in_field=True).sections]
+    return ids
+
+
+# Blocking calls that say nothing about which knowledge applies (the hang heuristics above cover them).
+_PLAIN_CALLS = {"barrier", "all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter", "broadcast",
+                "reduce", "gather", "scatter", "send", "recv", "wait", "sleep", "join", "monitored_barrier"}
 
 
 def _resolve(ids: list[str], kb: Knowledge | None) -> list[str]:

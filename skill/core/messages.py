@@ -11,6 +11,7 @@ ordinary how-to question never loads it.
 """
 from __future__ import annotations
 
+import functools
 import re
 
 from fsdp_skill.core.knowledge import Knowledge
@@ -53,6 +54,7 @@ def template_matches(template: str, text: str) -> bool:
     return _in_order(_pieces(template), _canon(text))
 
 
+@functools.lru_cache(maxsize=65536)
 def same_message(declared: str, catalogued: str) -> bool:
     """Whether a section's declared template names the atlas template ``catalogued``: the literal pieces
     of one occur, in order, in the other (whitespace ignored)."""

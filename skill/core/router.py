@@ -12,12 +12,17 @@ import math
 import re
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from fsdp_skill.core import scope
 from fsdp_skill.core.knowledge import Knowledge
 from fsdp_skill.core.models import SectionDoc
 from fsdp_skill.core.tokenize import TOKENIZER_VERSION, is_traceback, reduce_traceback, tokenize
 
 MAX_QUERY_TOKENS = 400
+# Complete recipes (topic 'recipes') repeat the terms of many focused sections; for a question that is
+# not about a whole setup their scores are scaled by this.
+RECIPE_WEIGHT = 0.8
 # Version of how a section becomes a routing document (which fields, how weighted, which anchors):
 # part of the on-disk cache key, so bump it with any change to Router._documents.
 DOCUMENTS_FORMAT = 1
@@ -55,6 +60,8 @@ class Router:
         self.docs, strong = self._documents(kb)
         self.strong = frozenset(strong) | scope.STRONG_ANCHORS
         self.bm25 = BM25Okapi(self.docs, k1=k1, b=b)
+        self._term_scores: dict[str, np.ndarray] = {}
+        self._focus = np.array([RECIPE_WEIGHT if s.topic == "recipes" else 1.0 for s in self.sections])
         self.k1 = k1
         self._spelling: dict[tuple[str, int], list[str]] = {}
         for word in self.bm25.idf:
@@ -117,6 +124,18 @@ class Router:
         rarest = max(self.bm25.idf.values(), default=1.0)
         return sum(max(self.bm25.idf.get(t, rarest), 0.0) * (self.k1 + 1) for t in tokens)
 
+    def scores(self, tokens: list[str]) -> np.ndarray:
+        """BM25 score of every section for ``tokens`` (shape: [sections]); equal to
+        ``self.bm25.get_scores(tokens)``.  BM25 is a sum over query terms, so each term's score vector is
+        computed once by rank-bm25 and kept (rank-bm25 scans every document per term and call)."""
+        total = np.zeros(len(self.sections))
+        for t in tokens:
+            vec = self._term_scores.get(t)
+            if vec is None:
+                vec = self._term_scores[t] = self.bm25.get_scores([t])
+            total += vec
+        return total
+
     def route(self, question: str, k: int = 3, *, in_field: bool = False) -> Routing:
         """Rank sections for ``question``; returns at most ``k`` sections, or an abstention reason.
 
@@ -136,8 +155,11 @@ class Router:
             if not in_field:
                 routing.abstain_reason = _no_field_reason(question)
             return routing
-        scores = self.bm25.get_scores(known)
-        order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+        scores = self.scores(known)
+        if setup_facets(question) < 2 and not _WANTS_SCRIPT.search(question):
+            # a focused question wants the focused section, not a long recipe that repeats its terms
+            scores = scores * self._focus
+        order = np.lexsort((np.arange(len(scores)), -scores)).tolist()  # best first, ties by card order
         top = float(scores[order[0]])
         routing.relative = top / max(self._attainable(list(dict.fromkeys(tokens))), 1e-9)
         # several general terms together (Join + 卡住 + 训练) need less of a match than one alone (梯度)
@@ -161,6 +183,44 @@ class Router:
         total = sum(weights.values())
         routing.topics = sorted(((t, w / total) for t, w in weights.items()), key=lambda x: -x[1])
         return routing
+
+
+    def best_of_topic(self, question: str, topic: str) -> tuple[SectionDoc, float] | None:
+        """The best-scoring section of ``topic`` for ``question`` (no abstention), or None."""
+        tokens = [t for t in self.correct(tokenize(question)[:MAX_QUERY_TOKENS]) if t in self.bm25.idf]
+        if not tokens:
+            return None
+        scores = self.scores(tokens)
+        best = max((i for i, s in enumerate(self.sections) if s.topic == topic), key=lambda i: scores[i], default=None)
+        return None if best is None or scores[best] <= 0 else (self.sections[best], float(scores[best]))
+
+
+# Facets of a whole training setup; a question naming several of them wants a complete recipe.
+_SETUP_FACETS = [re.compile(p, re.I) for p in (
+    r"bf16|bfloat16|fp16|mixed[ -]precision|混合精度|半精度",
+    r"checkpoint|save|resum|检查点|保存|断点|续训",
+    r"accumulat|micro[ -]?batch|梯度累积",
+    r"clip|裁剪",
+    r"\d+\s*(?:nodes?|machines?|hosts?)|multi[ -]?node|nodes? x|台机器|多机|节点",
+    r"\d+\s*(?:gpus?|cards?)|张卡|卡\b|多卡",
+    r"hsdp|hybrid|tensor[ -]parallel|\btp\b|2-?d mesh|张量并行|混合分片",
+    r"(?:training|train) (?:script|loop|setup|pipeline)|end[ -]to[ -]end|from scratch|完整|训练脚本",
+)]
+# A question asking for a whole script or example.
+_WANTS_SCRIPT = re.compile(r"\b(script|example|recipe|end[ -]to[ -]end|full training|template|boilerplate)\b|示例|完整|脚本|模板", re.I)
+# Where a long question splits into parts (sentences, clauses, list items).
+_PART_SPLIT = re.compile(r"(?<=[.?!;。？！；])\s+|\n+|(?:^|\s)(?:\d[.)]|[-*•])\s+|[？。；！]")
+
+
+def setup_facets(question: str) -> int:
+    """How many facets of a whole training setup (precision, checkpoints, accumulation, ...) a question names."""
+    return sum(1 for f in _SETUP_FACETS if f.search(question))
+
+
+def question_parts(question: str, min_tokens: int = 4) -> list[str]:
+    """The parts of a multi-part question that carry at least ``min_tokens`` tokens each (may be one)."""
+    parts = [p.strip() for p in _PART_SPLIT.split(question) if p and p.strip()]
+    return [p for p in parts if len(tokenize(p)) >= min_tokens]
 
 
 def _no_field_reason(question: str) -> str:

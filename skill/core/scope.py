@@ -48,9 +48,18 @@ WEAK_ANCHORS_ZH = (
     "环境变量", "网卡", "超时", "报错", "调试", "精度",
 )
 
+# Words that only ever mean money.
 _PRICE = re.compile(
-    r"\b(price|prices|pricing|cost|costs|how much (?:does|is|are|do)|licen[cs]e|licensing|subscription|purchase|buy|"
-    r"billing|invoice|fee|fees|dollars?|usd|cheap(?:est)?|expensive)\b|价格|多少钱|收费|费用|价钱|购买|授权费|许可证",
+    r"\b(price|prices|pricing|how much (?:does|is|are|do) (?:it|fsdp|pytorch|torch|that|this) cost|licen[cs]e|licensing|"
+    r"subscription|purchase|buy|billing|invoice|dollars?|usd|per hour|hourly rate)\b|\$\s?\d|价格|多少钱|收费|价钱|购买|授权费|许可证|美元",
+    re.I,
+)
+# Words with a second, technical sense ("communication cost", "expensive all-gather", 开销): money only
+# when the question also speaks of money (a cloud bill, renting GPUs, a budget in currency).
+_COST_WORDS = re.compile(r"\b(cost|costs|costly|cheap(?:er|est)?|expensive|free|budget|fee|fees)\b|开销|代价|费用|成本|便宜|贵", re.I)
+_MONEY_CONTEXT = re.compile(
+    r"\b(cloud|aws|gcp|azure|lambda labs|runpod|rent(?:al|ing)?|bill(?:ed|ing)?|spend|spot instances?|on-demand|"
+    r"invoice|credit card|money|euros?|yuan|rmb)\b|云服务|租|账单|花多少|块钱|人民币|元/",
     re.I,
 )
 _INSTALL = re.compile(
@@ -59,13 +68,26 @@ _INSTALL = re.compile(
     re.I,
 )
 _OTHER_FRAMEWORKS = re.compile(
-    r"\b(tensorflow|keras|jax|flax|mxnet|paddle(?:paddle)?|mindspore|horovod|deepspeed|megatron|colossal-?ai|"
+    r"\b(tensorflow|keras|jax|flax|mxnet|paddle(?:paddle)?|mindspore|horovod|deepspeed|megatron(?:-lm)?|colossal-?ai|"
+    r"fairscale|vllm|sglang|tensorrt(?:-llm)?|text-generation-inference|ollama|llama\.cpp|xtuner|llama-?factory|axolotl|unsloth|"
     r"mirroredstrategy|tpu ?strategy|pmap|xla ?sharding|mesh-tensorflow|scikit-learn|sklearn|spark|dask|pandas|"
     r"polars|postgres(?:ql)?|mysql|sql|mongodb|redis|elasticsearch|kafka|cassandra|database|kubernetes|k8s)\b|飞桨|昇思|数据库",
     re.I,
 )
+# APIs that name their framework ("MirroredStrategy" -> TensorFlow), for the abstention's reason.
+_FRAMEWORK_OF = {"mirroredstrategy": "TensorFlow", "tpustrategy": "TensorFlow", "keras": "Keras (TensorFlow)",
+                 "pmap": "JAX", "xlasharding": "JAX/XLA", "flax": "Flax (JAX)"}
 # Words that tie a question about another framework back to ours (e.g. "FSDP vs DeepSpeed ZeRO-3").
-_OURS = re.compile(r"\b(fsdp\d?|fully_shard|pytorch|torch(?:\.distributed)?|torchrun|ddp|dtensor|devicemesh)\b", re.I)
+_OURS = re.compile(r"\b(fsdp\d?|fully_shard|fullyshardeddataparallel|torch\.distributed|torchrun|ddp|dtensor|devicemesh|"
+                   r"shardingstrategy|hybrid_shard|full_shard)\b", re.I)
+# A comparison with PyTorch or a move to it ("DeepSpeed vs PyTorch", "migrate from Horovod to PyTorch").
+_COMPARE = re.compile(
+    r"\b(vs\.?|versus|compared? (?:to|with)|comparison|equivalent|counterpart|instead of|migrat\w*|switch(?:ing)? "
+    r"(?:from|to)|port(?:ing)? (?:from|to)|convert\w* (?:from|to)|replace|mapping)\b|对比|比较|区别|迁移|相当于|等价|对应|换成|替代",
+    re.I,
+)
+_IN_PLATFORM = re.compile(r"\b(?:in|with|using|on) (jax|tensorflow|keras|flax|mxnet|paddle(?:paddle)?|mindspore)\b", re.I)
+_PYTORCH = re.compile(r"\b(pytorch|torch)\b", re.I)
 
 
 def out_of_scope_reason(question: str) -> str | None:
@@ -74,16 +96,21 @@ def out_of_scope_reason(question: str) -> str | None:
     >>> out_of_scope_reason("How much does an FSDP license cost per GPU?")
     'prices and licensing are outside this assistant: it covers how to use PyTorch FSDP and torch.distributed, not what they cost'
     """
-    if _PRICE.search(question):
+    if _PRICE.search(question) or (_COST_WORDS.search(question) and _MONEY_CONTEXT.search(question)):
         return ("prices and licensing are outside this assistant: it covers how to use PyTorch FSDP and "
                 "torch.distributed, not what they cost")
     if _INSTALL.search(question):
         return ("install commands are outside this assistant: follow the official 'Get Started' selector at "
                 "https://pytorch.org/get-started/locally/ for your platform; ask here how to use FSDP or torch.distributed")
+    m = _IN_PLATFORM.search(question)  # "... in JAX": the setting is another platform, whatever it names
+    if m:
+        return (f"the question is about doing this in {m.group(1)}, not in PyTorch: this assistant covers PyTorch "
+                f"FSDP and torch.distributed only")
     m = _OTHER_FRAMEWORKS.search(question)
-    if m and not _OURS.search(question):
-        return (f"the question is about {m.group(0)}, not PyTorch: this assistant covers PyTorch FSDP and "
-                f"torch.distributed only")
+    if m and not _OURS.search(question) and not (_COMPARE.search(question) and _PYTORCH.search(question)):
+        name = _FRAMEWORK_OF.get(m.group(0).lower().replace(" ", ""), m.group(0))
+        return (f"the question is about {name}'s own API or configuration, not PyTorch: this assistant covers "
+                f"PyTorch FSDP and torch.distributed only (comparisons with FSDP, or moving to it, are answered)")
     return None
 
 
