@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
 from fsdp_skill.core.hints import hint_for
+from fsdp_skill.core.knowledge import load_knowledge
 from fsdp_skill.main import main
 from fsdp_skill.runtime.models import RankResult, Verdict
 
@@ -65,8 +65,7 @@ def _verdict(status, reason="", ranks=()):
     return Verdict(status=status, reason=reason, ranks=[RankResult(**r) for r in ranks])
 
 
-KB = SimpleNamespace(sections={"join/uneven-inputs-hang": 1, "debugging/find-stuck-rank": 1,
-                               "debugging/address-in-use": 1}, topics=["join", "debugging"])
+KB = load_knowledge()
 
 
 def test_hints_for_common_failures():
@@ -79,5 +78,20 @@ def test_hints_for_common_failures():
     port = _verdict("failed", ranks=[dict(rank=0, exit_code=1, traceback="RuntimeError: Address already in use")])
     assert hint_for(port, KB) == ["debugging/address-in-use"]
     device = _verdict("failed", "rank 0 raised RuntimeError: Expected all tensors to be on the same device")
-    assert hint_for(device, KB) == ["debugging"]  # section absent from this knowledge base: its topic
+    assert hint_for(device, KB) == ["debugging/fsdp-same-device"]
+    from fsdp_skill.core.hints import _resolve
+
+    assert _resolve(["debugging/no-such-section", "nosuchtopic/x"], KB) == ["debugging"]  # absent section: its topic
     assert hint_for(_verdict("passed"), KB) == []
+
+
+@pytest.mark.slow
+def test_rank0_only_full_state_dict_hang_points_at_the_full_state_dict_section(capsys, monkeypatch):
+    """The hang is matched like a question: the API rank 0 was blocked in names the section to read."""
+    monkeypatch.setenv("FSDP_SKILL_CONFIRM_TIMEOUTS", "0")
+    code, out, _ = run_cli(capsys, str(SCRIPTS / "rank0_full_state_dict_hang.py"), "--timeout", "8", "--json")
+    (v,) = json.loads(out)
+    assert code == 1 and v["status"] == "timeout"
+    assert v["ranks"][0]["blocked_at"].startswith("get_model_state_dict at ")
+    assert v["hints"][0] == "checkpoint/fsdp2-full-state-dict", v["hints"]
+    assert "debugging/find-stuck-rank" in v["hints"]
