@@ -41,6 +41,8 @@ class Job:
     # Without ``path`` the code is written to a fresh private directory and run from there.
     path: str | None = None
     cwd: str | None = None
+    # What the script asserts (a knowledge snippet's fence 'checks'); copied onto its verdict.
+    checks: str | None = None
 
 
 def _now() -> str:
@@ -50,7 +52,7 @@ def _now() -> str:
 def _skipped(code_sha: str, job: Job, place: host.Placement) -> Verdict:
     return Verdict(status="skipped", reason=place.skip, snippet_id=job.snippet_id, code_sha256=code_sha,
                    backend=place.backend, world_size=job.world_size, device=place.device,
-                   torch_version=host.torch_version(), seconds=0.0, launcher=None, checked_at=_now())
+                   torch_version=host.torch_version(), seconds=0.0, launcher=None, checked_at=_now(), checks=job.checks)
 
 
 def _check(job: Job, launcher: str) -> None:
@@ -136,10 +138,11 @@ def _verify(job: Job, *, launcher: str, use_cache: bool) -> Verdict:
         hit = cache.load(key)
         # A timeout recorded under a shorter timeout says nothing about a longer one.
         if hit is not None and not (hit.status == "timeout" and (hit.seconds or 0) < job.timeout):
-            return hit.model_copy(update={"snippet_id": job.snippet_id})
+            return hit.model_copy(update={"snippet_id": job.snippet_id, "checks": job.checks})
     verdict = _run(job, place, sha, launcher)
     if verdict.status == "timeout" and launcher == "warm" and not job.debug and os.environ.get(CONFIRM_ENV, "1") != "0":
         verdict = _confirm(job, place, sha, verdict)
+    verdict = verdict.model_copy(update={"checks": job.checks})
     cache.store(key, verdict)
     return verdict
 

@@ -43,6 +43,8 @@ class Verdict(BaseModel):
     torch_version: str | None = Field(None, description="torch.__version__ of the interpreter that ran the ranks")
     seconds: float | None = Field(None, description="Wall time of the run in seconds, launch to last rank reaped")
     launcher: str | None = Field(None, description="'warm' (forked from a preloaded parent) or 'torchrun'")
+    checks: str | None = Field(None, description="What the script asserts (knowledge snippets): 'reference', 'agree', "
+                               "'raises' or 'runs'; None for a user's script")
     ranks: list[RankResult] = Field(default_factory=list, description="Per-rank results, ordered by rank")
     cached: bool = Field(False, description="True when this verdict came from the cache instead of a fresh run")
     checked_at: str | None = Field(None, description="UTC ISO-8601 time the run finished")

@@ -19,7 +19,8 @@ from fsdp_skill.errors import KnowledgeError, NotFoundError
 
 KNOWLEDGE_ENV = "FSDP_SKILL_KNOWLEDGE"
 REQUIRED_FRONT = ("id", "title", "topic", "aliases", "sources")
-FENCE_KEYS = {"world_size", "backend", "timeout", "requires", "name"}
+FENCE_KEYS = {"world_size", "backend", "timeout", "requires", "name", "checks", "tol", "expects"}
+CHECKS = ("reference", "agree", "raises", "runs")
 BACKENDS = {"auto", "gloo", "nccl"}
 REQUIREMENTS = {"cuda"}
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9-]*$")
@@ -75,7 +76,7 @@ def _unknown(kind: str, key: str, known: dict) -> str:
 
 
 _CACHE: dict[tuple, Knowledge] = {}
-PARSED_FORMAT = 2  # bump when the parsed form changes, so stale caches are ignored
+PARSED_FORMAT = 3  # bump when the parsed form changes, so stale caches are ignored
 
 
 def load_knowledge(directory: str | Path | None = None) -> Knowledge:
@@ -320,6 +321,7 @@ def _parse_snippet(tok, path: Path, section: SectionDoc, index: int) -> SnippetS
     name = settings.get("name")
     if name is not None and not _SLUG.match(name):
         raise KnowledgeError(str(path), line, f"snippet name {name!r} must be lower-case letters, digits and '-'")
+    checks, tolerance, expects = _checks(settings, path, line, tok.info)
     snippet_id = f"{section.topic}/{name}" if name else section.id + (f"-{index + 1}" if index else "")
     code = tok.content
     try:
@@ -327,4 +329,34 @@ def _parse_snippet(tok, path: Path, section: SectionDoc, index: int) -> SnippetS
     except SyntaxError as exc:
         raise KnowledgeError(str(path), line + (exc.lineno or 0), f"snippet {snippet_id!r} is not valid Python: {exc.msg}") from None
     return SnippetSpec(id=snippet_id, section_id=section.id, code=code, world_size=world_size,
-                       backend=backend, timeout=timeout, requires=requires, line=line)
+                       backend=backend, timeout=timeout, requires=requires, line=line, checks=checks,
+                       tolerance=tolerance, expects=expects)
+
+
+def _checks(settings: dict, path: Path, line: int, info: str) -> tuple[str | None, float | None, str | None]:
+    """(checks, tol, expects) of a fence: ``checks=reference tol=1e-6``, ``checks=raises expects="X: msg"``,
+    ``checks=agree`` or ``checks=runs``; raises KnowledgeError for a bad combination."""
+    checks = settings.get("checks")
+    if checks is None:
+        if "tol" in settings or "expects" in settings:
+            raise KnowledgeError(str(path), line, f"'tol' and 'expects' need 'checks': {info!r}")
+        return None, None, None
+    if checks not in CHECKS:
+        raise KnowledgeError(str(path), line, f"checks={checks!r} is not one of {', '.join(CHECKS)}")
+    tolerance = expects = None
+    if checks == "reference":
+        try:
+            tolerance = float(settings["tol"])
+        except (KeyError, ValueError):
+            raise KnowledgeError(str(path), line, f"checks=reference needs tol=NUMBER (0 for exact): {info!r}") from None
+        if not 0 <= tolerance < 1:
+            raise KnowledgeError(str(path), line, f"tol({tolerance:g}) must be in [0, 1)")
+    elif "tol" in settings:
+        raise KnowledgeError(str(path), line, f"tol goes with checks=reference only: {info!r}")
+    if checks == "raises":
+        expects = settings.get("expects", "").strip()
+        if not re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Warning)\b", expects):
+            raise KnowledgeError(str(path), line, f'checks=raises needs expects="ExceptionName: message": {info!r}')
+    elif "expects" in settings:
+        raise KnowledgeError(str(path), line, f"expects goes with checks=raises only: {info!r}")
+    return checks, tolerance, expects

@@ -22,6 +22,16 @@ class SnippetSpec(BaseModel):
     timeout: float = Field(60.0, description="Seconds before the run is killed and reported as timeout")
     requires: list[str] = Field(default_factory=list, description="Host requirements, e.g. ['cuda']")
     line: int = Field(0, description="1-based line of the opening fence in the card file")
+    checks: str | None = Field(None, description="What the script asserts: 'reference' (results equal a single-process "
+                               "or unsharded reference), 'agree' (ranks agree), 'raises' (the documented error), "
+                               "'runs' (an API call with nothing to compare)")
+    tolerance: float | None = Field(None, description="checks=reference: the largest difference allowed (0 = exact)")
+    expects: str | None = Field(None, description="checks=raises: the exception and the start of its message")
+
+    @property
+    def proves(self) -> str:
+        """What a passing run proves, in words, e.g. 'matches a single-process reference to 1e-06'."""
+        return proves(self.checks, self.tolerance, self.expects)
 
     @property
     def launch(self) -> str:
@@ -32,6 +42,19 @@ class SnippetSpec(BaseModel):
     def filename(self) -> str:
         """File name used when the snippet is exported, e.g. 'fsdp2_fully-shard-basic.py'."""
         return self.id.replace("/", "_") + ".py"
+
+
+def proves(checks: str | None, tolerance: float | None = None, expects: str | None = None) -> str:
+    """Words for what a passing run of a snippet with these fence settings proves."""
+    if checks == "reference":
+        return "matches a single-process reference " + ("exactly" if not tolerance else f"to {tolerance:g}")
+    if checks == "agree":
+        return "every rank ends with the same results"
+    if checks == "raises":
+        return f"raises {expects}"
+    if checks == "runs":
+        return "runs to completion on every rank (nothing is compared)"
+    return "runs to completion on every rank (its checks are not declared)"
 
 
 class SectionDoc(BaseModel):
@@ -78,6 +101,8 @@ class SnippetOut(BaseModel):
     launch: str = Field(description="Command that launches it, e.g. 'torchrun --standalone --nproc_per_node=2 x.py'")
     world_size: int = Field(description="Ranks the script is written for")
     requires: list[str] = Field(default_factory=list, description="Host requirements, e.g. ['cuda']")
+    checks: str | None = Field(None, description="What the script asserts: 'reference', 'agree', 'raises' or 'runs'")
+    proves: str = Field("", description="What a passing run proves, e.g. 'matches a single-process reference to 1e-06'")
     verification: Verdict = Field(description="Verdict of running it on a real process group (or 'unverified')")
 
 

@@ -60,7 +60,7 @@ def job_for(spec: SnippetSpec, *, world_size: int | None = None, backend: str | 
     the snippet's own settings when given."""
     return Job(code=spec.code, world_size=world_size or spec.world_size, backend=backend or spec.backend,
                timeout=spec.timeout if timeout is None else timeout, requires=tuple(spec.requires),
-               snippet_id=spec.id, filename=spec.filename)
+               snippet_id=spec.id, filename=spec.filename, checks=spec.checks)
 
 
 def script_job(path: str, *, world_size: int | None = None, backend: str | None = None,
@@ -148,7 +148,7 @@ def unverified(spec: SnippetSpec, reason: str | None = None) -> Verdict:
         if in_flight(spec.id):
             reason = "a verification run of this snippet is in progress"
     return Verdict(status="unverified", reason=reason, snippet_id=spec.id, code_sha256=code_sha256(spec.code),
-                   world_size=spec.world_size, backend=spec.backend)
+                   world_size=spec.world_size, backend=spec.backend, checks=spec.checks)
 
 
 # --------------------------------------------------------------------------- in-flight runs
@@ -176,7 +176,7 @@ def in_flight(snippet_id: str | None = None) -> dict[str, int]:
 
 def _cached(spec: SnippetSpec, verifier: Verifier | None) -> Verdict | None:
     hit = _verifier(verifier).cached(job_for(spec))
-    return hit.model_copy(update={"snippet_id": spec.id}) if hit is not None else None
+    return hit.model_copy(update={"snippet_id": spec.id, "checks": spec.checks}) if hit is not None else None
 
 
 def shared_verdicts(specs: list[SnippetSpec], *, verifier: Verifier | None = None, use_cache: bool = True,
@@ -210,7 +210,7 @@ def shared_verdicts(specs: list[SnippetSpec], *, verifier: Verifier | None = Non
         try:
             verdicts = _verifier(verifier).run([job_for(s) for s, _ in owned], use_cache=use_cache, progress=progress)
             for (spec, run), verdict in zip(owned, verdicts, strict=True):
-                verdict = verdict.model_copy(update={"snippet_id": spec.id})
+                verdict = verdict.model_copy(update={"snippet_id": spec.id, "checks": spec.checks})
                 out[spec.id] = verdict
                 run.future.set_result(verdict)
         except BaseException as exc:
@@ -259,7 +259,8 @@ def section_out(section: SectionDoc, score: float, verdicts: dict[str, Verdict])
         id=section.id, title=section.title, topic=section.topic, score=round(score, 4), text=section.text,
         zh=section.zh, sources=section.sources, apis=section.apis,
         snippets=[SnippetOut(id=s.id, code=s.code, launch=s.launch, world_size=s.world_size, requires=s.requires,
-                             verification=verdicts.get(s.id) or unverified(s)) for s in section.snippets],
+                             checks=s.checks, proves=s.proves, verification=verdicts.get(s.id) or unverified(s))
+                  for s in section.snippets],
     )
 
 

@@ -23,6 +23,11 @@ def verdict_line(v: Verdict) -> str:
     return f"NOT RECOMMENDED: {v.status} verification on this host — {v.reason}"
 
 
+def _proof(sn: SnippetOut) -> str:
+    """'Proves: ...' for a passed snippet (what its assertions establish), else ''."""
+    return f"Proves: {sn.proves}.  \n" if sn.verification.status == "passed" and sn.proves else ""
+
+
 def _offered(sn: SnippetOut) -> bool:
     return sn.verification.status not in ("failed", "timeout")
 
@@ -52,7 +57,8 @@ def answer_markdown(ans: Answer) -> str:
             out.append(f"> 中文摘要：{s.zh}\n")
         out.append(s.text + "\n")
         for sn in s.snippets:
-            out.append(f"**Snippet `{sn.id}`** — {verdict_line(sn.verification)}  \nLaunch: `{sn.launch}`\n")
+            out.append(f"**Snippet `{sn.id}`** — {verdict_line(sn.verification)}  \n"
+                       f"{_proof(sn)}Launch: `{sn.launch}`\n")
             if _offered(sn):
                 out.append(f"```python\n{sn.code}```\n")
         out.append("Sources: " + ", ".join(s.sources) + "\n")
@@ -130,6 +136,8 @@ def _print_snippet(console, sn: SnippetOut, Syntax, Panel) -> None:
         console.print(Panel(Syntax(sn.code, "python", line_numbers=False, word_wrap=True), title=f"snippet {sn.id}",
                             border_style=colour, title_align="left"))
         console.print(f"  [{colour}]{line}[/{colour}]")
+        if v.status == "passed" and sn.proves:
+            console.print(f"  [{colour}]proves: {escape(sn.proves)}[/{colour}]")
         console.print(f"  launch: [bold]{escape(sn.launch)}[/bold]")
     else:
         console.print(f"[{colour}]snippet {sn.id}: {line}[/{colour}]")
