@@ -342,3 +342,12 @@ def test_wrong_json_types_are_not_coerced(client):
     for body in ({"question": "Join uneven inputs", "k": "3"}, {"question": "Join", "verify": "yes"}):
         r = client.post("/v1/ask", json=body)
         assert r.status_code == 422 and r.json()["code"] == "invalid_request", body
+
+
+def test_ask_carries_located_errors(client):
+    q = "ValueError: Default process group has not been initialized, please make sure to call init_process_group."
+    r = client.post("/v1/ask", json={"question": q, "k": 2, "verify": False})
+    assert r.status_code == 200
+    err = r.json()["errors"][0]
+    assert err["kind"] == "python" and err["raised_at"]["path"] == "torch/distributed/distributed_c10d.py"
+    assert err["sections"] and r.json()["sections"][0]["id"] in err["sections"]

@@ -221,3 +221,13 @@ def test_invoke_runs_a_function_call():
         invoke("ask", {"question": "fsdp", "code": "import os"})
     with pytest.raises(QueryError, match="the question is empty"):
         invoke("ask", {"question": " "})
+
+
+def test_call_ask_carries_located_errors(kb):
+    q = "RuntimeError: use_libuv was requested but PyTorch was built without libuv support, run with USE_LIBUV=0 to disable it."
+
+    async def body(c):
+        return await c.call_tool("ask", {"question": q, "k": 2, "verify": False})
+
+    ans = Answer.model_validate(run(body).structured_content)
+    assert ans.errors and ans.errors[0].kind == "native" and "launch/windows-libuv" in ans.errors[0].sections
