@@ -66,11 +66,13 @@ def _matched(verdict: Verdict, text: str, kb: Knowledge) -> list[str]:
     ids = [sid for e in explain_messages(text, kb) for sid in e.sections]
     if verdict.status == "timeout":
         router = get_router(kb)
-        for r in verdict.ranks:
-            m = _CALL.match(r.blocked_at or "")
-            call = m.group(1).rsplit(".", 1)[-1] if m else None
-            if call and call not in _PLAIN_CALLS:  # the API the rank was in, e.g. get_model_state_dict
-                ids += [s.id for s, _ in router.route(call, k=1, in_field=True).sections]
+        calls = [m.group(1).rsplit(".", 1)[-1] for r in verdict.ranks if (m := _CALL.match(r.blocked_at or ""))]
+        # ranks waiting in different calls: one of them entered a collective API that the others skipped
+        apart = len(set(calls)) > 1 or any(r.exit_code == 0 for r in verdict.ranks)
+        for call in dict.fromkeys(calls):
+            if call not in _PLAIN_CALLS:  # the API a rank was in, e.g. get_model_state_dict
+                query = f"{call} collective hang rank 0 only" if apart else call
+                ids += [s.id for s, _ in router.route(query, k=1, in_field=True).sections]
     return ids
 
 
