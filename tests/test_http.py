@@ -351,3 +351,9 @@ def test_ask_carries_located_errors(client):
     err = r.json()["errors"][0]
     assert err["kind"] == "python" and err["raised_at"]["path"] == "torch/distributed/distributed_c10d.py"
     assert err["sections"] and r.json()["sections"][0]["id"] in err["sections"]
+
+
+def test_lone_surrogate_is_a_400(client):
+    r = client.post("/v1/ask", content=b'{"question": "how to shard with fsdp \\ud800"}',
+                    headers={"content-type": "application/json"})
+    assert r.status_code == 400 and r.json()["code"] == "bad_input" and "surrogate" in r.json()["error"]

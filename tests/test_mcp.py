@@ -231,3 +231,11 @@ def test_call_ask_carries_located_errors(kb):
 
     ans = Answer.model_validate(run(body).structured_content)
     assert ans.errors and ans.errors[0].kind == "native" and "launch/windows-libuv" in ans.errors[0].sections
+
+
+def test_ask_with_a_lone_surrogate_is_a_tool_error(kb):
+    async def body(c):
+        return await c.call_tool("ask", {"question": "how to shard with fsdp \ud800", "verify": False})
+
+    res = run(body)
+    assert res.is_error and "surrogate" in res.content[0].text

@@ -195,3 +195,25 @@ def test_memoised_term_scores_equal_rank_bm25():
     router = get_router()
     tokens = ["fullyshard", "bf16", "offload", "bf16", "nosuchtoken"]
     assert list(router.scores(tokens)) == pytest.approx(list(router.bm25.get_scores(tokens)))
+
+
+@pytest.mark.parametrize("question", [
+    "How much does FSDP cost in GPU memory per parameter with Adam?",
+    "how much time do we spend in communication with FULL_SHARD, is overlap free?",
+    "init_process_group hangs on Kubernetes pods",
+    "My NCCL all_reduce is slow on k8s, which NCCL_SOCKET_IFNAME should I set?",
+])
+def test_technical_costs_and_infrastructure_are_in_scope(question):
+    assert not ask(question, k=3, verify=False).abstained
+
+
+@pytest.mark.parametrize("question", ["How do I shard a postgres table?", "pandas dataframe 怎么分片"])
+def test_data_tools_without_field_terms_abstain(question):
+    answer = ask(question, k=3, verify=False)
+    assert answer.abstained and "not PyTorch" in answer.reason
+
+
+def test_chinese_multi_part_question_gives_each_part_a_place():
+    q = "第一，FSDP2 怎么开启 CPU offload？第二，bf16 混合精度怎么配置？第三，各 rank 数据量不同训练卡住怎么办？"
+    topics = {s.topic for s in ask(q, k=3, verify=False).sections}
+    assert topics >= {"offload", "mixed-precision", "join"}, topics

@@ -23,6 +23,7 @@ MAX_QUESTION_CHARS = 32_768
 MAX_K = 20
 MAX_APIS = 8
 MULTI_PART_CHARS = 160  # shorter questions are answered as one
+MULTI_PART_CHARS_ZH = 50  # Chinese says as much in about a third of the characters
 
 _ROUTERS: dict[int, Router] = {}
 
@@ -49,6 +50,8 @@ def validate_question(question) -> str:
     if len(question) > MAX_QUESTION_CHARS:
         raise QueryError(f"the question is {len(question):,} characters; the limit is {MAX_QUESTION_CHARS:,} "
                          f"(paste the error message and the last frames of a traceback, not a whole log)")
+    if any(0xD800 <= ord(ch) <= 0xDFFF for ch in question):
+        raise QueryError("the question contains unpaired surrogate code points: it is not valid Unicode text")
     if "\x00" in question:
         raise QueryError("the question contains NUL bytes; it looks like binary data, not text")
     control = sum(1 for ch in question if unicodedata.category(ch) in ("Cc", "Cs", "Co") and ch not in "\n\r\t")
@@ -72,18 +75,19 @@ def api_infos(sections: list[SectionDoc]) -> list[ApiInfo]:
 
 def _cover_parts(question: str, ranked: list[tuple[SectionDoc, float]], router: Router,
                  k: int) -> list[tuple[SectionDoc, float]]:
-    """For a long, multi-part question: the best section of each part gets a place in the top ``k``
-    (after the whole question's best), and a question that describes a whole training setup gets the
+    """For a long, multi-part question: the best section of each part gets a place in the top ``k``, and a
+    question that describes a whole training setup (several facets, at most one question mark) gets the
     best-matching complete recipe first."""
-    if len(question) < MULTI_PART_CHARS or not ranked:
+    long_enough = MULTI_PART_CHARS_ZH if language_of(question) != "en" else MULTI_PART_CHARS
+    if len(question) < long_enough or not ranked:
         return ranked
     top = ranked[0][1]
     picks: list[tuple[SectionDoc, float]] = []
-    if setup_facets(question) >= 3:
+    asks = question.count("?") + question.count("？")
+    if setup_facets(question) >= 3 and asks <= 1:
         recipe = router.best_of_topic(question, "recipes")
         if recipe is not None:
             picks.append((recipe[0], top + 2.0))
-    picks.append(ranked[0])
     parts = question_parts(question)
     if len(parts) >= 2:
         for part in parts:

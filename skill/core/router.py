@@ -144,11 +144,12 @@ class Router:
         text = reduce_traceback(question) if is_traceback(question) else question
         tokens = self.correct(tokenize(text)[:MAX_QUERY_TOKENS])
         routing = Routing(tokens=tokens)
-        reason = None if in_field else scope.out_of_scope_reason(text)
+        strong, weak = scope.anchor_hits(tokens, question, self.strong)
+        specific = [a for a in strong if a not in scope.GENERIC_ANCHORS]
+        reason = None if in_field else scope.out_of_scope_reason(text, field_terms=bool(specific))
         if reason:
             routing.abstain_reason = reason
             return routing
-        strong, weak = scope.anchor_hits(tokens, question, self.strong)
         routing.anchors = strong + weak
         known = [t for t in tokens if t in self.bm25.idf]
         if not known:

@@ -25,6 +25,9 @@ STRONG_ANCHORS = frozenset(
     gpudirect nvlink ipoib multinode multigpu nproc watchdog uneven shardedgradscaler reshard unshard
     fsdpmodule""".split()
 )
+# Strong anchors that other fields use too ("shard a table", "rank rows"): they do not keep a question
+# about a data or infrastructure tool in scope.
+GENERIC_ANCHORS = frozenset({"shard", "rank", "backend", "distribut", "collective", "reshard", "uneven", "分片", "后端"})
 # Terms of machine learning in general: they count only together with a good section match.
 WEAK_ANCHORS = frozenset(
     """cuda gpu xpu bf16 bfloat16 fp16 float16 fp32 precision checkpoint hang deadlock mesh
@@ -50,7 +53,7 @@ WEAK_ANCHORS_ZH = (
 
 # Words that only ever mean money.
 _PRICE = re.compile(
-    r"\b(price|prices|pricing|how much (?:does|is|are|do) (?:it|fsdp|pytorch|torch|that|this) cost|licen[cs]e|licensing|"
+    r"\b(price|prices|pricing|licen[cs]e|licensing|"
     r"subscription|purchase|buy|billing|invoice|dollars?|usd|per hour|hourly rate)\b|\$\s?\d|价格|多少钱|收费|价钱|购买|授权费|许可证|美元",
     re.I,
 )
@@ -58,8 +61,8 @@ _PRICE = re.compile(
 # when the question also speaks of money (a cloud bill, renting GPUs, a budget in currency).
 _COST_WORDS = re.compile(r"\b(cost|costs|costly|cheap(?:er|est)?|expensive|free|budget|fee|fees)\b|开销|代价|费用|成本|便宜|贵", re.I)
 _MONEY_CONTEXT = re.compile(
-    r"\b(cloud|aws|gcp|azure|lambda labs|runpod|rent(?:al|ing)?|bill(?:ed|ing)?|spend|spot instances?|on-demand|"
-    r"invoice|credit card|money|euros?|yuan|rmb)\b|云服务|租|账单|花多少|块钱|人民币|元/",
+    r"\b(cloud|aws|gcp|azure|lambda labs|runpod|rent(?:al|ing)?|bill(?:ed|ing)?|spot instances?|on-demand|"
+    r"invoice|credit card|money|euros?|yuan|rmb)\b|云服务|租|账单|花多少钱|块钱|人民币|元/",
     re.I,
 )
 _INSTALL = re.compile(
@@ -70,8 +73,14 @@ _INSTALL = re.compile(
 _OTHER_FRAMEWORKS = re.compile(
     r"\b(tensorflow|keras|jax|flax|mxnet|paddle(?:paddle)?|mindspore|horovod|deepspeed|megatron(?:-lm)?|colossal-?ai|"
     r"fairscale|vllm|sglang|tensorrt(?:-llm)?|text-generation-inference|ollama|llama\.cpp|xtuner|llama-?factory|axolotl|unsloth|"
-    r"mirroredstrategy|tpu ?strategy|pmap|xla ?sharding|mesh-tensorflow|scikit-learn|sklearn|spark|dask|pandas|"
-    r"polars|postgres(?:ql)?|mysql|sql|mongodb|redis|elasticsearch|kafka|cassandra|database|kubernetes|k8s)\b|飞桨|昇思|数据库",
+    r"mirroredstrategy|tpu ?strategy|pmap|xla ?sharding|mesh-tensorflow)\b|飞桨|昇思",
+    re.I,
+)
+# Data and infrastructure tools: out of scope only when the question names no term of our field
+# ("init_process_group hangs on Kubernetes pods" is ours; "shard a postgres table" is not).
+_DATA_TOOLS = re.compile(
+    r"\b(scikit-learn|sklearn|spark|dask|pandas|polars|postgres(?:ql)?|mysql|sql|mongodb|redis|elasticsearch|kafka|"
+    r"cassandra|database|kubernetes|k8s)\b|数据库",
     re.I,
 )
 # APIs that name their framework ("MirroredStrategy" -> TensorFlow), for the abstention's reason.
@@ -90,8 +99,11 @@ _IN_PLATFORM = re.compile(r"\b(?:in|with|using|on) (jax|tensorflow|keras|flax|mx
 _PYTORCH = re.compile(r"\b(pytorch|torch)\b", re.I)
 
 
-def out_of_scope_reason(question: str) -> str | None:
+def out_of_scope_reason(question: str, field_terms: bool = False) -> str | None:
     """A reason to abstain that can be read off the question alone, or None.
+
+    ``field_terms``: the question names strong terms of the field (see :func:`anchor_hits`), which keeps
+    a question that mentions a data or infrastructure tool (Kubernetes, pandas) in scope.
 
     >>> out_of_scope_reason("How much does an FSDP license cost per GPU?")
     'prices and licensing are outside this assistant: it covers how to use PyTorch FSDP and torch.distributed, not what they cost'
@@ -111,6 +123,10 @@ def out_of_scope_reason(question: str) -> str | None:
         name = _FRAMEWORK_OF.get(m.group(0).lower().replace(" ", ""), m.group(0))
         return (f"the question is about {name}'s own API or configuration, not PyTorch: this assistant covers "
                 f"PyTorch FSDP and torch.distributed only (comparisons with FSDP, or moving to it, are answered)")
+    m = _DATA_TOOLS.search(question)
+    if m and not field_terms and not _OURS.search(question):
+        return (f"the question is about {m.group(0)}, not PyTorch distributed training: this assistant covers "
+                f"PyTorch FSDP and torch.distributed only")
     return None
 
 

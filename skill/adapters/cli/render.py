@@ -44,7 +44,8 @@ def error_lines(ans: Answer) -> list[str]:
 
 def answer_markdown(ans: Answer) -> str:
     """The whole answer as markdown (messages located, sections, snippets with verdicts, API signatures)."""
-    out = [f"# {ans.query}\n"]
+    first, _, rest = ans.query.partition("\n")
+    out = [f"# {first}\n"] + ([f"```text\n{rest}\n```\n"] if rest.strip() else [])
     if ans.errors:
         out.append("**Error located in your torch**\n")
         out += [f"- {line}" for line in error_lines(ans)] + [""]
