@@ -88,6 +88,7 @@ def _cover_parts(question: str, ranked: list[tuple[SectionDoc, float]], router: 
         recipe = router.best_of_topic(question, "recipes")
         if recipe is not None:
             picks.append((recipe[0], top + 2.0))
+    picks.append(ranked[0])  # the whole question's best match stays on top
     parts = question_parts(question)
     if len(parts) >= 2:
         for part in parts:
