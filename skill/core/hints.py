@@ -82,11 +82,8 @@ _PLAIN_CALLS = {"barrier", "all_reduce", "all_gather", "all_gather_into_tensor",
 
 
 def _resolve(ids: list[str], kb: Knowledge | None) -> list[str]:
-    if kb is None:
-        try:
-            kb = load_knowledge()
-        except KnowledgeError:  # hints are a courtesy: without a knowledge base, fall back to topic ids
-            return list(dict.fromkeys(i.split("/")[0] for i in ids))
+    if kb is None:  # hint_for could not load the knowledge base: hints fall back to topic ids
+        return list(dict.fromkeys(i.split("/")[0] for i in ids))
     out = []
     for sid in ids:
         topic = sid.split("/")[0]

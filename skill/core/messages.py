@@ -84,8 +84,9 @@ def explain_messages(question: str, kb: Knowledge, limit: int = 3) -> list[Error
         claimed.update(sections)
     # messages the atlas does not catalogue but a section declares, found verbatim in the question
     direct: dict[str, list[str]] = {}
+    canon = _canon(question)  # once, not once per declared template
     for sid, t in declared:
-        if sid not in claimed and template_matches(t, question):
+        if sid not in claimed and _in_order(_pieces(t), canon):
             direct.setdefault(t, []).append(sid)
     for t, sids in sorted(direct.items(), key=lambda kv: -len("".join(_pieces(kv[0]))))[: max(0, limit - len(out))]:
         out.append(ErrorInfo(message=t, kind="declared", exception=None, raised_at=None, condition=None,
