@@ -27,7 +27,6 @@ NEEDS_REFERENCE = re.compile(
 # Snippets not yet converted (issue 10 work in progress): each must still lack checks=, so the list can
 # only shrink; everything else is held to the rules below.
 PENDING = {
-    "debugging/ddp-unused-parameters",
     "mixed-precision/fsdp1-batchnorm-low-precision-grads",
     "mixed-precision/fsdp1-fp16-sharded-grad-scaler",
     "mixed-precision/fsdp1-mixed-precision",
