@@ -94,9 +94,10 @@ def verify_code(code: str, *, world_size: int = 2, backend: str = "auto", timeou
     is killed (status ``timeout``).  ``launcher`` is 'warm' (ranks forked from a preloaded zygote, ~0.2 s)
     or 'torchrun' (``python -m torch.distributed.run --standalone``, seconds per run); a warm ``timeout`` is
     rerun under torchrun and torchrun's verdict is returned (set ``$FSDP_SKILL_CONFIRM_TIMEOUTS=0`` to
-    skip that), because forked ranks can lose thread races that torchrun's ranks do not.  Warm ranks end
-    with ``os._exit`` after replaying the interpreter's exit; ``$FSDP_SKILL_WARM_EXIT=finalize`` makes them
-    finalize the interpreter for real (C++ static destructors too, ~0.3 s slower).  With ``use_cache``
+    skip that), because forked ranks can lose thread races that torchrun's ranks do not.  Warm ranks
+    finalize the interpreter for real at exit (C++ static destructors too), so a crash at teardown fails
+    the run as under torchrun; ``$FSDP_SKILL_WARM_EXIT=fast`` ends them with ``os._exit`` instead (~0.3 s
+    faster per rank, blind to teardown crashes).  With ``use_cache``
     a cached verdict is returned (``cached=True``) instead of running; a fresh passed/failed/timeout
     verdict is always stored.
 

@@ -18,7 +18,7 @@ from fsdp_skill.runtime.models import Verdict
 
 HOME_ENV = "FSDP_SKILL_HOME"
 CACHED_STATUSES = ("passed", "failed", "timeout")
-_SCHEMA = 1
+_SCHEMA = 2  # 2: warm ranks finalize the interpreter at exit (verdicts of the fast exit are not reused)
 
 
 def state_dir() -> Path:

@@ -29,10 +29,11 @@ Fidelity (what a forked rank does the way ``python script.py`` under torchrun do
   * torch settings read once at ``import torch`` (TORCH_DISTRIBUTED_DEBUG, TORCH_LOGS) are re-read at
     the script's first torch import (:mod:`fsdp_skill.runtime.worker`); others keep the zygote's values;
   * exit: non-daemon threads joined, atexit handlers run, the script's globals dropped and garbage
-    collected (its objects are destroyed as during finalization), then ``os._exit`` -- the preloaded
-    modules' teardown and C++ static destructors are skipped, so torch 2.13's occasional crash in them
-    ("terminate called without an active exception", seen in 3 of 20 torchrun runs of small DDP/DTensor
-    scripts) is not reproduced unless ``FSDP_SKILL_WARM_EXIT=finalize`` (real finalization, ~0.3 s more);
+    collected, then by default the interpreter's real finalization and ``exit()`` (C++ static destructors
+    too), so torch 2.13's occasional crash at exit ("terminate called without an active exception",
+    seen in 3 of 20 torchrun runs of small DDP/DTensor scripts that do not release their process group)
+    fails a warm run as it fails under torchrun.  ``FSDP_SKILL_WARM_EXIT=fast`` skips that teardown with
+    ``os._exit`` (~0.3 s less per rank, and blind to the race);
   * all ranks share the zygote's str hash seed (a fresh interpreter draws one per process) and run
     under SCHED_BATCH (see _rank_main); a warm ``timeout`` is rechecked under torchrun (fsdp_skill.runtime.api).
 
@@ -97,7 +98,7 @@ PRELOAD = (
     "torch.distributed.checkpoint._fsspec_filesystem",  # dcp.save/load (imports fsspec)
     "torch.utils.serialization",
 )
-EXIT_ENV = "FSDP_SKILL_WARM_EXIT"  # 'finalize': ranks exit through Py_Exit (slower, see _rank_main)
+EXIT_ENV = "FSDP_SKILL_WARM_EXIT"  # 'fast': ranks os._exit without finalizing (default: Py_Exit, see _rank_main)
 FAIL_GRACE_S = 0.5  # after the first failing rank, how long the others may exit on their own
 DUMP_WAIT_S = 1.5  # how long to wait for faulthandler dumps before SIGKILL
 STORE_START_S = 30.0  # how long the store child may take to report its port
@@ -608,10 +609,10 @@ class Zygote:
         except (AttributeError, OSError):
             pass
         code = run_script(job.script, os.path.join(job.rundir, f"rank{rank}.tb"))
-        if os.environ.get(EXIT_ENV) == "finalize":
+        if os.environ.get(EXIT_ENV, "finalize") != "fast":
             # The interpreter's own finalization, then exit(): C++ static destructors run as in a fresh
             # process, which reproduces torch's occasional crash at exit ("terminate called without an
-            # active exception") but costs ~0.3 s per rank.  Never returns.
+            # active exception") the way users meet it under torchrun; ~0.3 s per rank.  Never returns.
             import ctypes
 
             ctypes.pythonapi.Py_Exit(code)

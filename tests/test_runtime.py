@@ -123,6 +123,25 @@ def test_nonzero_exit_fails():
     assert v.reason == "rank 0 exited with code 3; rank 1 exited 0"
 
 
+GLIBC = pytest.mark.skipif(sys.platform != "linux", reason="registers abort() with glibc's __cxa_atexit")
+
+
+@GLIBC
+@pytest.mark.parametrize("launcher", ["warm", "torchrun"])
+def test_crash_in_interpreter_teardown_fails_the_run(launcher, monkeypatch):
+    """A rank that aborts after its last line (in C teardown) fails warm as it fails under torchrun."""
+    monkeypatch.delenv("FSDP_SKILL_WARM_EXIT", raising=False)
+    v = verify("abort_at_exit.py", launcher=launcher)
+    assert v.status == "failed", v.reason
+    assert v.ranks[1].signal == "SIGABRT" and "work done" in v.ranks[1].output_tail, v.reason
+
+
+@GLIBC
+def test_fast_warm_exit_is_blind_to_teardown_crashes(monkeypatch):
+    monkeypatch.setenv("FSDP_SKILL_WARM_EXIT", "fast")
+    assert verify("abort_at_exit.py").status == "passed"
+
+
 def test_hang_is_a_timeout_with_each_rank_location(monkeypatch):
     monkeypatch.setenv("FSDP_SKILL_CONFIRM_TIMEOUTS", "0")  # the warm launcher's own report
     v = verify("hang_skip_allreduce.py", timeout=3.0)
