@@ -48,12 +48,10 @@ PENDING = {
     "sharding/fsdp1-hybrid-groups",
     "sharding/fsdp1-param-init-fn-and-broadcast",
     "sharding/fsdp1-prefetch-options",
-    "sharding/fsdp1-strategies",
     "sharding/fsdp1-use-orig-params",
     "sharding/fsdp2-hsdp",
     "sharding/fsdp2-ignored-params",
     "sharding/reshard-after-forward",
-    "sharding/shard-layout",
     "sharding/shard-placement-fn",
 }
 
