@@ -45,13 +45,10 @@ PENDING = {
     "offload/offload-cpu-only-errors",
     "sharding/bottom-up-order",
     "sharding/fsdp1-auto-wrap",
-    "sharding/fsdp1-hybrid-groups",
     "sharding/fsdp1-param-init-fn-and-broadcast",
     "sharding/fsdp1-prefetch-options",
     "sharding/fsdp1-use-orig-params",
-    "sharding/fsdp2-hsdp",
     "sharding/fsdp2-ignored-params",
-    "sharding/reshard-after-forward",
     "sharding/shard-placement-fn",
 }
 
