@@ -43,10 +43,6 @@ PENDING = {
     "offload/fsdp2-cpu-offload-cuda",
     "offload/fsdp2-offload-fused-adamw",
     "offload/offload-cpu-only-errors",
-    "sharding/fsdp1-param-init-fn-and-broadcast",
-    "sharding/fsdp1-prefetch-options",
-    "sharding/fsdp2-ignored-params",
-    "sharding/shard-placement-fn",
 }
 
 
