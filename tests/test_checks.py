@@ -42,18 +42,6 @@ PENDING = {
     "offload/fsdp2-cpu-offload-cuda",
     "offload/fsdp2-offload-fused-adamw",
     "offload/offload-cpu-only-errors",
-    "sharding/bottom-up-order",
-    "sharding/fsdp1-auto-wrap",
-    "sharding/fsdp1-hybrid-groups",
-    "sharding/fsdp1-param-init-fn-and-broadcast",
-    "sharding/fsdp1-prefetch-options",
-    "sharding/fsdp1-strategies",
-    "sharding/fsdp1-use-orig-params",
-    "sharding/fsdp2-hsdp",
-    "sharding/fsdp2-ignored-params",
-    "sharding/reshard-after-forward",
-    "sharding/shard-layout",
-    "sharding/shard-placement-fn",
 }
 
 
