@@ -27,15 +27,6 @@ NEEDS_REFERENCE = re.compile(
 # Snippets not yet converted (issue 10 work in progress): each must still lack checks=, so the list can
 # only shrink; everything else is held to the rules below.
 PENDING = {
-    "mixed-precision/fsdp1-batchnorm-low-precision-grads",
-    "mixed-precision/fsdp1-fp16-sharded-grad-scaler",
-    "mixed-precision/fsdp1-mixed-precision",
-    "mixed-precision/fsdp2-autocast",
-    "mixed-precision/fsdp2-batchnorm-separate",
-    "mixed-precision/fsdp2-fp32-islands",
-    "mixed-precision/fsdp2-master-weights",
-    "mixed-precision/fsdp2-output-dtype",
-    "mixed-precision/mp-policy-fields",
     "offload/activation-offload",
     "offload/fsdp1-cpu-offload-cuda",
     "offload/fsdp2-activation-checkpointing",
