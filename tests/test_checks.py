@@ -24,16 +24,6 @@ NEEDS_REFERENCE = re.compile(
 )
 
 
-# Snippets not yet converted (issue 10 work in progress): each must still lack checks=, so the list can
-# only shrink; everything else is held to the rules below.
-PENDING = {
-    "offload/activation-offload",
-    "offload/fsdp1-cpu-offload-cuda",
-    "offload/fsdp2-activation-checkpointing",
-    "offload/fsdp2-cpu-offload-cuda",
-    "offload/fsdp2-offload-fused-adamw",
-    "offload/offload-cpu-only-errors",
-}
 
 
 def _mutations() -> dict[str, list[dict]]:
@@ -49,12 +39,7 @@ MUTATIONS = _mutations()
 REFERENCE = [s for s in SNIPPETS if s.checks == "reference"]
 
 
-def test_pending_list_only_shrinks():
-    stale = [sid for sid in PENDING if sid not in KB.snippets or KB.snippets[sid].checks]
-    assert stale == [], f"converted or renamed; remove from PENDING: {stale}"
-
-
-@pytest.mark.parametrize("snippet_id", [s.id for s in SNIPPETS if s.id not in PENDING])
+@pytest.mark.parametrize("snippet_id", [s.id for s in SNIPPETS])
 def test_snippet_declares_what_it_checks(snippet_id):
     spec = KB.snippets[snippet_id]
     assert spec.checks, f"{spec.id} ({KB.sections[spec.section_id].card}:{spec.line}) declares no checks="
