@@ -4,7 +4,8 @@
     ├── InputError               the caller's input is wrong; fix the input and retry
     │   ├── QueryError           a question that cannot be answered as given (empty, too long, binary)
     │   ├── InvalidArgument      a bad argument: not a .py script, timeout <= 0, unknown backend/launcher
-    │   └── NotFoundError        an unknown section or snippet id (the message names close ids)
+    │   ├── NotFoundError        an unknown section or snippet id (the message names close ids)
+    │   └── MissingDependency    an optional part is not installed (the message names the extra to install)
     ├── KnowledgeError           a knowledge card is malformed (the message starts with file:line)
     ├── HarnessError             a verification run could not happen at all (launcher failed to start)
     └── ExportRefused            export asked for snippets that did not pass verification on this host
@@ -13,8 +14,8 @@ A snippet that fails when run is *data* (``Verdict.status == "failed"``), never 
 
 Each adapter maps the tree once, by the first matching class in its own table:
 ``fsdp_skill.adapters.exitcodes`` (CLI exit code: InputError 2, the rest 1), the HTTP app
-(InputError 400, NotFoundError 404, ExportRefused 409, HarnessError 503, KnowledgeError 500) and the MCP
-server (a tool error carrying the message). Lower-layer errors are translated where they are caught,
+(InputError 400, NotFoundError 404, ExportRefused 409, HarnessError and MissingDependency 503,
+KnowledgeError 500) and the MCP server (a tool error carrying the message). Lower-layer errors are translated where they are caught,
 with ``raise ... from exc``.
 """
 from __future__ import annotations
@@ -38,6 +39,13 @@ class InvalidArgument(InputError):
 
 class NotFoundError(InputError):
     """A section or snippet id that the knowledge base does not hold."""
+
+
+class MissingDependency(InputError):
+    """A command needs a package that this installation lacks, e.g. ``serve`` without FastAPI.
+
+    The message names the extra that provides it: ``pip install 'fsdp-skill[serve]'``.
+    """
 
 
 class KnowledgeError(SkillError):

@@ -2,19 +2,21 @@
 
     0  answered (or the command succeeded)
     1  a verdict failed or timed out (``verify``), or an internal error (bad knowledge card, harness)
-    2  bad usage or bad input (empty / oversized / binary question, unknown id, not a .py script, ...)
+    2  bad usage or bad input (empty / oversized / binary question, unknown id, not a .py script, ...),
+       or a command whose optional part is not installed (the message names the extra)
     3  ``ask`` abstained: the question is outside FSDP / torch.distributed (the answer says why)
   130  interrupted (Ctrl-C)
 """
 from __future__ import annotations
 
-from fsdp_skill.errors import InputError, KnowledgeError, NotFoundError, SkillError
+from fsdp_skill.errors import InputError, KnowledgeError, MissingDependency, NotFoundError, SkillError
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_ABSTAINED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 # The error tree -> (exit code, JSON "code"); most specific first, SkillError itself last.
 ERROR_EXITS: list[tuple[type[SkillError], int, str]] = [
     (NotFoundError, EXIT_USAGE, "not_found"),
+    (MissingDependency, EXIT_USAGE, "missing_dependency"),
     (InputError, EXIT_USAGE, "bad_input"),
     (KnowledgeError, EXIT_FAIL, "knowledge_error"),
     (SkillError, EXIT_FAIL, "error"),

@@ -27,9 +27,23 @@ _SLUG = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
 
 def default_knowledge_dir() -> Path:
-    """Directory of the cards: ``$FSDP_SKILL_KNOWLEDGE`` or ``knowledge/`` beside the ``skill`` package."""
+    """Directory of the cards: ``$FSDP_SKILL_KNOWLEDGE``, else the package data ``fsdp_skill.knowledge``.
+
+    An installed wheel carries the cards as package data (found with :mod:`importlib.resources`); an
+    editable install of a checkout maps that package onto the checkout's ``knowledge/`` folder, which
+    is used directly when the import system cannot name a folder for the data-only package.
+    """
     env = os.environ.get(KNOWLEDGE_ENV)
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "knowledge"
+    if env:
+        return Path(env)
+    from importlib import resources
+
+    # files() of the regular package fsdp_skill, then the folder: a data-only package without
+    # __init__.py would come back as a MultiplexedPath, which has no real path to parse from.
+    data = resources.files("fsdp_skill") / "knowledge"
+    if isinstance(data, Path) and data.is_dir():
+        return data
+    return Path(__file__).resolve().parents[2] / "knowledge"  # a checkout: skill/core/ -> knowledge/
 
 
 @dataclass

@@ -41,8 +41,14 @@ def _is_loopback(host: str) -> bool:
 
 
 def cmd_serve(args) -> int:
-    """``fsdp-skill serve``: the HTTP API (loopback unless --host says otherwise)."""
+    """``fsdp-skill serve``: the HTTP API (loopback unless --host says otherwise).
+
+    Raises MissingDependency (exit 2) when FastAPI or uvicorn is not installed (extra ``serve``).
+    """
+    from fsdp_skill.core.extras import require
     from fsdp_skill.core.knowledge import load_knowledge
+
+    require("serve", "fsdp-skill serve")
 
     kb = load_knowledge()  # a bad card fails here with file:line, before the port is bound
     if not _is_loopback(args.host):

@@ -39,7 +39,15 @@ from fsdp_skill.core.answer import MAX_QUESTION_CHARS
 from fsdp_skill.core.models import Answer, SectionOut
 from fsdp_skill.core.snippets import SnippetInfo
 from fsdp_skill.core.toolspec import AskInput
-from fsdp_skill.errors import ExportRefused, HarnessError, InputError, KnowledgeError, NotFoundError, SkillError
+from fsdp_skill.errors import (
+    ExportRefused,
+    HarnessError,
+    InputError,
+    KnowledgeError,
+    MissingDependency,
+    NotFoundError,
+    SkillError,
+)
 
 MAX_BODY_BYTES = 256 * 1024
 # Answers are CPU-bound Python: more threads than cores only make the GIL hand-offs unfair (long tails).
@@ -135,6 +143,7 @@ _HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "body_too_large
 # The error tree -> (HTTP status, JSON "code"); Starlette picks the handler of the most specific class.
 ERROR_STATUS: dict[type[SkillError], tuple[int, str]] = {
     NotFoundError: (404, "not_found"), InputError: (400, "bad_input"), ExportRefused: (409, "not_verified"),
+    MissingDependency: (503, "missing_dependency"),  # the server's environment lacks it, not the request
     KnowledgeError: (500, "knowledge_error"), HarnessError: (503, "harness_error"), SkillError: (500, "error"),
 }
 

@@ -8,8 +8,14 @@ from fsdp_skill.adapters.exitcodes import EXIT_OK
 
 
 def cmd_mcp(args) -> int:
-    """``fsdp-skill mcp``: an MCP server on stdin/stdout (for agent clients)."""
+    """``fsdp-skill mcp``: an MCP server on stdin/stdout (for agent clients).
+
+    Raises MissingDependency (exit 2) when the MCP SDK is not installed (extra ``mcp``).
+    """
+    from fsdp_skill.core.extras import require
     from fsdp_skill.core.knowledge import load_knowledge
+
+    require("mcp", "fsdp-skill mcp")
 
     load_knowledge()  # fail before the handshake on a bad card
     from fsdp_skill.adapters.mcp.server import run_stdio
