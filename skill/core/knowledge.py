@@ -90,7 +90,7 @@ def _unknown(kind: str, key: str, known: dict) -> str:
 
 
 _CACHE: dict[tuple, Knowledge] = {}
-PARSED_FORMAT = 3  # bump when the parsed form changes, so stale caches are ignored
+PARSED_FORMAT = 4  # bump when the parsed form changes, so stale caches are ignored
 
 
 def load_knowledge(directory: str | Path | None = None) -> Knowledge:
@@ -243,6 +243,18 @@ def parse_card(source: str, path: str | Path = "<card>") -> Card:
     return card
 
 
+def _torch_spec(value, path: Path, line: int, title: str) -> str | None:
+    """The section's ``torch`` range, normalised (e.g. '>=2.6'); KnowledgeError when malformed."""
+    if value is None:
+        return None
+    from fsdp_skill.core.applicability import parse_spec
+
+    try:
+        return str(parse_spec(str(value)))
+    except ValueError as exc:
+        raise KnowledgeError(str(path), line, f"section {title!r}: {exc}") from None
+
+
 def _parse_section(tokens, start: int, end: int, lines: list[str], path: Path, card: Card) -> SectionDoc:
     head = tokens[start]
     title = tokens[start + 1].content.strip()
@@ -263,7 +275,7 @@ def _parse_section(tokens, start: int, end: int, lines: list[str], path: Path, c
     slug = str(meta.get("slug") or "")
     if not _SLUG.match(slug):
         raise KnowledgeError(str(path), meta_tok.map[0] + 1, f"section {title!r}: 'slug' must be lower-case letters, digits and '-' (got {slug!r})")
-    unknown = set(meta) - {"slug", "apis", "sources", "aliases", "zh", "errors"}
+    unknown = set(meta) - {"slug", "apis", "sources", "aliases", "zh", "errors", "torch"}
     if unknown:
         raise KnowledgeError(str(path), meta_tok.map[0] + 1, f"unknown metadata key(s) {sorted(unknown)}")
     sources = _str_list(meta.get("sources"), path, meta_tok.map[0] + 1, "sources")
@@ -272,13 +284,14 @@ def _parse_section(tokens, start: int, end: int, lines: list[str], path: Path, c
     for url in sources:
         if not url.startswith("https://"):
             raise KnowledgeError(str(path), meta_tok.map[0] + 1, f"source {url!r} is not an https URL")
+    torch_spec = _torch_spec(meta.get("torch"), path, meta_tok.map[0] + 1, title)
     section_id = f"{card.topic}/{slug}"
     section = SectionDoc(
         id=section_id, title=title, topic=card.topic, card=card.file, line=line, text="",
         apis=_str_list(meta.get("apis"), path, meta_tok.map[0] + 1, "apis"), sources=sources,
         aliases=_str_list(meta.get("aliases"), path, meta_tok.map[0] + 1, "aliases"),
         zh=(str(meta["zh"]).strip() if meta.get("zh") else None),
-        errors=_str_list(meta.get("errors"), path, meta_tok.map[0] + 1, "errors"),
+        errors=_str_list(meta.get("errors"), path, meta_tok.map[0] + 1, "errors"), torch=torch_spec,
     )
     # body text: source lines of the remaining blocks, without verify fences (those become snippets)
     text_parts: list[str] = []

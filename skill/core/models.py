@@ -71,6 +71,7 @@ class SectionDoc(BaseModel):
     aliases: list[str] = Field(default_factory=list, description="Extra search terms (English and Chinese)")
     zh: str | None = Field(None, description="One-sentence Chinese summary")
     errors: list[str] = Field(default_factory=list, description="Error/warning message templates this section explains ('*' = any text)")
+    torch: str | None = Field(None, description="torch versions the section applies to (PEP 440 specifier, e.g. '>=2.6'); None: no bound declared")
     snippets: list[SnippetSpec] = Field(default_factory=list, description="Runnable scripts of this section")
 
 
@@ -117,6 +118,9 @@ class SectionOut(BaseModel):
     zh: str | None = Field(None, description="One-sentence Chinese summary of the section")
     sources: list[str] = Field(default_factory=list, description="Official documentation URLs")
     apis: list[str] = Field(default_factory=list, description="APIs the section discusses")
+    torch_requires: str | None = Field(None, description="torch versions the section applies to, e.g. '>=2.6' (None: no bound declared)")
+    applies: bool | None = Field(None, description="False when the torch in use is outside torch_requires; None when either is unknown")
+    applicability: str | None = Field(None, description="What to know on this torch, e.g. 'needs torch >=2.6; yours is 2.4.1'")
     snippets: list[SnippetOut] = Field(default_factory=list, description="Verified (or unverified) scripts")
 
 

@@ -254,10 +254,16 @@ def snippet_verdicts(specs: list[SnippetSpec], verify: bool, *, verifier: Verifi
 
 
 def section_out(section: SectionDoc, score: float, verdicts: dict[str, Verdict]) -> SectionOut:
-    """A SectionOut with its snippets and their verdicts (unverified where no verdict is known)."""
+    """A SectionOut with its snippets and their verdicts (unverified where no verdict is known), marked
+    when the torch in use is outside the section's declared ``torch`` range."""
+    from fsdp_skill.core.applicability import applies
+    from fsdp_skill.core.state import torch_version
+
+    ok, note = applies(section.torch, torch_version()) if section.torch else (None, None)
     return SectionOut(
         id=section.id, title=section.title, topic=section.topic, score=round(score, 4), text=section.text,
         zh=section.zh, sources=section.sources, apis=section.apis,
+        torch_requires=section.torch, applies=ok, applicability=note,
         snippets=[SnippetOut(id=s.id, code=s.code, launch=s.launch, world_size=s.world_size, requires=s.requires,
                              checks=s.checks, proves=s.proves, verification=verdicts.get(s.id) or unverified(s))
                   for s in section.snippets],

@@ -110,6 +110,8 @@ def print_answer(ans: Answer, console=None) -> None:
         body = [Markdown(s.text)]
         if s.zh and ans.language != "en":
             body.insert(0, Markdown(f"> 中文摘要：{s.zh}"))
+        if s.applies is False:
+            body.insert(0, Markdown(f"> **Not for your torch:** {s.applicability}"))
         from rich.console import Group
 
         console.print(Panel(Group(*body), title=f"{i}. {s.title}", subtitle=f"{s.id} · score {s.score:.2f}",

@@ -1,0 +1,86 @@
+"""Sections declare the torch range they need, and answers mark them on a torch outside it.
+
+The rule that decides a section's minimum comes from its code and API list, not from a list of ids:
+FSDP2's public names under ``torch.distributed.fsdp`` need torch 2.6 (2.4/2.5 had them only under
+``torch.distributed._composable.fsdp``); the public ``torch.distributed.tensor`` (DTensor) needs 2.5.
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+from packaging.specifiers import SpecifierSet
+
+from fsdp_skill.core import state
+from fsdp_skill.core.applicability import applies, parse_spec
+from fsdp_skill.core.knowledge import load_knowledge
+from fsdp_skill.core.snippets import section_out
+from fsdp_skill.errors import KnowledgeError
+
+KB = load_knowledge()
+FSDP2_NAMES = r"(?:fully_shard|FSDPModule|MixedPrecisionPolicy|CPUOffloadPolicy|OffloadPolicy|register_fsdp_forward_method|UnshardHandle)"
+NEEDS = [
+    ("2.6", re.compile(rf"from torch\.distributed\.fsdp import[^\n]*\b{FSDP2_NAMES}\b|torch\.distributed\.fsdp\.{FSDP2_NAMES}\b")),
+    ("2.5", re.compile(r"from torch\.distributed\.tensor(?:\.[a-z_]+)* import|torch\.distributed\.tensor\.(?:DTensor|distribute_tensor)")),
+]
+
+
+def minimum(section) -> str | None:
+    material = "\n".join([*section.apis, *(s.code for s in section.snippets)])
+    return next((v for v, pattern in NEEDS if pattern.search(material)), None)
+
+
+@pytest.mark.parametrize("section_id", list(KB.sections))
+def test_section_declares_the_torch_it_needs(section_id):
+    section = KB.sections[section_id]
+    need = minimum(section)
+    if need is None:
+        return
+    assert section.torch, f"{section_id} ({section.card}:{section.line}) uses APIs of torch >= {need} but declares no 'torch:'"
+    spec = SpecifierSet(section.torch)
+    below = f"{need.split('.')[0]}.{int(need.split('.')[1]) - 1}"
+    assert not spec.contains(below) and spec.contains("2.13.0"), (section_id, section.torch, need)
+
+
+def test_every_declared_range_admits_the_tested_torch():
+    for section in KB.sections.values():
+        if section.torch:
+            assert SpecifierSet(section.torch).contains("2.13.0"), (section.id, section.torch)
+
+
+@pytest.mark.parametrize(("spec", "version", "expected"), [
+    (">=2.6", "2.13.0+cpu", (True, None)),
+    (">=2.6", "2.6.0a0+git123", (True, None)),
+    (">=2.6", "2.4.1+cu121", (False, "needs torch >=2.6; yours is 2.4.1+cu121")),
+    ("<2.9", "2.13.0", (False, "needs torch <2.9; yours is 2.13.0")),
+    (None, "2.4.1", (None, None)),
+    (">=2.6", None, (None, None)),
+    (">=2.6", "not-a-version", (None, None)),
+])
+def test_applies(spec, version, expected):
+    assert applies(spec, version) == expected
+
+
+@pytest.mark.parametrize("text", ["2.6", "newer", ""])
+def test_malformed_range_is_refused(text):
+    with pytest.raises(ValueError, match="version specifier"):
+        parse_spec(text)
+
+
+def test_malformed_range_in_a_card_names_file_and_line(tmp_path):
+    (tmp_path / "t.md").write_text(
+        "---\nid: t\ntitle: T\ntopic: t\naliases: [t]\nsources: [https://docs.pytorch.org/docs/stable/distributed.html]\n---\n\n"
+        "## A section\n<!--\nslug: a\ntorch: newer\nsources: [https://docs.pytorch.org/docs/stable/distributed.html]\n-->\n\nText.\n",
+        encoding="utf-8")
+    with pytest.raises(KnowledgeError, match=r"t\.md:\d+: .*version specifier"):
+        load_knowledge(tmp_path)
+
+
+def test_answer_marks_a_section_on_an_older_torch(monkeypatch):
+    section = next(s for s in KB.sections.values() if s.torch == ">=2.6")
+    monkeypatch.setattr(state.host, "torch_version", lambda: "2.4.1+cu121")
+    out = section_out(section, 1.0, {})
+    assert (out.torch_requires, out.applies) == (">=2.6", False)
+    assert out.applicability == "needs torch >=2.6; yours is 2.4.1+cu121"
+    monkeypatch.setattr(state.host, "torch_version", lambda: "2.13.0+cpu")
+    assert section_out(section, 1.0, {}).applies is True
