@@ -5,6 +5,7 @@ from helpers.factcheck import check_section
 from fsdp_skill.core.apis import introspect
 from fsdp_skill.core.knowledge import load_knowledge, parse_card
 
+pytestmark = pytest.mark.torch
 KB = load_knowledge()
 APIS = sorted({a for s in KB.sections.values() for a in s.apis})
 

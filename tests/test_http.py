@@ -344,6 +344,7 @@ def test_wrong_json_types_are_not_coerced(client):
         assert r.status_code == 422 and r.json()["code"] == "invalid_request", body
 
 
+@pytest.mark.torch
 def test_ask_carries_located_errors(client):
     q = "ValueError: Default process group has not been initialized, please make sure to call init_process_group."
     r = client.post("/v1/ask", json={"question": q, "k": 2, "verify": False})

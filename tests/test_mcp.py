@@ -223,6 +223,7 @@ def test_invoke_runs_a_function_call():
         invoke("ask", {"question": " "})
 
 
+@pytest.mark.torch
 def test_call_ask_carries_located_errors(kb):
     q = "RuntimeError: use_libuv was requested but PyTorch was built without libuv support, run with USE_LIBUV=0 to disable it."
 

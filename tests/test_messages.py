@@ -28,6 +28,7 @@ def test_sections_declare_messages():
 
 
 @pytest.mark.parametrize("section_id, template", DECLARED, ids=[f"{s}:{t[:40]}" for s, t in DECLARED])
+@pytest.mark.torch
 def test_declared_message_exists_in_installed_torch(section_id, template):
     atlas = load_atlas()
     if any(same_message(template, e.message) for e in atlas.entries):
@@ -53,6 +54,7 @@ def test_ordinary_questions_find_no_message(question):
     assert explain_messages(question, KB) == []
 
 
+@pytest.mark.torch
 def test_pasted_message_is_located_with_source_and_condition():
     q = "ValueError: Default process group has not been initialized, please make sure to call init_process_group."
     assert looks_pasted(q)
@@ -64,6 +66,7 @@ def test_pasted_message_is_located_with_source_and_condition():
     assert err.torch_version and "raised at torch/distributed/distributed_c10d.py:" in err.explanation
 
 
+@pytest.mark.torch
 def test_located_message_without_section_is_said_plainly_and_not_abstained():
     """A message of torch that no section declares is still located, and the answer does not abstain."""
     from fsdp_skill.adapters.cli.render import answer_markdown

@@ -118,8 +118,9 @@ FIRST_SECTION = [
     ("What is the communication cost of FULL_SHARD compared to SHARD_GRAD_OP?",
      {"parallelism/communication-volume", "sharding/full-shard-vs-shard-grad-op"}),
     ("How expensive is CPU offload with fully_shard?", {"offload/offload-cost-tradeoffs"}),
-    ('RuntimeError: FSDP parameters should be materialized on CPU when enabling CPU offloading. For example, '
-     'load a CPU state dict or call module.to_empty(device="cpu").', {"offload/fsdp2-cpu-offload-policy"}),
+    pytest.param('RuntimeError: FSDP parameters should be materialized on CPU when enabling CPU offloading. For example, '
+                 'load a CPU state dict or call module.to_empty(device="cpu").', {"offload/fsdp2-cpu-offload-policy"},
+                 marks=pytest.mark.torch),
     ("RuntimeError: use_libuv was requested but PyTorch was built without libuv support, run with USE_LIBUV=0 "
      "to disable it.", {"launch/windows-libuv"}),
     ("ValueError: Default process group has not been initialized, please make sure to call init_process_group.",
@@ -131,7 +132,8 @@ FIRST_SECTION = [
 ]
 
 
-@pytest.mark.parametrize("question, first", FIRST_SECTION, ids=[q[:50] for q, _ in FIRST_SECTION])
+@pytest.mark.parametrize("question, first", FIRST_SECTION,
+                         ids=[(q.values[0] if hasattr(q, "values") else q[0])[:50] for q in FIRST_SECTION])
 def test_field_question_is_answered_with_the_right_section_first(question, first):
     answer = ask(question, k=3, verify=False)
     assert not answer.abstained, answer.reason

@@ -12,9 +12,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from helpers.venvs import ROOT, build_wheel, core_closure, fresh_venv
 
 from fsdp_skill.core.knowledge import load_knowledge
-from tests.helpers.venvs import ROOT, build_wheel, core_closure, fresh_venv
 
 pytestmark = pytest.mark.slow
 QUESTION = "how do I shard a model with fully_shard and mixed precision bf16?"
