@@ -1,4 +1,5 @@
 """CLI: exit codes, the --json contract, bad input (no tracebacks), and no torch import on the cached path."""
+import importlib.util
 import json
 import os
 import subprocess
@@ -8,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from fsdp_skill.main import main
+
+HAVE_TORCH = importlib.util.find_spec("torch") is not None
 
 ANSWER_KEYS = {"query", "language", "abstained", "reason", "topics", "sections", "api", "torch_version", "elapsed_ms"}
 SECTION_KEYS = {"id", "title", "topic", "score", "text", "sources", "snippets"}
@@ -35,7 +38,7 @@ def test_ask_json_contract(capsys):
     assert all({"id", "score"} == set(t) for t in ans["topics"])
     for a in ans["api"]:
         assert {"name", "signature", "summary", "available"} <= set(a)
-    assert ans["torch_version"].startswith("2.13.0")
+    assert ans["torch_version"].startswith("2.13.0") if HAVE_TORCH else ans["torch_version"] is None  # torch-free CI step: None
 
 
 def test_ask_k_and_markdown(capsys):

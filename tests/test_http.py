@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import importlib.util
 import json
 import os
 import shutil
@@ -22,6 +23,8 @@ from fsdp_skill.adapters.http.app import MAX_BODY_BYTES, create_app
 from fsdp_skill.core.export import split_script
 from fsdp_skill.core.knowledge import load_knowledge
 from fsdp_skill.core.snippets import in_flight
+
+HAVE_TORCH = importlib.util.find_spec("torch") is not None
 
 EXE = Path(sys.executable).with_name("fsdp-skill")
 ERROR_KEYS = {"error", "code"}
@@ -57,7 +60,7 @@ def test_healthz(client, kb):
     h = r.json()
     assert h["status"] == "ok" and h["knowledge_fingerprint"] == kb.fingerprint
     assert (h["topics"], h["sections"], h["snippets"]) == (len(kb.cards), len(kb.sections), len(kb.snippets))
-    assert h["torch_version"].startswith("2.13.0")
+    assert h["torch_version"].startswith("2.13.0") if HAVE_TORCH else h["torch_version"] is None  # torch-free CI step: None
 
 
 def test_openapi_docs(client):
