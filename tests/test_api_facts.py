@@ -46,3 +46,30 @@ def test_factcheck_catches_a_wrong_default_and_a_wrong_keyword():
     assert any("default of 'enable' is True" in p for p in problems), problems
     assert any("no parameter 'reshard_after_fwd'" in p for p in problems), problems
     assert len(problems) == 2
+
+
+BAD_FIELDS_CARD = """---
+id: mixed-precision
+title: t
+topic: mixed-precision
+aliases: [a]
+sources: [https://docs.pytorch.org/docs/stable/distributed.fsdp.fully_shard.html]
+---
+
+## Fields
+<!--
+slug: f
+apis: [torch.distributed.fsdp.MixedPrecisionPolicy, torch.distributed.fsdp.CPUOffloadPolicy, torch.distributed.fsdp.ShardingStrategy]
+sources: [https://docs.pytorch.org/docs/stable/distributed.fsdp.fully_shard.html]
+-->
+`cast_forward_inputs` defaults to `False`. The default is `pin_memory=False`.
+`output_dtype` (default `None`) is right; `ShardingStrategy.HYBRID_ZERO3` is not a member, `ShardingStrategy.NO_SHARD` is.
+"""
+
+
+def test_factcheck_reads_dataclass_field_defaults_and_enum_members():
+    problems = check_section(parse_card(BAD_FIELDS_CARD, "mixed-precision.md").sections[0])
+    assert any("default of 'cast_forward_inputs'" in p and "is True" in p for p in problems), problems
+    assert any("default of 'pin_memory'" in p and "is True" in p for p in problems), problems
+    assert any("ShardingStrategy.HYBRID_ZERO3 is not a member" in p for p in problems), problems
+    assert len(problems) == 3, problems

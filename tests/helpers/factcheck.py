@@ -7,13 +7,23 @@ section lists (matched by their last name, e.g. ``Join`` for ``torch.distributed
   must be a parameter of the real signature (unless it takes ``**kwargs``);
 * **restated signatures**: a call that names most of the real parameters (>= 80 %, at least three),
   e.g. ``Join(joinables, enable=True, throw_on_early_termination=False, **kwargs)``, states defaults:
-  each ``name=<literal>`` must equal the real default.
+  each ``name=<literal>`` must equal the real default;
+* **stated defaults**: a span ``name=<literal>`` right after "default(s) (is/to):" or right before "by
+  default" / "(default)" / "is the default", or a span ``name`` followed by "default(s) (to/is)
+  ``<literal>``" or "(default ``<literal>``)", where ``name`` is a
+  parameter of a listed callable or a field of a listed dataclass (``MixedPrecisionPolicy``,
+  ``CPUOffloadPolicy``, ``StateDictOptions``, ...), must equal the real default (dataclass fields are
+  read with :func:`dataclasses.fields`, defaults of ``default_factory`` fields are not checked);
+* **enum members**: a span ``Enum.MEMBER`` for a listed :class:`enum.Enum` (``ShardingStrategy``,
+  ``BackwardPrefetch``, ``StateDictType``, ...) must name a real member.
 
 Used by the test suite; imports torch (through :func:`fsdp_skill.core.apis.resolve`).
 """
 from __future__ import annotations
 
 import ast
+import dataclasses
+import enum
 import inspect
 import re
 
@@ -40,9 +50,94 @@ def _calls(section: SectionDoc, short: str) -> list[ast.Call]:
     return out
 
 
+_MISSING = object()
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n\s*\n|\n(?=\s*[-*|] )")
+_NAME_EQ = re.compile(r"^(?:[\w.]+\.)?(\w+)=(.+)$")
+# "default `x=1`", "the default: `x=1`", "defaults to `x=1`" / "`x=1` by default", "`x=1` (default)"
+_DEFAULT_BEFORE = re.compile(r"(?i)\bdefaults?(?: is| to)?:?\s*$")
+_DEFAULT_AFTER = re.compile(r"(?i)^\s*(?:by default|\((?:the )?default\)|is the default\b)")
+_NAME_THEN_DEFAULT = re.compile(r"`(\w+)`[^`]{0,40}?\(?defaults?\)?(?: to| is| =|:)?\s+`([^`]+)`")
+
+
+def _literal(text: str):
+    try:
+        return ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError):
+        return _MISSING
+
+
+def _defaults(obj) -> dict[str, object]:
+    """name -> default of a dataclass's fields, or of a callable's parameters (empty when unknown)."""
+    if dataclasses.is_dataclass(obj) and isinstance(obj, type):
+        return {f.name: f.default for f in dataclasses.fields(obj) if f.default is not dataclasses.MISSING}
+    try:
+        sig = inspect.signature(obj)
+    except (TypeError, ValueError):
+        return {}
+    return {n: p.default for n, p in sig.parameters.items() if p.default is not inspect.Parameter.empty}
+
+
+def _stated_defaults(section: SectionDoc) -> list[tuple[str, object, str]]:
+    """(name, literal, sentence) for every default the prose states in a sentence saying 'default'."""
+    prose = _FENCE.sub("", section.text)
+    out = []
+    for sentence in _SENTENCE.split(prose):
+        if "default" not in sentence.lower():
+            continue
+        for sm in _SPAN.finditer(sentence):
+            m = _NAME_EQ.match(sm.group(1).strip())
+            close = bool(_DEFAULT_BEFORE.search(sentence[:sm.start()]) or _DEFAULT_AFTER.match(sentence[sm.end():]))
+            if m and close and "(" not in sm.group(1) and _literal(m.group(2)) is not _MISSING:
+                out.append((m.group(1), _literal(m.group(2)), sentence.strip()))
+        for name, lit in _NAME_THEN_DEFAULT.findall(sentence):
+            if _literal(lit) is not _MISSING:
+                out.append((name, _literal(lit), sentence.strip()))
+    return out
+
+
+def _same(real, claimed) -> bool:
+    if isinstance(real, enum.Enum):
+        return claimed in (real, real.value, real.name)
+    try:
+        return bool(real == claimed) and type(real) is not bool or real is claimed
+    except Exception:
+        return False
+
+
+def _check_stated_defaults(section: SectionDoc, objs: dict[str, object]) -> list[str]:
+    problems = []
+    stated = _stated_defaults(section)
+    for name, claimed, sentence in stated:
+        owners = [(api, d[name]) for api, obj in objs.items() if name in (d := _defaults(obj))]
+        if not owners or any(_same(real, claimed) for _, real in owners):
+            continue  # not a known name, or true for one of the listed APIs
+        api, real = owners[0]
+        problems.append(f"{section.card}:{section.line} ({section.id}): default of {name!r} of {api} is {real!r} "
+                        f"in torch {_version()}, the card says {claimed!r} (in: {sentence[:120]!r})")
+    return problems
+
+
+def _check_enum_members(section: SectionDoc, objs: dict[str, object]) -> list[str]:
+    problems = []
+    enums = {api.rsplit(".", 1)[-1]: obj for api, obj in objs.items() if isinstance(obj, type) and issubclass(obj, enum.Enum)}
+    prose = _FENCE.sub("", section.text)
+    for short, cls in enums.items():
+        for member in re.findall(rf"`(?:[\w.]+\.)?{re.escape(short)}\.([A-Z][A-Z0-9_]*)\b", prose):
+            if member not in cls.__members__:
+                problems.append(f"{section.card}:{section.line} ({section.id}): {short}.{member} is not a member in torch "
+                                f"{_version()} (members: {', '.join(cls.__members__)})")
+    return problems
+
+
 def check_section(section: SectionDoc) -> list[str]:
     """Contradictions between the section's prose and the installed torch, as readable lines."""
-    problems: list[str] = []
+    objs = {}
+    for api in section.apis:
+        try:
+            objs[api] = resolve(api)
+        except (LookupError, TypeError, ValueError):
+            continue
+    problems: list[str] = _check_stated_defaults(section, objs) + _check_enum_members(section, objs)
     for api in section.apis:
         try:
             obj = resolve(api)
