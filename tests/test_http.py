@@ -56,6 +56,7 @@ def test_healthz(client, kb):
     assert r.status_code == 200
     h = r.json()
     assert h["status"] == "ok" and h["knowledge_fingerprint"] == kb.fingerprint
+    assert h["python"] == os.path.abspath(sys.executable)
     assert (h["topics"], h["sections"], h["snippets"]) == (len(kb.cards), len(kb.sections), len(kb.snippets))
     assert h["torch_version"].startswith("2.13.0")
 

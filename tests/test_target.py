@@ -192,3 +192,27 @@ def test_verify_under_another_interpreter_names_it_and_needs_only_torch(isolated
                            "How do I use bf16 mixed precision with fully_shard?"], capsys)
     api = json.loads(out)["api"]
     assert code == 0 and api and all(a["available"] and a["signature"] for a in api), api
+
+
+@pytest.mark.slow
+def test_stdio_mcp_server_from_readme_config_verifies_under_the_given_python(isolated_python, tmp_path):
+    import asyncio
+
+    from mcp import Client, StdioServerParameters
+
+    line = next(ln for ln in (RUNTIME.parent / "README.md").read_text().splitlines()
+                if ln.startswith('{"mcpServers"') and "--python" in ln)
+    cfg = json.loads(line)["mcpServers"]["fsdp-skill"]
+    assert cfg["args"] == ["mcp", "--python", "/path/to/train-venv/bin/python"]
+    args = [isolated_python if a == "/path/to/train-venv/bin/python" else a for a in cfg["args"]]
+    params = StdioServerParameters(command=str(Path(sys.executable).with_name(cfg["command"])), args=args,
+                                   env={"FSDP_SKILL_HOME": str(tmp_path / "home")})
+
+    async def go():
+        async with Client(params) as client:
+            return await client.call_tool("verify_snippet", {"id": "join/ddp-join"})
+
+    res = asyncio.run(go())
+    assert not res.is_error, res
+    verdict = res.structured_content["verification"]
+    assert (verdict["status"], verdict["python"]) == ("passed", isolated_python), verdict
