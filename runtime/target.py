@@ -65,6 +65,8 @@ class Facts:
 def python() -> str:
     """Absolute path of the selected target interpreter: ``$FSDP_SKILL_PYTHON`` or ``sys.executable``."""
     chosen = os.environ.get(ENV) or sys.executable
+    if os.sep not in chosen:  # a bare name such as 'python3' is looked up on PATH, as a shell would
+        chosen = shutil.which(chosen) or chosen
     return os.path.abspath(chosen)
 
 

@@ -40,12 +40,14 @@ def introspect_in(python: str, names: list[str]) -> list[ApiInfo]:
     try:
         proc = subprocess.run([python, _script.__file__, *names], stdin=subprocess.DEVNULL, capture_output=True,
                               timeout=INTROSPECT_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise HarnessError(f"cannot read API signatures from {python}: {exc}") from exc
+    try:
         rows = json.loads(proc.stdout.decode("utf-8").strip().splitlines()[-1])
         return [ApiInfo.model_validate(r) for r in rows]
-    except (OSError, subprocess.TimeoutExpired, ValueError, IndexError, UnicodeDecodeError) as exc:
-        err = locals().get("proc")
-        last = err.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] if err is not None else []
-        raise HarnessError(f"cannot read API signatures from {python}: {last[0] if last else exc}") from exc
+    except (ValueError, IndexError, TypeError) as exc:
+        last = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [f"exit code {proc.returncode}"]
+        raise HarnessError(f"cannot read API signatures from {python}: {last[0]}") from exc
 
 
 _SHARED: dict[tuple[str, str], ApiCache] = {}
@@ -83,15 +85,20 @@ class ApiCache:
     def get(self, names: list[str]) -> list[ApiInfo]:
         """ApiInfo for each name, introspecting (and importing torch) only for names not cached yet.
 
-        Without torch in the interpreter, each is ``available=False`` with the ``reason`` (nothing is stored).
-        Raises HarnessError when a foreign interpreter cannot be introspected.
+        Without torch in the interpreter, or when a foreign interpreter's torch cannot be introspected, each
+        missing name is ``available=False`` with the ``reason`` (nothing is stored); never raises for that.
         """
         if self.facts.torch_version is None:
             reason = target.no_torch_reason(self.facts.python)
             return [ApiInfo(name=n, available=False, reason=reason) for n in names]
         missing = [n for n in names if n not in self.entries]
         if missing:
-            self.entries.update(self._fresh(missing))
+            try:
+                fresh = self._fresh(missing)
+            except HarnessError as exc:  # torch there is broken: answer without signatures, store nothing
+                return [ApiInfo.model_validate(self.entries[n]) if n in self.entries
+                        else ApiInfo(name=n, available=False, reason=str(exc)) for n in names]
+            self.entries.update(fresh)
             current = read_json(self.path)
             merged = {**(current if isinstance(current, dict) else {}), **self.entries}
             write_json_atomic(self.path, merged)
