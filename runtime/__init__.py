@@ -7,6 +7,8 @@
 
 Launchers: ``warm`` forks ranks from a zygote that preloaded torch (:mod:`fsdp_skill.runtime.zygote`, ~0.2 s per
 small script) and ``torchrun`` runs ``python -m torch.distributed.run --standalone`` (:mod:`fsdp_skill.runtime.torchrun`).
+Every function takes ``python=``: the target interpreter that runs the ranks and whose torch keys the cache
+(default: ``$FSDP_SKILL_PYTHON``, else this one; :mod:`fsdp_skill.runtime.target`).
 A failing script is a Verdict (``status="failed"``); :class:`HarnessError` means the run could not happen.
 Importing this package does not import torch.
 """

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from fsdp_skill.errors import HarnessError, InvalidArgument
-from fsdp_skill.runtime import cache, host
+from fsdp_skill.runtime import cache, host, target
 from fsdp_skill.runtime.models import Verdict
 from fsdp_skill.runtime.report import RawRank, RawRun, make_verdict, read_text
 
@@ -49,10 +49,32 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def _skipped(code_sha: str, job: Job, place: host.Placement) -> Verdict:
+def environment(facts: target.Facts) -> dict:
+    """The Verdict fields that name the environment of a run: interpreter, torch version, CUDA/NCCL, devices."""
+    return {"python": facts.python, "torch_version": facts.torch_version, "cuda_available": facts.cuda_available,
+            "nccl_available": facts.nccl_available, "device_count": facts.device_count}
+
+
+def _skipped(code_sha: str, job: Job, place: host.Placement, facts: target.Facts) -> Verdict:
     return Verdict(status="skipped", reason=place.skip, snippet_id=job.snippet_id, code_sha256=code_sha,
                    backend=place.backend, world_size=job.world_size, device=place.device,
-                   torch_version=host.torch_version(), seconds=0.0, launcher=None, checked_at=_now(), checks=job.checks)
+                   seconds=0.0, launcher=None, checked_at=_now(), checks=job.checks, **environment(facts))
+
+
+def _unavailable(code_sha: str, job: Job, facts: target.Facts) -> Verdict:
+    """The verdict of any job in an environment without torch: not run, ``available=False``, how to enable it."""
+    return Verdict(status="unverified", available=False, reason=target.no_torch_reason(facts.python),
+                   snippet_id=job.snippet_id, code_sha256=code_sha, world_size=job.world_size, checks=job.checks,
+                   **environment(facts))
+
+
+def require_torch(python: str | None = None) -> target.Facts:
+    """Facts of the target interpreter (default: the selected one); raises InvalidArgument when the
+    interpreter is unusable or has no torch, with one line saying how to enable verification."""
+    facts = target.facts(python)
+    if facts.torch_version is None:
+        raise InvalidArgument(target.no_torch_reason(facts.python))
+    return facts
 
 
 def _check(job: Job, launcher: str) -> None:
@@ -67,24 +89,31 @@ def _check(job: Job, launcher: str) -> None:
         raise InvalidArgument(f"filename must name a .py file, not {job.filename!r}")
 
 
-def cached_verdict(code: str, *, world_size: int = 2, backend: str = "auto", requires=()) -> Verdict | None:
+def cached_verdict(code: str, *, world_size: int = 2, backend: str = "auto", requires=(),
+                   python: str | None = None) -> Verdict | None:
     """The verdict known without running anything, or None.
 
-    A ``skipped`` verdict when the host cannot run it (e.g. ``requires=['cuda']`` with too few GPUs),
-    else the cached verdict (``cached=True``) for this code, world_size, resolved backend and installed
-    torch version, else None.  Never imports torch; takes milliseconds.  Raises InvalidArgument for an
-    unknown backend or a bad world_size.
+    ``python`` is the target interpreter (default: the selected one, :func:`fsdp_skill.runtime.target.python`).
+    An ``unverified`` verdict with ``available=False`` when torch is not installed there; a ``skipped``
+    verdict when the host cannot run it (e.g. ``requires=['cuda']`` with too few GPUs); else the cached
+    verdict (``cached=True``) for this code, world_size, resolved backend, interpreter and its torch
+    version; else None.  Never imports torch; takes milliseconds once the interpreter is probed.  Raises
+    InvalidArgument for an unknown backend, a bad world_size or an unusable interpreter.
     """
-    place = host.resolve(backend, world_size, tuple(requires))
+    facts = target.facts(python)
+    job = Job(code=code, world_size=world_size, backend=backend, requires=tuple(requires))
     sha = cache.code_sha256(code)
+    if facts.torch_version is None:
+        return _unavailable(sha, job, facts)
+    place = host.resolve(backend, world_size, tuple(requires), facts.python)
     if place.skip:
-        return _skipped(sha, Job(code=code, world_size=world_size, backend=backend, requires=tuple(requires)), place)
-    return cache.load(cache.cache_key(sha, world_size, place.backend, host.torch_version()))
+        return _skipped(sha, job, place, facts)
+    return cache.load(cache.cache_key(sha, world_size, place.backend, facts.torch_version, facts.python))
 
 
 def verify_code(code: str, *, world_size: int = 2, backend: str = "auto", timeout: float = 60.0, requires=(),
                 launcher: str = "warm", use_cache: bool = True, snippet_id: str | None = None,
-                filename: str = "snippet.py") -> Verdict:
+                filename: str = "snippet.py", python: str | None = None) -> Verdict:
     """Run ``code`` as a complete script on ``world_size`` processes of a real process group.
 
     Each rank gets torchrun's environment (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR/PORT, ...) and runs the
@@ -99,56 +128,61 @@ def verify_code(code: str, *, world_size: int = 2, backend: str = "auto", timeou
     the run as under torchrun; ``$FSDP_SKILL_WARM_EXIT=fast`` ends them with ``os._exit`` instead (~0.3 s
     faster per rank, blind to teardown crashes).  With ``use_cache``
     a cached verdict is returned (``cached=True``) instead of running; a fresh passed/failed/timeout
-    verdict is always stored.
+    verdict is always stored.  ``python`` is the interpreter that runs the ranks (the zygote, or torchrun's
+    agent) and whose torch version keys the cache; default: the selected one
+    (``$FSDP_SKILL_PYTHON``, else the tool's own).
 
     Returns a Verdict: a failing script is ``failed`` with per-rank tracebacks, never an exception.
-    Raises InvalidArgument for bad arguments and HarnessError when the run cannot happen at all.
+    Raises InvalidArgument for bad arguments or an interpreter that is unusable or has no torch, and
+    HarnessError when the run cannot happen at all.
     """
     job = Job(code=code, world_size=world_size, backend=backend, timeout=timeout, requires=tuple(requires),
               snippet_id=snippet_id, filename=filename)
-    return _verify(job, launcher=launcher, use_cache=use_cache)
+    return _verify(job, launcher=launcher, use_cache=use_cache, facts=require_torch(python))
 
 
 def verify_many(jobs: list[Job], *, launcher: str = "warm", use_cache: bool = True,
-                progress: Callable[[int, int, Verdict], None] | None = None) -> list[Verdict]:
-    """Verify every job, in order, on one warm launcher; returns one Verdict per job (same order).
+                progress: Callable[[int, int, Verdict], None] | None = None, python: str | None = None) -> list[Verdict]:
+    """Verify every job, in order, on one warm launcher of ``python`` (see :func:`verify_code`); returns
+    one Verdict per job (same order).
 
     ``progress(done, total, verdict)`` is called after each job.  Cached and skipped jobs cost nothing;
-    the zygote is started only if some job has to run.  Raises ValueError / HarnessError like
+    the zygote is started only if some job has to run.  Raises InvalidArgument / HarnessError like
     :func:`verify_code` (a HarnessError stops the batch).
     """
     for job in jobs:
         _check(job, launcher)
+    facts = require_torch(python)
     out: list[Verdict] = []
     for i, job in enumerate(jobs, 1):
-        verdict = _verify(job, launcher=launcher, use_cache=use_cache)
+        verdict = _verify(job, launcher=launcher, use_cache=use_cache, facts=facts)
         out.append(verdict)
         if progress is not None:
             progress(i, len(jobs), verdict)
     return out
 
 
-def _verify(job: Job, *, launcher: str, use_cache: bool) -> Verdict:
+def _verify(job: Job, *, launcher: str, use_cache: bool, facts: target.Facts) -> Verdict:
     _check(job, launcher)
-    place = host.resolve(job.backend, job.world_size, tuple(job.requires))
+    place = host.resolve(job.backend, job.world_size, tuple(job.requires), facts.python)
     sha = cache.code_sha256(job.code)
     if place.skip:
-        return _skipped(sha, job, place)
-    key = cache.cache_key(sha, job.world_size, place.backend, host.torch_version())
+        return _skipped(sha, job, place, facts)
+    key = cache.cache_key(sha, job.world_size, place.backend, facts.torch_version, facts.python)
     if use_cache and not job.debug:
         hit = cache.load(key)
         # A timeout recorded under a shorter timeout says nothing about a longer one.
         if hit is not None and not (hit.status == "timeout" and (hit.seconds or 0) < job.timeout):
             return hit.model_copy(update={"snippet_id": job.snippet_id, "checks": job.checks})
-    verdict = _run(job, place, sha, launcher)
+    verdict = _run(job, place, sha, launcher, facts)
     if verdict.status == "timeout" and launcher == "warm" and not job.debug and os.environ.get(CONFIRM_ENV, "1") != "0":
-        verdict = _confirm(job, place, sha, verdict)
+        verdict = _confirm(job, place, sha, verdict, facts)
     verdict = verdict.model_copy(update={"checks": job.checks})
     cache.store(key, verdict)
     return verdict
 
 
-def _confirm(job: Job, place: host.Placement, sha: str, warm: Verdict) -> Verdict:
+def _confirm(job: Job, place: host.Placement, sha: str, warm: Verdict, facts: target.Facts) -> Verdict:
     """Rerun a warm timeout under torchrun, whose verdict is the one reported.
 
     Forked ranks start in milliseconds with torch already imported, which changes thread timing: a
@@ -156,7 +190,7 @@ def _confirm(job: Job, place: host.Placement, sha: str, warm: Verdict) -> Verdic
     GIL while the main thread, holding it, joins that thread in ProcessGroupGloo's destructor, after
     DDP).  A hang is reported only when torch's own launcher hangs too.
     """
-    confirmed = _run(job, place, sha, "torchrun")
+    confirmed = _run(job, place, sha, "torchrun", facts)
     if confirmed.status == "timeout":
         note = "the warm launcher timed out as well"
     else:
@@ -170,11 +204,11 @@ _TORCHRUN_VARS = {"RANK", "LOCAL_RANK", "GROUP_RANK", "ROLE_RANK", "ROLE_NAME", 
                   "GROUP_WORLD_SIZE", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}
 
 
-def _job_env(job: Job, place: host.Placement) -> dict[str, str]:
+def _job_env(job: Job, place: host.Placement, facts: target.Facts) -> dict[str, str]:
     env = dict(os.environ)
     if job.world_size > 1:
         env.setdefault("OMP_NUM_THREADS", "1")  # what torchrun does for several ranks per node
-    if place.backend == "gloo" and host.cuda_device_count() > 0:
+    if place.backend == "gloo" and facts.device_count > 0:
         env["CUDA_VISIBLE_DEVICES"] = ""  # a gloo verdict means the ranks ran on CPU
     for key in list(env):  # a caller that itself runs under torchrun must not leak its own rank
         if key in _TORCHRUN_VARS or key.startswith("TORCHELASTIC_"):
@@ -182,11 +216,11 @@ def _job_env(job: Job, place: host.Placement) -> dict[str, str]:
     return env
 
 
-def _run(job: Job, place: host.Placement, sha: str, launcher: str) -> Verdict:
+def _run(job: Job, place: host.Placement, sha: str, launcher: str, facts: target.Facts) -> Verdict:
     if launcher == "warm":
         from fsdp_skill.runtime import warm
 
-        zygote = warm.shared()
+        zygote = warm.shared(facts.python)
         base = None if os.environ.get(KEEP_ENV) else zygote.workdir
     else:
         zygote, base = None, None
@@ -200,8 +234,8 @@ def _run(job: Job, place: host.Placement, sha: str, launcher: str) -> Verdict:
             script = os.path.join(workdir, os.path.basename(job.filename))
             with open(script, "w", encoding="utf-8") as f:
                 f.write(job.code)
-        env = _job_env(job, place)
-        torch_version = host.torch_version()
+        env = _job_env(job, place, facts)
+        torch_version = facts.torch_version
         if zygote is not None:
             msg = zygote.run(script=script, workdir=workdir, rundir=rundir, world_size=job.world_size,
                              timeout=float(job.timeout), env=env)
@@ -212,12 +246,13 @@ def _run(job: Job, place: host.Placement, sha: str, launcher: str) -> Verdict:
 
             try:
                 raw = run_torchrun(script=script, workdir=workdir, rundir=rundir, world_size=job.world_size,
-                                   timeout=float(job.timeout), env=env)
+                                   timeout=float(job.timeout), env=env, python=facts.python)
             except OSError as exc:
                 raise HarnessError(f"cannot run torchrun: {exc}") from exc
-        return make_verdict(raw, script=script, code=job.code, code_sha256=sha, snippet_id=job.snippet_id,
-                            backend=place.backend, device=place.device, world_size=job.world_size,
-                            timeout=float(job.timeout), launcher=launcher, torch_version=torch_version)
+        verdict = make_verdict(raw, script=script, code=job.code, code_sha256=sha, snippet_id=job.snippet_id,
+                               backend=place.backend, device=place.device, world_size=job.world_size,
+                               timeout=float(job.timeout), launcher=launcher, torch_version=torch_version)
+        return verdict.model_copy(update={**environment(facts), "torch_version": verdict.torch_version})
     finally:
         if not os.environ.get(KEEP_ENV):
             shutil.rmtree(rundir, ignore_errors=True)

@@ -1,4 +1,4 @@
-"""On-disk cache of verdicts: one JSON file per (code, world_size, backend, torch version).
+"""On-disk cache of verdicts: one JSON file per (code, world_size, backend, torch version, interpreter).
 
 Files live in ``<state dir>/verdicts/<key>.json`` where the state dir is ``$FSDP_SKILL_HOME`` or
 ``platformdirs.user_cache_dir("fsdp-skill")``.  Writes go to a temp file in the same directory and are
@@ -18,7 +18,9 @@ from fsdp_skill.runtime.models import Verdict
 
 HOME_ENV = "FSDP_SKILL_HOME"
 CACHED_STATUSES = ("passed", "failed", "timeout")
-_SCHEMA = 2  # 2: warm ranks finalize the interpreter at exit (verdicts of the fast exit are not reused)
+# 2: warm ranks finalize the interpreter at exit (verdicts of the fast exit are not reused)
+# 3: keyed by the target interpreter too (verdicts carry python, cuda/nccl availability, device count)
+_SCHEMA = 3
 
 
 def state_dir() -> Path:
@@ -36,9 +38,10 @@ def code_sha256(code: str) -> str:
     return hashlib.sha256(code.encode("utf-8")).hexdigest()
 
 
-def cache_key(code_sha: str, world_size: int, backend: str, torch_version: str) -> str:
-    """Key of one verdict: SHA-256 over the code hash, world_size, resolved backend and torch version."""
-    material = json.dumps([_SCHEMA, code_sha, world_size, backend, torch_version])
+def cache_key(code_sha: str, world_size: int, backend: str, torch_version: str, python: str) -> str:
+    """Key of one verdict: SHA-256 over the code hash, world_size, resolved backend, and the target
+    interpreter's torch version and absolute path, so verdicts of different environments never mix."""
+    material = json.dumps([_SCHEMA, code_sha, world_size, backend, torch_version, python])
     return hashlib.sha256(material.encode()).hexdigest()
 
 

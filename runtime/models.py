@@ -30,7 +30,8 @@ class Verdict(BaseModel):
 
     ``status`` is ``passed`` only when every rank exited 0.  ``skipped`` carries the ``reason``
     (e.g. the snippet needs CUDA and this host has none) and means the code was not run.
-    ``unverified`` means verification was not asked for (``--no-verify``).
+    ``unverified`` means verification was not asked for (``--no-verify``), or, with ``available=False``,
+    that it cannot happen in the target environment (no torch there).
     """
 
     status: Status = Field(description="passed | failed | timeout | skipped | unverified")
@@ -41,6 +42,15 @@ class Verdict(BaseModel):
     world_size: int | None = Field(None, description="Number of ranks launched")
     device: str | None = Field(None, description="'cpu' or 'cuda' (with device count), the device kind the ranks used")
     torch_version: str | None = Field(None, description="torch.__version__ of the interpreter that ran the ranks")
+    python: str | None = Field(None, description="Absolute path of the Python interpreter that ran (or would run) the "
+                               "ranks: the tool's own, or the one given with --python / $FSDP_SKILL_PYTHON")
+    cuda_available: bool | None = Field(None, description="Whether that interpreter's torch sees a CUDA device "
+                                        "(a CUDA build and at least one visible device)")
+    nccl_available: bool | None = Field(None, description="Whether that interpreter's torch is built with NCCL")
+    device_count: int | None = Field(None, description="CUDA devices visible to that interpreter's ranks "
+                                     "(honoring CUDA_VISIBLE_DEVICES; 0 on a CPU-only build)")
+    available: bool = Field(True, description="False when verification is impossible in that environment "
+                            "(torch is not installed there); 'reason' says how to enable it")
     seconds: float | None = Field(None, description="Wall time of the run in seconds, launch to last rank reaped")
     launcher: str | None = Field(None, description="'warm' (forked from a preloaded parent) or 'torchrun'")
     checks: str | None = Field(None, description="What the script asserts (knowledge snippets): 'reference', 'agree', "

@@ -119,8 +119,9 @@ def _traceback(stderr: str) -> str | None:
 
 
 def run_torchrun(*, script: str, workdir: str, rundir: str, world_size: int, timeout: float,
-                 env: dict[str, str]) -> RawRun:
-    """Run ``script`` under torchrun with ``world_size`` workers; returns what was observed.
+                 env: dict[str, str], python: str | None = None) -> RawRun:
+    """Run ``script`` under torchrun with ``world_size`` workers of interpreter ``python`` (default: this
+    one, ``sys.executable``); returns what was observed.
 
     ``timeout`` is in seconds.  Raises OSError when the interpreter cannot be started (the caller turns
     it into HarnessError); a failing script is reported in the returned RawRun, never raised.
@@ -128,7 +129,7 @@ def run_torchrun(*, script: str, workdir: str, rundir: str, world_size: int, tim
     logdir = os.path.join(rundir, "torchrun-logs")
     console = os.path.join(rundir, "torchrun.log")
     env = dict(env, PYTHONFAULTHANDLER="1")
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={world_size}",
+    cmd = [python or sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={world_size}",
            "--log-dir", logdir, "--redirects", "3", "--tee", "3", script]
     t0 = time.monotonic()
     with open(console, "wb") as out:

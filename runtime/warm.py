@@ -37,7 +37,8 @@ class WarmLauncher:
     after the preload, no answer within ``start_timeout`` seconds).
     """
 
-    def __init__(self, start_timeout: float = START_TIMEOUT_S):
+    def __init__(self, start_timeout: float = START_TIMEOUT_S, python: str | None = None):
+        self.python = python or sys.executable  # the interpreter the zygote and its ranks run under
         self.workdir = tempfile.mkdtemp(prefix="fsdp-skill-warm-")
         self._log_path = os.path.join(self.workdir, "zygote.log")
         self._ids = itertools.count(1)
@@ -51,13 +52,13 @@ class WarmLauncher:
         try:
             with open(self._log_path, "wb") as log:
                 self.proc = subprocess.Popen(
-                    [sys.executable, ZYGOTE_SCRIPT, "--fd", str(theirs.fileno()), "--workdir", self.workdir],
+                    [self.python, ZYGOTE_SCRIPT, "--fd", str(theirs.fileno()), "--workdir", self.workdir],
                     pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                     cwd=self.workdir, env=env, start_new_session=True,
                 )
         except OSError as exc:
             shutil.rmtree(self.workdir, ignore_errors=True)
-            raise HarnessError(f"cannot start the warm launcher ({sys.executable}): {exc}") from exc
+            raise HarnessError(f"cannot start the warm launcher ({self.python}): {exc}") from exc
         finally:
             theirs.close()
         self._sock = ours
@@ -71,7 +72,7 @@ class WarmLauncher:
         msg = json.loads(line) if line.strip() else {"type": "fatal", "message": self._log_tail()}
         if msg.get("type") != "ready":
             self._terminate()
-            raise HarnessError(f"the warm launcher did not start: {msg.get('message') or 'no answer'}")
+            raise HarnessError(f"the warm launcher did not start under {self.python}: {msg.get('message') or 'no answer'}")
         self.pid: int = msg["pid"]
         self.torch_version: str = msg["torch_version"]
         self.preload_s: float = msg["preload_s"]
@@ -174,33 +175,36 @@ class WarmLauncher:
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
-_shared: WarmLauncher | None = None
+_shared: dict[str, WarmLauncher] = {}  # one launcher per target interpreter (absolute path)
 _shared_lock = threading.Lock()
 
 
-def shared() -> WarmLauncher:
-    """The process-wide launcher, started on first use (and again if the previous one died)."""
-    global _shared
+def shared(python: str | None = None) -> WarmLauncher:
+    """The process-wide launcher of interpreter ``python`` (default: this one), started on first use (and
+    again if the previous one died).  Raises HarnessError when it cannot start."""
+    key = os.path.abspath(python or sys.executable)
     with _shared_lock:
-        if _shared is None or not _shared.alive or not os.path.isdir(_shared.workdir):
-            if _shared is not None:
-                _shared.close()
-            _shared = WarmLauncher()
-        return _shared
+        launcher = _shared.get(key)
+        if launcher is None or not launcher.alive or not os.path.isdir(launcher.workdir):
+            if launcher is not None:
+                launcher.close()
+            launcher = _shared[key] = WarmLauncher(python=key)
+        return launcher
 
 
 def shutdown() -> None:
-    """Close the process-wide launcher if one is running (registered with atexit)."""
-    global _shared
+    """Close every process-wide launcher that is running (registered with atexit)."""
     with _shared_lock:
-        launcher, _shared = _shared, None
-    if launcher is not None:
+        launchers = list(_shared.values())
+        _shared.clear()
+    for launcher in launchers:
         launcher.close()
 
 
-def current_pid() -> int | None:
-    """Pid of the running zygote, or None (for tests that check no rank outlives its verdict)."""
-    launcher = _shared
+def current_pid(python: str | None = None) -> int | None:
+    """Pid of the running zygote of ``python`` (default: this interpreter), or None (for tests that check
+    no rank outlives its verdict)."""
+    launcher = _shared.get(os.path.abspath(python or sys.executable))
     return launcher.pid if launcher is not None and launcher.alive else None
 
 

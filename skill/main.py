@@ -37,10 +37,16 @@ def main(argv: list[str] | None = None, *, verifier=None) -> int:
     """Run ``fsdp-skill ARGS``; returns the exit code (see :mod:`fsdp_skill.adapters.exitcodes`).
 
     ``verifier`` (a :class:`fsdp_skill.core.snippets.Verifier`; None: the runtime's) backs every verdict.
+    A command's ``--python PATH`` is validated (a bad one exits 2) and selects the target interpreter
+    (``$FSDP_SKILL_PYTHON``) before its handler runs.
     """
     args = build_parser().parse_args(argv)
     args.verifier = verifier
     try:
+        if hasattr(args, "python"):  # commands that run or introspect torch: pick the target interpreter first
+            from fsdp_skill.core.state import use_python
+
+            use_python(args.python)
         return args.func(args)
     except SkillError as exc:
         code, name = exit_for(exc)

@@ -30,10 +30,13 @@ def pytest_unconfigure(config):
 
 @pytest.fixture(autouse=True)
 def fsdp_skill_home(tmp_path, monkeypatch):
-    """Point ``$FSDP_SKILL_HOME`` (cache, verdicts) at a fresh temp dir for each test."""
+    """Point ``$FSDP_SKILL_HOME`` (cache, verdicts) at a fresh temp dir for each test, and start it with the
+    tool's own interpreter as the target (``--python`` sets ``$FSDP_SKILL_PYTHON``; it is removed afterwards)."""
     home = tmp_path / "fsdp-skill-home"
     monkeypatch.setenv("FSDP_SKILL_HOME", str(home))
-    return home
+    os.environ.pop("FSDP_SKILL_PYTHON", None)
+    yield home
+    os.environ.pop("FSDP_SKILL_PYTHON", None)
 
 
 class FakeVerifier:

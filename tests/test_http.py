@@ -59,6 +59,7 @@ def test_healthz(client, kb):
     assert r.status_code == 200
     h = r.json()
     assert h["status"] == "ok" and h["knowledge_fingerprint"] == kb.fingerprint
+    assert h["python"] == os.path.abspath(sys.executable)
     assert (h["topics"], h["sections"], h["snippets"]) == (len(kb.cards), len(kb.sections), len(kb.snippets))
     assert h["torch_version"].startswith("2.13.0") if HAVE_TORCH else h["torch_version"] is None  # torch-free CI step: None
 

@@ -16,6 +16,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = {"fsdp_skill": ROOT / "skill", "fsdp_skill.runtime": ROOT / "runtime"}
 # modules run inside ranks or the fork server: started by file, never imported as part of the package
 RANK_SIDE = {"fsdp_skill.runtime.zygote", "fsdp_skill.runtime.worker"}
+# run as files under the target interpreter (--python), and imported by the tool for its own interpreter
+TARGET_SIDE = {"fsdp_skill.runtime.probe", "fsdp_skill.runtime.introspect"}
 
 
 def _modules() -> dict[str, Path]:
@@ -126,7 +128,7 @@ def test_runtime_imports_nothing_of_the_skill_layer():
 
 
 def test_rank_side_needs_only_stdlib_and_torch():
-    for name in RANK_SIDE:
+    for name in RANK_SIDE | TARGET_SIDE:
         assert GRAPH[name] == set(), (name, GRAPH[name])
         foreign = {m for m in _external(MODULES[name]) if m not in sys.stdlib_module_names} - {"torch", "__future__"}
         assert foreign == set(), (name, foreign)

@@ -162,7 +162,7 @@ def test_hang_is_a_timeout_with_each_rank_location(monkeypatch):
 def test_warm_timeout_is_confirmed_under_torchrun(monkeypatch):
     calls = []
 
-    def fake_run(job, place, sha, launcher):
+    def fake_run(job, place, sha, launcher, facts):
         calls.append(launcher)
         status = "timeout" if launcher == "warm" else "passed"
         return Verdict(status=status, reason=f"{launcher} says {status}", launcher=launcher, seconds=1.5)
@@ -343,7 +343,7 @@ def test_debug_jobs_always_run_and_report_warm_timeouts_as_seen(monkeypatch):
     """A user's own script (Job.debug): no cache lookup, no torchrun confirmation of a timeout."""
     calls = []
 
-    def fake_run(job, place, sha, launcher):
+    def fake_run(job, place, sha, launcher, facts):
         calls.append(launcher)
         return Verdict(status="timeout", reason="rank 0 blocked", launcher=launcher, seconds=1.0)
 

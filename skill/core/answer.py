@@ -15,7 +15,7 @@ from fsdp_skill.core.messages import explain_messages
 from fsdp_skill.core.models import Answer, ApiInfo, SectionDoc, TopicScore
 from fsdp_skill.core.router import Router, question_parts, setup_facets
 from fsdp_skill.core.snippets import Progress, Verifier, section_out, snippet_verdicts
-from fsdp_skill.core.state import torch_version
+from fsdp_skill.core.state import target_python, torch_version
 from fsdp_skill.core.tokenize import language_of
 from fsdp_skill.errors import QueryError
 
@@ -131,7 +131,8 @@ def ask(question, k: int = 3, verify: bool = True, *, kb: Knowledge | None = Non
     errors = explain_messages(question, router.kb)
     routing = router.route(question, k=k, in_field=bool(errors))
     answer = Answer(query=question, language=language_of(question), abstained=routing.abstain_reason is not None,
-                    reason=routing.abstain_reason, torch_version=torch_version(), errors=errors)
+                    reason=routing.abstain_reason, torch_version=torch_version(), python=target_python(),
+                    errors=errors)
     if not answer.abstained:
         if errors:  # a pasted message: its explaining sections first (its lines are not parts of a question)
             routing.sections = _explaining_first(routing.sections, errors, router.kb, k)

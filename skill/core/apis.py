@@ -1,93 +1,103 @@
-"""Live API signatures from the *installed* torch, cached per torch version.
+"""Live API signatures from the *target* interpreter's torch, cached per interpreter and torch version.
 
 Resolving a name imports torch (seconds), so results are kept in
-``$FSDP_SKILL_HOME/api-<torch version>-v<API_FORMAT>.json``; a name is introspected once per torch version and the
-cached path of ``ask`` never imports torch.
+``$FSDP_SKILL_HOME/api-<torch version>-<interpreter hash>-v<API_FORMAT>.json``; a name is introspected
+once per interpreter and torch version, and the cached path of ``ask`` never imports torch.  The target is
+the selected interpreter (:func:`fsdp_skill.runtime.target.python`): for the tool's own one names are
+introspected in-process; for another (``--python PATH``) by running the standard-library script
+:mod:`fsdp_skill.runtime.introspect` under it.  Without torch there, every name is ``available=False``
+with a ``reason`` saying how to get signatures.
 """
 from __future__ import annotations
 
-import importlib
-import inspect
-import re
+import hashlib
+import json
+import os
+import subprocess
+import sys
 
 from fsdp_skill.core.models import ApiInfo
-from fsdp_skill.core.state import read_json, state_dir, torch_version, write_json_atomic
+from fsdp_skill.core.state import read_json, state_dir, write_json_atomic
+from fsdp_skill.errors import HarnessError
+from fsdp_skill.runtime import introspect as _script
+from fsdp_skill.runtime import target
 
-SUMMARY_CHARS = 400
-API_FORMAT = 1  # version of the cached ApiInfo form (part of the cache file name); bump when introspect changes
-
-
-def resolve(name: str):
-    """Import the longest module prefix of a dotted ``name`` and getattr the rest.
-
-    Returns the object; raises ``LookupError`` when any part is missing.
-    """
-    parts = name.split(".")
-    for cut in range(len(parts), 0, -1):
-        try:
-            obj = importlib.import_module(".".join(parts[:cut]))
-        except ImportError:
-            continue
-        for attr in parts[cut:]:
-            try:
-                obj = getattr(obj, attr)
-            except AttributeError:
-                raise LookupError(f"{name}: {'.'.join(parts[:cut])} has no attribute {attr!r}") from None
-        return obj
-    raise LookupError(f"{name}: no importable module prefix")
+API_FORMAT = 2  # version of the cached ApiInfo form (part of the cache file name); bump when introspect changes
+INTROSPECT_TIMEOUT_S = 600.0  # importing torch in a cold interpreter on a loaded machine
+resolve = _script.resolve
 
 
 def introspect(name: str) -> ApiInfo:
-    """Signature and first docstring paragraph of ``name`` in this interpreter's torch."""
-    try:
-        obj = resolve(name)
-    except LookupError:
-        return ApiInfo(name=name, available=False, summary="not found in the installed torch")
-    try:
-        target = obj
-        if inspect.isclass(obj):
-            signature = f"{obj.__name__}{inspect.signature(obj)}"
-        else:
-            signature = f"{getattr(obj, '__name__', name.rsplit('.', 1)[-1])}{inspect.signature(target)}"
-    except (TypeError, ValueError):
-        signature = None
-    doc = inspect.getdoc(obj) or ""
-    summary = re.split(r"\n\s*\n", doc.strip(), maxsplit=1)[0].replace("\n", " ").strip() if doc else None
-    if summary and len(summary) > SUMMARY_CHARS:
-        summary = summary[: SUMMARY_CHARS - 1].rstrip() + "…"
-    return ApiInfo(name=name, signature=signature, summary=summary, available=True)
+    """Signature and first docstring paragraph of ``name`` in *this* interpreter's torch (imports it)."""
+    return ApiInfo.model_validate(_script.describe(name))
 
 
-_SHARED: dict[str, ApiCache] = {}
+def introspect_in(python: str, names: list[str]) -> list[ApiInfo]:
+    """ApiInfo of each name, read by running the introspection script under interpreter ``python``.
+
+    Raises HarnessError when the interpreter fails or prints no JSON (its last stderr line is quoted).
+    """
+    try:
+        proc = subprocess.run([python, _script.__file__, *names], stdin=subprocess.DEVNULL, capture_output=True,
+                              timeout=INTROSPECT_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise HarnessError(f"cannot read API signatures from {python}: {exc}") from exc
+    try:
+        rows = json.loads(proc.stdout.decode("utf-8").strip().splitlines()[-1])
+        return [ApiInfo.model_validate(r) for r in rows]
+    except (ValueError, IndexError, TypeError) as exc:
+        last = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [f"exit code {proc.returncode}"]
+        raise HarnessError(f"cannot read API signatures from {python}: {last[0]}") from exc
+
+
+_SHARED: dict[tuple[str, str], ApiCache] = {}
 
 
 def api_cache() -> ApiCache:
-    """The process-wide ApiCache for the installed torch and the current state directory."""
-    key = str(state_dir())
+    """The process-wide ApiCache of the selected interpreter and the current state directory.
+
+    Raises InvalidArgument when the selected interpreter is unusable (see :func:`fsdp_skill.runtime.target.facts`).
+    """
+    facts = target.facts()
+    key = (str(state_dir()), facts.python)
     cache = _SHARED.get(key)
-    if cache is None:
-        _SHARED.clear()
-        cache = _SHARED[key] = ApiCache()
+    if cache is None or cache.version != (facts.torch_version or "none"):
+        cache = _SHARED[key] = ApiCache(facts)
     return cache
 
 
 class ApiCache:
-    """ApiInfo per name for the installed torch version, persisted as JSON in the state directory."""
+    """ApiInfo per name for one interpreter's torch, persisted as JSON in the state directory."""
 
-    def __init__(self):
-        self.version = torch_version() or "none"
-        self.path = state_dir() / f"api-{self.version}-v{API_FORMAT}.json"
-        data = read_json(self.path)
+    def __init__(self, facts: target.Facts | None = None):
+        self.facts = facts or target.facts()
+        self.version = self.facts.torch_version or "none"
+        ident = hashlib.sha256(self.facts.python.encode()).hexdigest()[:12]
+        self.path = state_dir() / f"api-{self.version}-{ident}-v{API_FORMAT}.json"
+        data = read_json(self.path) if self.facts.torch_version else None
         self.entries: dict[str, dict] = data if isinstance(data, dict) else {}
 
+    def _fresh(self, names: list[str]) -> dict[str, dict]:
+        if self.facts.python == os.path.abspath(sys.executable):  # this interpreter: no subprocess
+            return {n: introspect(n).model_dump() for n in names}
+        return {i.name: i.model_dump() for i in introspect_in(self.facts.python, names)}
+
     def get(self, names: list[str]) -> list[ApiInfo]:
-        """ApiInfo for each name, introspecting (and importing torch) only for names not cached yet."""
+        """ApiInfo for each name, introspecting (and importing torch) only for names not cached yet.
+
+        Without torch in the interpreter, or when a foreign interpreter's torch cannot be introspected, each
+        missing name is ``available=False`` with the ``reason`` (nothing is stored); never raises for that.
+        """
+        if self.facts.torch_version is None:
+            reason = target.no_torch_reason(self.facts.python)
+            return [ApiInfo(name=n, available=False, reason=reason) for n in names]
         missing = [n for n in names if n not in self.entries]
         if missing:
-            if self.version == "none":
-                fresh = {n: ApiInfo(name=n, available=False, summary="torch is not installed").model_dump() for n in missing}
-            else:
-                fresh = {n: introspect(n).model_dump() for n in missing}
+            try:
+                fresh = self._fresh(missing)
+            except HarnessError as exc:  # torch there is broken: answer without signatures, store nothing
+                return [ApiInfo.model_validate(self.entries[n]) if n in self.entries
+                        else ApiInfo(name=n, available=False, reason=str(exc)) for n in names]
             self.entries.update(fresh)
             current = read_json(self.path)
             merged = {**(current if isinstance(current, dict) else {}), **self.entries}
@@ -96,7 +106,7 @@ class ApiCache:
         for n in names:
             try:
                 out.append(ApiInfo.model_validate(self.entries[n]))
-            except ValueError:  # a corrupt entry: introspect again next time
+            except (ValueError, KeyError):  # a corrupt entry: introspect again next time
                 self.entries.pop(n, None)
                 out.append(ApiInfo(name=n, available=False, summary="cache entry was corrupt; retry"))
         return out

@@ -26,12 +26,12 @@ atlas, an unreadable cache is rebuilt and an unwritable state directory is simpl
 from __future__ import annotations
 
 import gc
-import importlib.util
 import itertools
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from fsdp_skill.core import state
 from fsdp_skill.core.atlas_build import (  # noqa: F401  (re-exported)
     FORMAT,
     MIN_LITERAL,
@@ -313,14 +313,10 @@ _LOADED: dict[tuple[str, str], Atlas] = {}
 
 
 def torch_dir() -> Path | None:
-    """Directory of the installed torch package, found without importing it; None when absent."""
-    try:
-        spec = importlib.util.find_spec("torch")
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations)))
+    """Directory of the target interpreter's torch package (``--python``, or the tool's own), found without
+    importing it; None when absent."""
+    found = state.torch_dir()
+    return Path(found) if found else None
 
 
 def cache_path(version: str | None = None) -> Path:

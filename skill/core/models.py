@@ -125,12 +125,15 @@ class SectionOut(BaseModel):
 
 
 class ApiInfo(BaseModel):
-    """Live signature of an API in the installed torch."""
+    """Live signature of an API in the target interpreter's torch (the tool's own, or --python PATH)."""
 
     name: str = Field(description="Fully qualified name, e.g. 'torch.distributed.fsdp.fully_shard'")
     signature: str | None = Field(None, description="inspect.signature of the object, or None if unavailable")
     summary: str | None = Field(None, description="First paragraph of its docstring")
-    available: bool = Field(description="False when the name does not resolve in the installed torch")
+    available: bool = Field(description="False when the name does not resolve in the target interpreter's torch, "
+                            "or torch is not installed there")
+    reason: str | None = Field(None, description="Why it is not available when torch is missing, and how to fix it "
+                               "(install torch or pass --python PATH); None otherwise")
 
 
 class RaisedAt(BaseModel):
@@ -169,5 +172,8 @@ class Answer(BaseModel):
     api: list[ApiInfo] = Field(default_factory=list, description="Live signatures of the APIs those sections list")
     errors: list[ErrorInfo] = Field(default_factory=list, description="Error/warning messages found in the question, "
                                     "located in the installed torch, with the sections that explain them")
-    torch_version: str | None = Field(None, description="Installed torch version (from package metadata)")
+    torch_version: str | None = Field(None, description="torch version of the target interpreter (from package "
+                                      "metadata); None when torch is not installed there")
+    python: str | None = Field(None, description="Absolute path of the target interpreter whose torch answered "
+                               "(signatures, verdicts): the tool's own, or --python / $FSDP_SKILL_PYTHON")
     elapsed_ms: float = Field(0.0, description="Time spent answering, in milliseconds")

@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
-from fsdp_skill.runtime import cache, host
+from fsdp_skill.runtime import cache, target
 
 HOME_ENV = cache.HOME_ENV
 
@@ -17,9 +18,36 @@ def state_dir() -> Path:
 
 
 def torch_version() -> str | None:
-    """Installed torch version from package metadata (never imports torch); None if torch is absent."""
-    version = host.torch_version()
-    return None if version == "absent" else version
+    """torch version of the target interpreter from package metadata (never imports torch); None if torch
+    is absent there.  Raises InvalidArgument when the target interpreter is unusable."""
+    return target.facts().torch_version
+
+
+def target_python() -> str:
+    """Absolute path of the target interpreter (``$FSDP_SKILL_PYTHON`` or the tool's own); raises
+    InvalidArgument when it is unusable (probed once per process)."""
+    return target.facts().python
+
+
+def torch_dir() -> str | None:
+    """Directory of the target interpreter's torch package (found without importing it), or None."""
+    return target.facts().torch_dir
+
+
+PYTHON_HELP = ("Python interpreter of your training environment: snippets run, and API signatures are read, "
+               "under its torch (default: $FSDP_SKILL_PYTHON, else fsdp-skill's own interpreter)")
+
+
+def use_python(path: str | None) -> str:
+    """Select the target interpreter for this process and its children: validate ``path`` (``--python``;
+    None keeps ``$FSDP_SKILL_PYTHON`` or the tool's own) and set ``$FSDP_SKILL_PYTHON`` to its absolute path.
+
+    Returns that path.  Raises InvalidArgument, one line, when the interpreter does not exist, is not
+    executable, is not a Python or is too old (an interpreter without torch is accepted).
+    """
+    if path is not None:
+        os.environ[target.ENV] = target.check_python(path)
+    return target_python()
 
 
 def read_json(path: Path):

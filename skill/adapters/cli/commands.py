@@ -9,6 +9,7 @@ import sys
 
 from fsdp_skill.adapters.cli.verify import add_verify_parser
 from fsdp_skill.adapters.exitcodes import EXIT_ABSTAINED, EXIT_OK
+from fsdp_skill.core.state import PYTHON_HELP
 from fsdp_skill.errors import QueryError
 
 
@@ -102,6 +103,7 @@ def add_commands(sub) -> None:
     fmt.add_argument("--json", action="store_true", help="print the Answer as JSON (the stable contract)")
     fmt.add_argument("--markdown", action="store_true", help="print the answer as markdown")
     a.add_argument("--no-verify", action="store_true", help="return snippets as 'unverified' without running them")
+    a.add_argument("--python", metavar="PATH", help=PYTHON_HELP)
     a.set_defaults(func=cmd_ask)
     s = sub.add_parser("show", help="print one knowledge section")
     s.add_argument("section_id", nargs="?", help="section id, e.g. fsdp2/meta-device-init")
@@ -118,4 +120,5 @@ def add_commands(sub) -> None:
     e.add_argument("--include-unverified", action="store_true",
                    help="also export snippets that did not pass (failed, timeout, skipped), marked NOT VERIFIED")
     e.add_argument("--json", action="store_true", help="print the manifest as JSON")
+    e.add_argument("--python", metavar="PATH", help=PYTHON_HELP)
     e.set_defaults(func=cmd_export)

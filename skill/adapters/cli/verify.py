@@ -2,7 +2,7 @@
 
     fsdp-skill verify SNIPPET_ID... | --all | --topic T | PATH.py...
         [--world-size N] [--backend auto|gloo|nccl] [--timeout S] [--launcher warm|torchrun]
-        [--no-cache] [--json]
+        [--no-cache] [--json] [--python PATH]
 
 Exit codes: 0 every verdict passed or was skipped, 1 some verdict failed or timed out (or the harness
 could not run), 2 bad usage (unknown snippet id, missing file, ids together with --all ...).
@@ -16,6 +16,7 @@ import os
 import sys
 
 from fsdp_skill.adapters.exitcodes import EXIT_FAIL, EXIT_OK
+from fsdp_skill.core.state import PYTHON_HELP
 from fsdp_skill.errors import QueryError
 
 _MARK = {"passed": "PASS", "failed": "FAIL", "timeout": "TIMEOUT", "skipped": "SKIP", "unverified": "----"}
@@ -36,6 +37,7 @@ def add_verify_parser(subparsers) -> None:
     p.add_argument("--launcher", choices=("warm", "torchrun"), default="warm", help="warm (fork from a preloaded parent, fast) or torchrun")
     p.add_argument("--no-cache", action="store_true", help="run even when a cached verdict exists (the fresh verdict is stored)")
     p.add_argument("--json", action="store_true", help="print a JSON list of verdicts (each with its 'hints')")
+    p.add_argument("--python", metavar="PATH", help=PYTHON_HELP)
     p.set_defaults(func=run_verify)
 
 

@@ -9,6 +9,7 @@ import ipaddress
 import sys
 
 from fsdp_skill.adapters.exitcodes import EXIT_OK
+from fsdp_skill.core.state import PYTHON_HELP
 
 
 def _port(text: str) -> int:
@@ -56,6 +57,10 @@ def cmd_serve(args) -> int:
               f"and trigger verification runs of knowledge snippets (no route runs client code)", file=sys.stderr)
     print(f"fsdp-skill: {len(kb.sections)} sections, {len(kb.snippets)} snippets; API docs at "
           f"http://{args.host}:{args.port}/docs", file=sys.stderr)
+    from fsdp_skill.core.state import target_python, torch_version
+
+    print(f"fsdp-skill: target interpreter {target_python()} (torch {torch_version() or 'not installed'})",
+          file=sys.stderr)
     from fsdp_skill.adapters.http.app import serve
 
     serve(host=args.host, port=args.port, workers=args.workers, log_level=args.log_level)
@@ -70,4 +75,5 @@ def add_commands(sub) -> None:
     s.add_argument("--workers", type=_positive, default=1, help="uvicorn worker processes (default 1)")
     s.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"],
                    help="uvicorn log level (default info)")
+    s.add_argument("--python", metavar="PATH", help=PYTHON_HELP)
     s.set_defaults(func=cmd_serve)

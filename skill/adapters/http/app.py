@@ -96,7 +96,10 @@ class Health(BaseModel):
 
     status: Literal["ok"] = Field("ok", description="Always 'ok' when the app answers")
     version: str = Field(description="fsdp-skill version")
-    torch_version: str | None = Field(None, description="Installed torch version (package metadata)")
+    torch_version: str | None = Field(None, description="torch version of the target interpreter (package metadata); "
+                                      "None when torch is not installed there")
+    python: str = Field(description="Absolute path of the target interpreter (fsdp-skill's own, or --python / "
+                        "$FSDP_SKILL_PYTHON): snippets run and API signatures are read under it")
     knowledge_fingerprint: str = Field(description="Hash of the loaded knowledge cards")
     topics: int = Field(description="Number of knowledge cards (topics)")
     sections: int = Field(description="Number of knowledge sections")
@@ -161,7 +164,7 @@ def create_app(verifier=None) -> FastAPI:
     from importlib.metadata import version
 
     from fsdp_skill.core.knowledge import load_knowledge
-    from fsdp_skill.core.state import torch_version
+    from fsdp_skill.core.state import target_python, torch_version
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -252,7 +255,8 @@ def create_app(verifier=None) -> FastAPI:
         from fsdp_skill.core.snippets import in_flight
 
         kb = load_knowledge()
-        return Health(version=version("fsdp-skill"), torch_version=torch_version(), knowledge_fingerprint=kb.fingerprint,
+        return Health(version=version("fsdp-skill"), torch_version=torch_version(), python=target_python(),
+                      knowledge_fingerprint=kb.fingerprint,
                       topics=len(kb.cards), sections=len(kb.sections), snippets=len(kb.snippets), in_flight=in_flight())
 
     return app

@@ -5,6 +5,7 @@ This module is imported on every CLI start, so the mcp SDK loads only inside the
 from __future__ import annotations
 
 from fsdp_skill.adapters.exitcodes import EXIT_OK
+from fsdp_skill.core.state import PYTHON_HELP
 
 
 def cmd_mcp(args) -> int:
@@ -27,4 +28,5 @@ def cmd_mcp(args) -> int:
 def add_commands(sub) -> None:
     """Register ``mcp`` on the ``fsdp-skill`` subparsers."""
     m = sub.add_parser("mcp", help="serve the tools over MCP on stdin/stdout (for agent clients)")
+    m.add_argument("--python", metavar="PATH", help=PYTHON_HELP)
     m.set_defaults(func=cmd_mcp)

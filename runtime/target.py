@@ -1,0 +1,160 @@
+"""The target interpreter: the Python whose torch runs the ranks and answers API and host questions.
+
+    python()                  the selected interpreter: ``$FSDP_SKILL_PYTHON``, else this one (sys.executable)
+    facts(python=None)        Facts of an interpreter (its torch version, CUDA/NCCL build, device count)
+    check_python(path, ...)   validate a user-given interpreter; returns its absolute path
+    no_torch_reason(python)   the one-line message for an interpreter without torch
+
+The tool may live in its own environment and still verify in the training environment (mypy's
+``--python-executable`` does the same for type checking).  The CLI's ``--python PATH`` sets
+``$FSDP_SKILL_PYTHON`` for its process, so ``serve --workers N`` passes it on to its workers.
+
+Facts of a foreign interpreter come from one ``python probe.py`` subprocess (:mod:`fsdp_skill.runtime.probe`,
+standard library only), memoised per path for the life of this process; this interpreter's come from the
+same code in-process, so the ``ask`` hot path starts no subprocess.  An interpreter is identified by its
+absolute path *without* resolving symlinks: a venv's ``bin/python`` links to the base interpreter but has its
+own site-packages.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from fsdp_skill.errors import InvalidArgument
+from fsdp_skill.runtime import probe
+
+ENV = "FSDP_SKILL_PYTHON"
+PROBE_SCRIPT = str(Path(__file__).resolve().with_name("probe.py"))
+PROBE_TIMEOUT_S = 60.0  # a cold interpreter start on a loaded machine; the probe itself takes ~30 ms
+MIN_PYTHON = (3, 9)  # the zygote uses os.pidfd_open
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What one interpreter offers the harness; ``torch_version`` None means torch is not installed there."""
+
+    python: str
+    python_version: tuple[int, ...]
+    torch_version: str | None
+    torch_dir: str | None
+    cuda_build: bool
+    nccl_build: bool
+
+    @property
+    def device_count(self) -> int:
+        """CUDA devices its ranks could use now (0 for a CPU build; honors ``CUDA_VISIBLE_DEVICES``)."""
+        return probe.device_count(self.cuda_build)
+
+    @property
+    def cuda_available(self) -> bool:
+        """Whether torch there would see a CUDA device (a CUDA build and at least one visible device)."""
+        return self.device_count > 0
+
+    @property
+    def nccl_available(self) -> bool:
+        """Whether torch there is built with NCCL (a CUDA build on Linux)."""
+        return self.nccl_build
+
+
+def python() -> str:
+    """Absolute path of the selected target interpreter: ``$FSDP_SKILL_PYTHON`` or ``sys.executable``."""
+    chosen = os.environ.get(ENV) or sys.executable
+    if os.sep not in chosen:  # a bare name such as 'python3' is looked up on PATH, as a shell would
+        chosen = shutil.which(chosen) or chosen
+    return os.path.abspath(chosen)
+
+
+def no_torch_reason(python_path: str) -> str:
+    """One line saying that ``python_path`` has no torch and how to get verification back."""
+    return (f"torch is not installed in this environment ({python_path}); install fsdp-skill[torch] or pass "
+            f"--python PATH to a Python that has torch")
+
+
+_FACTS: dict[str, Facts] = {}
+_LOCK = threading.Lock()
+
+
+def _is_self(path: str) -> bool:
+    return bool(sys.executable) and path == os.path.abspath(sys.executable)
+
+
+def facts(python_path: str | None = None, source: str | None = None) -> Facts:
+    """Facts of ``python_path`` (default: :func:`python`), probed once per path per process.
+
+    Raises InvalidArgument, one line naming ``source`` (default ``--python``, or ``$FSDP_SKILL_PYTHON``
+    when that chose the interpreter) and the path, when the interpreter does not exist, is not
+    executable, is not a Python or is older than 3.9.  An interpreter without torch is valid.
+    """
+    if python_path is None:
+        source = source or (ENV if os.environ.get(ENV) else "--python")
+        python_path = python()
+    source = source or "--python"
+    path = os.path.abspath(python_path)
+    with _LOCK:
+        hit = _FACTS.get(path)
+    if hit is not None:
+        return hit
+    data = probe.static_facts() if _is_self(path) else _probe(path, source)
+    found = Facts(python=path, python_version=tuple(data["python_version"]), torch_version=data["torch_version"],
+                  torch_dir=data["torch_dir"], cuda_build=bool(data["cuda_build"]), nccl_build=bool(data["nccl_build"]))
+    if found.python_version < MIN_PYTHON:
+        raise InvalidArgument(f"{source} {path}: Python {'.'.join(map(str, found.python_version))} is too old; "
+                              f"the harness needs Python >= {'.'.join(map(str, MIN_PYTHON))}")
+    with _LOCK:
+        _FACTS[path] = found
+    return found
+
+
+def check_python(path: str, source: str = "--python") -> str:
+    """Validate a user-given interpreter and return its absolute path (a bare name is looked up on PATH).
+
+    Probes it once (see :func:`facts`).  Raises InvalidArgument with one line naming ``source`` and
+    ``path``: no such file, not an executable file, not a Python interpreter, too old.
+    """
+    if not path:
+        raise InvalidArgument(f"{source}: give the path of a Python interpreter")
+    if os.sep not in path:
+        path = shutil.which(path) or path
+    full = os.path.abspath(path)
+    if not os.path.exists(full):
+        raise InvalidArgument(f"{source} {path}: no such file")
+    if not os.path.isfile(full) or not os.access(full, os.X_OK):
+        raise InvalidArgument(f"{source} {path}: not an executable file")
+    facts(full, source)
+    return full
+
+
+def _probe(path: str, source: str) -> dict:
+    """Run the probe script under ``path``; its JSON, or InvalidArgument saying why ``path`` is not usable."""
+    if not os.path.isfile(path) or not os.access(path, os.X_OK):
+        what = "no such file" if not os.path.exists(path) else "not an executable file"
+        raise InvalidArgument(f"{source} {path}: {what}")
+    try:
+        proc = subprocess.run([path, PROBE_SCRIPT], stdin=subprocess.DEVNULL, capture_output=True,
+                              timeout=PROBE_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:
+        raise InvalidArgument(f"{source} {path}: no answer within {PROBE_TIMEOUT_S:g} s to a probe script; "
+                              f"is it a Python interpreter?") from None
+    except OSError as exc:
+        raise InvalidArgument(f"{source} {path}: not a Python interpreter ({exc.strerror or exc})") from None
+    try:
+        data = json.loads(proc.stdout.decode("utf-8", "replace").strip().splitlines()[-1])
+        if proc.returncode != 0 or not isinstance(data, dict) or "torch_version" not in data:
+            raise ValueError
+    except (ValueError, IndexError):
+        last = (proc.stderr.decode("utf-8", "replace").strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
+        raise InvalidArgument(f"{source} {path}: not a Python interpreter (running a Python script gave: "
+                              f"{last[:200]})") from None
+    return data
+
+
+def forget() -> None:
+    """Drop the memoised facts (tests that install or remove torch in an interpreter)."""
+    with _LOCK:
+        _FACTS.clear()

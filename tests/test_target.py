@@ -1,0 +1,218 @@
+"""The target interpreter (``--python PATH`` / ``$FSDP_SKILL_PYTHON``): bad paths are one-line usage errors,
+an interpreter without torch still gets answers (signatures and verdicts reported absent, with the reason),
+and a real verification under another interpreter that cannot import any of the tool's packages names
+that interpreter in its verdict and never shares cache entries with the tool's own."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from fsdp_skill.adapters.http.app import create_app
+from fsdp_skill.main import main
+from fsdp_skill.runtime import cache, probe, target
+
+RUNTIME = Path(target.__file__).resolve().parent
+NO_TORCH = "torch is not installed in this environment ({}); install fsdp-skill[torch] or pass --python PATH to a Python that has torch"
+# Packages of the tool's own environment that must never be needed under the target interpreter.
+TOOL_PACKAGES = ("fsdp_skill", "pydantic", "pydantic_core", "fastapi", "starlette", "uvicorn", "mcp", "rich",
+                 "yaml", "rank_bm25", "markdown_it", "mdit_py_plugins", "platformdirs", "httpx", "anyio")
+
+ISOLATE = f"""\
+import os, runpy, sys
+
+class _Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in {TOOL_PACKAGES!r}:
+            raise ImportError(name + " is not installed in the target environment")
+        return None
+
+sys.meta_path.insert(0, _Block())
+args = sys.argv[1:]
+if args[:1] == ["-m"]:
+    sys.argv = args[1:]
+    runpy.run_module(args[1], run_name="__main__", alter_sys=True)
+else:
+    sys.argv = args
+    sys.path.insert(0, os.path.dirname(os.path.abspath(args[0])))
+    runpy.run_path(args[0], run_name="__main__")
+"""
+
+
+@pytest.fixture(scope="module")
+def no_torch_python(tmp_path_factory) -> str:
+    """The interpreter of a fresh venv with no packages at all (no torch, no fsdp_skill)."""
+    venv = tmp_path_factory.mktemp("no-torch-venv")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, capture_output=True)
+    return str(venv / "bin" / "python")
+
+
+@pytest.fixture(scope="module")
+def isolated_python(tmp_path_factory) -> str:
+    """Another interpreter path with torch: this one, started with ``-I`` and an import hook that makes every
+    package of the tool's environment but torch's unimportable."""
+    folder = tmp_path_factory.mktemp("isolated-python")
+    (folder / "isolate.py").write_text(ISOLATE)
+    wrapper = folder / "python"
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" -I "{folder / "isolate.py"}" "$@"\n')
+    wrapper.chmod(0o755)
+    return str(wrapper)
+
+
+def _run(argv, capsys):
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _bad_paths(tmp_path) -> dict[str, tuple[str, str]]:
+    text = tmp_path / "notes.txt"
+    text.write_text("hello")
+    shell = tmp_path / "not-python"
+    shell.write_text("#!/bin/sh\necho 'this is not python' >&2\nexit 3\n")
+    shell.chmod(0o755)
+    return {"missing": (str(tmp_path / "nope" / "python"), "no such file"),
+            "directory": (str(tmp_path), "not an executable file"),
+            "not-executable": (str(text), "not an executable file"),
+            "not-python": (str(shell), "not a Python interpreter")}
+
+
+@pytest.mark.parametrize("case", ["missing", "directory", "not-executable", "not-python"])
+@pytest.mark.parametrize("command", [["verify", "join/ddp-join"], ["ask", "fully_shard bf16"], ["mcp"], ["serve"]])
+def test_bad_python_is_a_one_line_usage_error(case, command, tmp_path, capsys):
+    path, why = _bad_paths(tmp_path)[case]
+    code, out, err = _run([*command, "--python", path], capsys)
+    assert code == 2
+    assert err.startswith(f"fsdp-skill: error: --python {path}: {why}") and err.count("\n") == 1, err
+    assert "Traceback" not in err and out == ""
+    assert os.environ.get(target.ENV) is None  # a rejected interpreter is not selected
+
+
+def test_bad_python_with_json_prints_the_error_object(tmp_path, capsys):
+    path = str(tmp_path / "missing-python")
+    code, out, err = _run(["verify", "join/ddp-join", "--json", "--python", path], capsys)
+    assert code == 2 and json.loads(out) == {"error": f"--python {path}: no such file", "code": "bad_input"}
+
+
+def test_bad_environment_variable_names_itself(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv(target.ENV, str(tmp_path / "gone"))
+    code, out, err = _run(["ask", "fully_shard bf16", "--no-verify"], capsys)
+    assert (code, err) == (2, f"fsdp-skill: error: {target.ENV} {tmp_path / 'gone'}: no such file\n")
+
+
+def test_probe_runs_with_the_standard_library_alone(no_torch_python):
+    proc = subprocess.run([no_torch_python, "-I", str(RUNTIME / "probe.py")], capture_output=True, text=True, check=True)
+    data = json.loads(proc.stdout)
+    assert data["torch_version"] is None and data["torch_dir"] is None and data["cuda_build"] is False
+    assert target.facts(no_torch_python).torch_version is None
+
+
+def test_in_process_facts_equal_the_probe_subprocess():
+    proc = subprocess.run([sys.executable, str(RUNTIME / "probe.py")], capture_output=True, text=True, check=True)
+    assert json.loads(proc.stdout) == json.loads(json.dumps(probe.static_facts()))
+
+
+def test_ask_without_torch_answers_and_reports_what_is_missing(no_torch_python, capsys):
+    code, out, err = _run(["ask", "--json", "--python", no_torch_python, "How do I use bf16 mixed precision with fully_shard?"],
+                          capsys)
+    assert code == 0, err
+    answer = json.loads(out)
+    reason = NO_TORCH.format(no_torch_python)
+    assert answer["sections"] and answer["torch_version"] is None and answer["python"] == no_torch_python
+    assert answer["api"] and all(a["available"] is False and a["reason"] == reason for a in answer["api"])
+    verdicts = [sn["verification"] for s in answer["sections"] for sn in s["snippets"]]
+    assert verdicts and all(v["status"] == "unverified" and v["available"] is False and v["reason"] == reason
+                            and v["python"] == no_torch_python for v in verdicts)
+
+
+def test_verify_without_torch_exits_2_saying_how_to_enable_it(no_torch_python, capsys):
+    code, out, err = _run(["verify", "--python", no_torch_python, "join/ddp-join"], capsys)
+    assert (code, out) == (2, "")
+    assert err == f"fsdp-skill: error: {NO_TORCH.format(no_torch_python)}\n"
+
+
+def test_http_reports_missing_torch_and_a_bad_interpreter_as_json(no_torch_python, monkeypatch, tmp_path):
+    monkeypatch.setenv(target.ENV, no_torch_python)
+    with TestClient(create_app()) as client:
+        r = client.post("/v1/ask", json={"question": "How do I use bf16 mixed precision with fully_shard?", "k": 1})
+        assert r.status_code == 200
+        assert {a["available"] for a in r.json()["api"]} == {False}
+        r = client.post("/v1/snippets/join/ddp-join/verify", params={"force": "true"})
+        assert r.status_code == 400 and r.json() == {"error": NO_TORCH.format(no_torch_python), "code": "bad_input"}
+        monkeypatch.setenv(target.ENV, str(tmp_path / "gone"))
+        r = client.post("/v1/ask", json={"question": "fully_shard bf16", "k": 1, "verify": False})
+        assert r.status_code == 400
+        assert r.json() == {"error": f"{target.ENV} {tmp_path / 'gone'}: no such file", "code": "bad_input"}
+
+
+def test_cache_key_separates_interpreters():
+    keys = {cache.cache_key("ab" * 32, 2, "gloo", "2.13.0+cpu", p) for p in ("/a/bin/python", "/b/bin/python")}
+    assert len(keys) == 2
+    assert cache.cache_key("ab" * 32, 2, "gloo", "2.13.0+cpu", "/a") != cache.cache_key("ab" * 32, 2, "gloo", "2.14.0", "/a")
+
+
+SCRIPT = textwrap.dedent("""\
+    import os, sys
+    import torch
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo")
+    try:
+        assert "fsdp_skill" not in sys.modules and "pydantic" not in sys.modules
+        t = torch.ones(1) * (dist.get_rank() + 1)
+        dist.all_reduce(t)
+        assert t.item() == 3.0, t
+    finally:
+        dist.destroy_process_group()
+""")
+
+
+@pytest.mark.slow
+def test_verify_under_another_interpreter_names_it_and_needs_only_torch(isolated_python, capsys):
+    from fsdp_skill.runtime import cached_verdict, verify_code
+
+    verdict = verify_code(SCRIPT, world_size=2, backend="gloo", timeout=120, python=isolated_python)
+    assert verdict.status == "passed", verdict.reason
+    assert verdict.python == isolated_python and verdict.torch_version == target.facts().torch_version
+    assert (verdict.device_count, verdict.available) == (0, True)
+    assert cached_verdict(SCRIPT, backend="gloo", python=isolated_python).cached is True
+    assert cached_verdict(SCRIPT, backend="gloo") is None  # the tool's own interpreter: another environment
+    # the CLI: one knowledge snippet; API signatures read under that interpreter too
+    code, out, err = _run(["verify", "--python", isolated_python, "join/ddp-join", "--json"], capsys)
+    assert code == 0, err
+    (item,) = json.loads(out)
+    assert (item["status"], item["python"], item["launcher"]) == ("passed", isolated_python, "warm")
+    code, out, err = _run(["ask", "--json", "--no-verify", "--python", isolated_python,
+                           "How do I use bf16 mixed precision with fully_shard?"], capsys)
+    api = json.loads(out)["api"]
+    assert code == 0 and api and all(a["available"] and a["signature"] for a in api), api
+
+
+@pytest.mark.slow
+def test_stdio_mcp_server_from_readme_config_verifies_under_the_given_python(isolated_python, tmp_path):
+    import asyncio
+
+    from mcp import Client, StdioServerParameters
+
+    line = next(ln for ln in (RUNTIME.parent / "README.md").read_text().splitlines()
+                if ln.startswith('{"mcpServers"') and "--python" in ln)
+    cfg = json.loads(line)["mcpServers"]["fsdp-skill"]
+    assert cfg["args"] == ["mcp", "--python", "/path/to/train-venv/bin/python"]
+    args = [isolated_python if a == "/path/to/train-venv/bin/python" else a for a in cfg["args"]]
+    params = StdioServerParameters(command=str(Path(sys.executable).with_name(cfg["command"])), args=args,
+                                   env={"FSDP_SKILL_HOME": str(tmp_path / "home")})
+
+    async def go():
+        async with Client(params) as client:
+            return await client.call_tool("verify_snippet", {"id": "join/ddp-join"})
+
+    res = asyncio.run(go())
+    assert not res.is_error, res
+    verdict = res.structured_content["verification"]
+    assert (verdict["status"], verdict["python"]) == ("passed", isolated_python), verdict
