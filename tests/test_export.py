@@ -110,6 +110,7 @@ def test_export_into_same_dir_adds_to_manifest(kb, tmp_path, fake_verifier):
     assert [e.id for e in export_snippets([a], out, kb=kb, verifier=fake_verifier).entries] == [a.id]  # a vanished file is dropped
 
 
+@pytest.mark.torch
 def test_cuda_snippet_is_refused_on_cpu_host(kb, tmp_path, capsys):
     """Real runtime, nothing launched: a snippet that needs CUDA is 'skipped' here, so it is not exported."""
     from fsdp_skill.runtime import host
