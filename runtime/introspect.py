@@ -57,9 +57,28 @@ def describe(name):
     return {"name": name, "available": True, "signature": signature, "summary": summary}
 
 
+def torch_import_error():
+    """None when ``import torch`` works here, else one line: "torch failed to import: ImportError: ...".
+
+    A torch that is installed but broken (a missing shared library, an ABI mismatch) must not be read
+    as "every API is missing"."""
+    try:
+        importlib.import_module("torch")
+    except Exception as exc:  # anything torch's import can raise: ImportError, OSError, RuntimeError, ...
+        first = str(exc).strip().splitlines()[:1] or [""]
+        return f"torch failed to import: {type(exc).__name__}: {first[0]}"
+    return None
+
+
 def main(names):
-    """Print the JSON list of :func:`describe` for ``names`` on stdout; returns the exit code (0)."""
+    """Print the JSON list of :func:`describe` for ``names`` on stdout; returns the exit code (0).
+
+    When torch does not import, prints nothing and writes that reason as the last stderr line (exit 3)."""
     warnings.simplefilter("ignore")  # deprecation warnings of torch modules imported on the way
+    broken = torch_import_error()
+    if broken:
+        sys.stderr.write(broken + "\n")
+        return 3
     sys.stdout.write(json.dumps([describe(n) for n in names], ensure_ascii=False) + "\n")
     return 0
 

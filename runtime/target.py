@@ -64,7 +64,7 @@ class Facts:
 
 def python() -> str:
     """Absolute path of the selected target interpreter: ``$FSDP_SKILL_PYTHON`` or ``sys.executable``."""
-    chosen = os.environ.get(ENV) or sys.executable
+    chosen = os.path.expanduser(os.environ.get(ENV) or sys.executable)
     if os.sep not in chosen:  # a bare name such as 'python3' is looked up on PATH, as a shell would
         chosen = shutil.which(chosen) or chosen
     return os.path.abspath(chosen)
@@ -119,6 +119,7 @@ def check_python(path: str, source: str = "--python") -> str:
     """
     if not path:
         raise InvalidArgument(f"{source}: give the path of a Python interpreter")
+    path = os.path.expanduser(path)  # an MCP client's config has no shell to expand '~'
     if os.sep not in path:
         path = shutil.which(path) or path
     full = os.path.abspath(path)
@@ -148,10 +149,27 @@ def _probe(path: str, source: str) -> dict:
         if proc.returncode != 0 or not isinstance(data, dict) or "torch_version" not in data:
             raise ValueError
     except (ValueError, IndexError):
-        last = (proc.stderr.decode("utf-8", "replace").strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
+        old = _old_python_version(path)
+        if old:
+            raise InvalidArgument(f"{source} {path}: Python {old} is too old; the harness needs Python >= "
+                                  f"{'.'.join(map(str, MIN_PYTHON))}") from None
+        last = (proc.stderr.decode("utf-8", "replace").strip().splitlines()
+                or [f"exit code {proc.returncode} and no output a Python would give"])[-1]
         raise InvalidArgument(f"{source} {path}: not a Python interpreter (running a Python script gave: "
                               f"{last[:200]})") from None
     return data
+
+
+def _old_python_version(path: str) -> str | None:
+    """'2.7' when ``path`` is a Python too old for the probe script (it prints its version with syntax
+    that Python 2 also accepts), else None."""
+    try:
+        proc = subprocess.run([path, "-c", "import sys; sys.stdout.write('%d.%d' % sys.version_info[:2])"],
+                              stdin=subprocess.DEVNULL, capture_output=True, timeout=PROBE_TIMEOUT_S, check=False)
+        major, minor = (int(x) for x in proc.stdout.decode("ascii", "replace").strip().split("."))
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        return None
+    return f"{major}.{minor}" if proc.returncode == 0 and (major, minor) < MIN_PYTHON else None
 
 
 def forget() -> None:

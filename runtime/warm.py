@@ -57,6 +57,7 @@ class WarmLauncher:
                     cwd=self.workdir, env=env, start_new_session=True,
                 )
         except OSError as exc:
+            ours.close()
             shutil.rmtree(self.workdir, ignore_errors=True)
             raise HarnessError(f"cannot start the warm launcher ({self.python}): {exc}") from exc
         finally:
@@ -72,6 +73,9 @@ class WarmLauncher:
         msg = json.loads(line) if line.strip() else {"type": "fatal", "message": self._log_tail()}
         if msg.get("type") != "ready":
             self._terminate()
+            self._reader.close()
+            ours.close()
+            shutil.rmtree(self.workdir, ignore_errors=True)
             raise HarnessError(f"the warm launcher did not start under {self.python}: {msg.get('message') or 'no answer'}")
         self.pid: int = msg["pid"]
         self.torch_version: str = msg["torch_version"]

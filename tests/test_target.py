@@ -131,6 +131,51 @@ def test_ask_without_torch_answers_and_reports_what_is_missing(no_torch_python, 
                             and v["python"] == no_torch_python for v in verdicts)
 
 
+@pytest.fixture(scope="module")
+def broken_torch_python(tmp_path_factory) -> str:
+    """A venv whose torch is installed (package metadata says 2.13.0) but fails to import."""
+    venv = tmp_path_factory.mktemp("broken-torch-venv")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, capture_output=True)
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    (site / "torch").mkdir()
+    (site / "torch" / "__init__.py").write_text('raise ImportError("libtorch_cpu.so: cannot open shared object file")\n')
+    (site / "torch-2.13.0.dist-info").mkdir()
+    (site / "torch-2.13.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 2.13.0\n")
+    return str(venv / "bin" / "python")
+
+
+def test_ask_with_a_broken_torch_answers_and_caches_no_missing_apis(broken_torch_python, capsys, fsdp_skill_home):
+    code, out, err = _run(["ask", "--json", "--python", broken_torch_python, "How do I use bf16 mixed precision with fully_shard?"],
+                          capsys)
+    assert code == 0, err
+    answer = json.loads(out)
+    assert answer["sections"] and answer["torch_version"] == "2.13.0"
+    assert answer["api"] and all(a["available"] is False and "torch failed to import: ImportError: libtorch_cpu.so"
+                                 in a["reason"] for a in answer["api"])
+    verdicts = [sn["verification"] for s in answer["sections"] for sn in s["snippets"]]
+    assert verdicts and all(v["status"] == "unverified" and v["reason"].startswith("verification could not run here")
+                            for v in verdicts)
+    assert not list(fsdp_skill_home.glob("api-*.json"))  # a broken torch is not "every API is missing"
+    code, out, err = _run(["ask", "--python", broken_torch_python, "How do I use bf16 mixed precision with fully_shard?"],
+                          capsys)
+    flat = " ".join(out.split())  # the terminal view wraps lines
+    assert code == 0 and "torch failed to import" in flat and "missing from the installed torch" not in flat
+
+
+@pytest.mark.parametrize(("version", "expected"), [("2.7.18", "Python 2.7 is too old")])
+def test_python_2_is_named_too_old(version, expected, capsys):
+    python2 = Path(os.path.expanduser("~/.pyenv/versions")) / version / "bin" / "python2.7"
+    if not python2.exists():
+        pytest.skip(f"no Python {version} on this machine")
+    code, out, err = _run(["verify", "--python", str(python2), "join/ddp-join"], capsys)
+    assert code == 2 and expected in err
+
+
+def test_tilde_in_python_is_expanded(monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("HOME", str(Path(sys.executable).parent))
+    assert target.check_python("~/" + Path(sys.executable).name) == os.path.abspath(sys.executable)
+
+
 def test_verify_without_torch_exits_2_saying_how_to_enable_it(no_torch_python, capsys):
     code, out, err = _run(["verify", "--python", no_torch_python, "join/ddp-join"], capsys)
     assert (code, out) == (2, "")

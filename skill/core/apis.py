@@ -22,7 +22,7 @@ from fsdp_skill.errors import HarnessError
 from fsdp_skill.runtime import introspect as _script
 from fsdp_skill.runtime import target
 
-API_FORMAT = 2  # version of the cached ApiInfo form (part of the cache file name); bump when introspect changes
+API_FORMAT = 3  # version of the cached ApiInfo form (part of the cache file name); bump when introspect changes
 INTROSPECT_TIMEOUT_S = 600.0  # importing torch in a cold interpreter on a loaded machine
 resolve = _script.resolve
 
@@ -78,7 +78,11 @@ class ApiCache:
         self.entries: dict[str, dict] = data if isinstance(data, dict) else {}
 
     def _fresh(self, names: list[str]) -> dict[str, dict]:
+        """Introspect ``names``; raises HarnessError (nothing is cached then) when torch does not import."""
         if self.facts.python == os.path.abspath(sys.executable):  # this interpreter: no subprocess
+            broken = _script.torch_import_error()
+            if broken:
+                raise HarnessError(f"cannot read API signatures from {self.facts.python}: {broken}")
             return {n: introspect(n).model_dump() for n in names}
         return {i.name: i.model_dump() for i in introspect_in(self.facts.python, names)}
 

@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field
 
 from fsdp_skill.core.knowledge import Knowledge, load_knowledge
 from fsdp_skill.core.models import SectionDoc, SectionOut, SnippetOut, SnippetSpec
-from fsdp_skill.errors import InvalidArgument, NotFoundError
+from fsdp_skill.errors import HarnessError, InvalidArgument, NotFoundError
 from fsdp_skill.runtime.api import Job
 from fsdp_skill.runtime.cache import code_sha256
 from fsdp_skill.runtime.models import Verdict
@@ -245,12 +245,16 @@ def latest_verdict(spec: SnippetSpec, verifier: Verifier | None = None) -> Verdi
 def snippet_verdicts(specs: list[SnippetSpec], verify: bool, *, verifier: Verifier | None = None,
                      progress: Progress | None = None) -> dict[str, Verdict]:
     """Verdict per snippet id: with ``verify``, the cache or a fresh run (:func:`shared_verdicts`);
-    without, 'unverified' for each (nothing is looked up or run)."""
+    without, 'unverified' for each (nothing is looked up or run).  When the runs cannot happen at all
+    (HarnessError, e.g. the target's torch fails to import), each is 'unverified' with that reason."""
     if not specs:
         return {}
     if not verify:
         return {s.id: unverified(s, "verification was not requested (--no-verify)") for s in specs}
-    return shared_verdicts(specs, verifier=verifier, progress=progress)
+    try:
+        return shared_verdicts(specs, verifier=verifier, progress=progress)
+    except HarnessError as exc:  # e.g. the target's torch does not import: the answer stands, unverified
+        return {s.id: unverified(s, f"verification could not run here: {exc}") for s in specs}
 
 
 def section_out(section: SectionDoc, score: float, verdicts: dict[str, Verdict]) -> SectionOut:

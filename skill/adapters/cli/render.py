@@ -17,7 +17,7 @@ def verdict_line(v: Verdict) -> str:
         return (f"verified: passed on {v.backend}, world_size {v.world_size}, {v.device}, torch {v.torch_version} "
                 f"({v.seconds:.2f} s{extra}{when})")
     if v.status == "unverified":
-        return "unverified: not run for this answer (run `fsdp-skill verify ID` to check it here)"
+        return f"unverified: {v.reason}" if v.reason else "unverified: not run for this answer"
     if v.status == "skipped":
         return f"skipped: not run on this host — {v.reason}"
     return f"NOT RECOMMENDED: {v.status} verification on this host — {v.reason}"
@@ -38,8 +38,19 @@ def error_lines(ans: Answer) -> list[str]:
     for e in ans.errors:
         told = (f"explained by {', '.join(e.sections)}" if e.sections
                 else "no knowledge section explains this message yet; the sections below are the closest matches")
-        lines.append(f"{e.message!r}: {e.explanation} (torch {e.torch_version}); {told}")
+        where = f" (torch {e.torch_version})" if e.torch_version else ""
+        lines.append(f"{e.message!r}: {e.explanation}{where}; {told}")
     return lines
+
+
+def _errors_title(ans: Answer) -> str:
+    """Heading of the messages found: located in the target's torch, or only recognised (no torch there)."""
+    return "Error located in your torch" if ans.torch_version else "Error message recognised (no torch to locate it in)"
+
+
+def _api_absent(a) -> str:
+    """Why an API has no signature: the reason given (no torch, torch broken) or missing from that torch."""
+    return a.reason or "missing from the installed torch"
 
 
 def answer_markdown(ans: Answer) -> str:
@@ -47,7 +58,7 @@ def answer_markdown(ans: Answer) -> str:
     first, _, rest = ans.query.partition("\n")
     out = [f"# {first}\n"] + ([f"```text\n{rest}\n```\n"] if rest.strip() else [])
     if ans.errors:
-        out.append("**Error located in your torch**\n")
+        out.append(f"**{_errors_title(ans)}**\n")
         out += [f"- {line}" for line in error_lines(ans)] + [""]
     if ans.abstained:
         out.append(f"**Out of scope.** {ans.reason}\n")
@@ -56,6 +67,8 @@ def answer_markdown(ans: Answer) -> str:
         out.append(f"## {i}. {s.title}  \n`{s.id}` · score {s.score:.2f}\n")
         if s.zh and ans.language != "en":
             out.append(f"> 中文摘要：{s.zh}\n")
+        if s.applies is False:
+            out.append(f"> **Not for your torch:** {s.applicability}\n")
         out.append(s.text + "\n")
         for sn in s.snippets:
             out.append(f"**Snippet `{sn.id}`** — {verdict_line(sn.verification)}  \n"
@@ -64,12 +77,12 @@ def answer_markdown(ans: Answer) -> str:
                 out.append(f"```python\n{sn.code}```\n")
         out.append("Sources: " + ", ".join(s.sources) + "\n")
     if ans.api:
-        out.append("## API in your torch " + (ans.torch_version or "") + "\n")
+        out.append(f"## API in your torch {ans.torch_version or '(not available)'}\n")
         for a in ans.api:
             if a.available:
                 out.append(f"- `{a.name}` — `{a.signature or '(no signature)'}`  \n  {a.summary or ''}")
             else:
-                out.append(f"- `{a.name}` — **missing from the installed torch**")
+                out.append(f"- `{a.name}` — **{_api_absent(a)}**")
         out.append("")
     return "\n".join(out)
 
@@ -102,10 +115,10 @@ def print_answer(ans: Answer, console=None) -> None:
         console.print(Panel(escape(ans.reason or ""), title="out of scope", border_style="yellow"))
         return
     for line in error_lines(ans):
-        console.print(Panel(escape(line), title="error located in your torch", border_style="magenta",
+        console.print(Panel(escape(line), title=_errors_title(ans).lower(), border_style="magenta",
                             title_align="left"))
     topics = ", ".join(f"{t.id} {t.score:.2f}" for t in ans.topics[:3])
-    console.print(f"[dim]topics: {topics} · torch {ans.torch_version} · {ans.elapsed_ms:.1f} ms[/dim]")
+    console.print(f"[dim]topics: {topics} · torch {ans.torch_version or 'not available'} · {ans.elapsed_ms:.1f} ms[/dim]")
     for i, s in enumerate(ans.sections, 1):
         body = [Markdown(s.text)]
         if s.zh and ans.language != "en":
@@ -120,12 +133,12 @@ def print_answer(ans: Answer, console=None) -> None:
             _print_snippet(console, sn, Syntax, Panel)
         console.print("[dim]sources: " + escape(" ".join(s.sources)) + "[/dim]\n")
     if ans.api:
-        console.print(f"[bold]API in your torch {ans.torch_version}[/bold]")
+        console.print(f"[bold]API in your torch {ans.torch_version or '(not available)'}[/bold]")
         for a in ans.api:
             if a.available:
                 console.print(f"  [cyan]{escape(a.name)}[/cyan]\n    {escape(a.signature or '')}\n    [dim]{escape(a.summary or '')}[/dim]")
             else:
-                console.print(f"  [red]{escape(a.name)} — missing from the installed torch[/red]")
+                console.print(f"  [red]{escape(a.name)} — {escape(_api_absent(a))}[/red]")
 
 
 def _print_snippet(console, sn: SnippetOut, Syntax, Panel) -> None:
