@@ -609,7 +609,7 @@ class Zygote:
         except (AttributeError, OSError):
             pass
         code = run_script(job.script, os.path.join(job.rundir, f"rank{rank}.tb"))
-        if os.environ.get(EXIT_ENV, "finalize") != "fast":
+        if self.preload_env.get(EXIT_ENV, "finalize") != "fast":  # the zygote's setting: ranks never see it
             # The interpreter's own finalization, then exit(): C++ static destructors run as in a fresh
             # process, which reproduces torch's occasional crash at exit ("terminate called without an
             # active exception") the way users meet it under torchrun; ~0.3 s per rank.  Never returns.
