@@ -19,6 +19,7 @@ from fsdp_skill.runtime.report import RawRank, RawRun, make_verdict, read_text
 
 LAUNCHERS = ("warm", "torchrun")
 KEEP_ENV = "FSDP_SKILL_KEEP_RUNS"  # set to keep each run's directory (script, per-rank logs) for debugging
+WARM_EXIT_ENV = "FSDP_SKILL_WARM_EXIT"  # 'fast': warm ranks end with os._exit (see verify_code)
 CONFIRM_ENV = "FSDP_SKILL_CONFIRM_TIMEOUTS"  # '0' reports warm timeouts without rerunning them under torchrun
 
 
@@ -270,6 +271,8 @@ def _run(job: Job, place: host.Placement, sha: str, launcher: str, facts: target
             with open(script, "w", encoding="utf-8") as f:
                 f.write(job.code)
         env = _job_env(job, place, facts, rundir)
+        if zygote is not None and os.environ.get(WARM_EXIT_ENV):  # read (and removed) by the zygote
+            env[WARM_EXIT_ENV] = os.environ[WARM_EXIT_ENV]
         torch_version = facts.torch_version
         if zygote is not None:
             msg = zygote.run(script=script, workdir=workdir, rundir=rundir, world_size=job.world_size,
