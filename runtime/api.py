@@ -19,6 +19,7 @@ from fsdp_skill.runtime.report import RawRank, RawRun, make_verdict, read_text
 
 LAUNCHERS = ("warm", "torchrun")
 KEEP_ENV = "FSDP_SKILL_KEEP_RUNS"  # set to keep each run's directory (script, per-rank logs) for debugging
+WARM_EXIT_ENV = "FSDP_SKILL_WARM_EXIT"  # 'fast': warm ranks end with os._exit (see verify_code)
 CONFIRM_ENV = "FSDP_SKILL_CONFIRM_TIMEOUTS"  # '0' reports warm timeouts without rerunning them under torchrun
 
 
@@ -90,16 +91,21 @@ def _check(job: Job, launcher: str) -> None:
 
 
 def cached_verdict(code: str, *, world_size: int = 2, backend: str = "auto", requires=(),
-                   python: str | None = None) -> Verdict | None:
+                   python: str | None = None, launcher: str | None = None) -> Verdict | None:
     """The verdict known without running anything, or None.
 
     ``python`` is the target interpreter (default: the selected one, :func:`fsdp_skill.runtime.target.python`).
     An ``unverified`` verdict with ``available=False`` when torch is not installed there; a ``skipped``
     verdict when the host cannot run it (e.g. ``requires=['cuda']`` with too few GPUs); else the cached
     verdict (``cached=True``) for this code, world_size, resolved backend, interpreter and its torch
-    version; else None.  Never imports torch; takes milliseconds once the interpreter is probed.  Raises
-    InvalidArgument for an unknown backend, a bad world_size or an unusable interpreter.
+    version, launcher and this process's c10d/gloo/NCCL environment (:func:`fsdp_skill.runtime.cache.outcome_env`);
+    else None.  ``launcher`` None (what ``ask`` uses) takes a warm verdict, else a torchrun one; 'warm' or
+    'torchrun' only that launcher's.  Never imports torch; takes milliseconds once the interpreter is
+    probed.  Raises InvalidArgument for an unknown backend or launcher, a bad world_size or an unusable
+    interpreter.
     """
+    if launcher is not None and launcher not in LAUNCHERS:
+        raise InvalidArgument(f"launcher must be one of {', '.join(LAUNCHERS)}, not {launcher!r}")
     facts = target.facts(python)
     job = Job(code=code, world_size=world_size, backend=backend, requires=tuple(requires))
     sha = cache.code_sha256(code)
@@ -108,7 +114,16 @@ def cached_verdict(code: str, *, world_size: int = 2, backend: str = "auto", req
     place = host.resolve(backend, world_size, tuple(requires), facts.python)
     if place.skip:
         return _skipped(sha, job, place, facts)
-    return cache.load(cache.cache_key(sha, world_size, place.backend, facts.torch_version, facts.python))
+    for name in (launcher,) if launcher else LAUNCHERS:
+        hit = cache.load(_key(sha, job, place, facts, name))
+        if hit is not None:
+            return hit
+    return None
+
+
+def _key(sha: str, job: Job, place: host.Placement, facts: target.Facts, launcher: str) -> cache.VerdictKey:
+    return cache.VerdictKey(sha, job.world_size, place.backend, facts.torch_version, facts.python, launcher,
+                            cache.outcome_env())
 
 
 def verify_code(code: str, *, world_size: int = 2, backend: str = "auto", timeout: float = 60.0, requires=(),
@@ -168,7 +183,7 @@ def _verify(job: Job, *, launcher: str, use_cache: bool, facts: target.Facts) ->
     sha = cache.code_sha256(job.code)
     if place.skip:
         return _skipped(sha, job, place, facts)
-    key = cache.cache_key(sha, job.world_size, place.backend, facts.torch_version, facts.python)
+    key = _key(sha, job, place, facts, launcher)
     if use_cache and not job.debug:
         hit = cache.load(key)
         # A timeout recorded under a shorter timeout says nothing about a longer one.
@@ -200,12 +215,33 @@ def _confirm(job: Job, place: host.Placement, sha: str, warm: Verdict, facts: ta
     return confirmed.model_copy(update={"reason": reason, "seconds": seconds})
 
 
+_XDG_VARS = ("XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME")
+STATE_PREFIX = "FSDP_SKILL_"
+
+
+def scrubbed_env(environ) -> dict[str, str]:
+    """A copy of ``environ`` without the tool's own variables (names starting ``FSDP_SKILL_``: state
+    directory, cards, target interpreter, launcher knobs), for processes that run a user's code."""
+    return {k: v for k, v in environ.items() if not k.startswith(STATE_PREFIX)}
+
+
 _TORCHRUN_VARS = {"RANK", "LOCAL_RANK", "GROUP_RANK", "ROLE_RANK", "ROLE_NAME", "LOCAL_WORLD_SIZE", "WORLD_SIZE",
                   "GROUP_WORLD_SIZE", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}
 
 
-def _job_env(job: Job, place: host.Placement, facts: target.Facts) -> dict[str, str]:
-    env = dict(os.environ)
+def _job_env(job: Job, place: host.Placement, facts: target.Facts, rundir: str) -> dict[str, str]:
+    """The ranks' environment: the caller's, less the tool's own state (every ``FSDP_SKILL_*`` variable, so
+    a script cannot find the state directory or the cards) and any torchrun variables of the caller.
+    Code without a file of its own (knowledge snippets, code sent over HTTP/MCP) also gets a private
+    ``HOME`` (and XDG dirs under it) inside ``rundir``, removed with the run; a user's script file keeps
+    the caller's ``HOME``, as under torchrun."""
+    env = scrubbed_env(os.environ)
+    if not job.path:
+        home = os.path.join(rundir, "home")
+        os.mkdir(home)
+        env["HOME"] = home
+        for name in _XDG_VARS:
+            env.pop(name, None)
     if job.world_size > 1:
         env.setdefault("OMP_NUM_THREADS", "1")  # what torchrun does for several ranks per node
     if place.backend == "gloo" and facts.device_count > 0:
@@ -234,7 +270,9 @@ def _run(job: Job, place: host.Placement, sha: str, launcher: str, facts: target
             script = os.path.join(workdir, os.path.basename(job.filename))
             with open(script, "w", encoding="utf-8") as f:
                 f.write(job.code)
-        env = _job_env(job, place, facts)
+        env = _job_env(job, place, facts, rundir)
+        if zygote is not None and os.environ.get(WARM_EXIT_ENV):  # read (and removed) by the zygote
+            env[WARM_EXIT_ENV] = os.environ[WARM_EXIT_ENV]
         torch_version = facts.torch_version
         if zygote is not None:
             msg = zygote.run(script=script, workdir=workdir, rundir=rundir, world_size=job.world_size,

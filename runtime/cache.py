@@ -1,17 +1,23 @@
-"""On-disk cache of verdicts: one JSON file per (code, world_size, backend, torch version, interpreter).
+"""On-disk cache of verdicts: one JSON file per :class:`VerdictKey` (code, world_size, backend, torch version,
+interpreter, launcher, and the environment variables that change a distributed run's outcome).
 
 Files live in ``<state dir>/verdicts/<key>.json`` where the state dir is ``$FSDP_SKILL_HOME`` or
 ``platformdirs.user_cache_dir("fsdp-skill")``.  Writes go to a temp file in the same directory and are
 moved into place with ``os.replace``, so concurrent writers never leave a torn file and readers see the
-old or the new verdict.  An unreadable or invalid file is a miss (the next store rewrites it).
+old or the new verdict.  A file is trusted only as far as it agrees with the key it was looked up with
+(:func:`load`): an unreadable, invalid or mismatching file is a miss, rewritten by the next store.
 Only ``passed``, ``failed`` and ``timeout`` verdicts are stored; a harness error never reaches here.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
+import re
 import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from fsdp_skill.runtime.models import Verdict
@@ -20,7 +26,13 @@ HOME_ENV = "FSDP_SKILL_HOME"
 CACHED_STATUSES = ("passed", "failed", "timeout")
 # 2: warm ranks finalize the interpreter at exit (verdicts of the fast exit are not reused)
 # 3: keyed by the target interpreter too (verdicts carry python, cuda/nccl availability, device count)
-_SCHEMA = 3
+# 4: keyed by the launcher and the c10d/gloo/NCCL environment too (see OUTCOME_ENV)
+_SCHEMA = 4
+# Environment variables that change how c10d, gloo or NCCL behave, so a verdict recorded under them says
+# nothing about a run without them (e.g. GLOO_SOCKET_IFNAME=nonexistent fails every gloo run).
+OUTCOME_ENV = re.compile(r"^(?:[A-Z0-9_]*_SOCKET_IFNAME|NCCL_\w*|TORCH_NCCL_\w*|GLOO_\w*|TORCH_DISTRIBUTED_DEBUG"
+                         r"|MASTER_ADDR)$")
+_SHA = re.compile(r"^[0-9a-f]{64}$")
 
 
 def state_dir() -> Path:
@@ -38,30 +50,86 @@ def code_sha256(code: str) -> str:
     return hashlib.sha256(code.encode("utf-8")).hexdigest()
 
 
-def cache_key(code_sha: str, world_size: int, backend: str, torch_version: str, python: str) -> str:
-    """Key of one verdict: SHA-256 over the code hash, world_size, resolved backend, and the target
-    interpreter's torch version and absolute path, so verdicts of different environments never mix."""
-    material = json.dumps([_SCHEMA, code_sha, world_size, backend, torch_version, python])
+def outcome_env(environ: Mapping[str, str] | None = None) -> str:
+    """SHA-256 hex digest of the sorted (name, value) pairs of ``environ`` (default: ``os.environ``) whose
+    names match :data:`OUTCOME_ENV`; the digest of an empty list when none is set."""
+    env = os.environ if environ is None else environ
+    pairs = sorted((k, v) for k, v in env.items() if OUTCOME_ENV.match(k))
+    return hashlib.sha256(json.dumps(pairs).encode()).hexdigest()
+
+
+def cache_key(code_sha: str, world_size: int, backend: str, torch_version: str, python: str,
+              launcher: str = "warm", env: str = "") -> str:
+    """Key of one verdict: SHA-256 over the code hash, world_size, resolved backend, the target
+    interpreter's torch version and absolute path, the launcher ('warm' | 'torchrun') and the
+    :func:`outcome_env` digest ``env``, so verdicts of different environments never mix."""
+    material = json.dumps([_SCHEMA, code_sha, world_size, backend, torch_version, python, launcher, env])
     return hashlib.sha256(material.encode()).hexdigest()
 
 
-def _path(key: str) -> Path:
-    return state_dir() / "verdicts" / f"{key}.json"
+@dataclass(frozen=True)
+class VerdictKey:
+    """What a cached verdict is looked up by; a loaded verdict must agree with it (see :func:`load`)."""
+
+    code_sha: str
+    world_size: int
+    backend: str
+    torch_version: str
+    python: str
+    launcher: str = "warm"
+    env: str = ""  # outcome_env() of the caller
+
+    @property
+    def name(self) -> str:
+        """The file stem: :func:`cache_key` of the fields."""
+        return cache_key(self.code_sha, self.world_size, self.backend, self.torch_version, self.python,
+                         self.launcher, self.env)
 
 
-def load(key: str) -> Verdict | None:
-    """The cached verdict for ``key`` with ``cached=True``, or None on a miss or a corrupt file."""
+def _path(key: VerdictKey) -> Path:
+    return state_dir() / "verdicts" / f"{key.name}.json"
+
+
+def _agrees(verdict: Verdict, key: VerdictKey) -> bool:
+    """Whether a stored verdict belongs to ``key`` and is sane: same code hash, world_size, backend, torch
+    version and interpreter; a cacheable status; finite seconds >= 0; ranks within the world; a pass with
+    every rank exiting 0; a launcher the key allows (a warm key also holds the torchrun verdict that
+    confirmed a warm timeout)."""
+    if verdict.status not in CACHED_STATUSES or not verdict.available:
+        return False
+    if (verdict.code_sha256, verdict.world_size, verdict.backend, verdict.torch_version, verdict.python) != (
+            key.code_sha, key.world_size, key.backend, key.torch_version, key.python):
+        return False
+    if not _SHA.match(key.code_sha) or key.world_size < 1:
+        return False
+    allowed = ("warm", "torchrun") if key.launcher == "warm" else (key.launcher,)
+    if verdict.launcher not in allowed:
+        return False
+    if verdict.seconds is None or not math.isfinite(verdict.seconds) or verdict.seconds < 0:
+        return False
+    ranks = [r.rank for r in verdict.ranks]
+    if len(set(ranks)) != len(ranks) or any(not 0 <= r < key.world_size for r in ranks):
+        return False
+    if verdict.status == "passed":
+        return len(ranks) == key.world_size and all(r.exit_code == 0 and r.signal is None for r in verdict.ranks)
+    return True
+
+
+def load(key: VerdictKey) -> Verdict | None:
+    """The cached verdict for ``key`` with ``cached=True``, or None on a miss, a corrupt file, or a file
+    that does not agree with ``key`` (another code hash, world size, backend, torch, interpreter or
+    launcher; a negative or non-finite time; a status that is never cached)."""
     try:
         text = _path(key).read_text(encoding="utf-8")
         verdict = Verdict.model_validate_json(text)
     except (OSError, ValueError):
         return None
-    if verdict.status not in CACHED_STATUSES:
+    if not _agrees(verdict, key):
         return None
     return verdict.model_copy(update={"cached": True})
 
 
-def store(key: str, verdict: Verdict) -> bool:
+def store(key: VerdictKey, verdict: Verdict) -> bool:
     """Store ``verdict`` atomically under ``key`` if its status is cacheable; returns whether it was written.
 
     An OSError (read-only or full disk) is swallowed: the cache is an optimisation, never a failure.

@@ -28,6 +28,8 @@ START_TIMEOUT_S = 300.0  # importing torch on a loaded 2-core machine can take a
 # Started as a file, not as a module of this package: the zygote and the ranks it forks hold none of the
 # tool's modules (nor pydantic), only the standard library and torch.
 ZYGOTE_SCRIPT = str(Path(__file__).resolve().with_name("zygote.py"))
+# Where the tool keeps its state and cards, and which interpreter it targets: never passed to the zygote.
+_STATE_VARS = ("FSDP_SKILL_HOME", "FSDP_SKILL_KNOWLEDGE", "FSDP_SKILL_PYTHON")
 
 
 class WarmLauncher:
@@ -46,7 +48,9 @@ class WarmLauncher:
         self._pending: dict[str, dict] = {}
         self._closed = False
         ours, theirs = socket.socketpair()
-        env = dict(os.environ)
+        # The zygote keeps its own knobs (FSDP_SKILL_PRELOAD, FSDP_SKILL_WARM_EXIT) but not where the tool
+        # keeps its state: ranks can read their parent's /proc/PID/environ.
+        env = {k: v for k, v in os.environ.items() if k not in _STATE_VARS}
         env.setdefault("OMP_NUM_THREADS", "1")
         env.setdefault("OPENBLAS_NUM_THREADS", "1")
         try:

@@ -574,6 +574,7 @@ class Zygote:
             port += chunk
         os.close(go_r)
         env = dict(job.env)
+        exit_mode = env.pop(EXIT_ENV, "finalize")  # the client's knob for this job; the script never sees it
         env.update(rank_env(rank, job.world_size, int(port), run_id=job.id))
         os.environ.clear()
         os.environ.update(env)
@@ -609,7 +610,7 @@ class Zygote:
         except (AttributeError, OSError):
             pass
         code = run_script(job.script, os.path.join(job.rundir, f"rank{rank}.tb"))
-        if os.environ.get(EXIT_ENV, "finalize") != "fast":
+        if exit_mode != "fast":
             # The interpreter's own finalization, then exit(): C++ static destructors run as in a fresh
             # process, which reproduces torch's occasional crash at exit ("terminate called without an
             # active exception") the way users meet it under torchrun; ~0.3 s per rank.  Never returns.

@@ -20,7 +20,7 @@ import pytest
 
 import fsdp_skill.runtime as runtime
 from fsdp_skill.errors import InvalidArgument
-from fsdp_skill.runtime import Job, Verdict, cache, host, warm
+from fsdp_skill.runtime import Job, Verdict, api, cache, host, warm
 from fsdp_skill.runtime.report import blocked_at
 
 SCRIPTS = Path(__file__).parent / "data" / "scripts"
@@ -165,7 +165,11 @@ def test_warm_timeout_is_confirmed_under_torchrun(monkeypatch):
     def fake_run(job, place, sha, launcher, facts):
         calls.append(launcher)
         status = "timeout" if launcher == "warm" else "passed"
-        return Verdict(status=status, reason=f"{launcher} says {status}", launcher=launcher, seconds=1.5)
+        ranks = [runtime.RankResult(rank=r, exit_code=0 if status == "passed" else None) for r in range(job.world_size)]
+        # what a real run records: the cache keeps it only when it agrees with its key
+        return Verdict(status=status, reason=f"{launcher} says {status}", launcher=launcher, seconds=1.5,
+                       code_sha256=sha, backend=place.backend, world_size=job.world_size, ranks=ranks,
+                       **api.environment(facts))
 
     monkeypatch.setattr("fsdp_skill.runtime.api._run", fake_run)
     v = runtime.verify_code("x = 1", timeout=1.0, use_cache=False)

@@ -116,7 +116,7 @@ def load_knowledge(directory: str | Path | None = None) -> Knowledge:
     digest = hashlib.sha256(str(PARSED_FORMAT).encode())
     for p, data in sources:
         digest.update(p.name.encode() + b"\0" + data + b"\0")
-    kb = _read_parsed(directory, digest.hexdigest()[:24])
+    kb = _read_parsed(directory, digest.hexdigest()[:24], sources)
     if kb is None:
         kb = _parse_all(directory, sources)
         _write_parsed(kb, digest.hexdigest()[:24])
@@ -132,7 +132,10 @@ def _parsed_path(digest: str) -> Path:
     return state_dir() / f"knowledge-{digest}.json"
 
 
-def _read_parsed(directory: Path, digest: str) -> Knowledge | None:
+def _read_parsed(directory: Path, digest: str, sources: list[tuple[Path, bytes]]) -> Knowledge | None:
+    """The cached parse of ``sources``, or None (parse again) when the file is missing, corrupt, or does
+    not agree with the cards (:func:`fsdp_skill.core.knowledge_check.cards_agree`)."""
+    from fsdp_skill.core.knowledge_check import cards_agree
     from fsdp_skill.core.state import read_json
 
     data = read_json(_parsed_path(digest))
@@ -140,9 +143,11 @@ def _read_parsed(directory: Path, digest: str) -> Knowledge | None:
         return None
     try:
         cards = [Card.model_validate(c) for c in data]
-    except ValueError:  # corrupt or stale: parse again
+        if not cards_agree(cards, sources):
+            return None
+        return _index(directory, cards)
+    except (ValueError, KnowledgeError):  # corrupt, stale or planted: parse again
         return None
-    return _index(directory, cards)
 
 
 def _write_parsed(kb: Knowledge, digest: str) -> None:

@@ -25,7 +25,7 @@ MAX_QUERY_TOKENS = 400
 RECIPE_WEIGHT = 0.8
 # Version of how a section becomes a routing document (which fields, how weighted, which anchors):
 # part of the on-disk cache key, so bump it with any change to Router._documents.
-DOCUMENTS_FORMAT = 1
+DOCUMENTS_FORMAT = 2  # 2: the cache file names the section ids it was built for
 # Relative match (top BM25 score / the best score the question's terms could reach) needed to answer
 # a question that names only general ML terms (REL_WEAK) or no term of the field at all (REL_NONE).
 REL_WEAK = 0.30
@@ -47,6 +47,21 @@ class Routing:
 def _code_identifiers(code: str) -> list[str]:
     names = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*", code))
     return sorted(n for n in names if len(n) > 2)
+
+
+def _cached_documents(data, ids: list[str]) -> tuple[list[list[str]], list[str]] | None:
+    """(docs, strong) of a router cache file's JSON ``data`` when it was built for the section ``ids`` and
+    its shape is right (one non-empty list of strings per section, a list of string anchors); else None."""
+    if not isinstance(data, dict) or data.get("ids") != ids:
+        return None
+    docs, strong = data.get("docs"), data.get("strong")
+    if not isinstance(docs, list) or len(docs) != len(ids) or not isinstance(strong, list):
+        return None
+    if not all(isinstance(d, list) and d and all(isinstance(t, str) for t in d) for d in docs):
+        return None
+    if not all(isinstance(t, str) for t in strong):
+        return None
+    return docs, strong
 
 
 class Router:
@@ -71,14 +86,16 @@ class Router:
     def _documents(self, kb: Knowledge) -> tuple[list[list[str]], list[str]]:
         """Token lists of the sections and the anchors the cards add; cached on disk per knowledge digest,
         tokenizer version and :data:`DOCUMENTS_FORMAT` (tokenizing all cards takes a few hundred ms,
-        loading them a few)."""
+        loading them a few).  A cache file is used only when it is for these section ids in this order
+        and holds a non-empty token list per section (:func:`_cached_documents`); else it is rebuilt."""
         from fsdp_skill.core.state import read_json, state_dir, write_json_atomic
 
         name = f"router-{kb.digest}-t{TOKENIZER_VERSION}-d{DOCUMENTS_FORMAT}.json"
         path = state_dir() / name if kb.digest else None
-        cached = read_json(path) if path else None
-        if isinstance(cached, dict) and len(cached.get("docs", [])) == len(self.sections):
-            return cached["docs"], cached["strong"]
+        ids = [s.id for s in self.sections]
+        cached = _cached_documents(read_json(path) if path else None, ids)
+        if cached is not None:
+            return cached
         card_aliases = {c.topic: " ".join(c.aliases) + " " + c.title for c in kb.cards}
         docs: list[list[str]] = []
         strong: set[str] = set()
@@ -94,7 +111,7 @@ class Router:
                     strong.add(whole)
         if path:
             try:
-                write_json_atomic(path, {"docs": docs, "strong": sorted(strong)})
+                write_json_atomic(path, {"ids": ids, "docs": docs, "strong": sorted(strong)})
             except OSError:
                 pass
         return docs, sorted(strong)
