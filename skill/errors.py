@@ -8,6 +8,7 @@
     │   └── MissingDependency    an optional part is not installed (the message names the extra to install)
     ├── KnowledgeError           a knowledge card is malformed (the message starts with file:line)
     ├── HarnessError             a verification run could not happen at all (launcher failed to start)
+    ├── StateError               the state directory ($FSDP_SKILL_HOME) cannot be created or written
     └── ExportRefused            export asked for snippets that did not pass verification on this host
 
 A snippet that fails when run is *data* (``Verdict.status == "failed"``), never an exception.
@@ -15,7 +16,7 @@ A snippet that fails when run is *data* (``Verdict.status == "failed"``), never 
 Each adapter maps the tree once, by the first matching class in its own table:
 ``fsdp_skill.adapters.exitcodes`` (CLI exit code: InputError 2, the rest 1), the HTTP app
 (InputError 400, NotFoundError 404, ExportRefused 409, HarnessError and MissingDependency 503,
-KnowledgeError 500) and the MCP server (a tool error carrying the message). Lower-layer errors are translated where they are caught,
+KnowledgeError and StateError 500) and the MCP server (a tool error carrying the message). Lower-layer errors are translated where they are caught,
 with ``raise ... from exc``.
 """
 from __future__ import annotations
@@ -63,6 +64,11 @@ class HarnessError(SkillError):
     """
 
 
+class StateError(SkillError):
+    """The state directory (``$FSDP_SKILL_HOME`` or the user cache dir) is unusable: a file, not creatable
+    or not writable (CLI exit 1, HTTP 500 ``state_error``); the message names the path and the fix."""
+
+
 class ExportRefused(SkillError):
     """Some selected snippets did not pass verification and ``include_unverified`` was not given.
 
@@ -78,4 +84,4 @@ class ExportRefused(SkillError):
 
 
 __all__ = ["SkillError", "InputError", "QueryError", "InvalidArgument", "NotFoundError", "KnowledgeError",
-           "HarnessError", "ExportRefused"]
+           "HarnessError", "StateError", "ExportRefused"]

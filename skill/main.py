@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from fsdp_skill.adapters import http, mcp, tools
@@ -43,11 +44,17 @@ def main(argv: list[str] | None = None, *, verifier=None) -> int:
     args = build_parser().parse_args(argv)
     args.verifier = verifier
     try:
+        if args.command != "tools":  # an unusable $FSDP_SKILL_HOME is one line (exit 1) before any work
+            from fsdp_skill.core.state import state_dir
+
+            state_dir()
         if hasattr(args, "python"):  # commands that run or introspect torch: pick the target interpreter first
             from fsdp_skill.core.state import use_python
 
             use_python(args.python)
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()  # a closed pipe (``| head -1``) surfaces here, not at interpreter exit
+        return code
     except SkillError as exc:
         code, name = exit_for(exc)
         print(f"fsdp-skill: error: {exc}", file=sys.stderr)
@@ -57,8 +64,18 @@ def main(argv: list[str] | None = None, *, verifier=None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except BrokenPipeError:
+    except BrokenPipeError:  # the reader went away (``| head``): stop quietly, as ``cat`` does
+        _silence_stdout()
         return EXIT_OK
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush does not report the closed pipe again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":

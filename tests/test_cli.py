@@ -61,8 +61,9 @@ def test_abstention_exit_code_and_reason(capsys):
 
 @pytest.mark.parametrize(
     "question, phrase",
-    [("", "empty"), ("   \n\t ", "empty"), ("x" * 100_000, "limit is 32,768"), ("abc\x00\x01\x02def", "binary")],
-    ids=["empty", "whitespace", "100kB", "binary"],
+    [("", "empty"), ("   \n\t ", "empty"), ("x" * 100_000, "limit is 32,768"), ("abc\x00\x01\x02def", "binary"),
+     ("\udcff how to shard with fsdp", "unpaired surrogate")],  # argv $'\xff ...' arrives surrogate-escaped
+    ids=["empty", "whitespace", "100kB", "binary", "lone surrogate"],
 )
 def test_bad_question_is_a_clear_error(capsys, question, phrase):
     code, out, err = run_cli(capsys, "ask", "--json", "--no-verify", question)
@@ -115,3 +116,124 @@ def test_cached_ask_path_does_not_import_torch(tmp_path):
     assert first.returncode == 0, first.stderr
     second = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert second.stderr.strip().endswith("NO-TORCH"), "the cached ask path imported torch"
+
+
+# --------------------------------------------------------------------------- issue 12: bad inputs are one line
+def one_line(err: str) -> str:
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+@pytest.mark.parametrize("make", ["file", "under a file", "read-only (access)"])
+def test_unusable_state_dir_is_exit_1_one_line(tmp_path, monkeypatch, capsys, make):
+    if make == "file":
+        home = tmp_path / "home"
+        home.write_text("not a directory")
+    elif make == "under a file":
+        (tmp_path / "f").write_text("x")
+        home = tmp_path / "f" / "home"
+    else:  # root ignores permission bits, so the check itself is made to see a read-only directory
+        home = tmp_path / "home"
+        home.mkdir()
+        real = os.access
+        monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if Path(p) == home else real(p, mode, **kw))
+    monkeypatch.setenv("FSDP_SKILL_HOME", str(home))
+    code, out, err = run_cli(capsys, "ask", "--json", "--no-verify", "how to shard with fsdp")
+    assert code == 1 and f"state directory {home}" in one_line(err) and "FSDP_SKILL_HOME" in err
+    assert json.loads(out)["code"] == "state_error"
+    code, _, err = run_cli(capsys, "show", "join/ddp-join")
+    assert code == 1 and "state directory" in one_line(err)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only directories")
+def test_read_only_state_dir_is_exit_1(tmp_path, monkeypatch, capsys):
+    home = tmp_path / "ro"
+    home.mkdir()
+    home.chmod(0o555)
+    monkeypatch.setenv("FSDP_SKILL_HOME", str(home))
+    code, _, err = run_cli(capsys, "show", "join/ddp-join")
+    assert code == 1 and "is not writable" in one_line(err)
+
+
+def test_cache_file_that_is_a_directory_is_a_miss(tmp_path):
+    """Directories where api-*.json, the parsed knowledge and the router cache go: the answer still comes."""
+    env = {**os.environ, "FSDP_SKILL_HOME": str(tmp_path)}
+    argv = [str(EXE), "ask", "--json", "--no-verify", "fully_shard mixed precision"]
+    assert subprocess.run(argv, capture_output=True, env=env).returncode == 0
+    names = [p.name for p in tmp_path.glob("*.json")]
+    assert len(names) >= (3 if HAVE_TORCH else 2)  # knowledge, router (and api-*.json with torch)
+    for name in names:
+        (tmp_path / name).unlink()
+        (tmp_path / name).mkdir()
+    p = subprocess.run(argv, capture_output=True, text=True, env=env)  # a fresh process: nothing in memory
+    assert p.returncode == 0 and json.loads(p.stdout)["sections"] and "Traceback" not in p.stderr, p.stderr
+
+
+def test_ask_dash_with_stdin_closed(tmp_path):
+    env = {**os.environ, "FSDP_SKILL_HOME": str(tmp_path)}
+    p = subprocess.run(["sh", "-c", 'exec "$0" ask --json --no-verify - <&-', str(EXE)], capture_output=True,
+                       text=True, env=env)
+    assert p.returncode == 2 and "standard input, which is closed" in one_line(p.stderr)
+
+
+@pytest.mark.parametrize("argv, phrase", [
+    (["verify", "/etc/passwd"], "is not a Python script (.py)"),
+    (["verify", "--timeout", "inf", "join/ddp-join"], "positive, finite"),
+    (["verify", "--timeout", "nan", "join/ddp-join"], "positive, finite"),
+    (["verify", "--timeout", "-1", "join/ddp-join"], "positive, finite"),
+], ids=["not a .py", "timeout inf", "timeout nan", "timeout -1"])
+def test_verify_bad_arguments_are_exit_2(capsys, fake_verifier, argv, phrase):
+    code = main(argv, verifier=fake_verifier)
+    assert code == 2 and phrase in one_line(capsys.readouterr().err) and fake_verifier.runs == []
+
+
+@pytest.mark.parametrize("view", [[], ["--json"], ["--markdown"]], ids=["terminal", "json", "markdown"])
+def test_closed_pipe_exits_quietly(tmp_path, view):
+    """``fsdp-skill ask ... | head -1``: the reader is gone before anything is written (read end closed first)."""
+    env = {**os.environ, "FSDP_SKILL_HOME": str(tmp_path)}
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        p = subprocess.run([str(EXE), "ask", *view, "--no-verify", "how to shard with fsdp"], stdout=w,
+                           stderr=subprocess.PIPE, text=True, env=env)
+    finally:
+        os.close(w)
+    assert p.returncode == 0 and p.stderr == ""
+
+
+# --------------------------------------------------------------------------- issue 12: listing ids
+def test_show_list_json_sections_and_snippets(capsys):
+    from fsdp_skill.core.knowledge import load_knowledge
+
+    kb = load_knowledge()
+    code, out, _ = run_cli(capsys, "show", "--list", "--json")
+    rows = json.loads(out)
+    assert code == 0 and [r["id"] for r in rows] == list(kb.sections)
+    assert set(rows[0]) == {"id", "title", "topic", "snippets"}
+    assert sum(r["snippets"] for r in rows) == len(kb.snippets)
+    code, out, _ = run_cli(capsys, "show", "--list", "--snippets")
+    assert code == 0 and [ln.split("\t")[0] for ln in out.splitlines()] == list(kb.snippets)
+    code, out, _ = run_cli(capsys, "show", "--list", "--snippets", "--json", "--topic", "join")
+    rows = json.loads(out)
+    assert rows and all(r["section"].startswith("join/") for r in rows)
+    assert {r["id"] for r in rows} == {s.id for s in kb.snippets.values() if kb.section(s.section_id).topic == "join"}
+    code, _, err = run_cli(capsys, "show", "--list", "--topic", "joinn")
+    assert code == 2 and "did you mean join" in one_line(err)
+    code, _, err = run_cli(capsys, "show", "--snippets")
+    assert code == 2 and "--list" in one_line(err)
+
+
+def test_verify_accepts_a_section_id(capsys, fake_verifier):
+    from fsdp_skill.core.knowledge import load_knowledge
+
+    kb = load_knowledge()
+    counts: dict[str, list[str]] = {}
+    for s in kb.snippets.values():
+        counts.setdefault(s.section_id, []).append(s.id)
+    section, ids = max(((sec, ids) for sec, ids in counts.items() if ids != [sec]), key=lambda kv: len(kv[1]))
+    assert main(["verify", "--json", section], verifier=fake_verifier) == 0
+    assert [v["snippet_id"] for v in json.loads(capsys.readouterr().out)] == ids and fake_verifier.runs == ids
+    empty = next(sec for sec in kb.sections if sec not in counts)
+    assert main(["verify", empty], verifier=fake_verifier) == 2
+    assert "has no runnable snippets" in one_line(capsys.readouterr().err)

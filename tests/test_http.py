@@ -167,9 +167,14 @@ def test_export_refuses_unverified(client, kb, fake_verifier, status):
 
 # --------------------------------------------------------------------------- client errors: 4xx, JSON body, never 500
 BAD_REQUESTS = [
-    ("empty question", "post", "/v1/ask", {"json": {"question": ""}}, 400, "bad_input"),
+    ("empty question", "post", "/v1/ask", {"json": {"question": ""}}, 422, "invalid_request"),
     ("whitespace question", "post", "/v1/ask", {"json": {"question": "  \n\t "}}, 400, "bad_input"),
-    ("40 kB question", "post", "/v1/ask", {"json": {"question": "fsdp " * 8000}}, 400, "bad_input"),
+    ("40 kB question", "post", "/v1/ask", {"json": {"question": "fsdp " * 8000}}, 422, "invalid_request"),
+    ("invalid UTF-8 body", "post", "/v1/ask", {"content": b'{"question": "how \xff to shard"}',
+                                                "headers": {"content-type": "application/json"}}, 422, "invalid_request"),
+    ("deeply nested body", "post", "/v1/ask", {"content": b'{"question": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+                                               "headers": {"content-type": "application/json"}}, 422, "invalid_request"),
+    ("verify a one-segment id", "post", "/v1/snippets/x/verify", {}, 404, "not_found"),
     ("binary question", "post", "/v1/ask", {"json": {"question": "fsdp\x00\x01\x02"}}, 400, "bad_input"),
     ("k=0", "post", "/v1/ask", {"json": {"question": "fsdp", "k": 0}}, 422, "invalid_request"),
     ("k=21", "post", "/v1/ask", {"json": {"question": "fsdp", "k": 21}}, 422, "invalid_request"),
@@ -217,7 +222,7 @@ def test_chunked_body_over_limit(client):
 
 def test_error_messages_say_what_to_fix(client):
     r = client.post("/v1/ask", json={"question": "fsdp " * 8000})
-    assert "32,768" in r.json()["error"]
+    assert "at most 32768 characters" in r.json()["error"] and r.json()["detail"][0]["loc"] == ["body", "question"]
     r = client.post("/v1/ask", json={"question": "fsdp", "k": "abc"})
     assert r.json()["detail"][0]["loc"] == ["body", "k"] and "abc" not in json.dumps(r.json()["detail"])
     r = client.get("/v1/snippets/join/ddp-joi")
@@ -358,7 +363,58 @@ def test_ask_carries_located_errors(client):
     assert err["sections"] and r.json()["sections"][0]["id"] in err["sections"]
 
 
-def test_lone_surrogate_is_a_400(client):
+def test_lone_surrogate_is_a_422(client):
+    """Not valid Unicode, so not a JSON-schema string: the same 422 as any other schema violation."""
     r = client.post("/v1/ask", content=b'{"question": "how to shard with fsdp \\ud800"}',
                     headers={"content-type": "application/json"})
-    assert r.status_code == 400 and r.json()["code"] == "bad_input" and "surrogate" in r.json()["error"]
+    assert r.status_code == 422 and r.json()["code"] == "invalid_request" and "unicode" in r.json()["error"]
+
+
+def test_malformed_json_says_line_and_column(client):
+    r = client.post("/v1/ask", content=b'{"question": "x",\n "k": }', headers={"content-type": "application/json"})
+    body = r.json()
+    assert r.status_code == 422 and "malformed JSON at line 2, column 7: Expecting value" in body["error"]
+    assert body["detail"] == [{"loc": ["body"], "msg": "malformed JSON at line 2, column 7: Expecting value",
+                               "type": "json_invalid"}]
+
+
+def test_openapi_states_what_the_server_enforces(client):
+    schema = client.get("/openapi.json").json()["components"]["schemas"]["AskRequest"]
+    q, k = schema["properties"]["question"], schema["properties"]["k"]
+    assert (q["minLength"], q["maxLength"]) == (1, 32768) and (k["type"], k["minimum"], k["maximum"]) == ("integer", 1, 20)
+    for question, status in (("", 422), ("x" * 32769, 422), ("x" * 32768, 200), ("   ", 400)):
+        r = client.post("/v1/ask", json={"question": question, "verify": False})
+        assert r.status_code == status, (len(question), r.text[:200])
+
+
+def _busy_port(family: int, host: str):
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.bind((host, 0))
+    except OSError:
+        sock.close()
+        pytest.skip(f"cannot bind {host} here")
+    sock.listen()
+    return sock
+
+
+@pytest.mark.parametrize("family, host, arg", [
+    (socket.AF_INET, "127.0.0.1", "127.0.0.1"),
+    (socket.AF_INET6, "::1", "::1"),
+    (socket.AF_INET6, "::1", "[::1]"),
+], ids=["ipv4", "ipv6", "ipv6 in brackets"])
+def test_serve_on_a_busy_port_is_exit_1_and_loopback_does_not_warn(capsys, family, host, arg):
+    from fsdp_skill.main import main
+
+    with _busy_port(family, host) as sock:
+        code = main(["serve", "--host", arg, "--port", str(sock.getsockname()[1])])
+    err = capsys.readouterr().err
+    assert code == 1 and "already in use" in err and "Traceback" not in err
+    assert "warning" not in err and len([ln for ln in err.splitlines() if "error" in ln]) == 1
+
+
+def test_serve_unresolvable_host_is_exit_2(capsys):
+    from fsdp_skill.main import main
+
+    assert main(["serve", "--host", "no-such-host.invalid", "--port", "0"]) == 2
+    assert "cannot resolve" in capsys.readouterr().err

@@ -1,7 +1,9 @@
 """Exit codes of the ``fsdp-skill`` command and the one mapping from the error tree to them.
 
     0  answered (or the command succeeded)
-    1  a verdict failed or timed out (``verify``), or an internal error (bad knowledge card, harness)
+    1  a verdict failed or timed out (``verify``; ``export --all/--topic``: a snippet that can run here did
+       not pass), an unusable state directory (``$FSDP_SKILL_HOME`` a file, not creatable or read-only),
+       a port already in use (``serve``), or an internal error (bad knowledge card, harness)
     2  bad usage or bad input (empty / oversized / binary question, unknown id, not a .py script, ...),
        or a command whose optional part is not installed (the message names the extra)
     3  ``ask`` abstained: the question is outside FSDP / torch.distributed (the answer says why)
@@ -9,7 +11,7 @@
 """
 from __future__ import annotations
 
-from fsdp_skill.errors import InputError, KnowledgeError, MissingDependency, NotFoundError, SkillError
+from fsdp_skill.errors import InputError, KnowledgeError, MissingDependency, NotFoundError, SkillError, StateError
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_ABSTAINED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -19,6 +21,7 @@ ERROR_EXITS: list[tuple[type[SkillError], int, str]] = [
     (MissingDependency, EXIT_USAGE, "missing_dependency"),
     (InputError, EXIT_USAGE, "bad_input"),
     (KnowledgeError, EXIT_FAIL, "knowledge_error"),
+    (StateError, EXIT_FAIL, "state_error"),
     (SkillError, EXIT_FAIL, "error"),
 ]
 

@@ -105,7 +105,10 @@ class ApiCache:
             self.entries.update(fresh)
             current = read_json(self.path)
             merged = {**(current if isinstance(current, dict) else {}), **self.entries}
-            write_json_atomic(self.path, merged)
+            try:
+                write_json_atomic(self.path, merged)
+            except OSError:
+                pass  # e.g. a directory where the cache file should be: a miss next time, never a failure
         out = []
         for n in names:
             try:

@@ -12,12 +12,17 @@ flight, or a fresh run), refuses any that did not pass, then writes into ``out_d
 
 Failed, timed-out, skipped (e.g. needs CUDA) and unverified snippets are refused with
 :class:`ExportRefused` naming them, unless ``include_unverified=True``, which exports them marked
-``NOT VERIFIED`` in the header and ``verified: false`` in the manifest.
+``NOT VERIFIED`` in the header and ``verified: false`` in the manifest, or ``partial=True`` (``--all`` and
+``--topic``), which exports what passed and lists the rest in ``Manifest.skipped`` with the reason.
+An earlier manifest in ``out_dir`` is extended, never silently shortened: an entry that does not validate
+is kept verbatim under ``unreadable`` and reported in ``Manifest.notes``.
 """
 from __future__ import annotations
 
 import datetime as _dt
+import os
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -69,6 +74,23 @@ class ManifestEntry(BaseModel):
     verdict: Verdict = Field(description="Verdict of the code on the exporting host")
 
 
+class NotExported(BaseModel):
+    """A selected snippet that an ``--all`` / ``--topic`` export left out because it did not pass here."""
+
+    id: str = Field(description="Snippet id")
+    status: str = Field(description="Why: 'skipped' (cannot run on this host, e.g. needs CUDA), 'failed', 'timeout', "
+                                    "'stale' (the verdict is for other code) or another non-passing status")
+    reason: str | None = Field(None, description="The verdict's reason, e.g. 'needs 2 CUDA devices, found 0'")
+
+
+class UnreadableEntry(BaseModel):
+    """An entry of an earlier ``manifest.json`` that does not validate, kept verbatim so nothing is lost."""
+
+    index: int = Field(description="Its position in the earlier manifest's entries (0-based)")
+    entry: Any = Field(description="The entry exactly as it was")
+    error: str = Field(description="The first validation problem, e.g. 'sha256: Field required'")
+
+
 class Manifest(BaseModel):
     """``manifest.json`` of an export directory."""
 
@@ -79,6 +101,12 @@ class Manifest(BaseModel):
     include_unverified: bool = Field(False, description="True when snippets that did not pass were allowed in")
     header_end: str = Field(HEADER_END.rstrip("\n"), description="Line that ends each script's header; the code follows it")
     entries: list[ManifestEntry] = Field(default_factory=list, description="One entry per exported script")
+    exported: list[str] = Field(default_factory=list, description="Ids written by the latest export")
+    skipped: list[NotExported] = Field(default_factory=list, description="Snippets the latest export selected but "
+                                       "left out because they did not pass here, with the reason")
+    unreadable: list[UnreadableEntry] = Field(default_factory=list, description="Entries of an earlier manifest that do "
+                                              "not validate, kept verbatim (test_exported.py ignores them)")
+    notes: list[str] = Field(default_factory=list, description="What the latest export noticed in the earlier manifest")
 
 
 def _header(spec: SnippetSpec, section: SectionDoc, verdict: Verdict, exported_at: str) -> str:
@@ -157,25 +185,49 @@ def export_one(snippet_id: str, *, include_unverified: bool = False, kb: Knowled
 
 
 def export_snippets(specs: list[SnippetSpec], out_dir: str | Path, *, include_unverified: bool = False,
-                    kb: Knowledge | None = None, progress: Progress | None = None,
+                    partial: bool = False, kb: Knowledge | None = None, progress: Progress | None = None,
                     verifier: Verifier | None = None) -> Manifest:
     """Verify, then write the scripts, ``manifest.json`` and ``test_exported.py`` into ``out_dir``.
 
-    Nothing is written when the export is refused.  Exporting again into the same directory adds to its
-    manifest (entries of earlier exports whose files are still there are kept; re-exported ids are
-    replaced).  Returns the manifest that was written.
+    Snippets that did not pass are refused with ExportRefused (nothing written) unless
+    ``include_unverified`` (written, marked NOT VERIFIED) or ``partial`` (the ``--all`` / ``--topic``
+    selections: what passed is written, the rest is listed in ``Manifest.skipped`` with the reason; nothing
+    is written when nothing passed).  Exporting again into the same directory adds to its manifest: earlier
+    entries are kept (re-exported ids are replaced; an entry whose file is gone is dropped and noted), and an
+    earlier entry that does not validate is kept verbatim under ``unreadable`` and noted, never dropped.
+
+    Raises InvalidArgument before verifying anything when ``out_dir`` is empty, a file, not creatable or not
+    writable, or holds a ``manifest.json`` that is not one this version can extend.  Returns the manifest
+    (written, unless ``exported`` is empty).
     """
     kb = kb or load_knowledge()
+    out = check_out_dir(out_dir)
+    earlier = _read_earlier(out)
     exported_at = _now()
-    scripts = prepare(specs, include_unverified=include_unverified, kb=kb, progress=progress, exported_at=exported_at,
-                      verifier=verifier)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    verdicts = shared_verdicts(specs, verifier=verifier, progress=progress)
+    refused = [p for s in specs if (p := _problem(s, verdicts[s.id])) is not None]
+    if refused and not (include_unverified or partial):
+        raise ExportRefused(refused)
+    left_out = set() if include_unverified else {sid for sid, _, _ in refused}
+    scripts = [render_script(s, verdicts[s.id], kb=kb, exported_at=exported_at) for s in specs if s.id not in left_out]
     manifest = Manifest(exported_at=exported_at, torch_version=torch_version(), knowledge_fingerprint=kb.fingerprint,
-                        include_unverified=include_unverified)
-    previous = _previous_entries(out, {sc.id for sc in scripts})
+                        include_unverified=include_unverified, exported=[sc.id for sc in scripts],
+                        skipped=[NotExported(id=sid, status=status, reason=reason) for sid, status, reason in refused
+                                 if sid in left_out])
+    previous, manifest.unreadable, manifest.notes = earlier.keep(out, {sc.id for sc in scripts})
     manifest.entries.extend(previous)
     manifest.include_unverified = include_unverified or any(not e.verified for e in previous)
+    if not scripts:
+        return manifest
+    try:
+        _write(out, scripts, manifest)
+    except OSError as exc:
+        raise InvalidArgument(f"cannot write into --out {out}: {exc.strerror or exc}") from exc
+    return manifest
+
+
+def _write(out: Path, scripts: list[ExportedScript], manifest: Manifest) -> None:
+    out.mkdir(parents=True, exist_ok=True)
     for sc in scripts:
         (out / sc.filename).write_bytes(sc.script.encode("utf-8"))
         manifest.entries.append(ManifestEntry(
@@ -184,20 +236,78 @@ def export_snippets(specs: list[SnippetSpec], out_dir: str | Path, *, include_un
             requires=sc.requires, launch=sc.launch, verdict=sc.verdict))
     (out / MANIFEST_NAME).write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
     (out / RUNNER_NAME).write_text(runner_source(), encoding="utf-8")
-    return manifest
 
 
-def _previous_entries(out: Path, replaced: set[str]) -> list[ManifestEntry]:
-    """Entries of an earlier export into ``out`` that this one keeps (file still there, id not re-exported)."""
+def check_out_dir(out_dir: str | Path) -> Path:
+    """``out_dir`` as a Path when it is (or can be made) a writable directory; creates nothing.
+
+    Raises InvalidArgument (one line) when it is empty, a file, under a file, or not writable."""
+    if not str(out_dir).strip():
+        raise InvalidArgument("--out is empty: give the directory to export into, e.g. --out fsdp_scripts")
+    out = Path(out_dir)
+    probe = out
+    while not probe.exists():
+        if probe.is_symlink():  # a dangling link
+            raise InvalidArgument(f"--out {out}: {probe} is a broken symbolic link")
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if not probe.is_dir():
+        where = "is a file, not a directory" if probe == out else f"cannot be created: {probe} is not a directory"
+        raise InvalidArgument(f"--out {out} {where}")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise InvalidArgument(f"--out {out} is not writable: no write permission on {probe}")
+    return out
+
+
+class _Earlier:
+    """What an earlier ``manifest.json`` in the export directory holds (validated entries and the rest)."""
+
+    def __init__(self, entries: list[ManifestEntry], unreadable: list[UnreadableEntry]):
+        self.entries, self.unreadable = entries, unreadable
+
+    def keep(self, out: Path, replaced: set[str]) -> tuple[list[ManifestEntry], list[UnreadableEntry], list[str]]:
+        """(entries kept, unreadable entries kept verbatim, notes for the user)."""
+        kept, notes = [], []
+        for e in self.entries:
+            if e.id in replaced:
+                continue
+            if (out / e.file).is_file():
+                kept.append(e)
+            else:
+                notes.append(f"dropped the manifest entry {e.id}: its file {e.file} is gone")
+        notes += [f"kept unreadable manifest entry #{u.index} as is under 'unreadable' ({u.error}); fix or delete it"
+                  for u in self.unreadable]
+        return kept, self.unreadable, notes
+
+
+def _read_earlier(out: Path) -> _Earlier:
+    """The earlier manifest of ``out`` (none: empty); InvalidArgument when it cannot be extended safely."""
     import json
 
+    path = out / MANIFEST_NAME
+    if not path.exists():
+        return _Earlier([], [])
+    refuse = "; move it away or export into another directory (nothing was written)"
     try:
-        old = Manifest.model_validate(json.loads((out / MANIFEST_NAME).read_text(encoding="utf-8")))
-    except (OSError, ValueError):
-        return []
-    if old.format != MANIFEST_FORMAT or old.header_end + "\n" != HEADER_END:
-        return []
-    return [e for e in old.entries if e.id not in replaced and (out / e.file).is_file()]
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InvalidArgument(f"{path} cannot be read as JSON ({exc}){refuse}") from exc
+    if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT or not isinstance(data.get("entries"), list):
+        raise InvalidArgument(f"{path} is not an fsdp-skill manifest of format {MANIFEST_FORMAT}{refuse}")
+    if data.get("header_end", HEADER_END.rstrip("\n")) + "\n" != HEADER_END:
+        raise InvalidArgument(f"{path} was written with another header end line{refuse}")
+    raw = [(i, e) for i, e in enumerate(data["entries"])]
+    raw += [(u.get("index", -1), u.get("entry")) for u in data.get("unreadable") or [] if isinstance(u, dict)]
+    entries, unreadable = [], []
+    for index, item in raw:
+        try:
+            entries.append(ManifestEntry.model_validate(item))
+        except ValueError as exc:
+            first = exc.errors()[0] if hasattr(exc, "errors") else {}
+            where = ".".join(str(p) for p in first.get("loc", ())) or "entry"
+            unreadable.append(UnreadableEntry(index=index, entry=item, error=f"{where}: {first.get('msg', exc)}"))
+    return _Earlier(entries, unreadable)
 
 
 def _now() -> str:

@@ -87,7 +87,8 @@ def select_snippets(ids: Iterable[str] = (), *, topics: Iterable[str] = (), all_
                     kb: Knowledge | None = None) -> list[SnippetSpec]:
     """Snippets by id, by topic(s), or all of them (knowledge order first, then ids; no duplicates).
 
-    Raises NotFoundError for an unknown id or topic (naming close ones), and for an empty selection.
+    An id may also be a section id: it means every snippet of that section.  Raises NotFoundError for an
+    unknown id or topic (naming close ones), a section without snippets, and an empty selection.
     """
     kb = kb or load_knowledge()
     chosen: dict[str, SnippetSpec] = {}
@@ -100,7 +101,13 @@ def select_snippets(ids: Iterable[str] = (), *, topics: Iterable[str] = (), all_
             raise NotFoundError(f"unknown topic {topic!r}; {hint}")
         chosen.update({s.id: s for s in kb.snippets.values() if kb.section(s.section_id).topic == topic})
     for sid in ids:
-        chosen[sid] = kb.snippet(sid)
+        of_section = [s for s in kb.snippets.values() if s.section_id == sid]
+        if of_section:
+            chosen.update({s.id: s for s in of_section})
+        elif sid in kb.sections and sid not in kb.snippets:
+            raise NotFoundError(f"section {sid!r} has no runnable snippets (see `fsdp-skill show --list --snippets`)")
+        else:
+            chosen[sid] = kb.snippet(sid)
     if not chosen:
         raise NotFoundError("no snippets selected: give snippet ids, a topic or all")
     return list(chosen.values())

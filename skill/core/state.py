@@ -5,16 +5,32 @@ import json
 import os
 from pathlib import Path
 
+from fsdp_skill.errors import StateError
 from fsdp_skill.runtime import cache, target
 
 HOME_ENV = cache.HOME_ENV
 
 
 def state_dir() -> Path:
-    """The state directory (``$FSDP_SKILL_HOME`` or the user cache dir), created on first use."""
+    """The state directory (``$FSDP_SKILL_HOME`` or the user cache dir), created on first use.
+
+    Raises StateError (one line naming the path) when it is a file, cannot be created or is not a
+    writable directory.
+    """
     path = cache.state_dir()
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        what = "is not a directory" if path.exists() else f"cannot be created ({exc.strerror or exc})"
+        raise StateError(_unusable(path, what)) from exc
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise StateError(_unusable(path, "is not writable"))
     return path
+
+
+def _unusable(path: Path, what: str) -> str:
+    return (f"state directory {path} {what}; point ${HOME_ENV} at a writable directory "
+            f"(e.g. {HOME_ENV}=$HOME/.cache/fsdp-skill)")
 
 
 def torch_version() -> str | None:

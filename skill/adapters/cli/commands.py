@@ -5,17 +5,23 @@ the tree propagate to :func:`fsdp_skill.main.main`, which maps them once (:mod:`
 """
 from __future__ import annotations
 
+import os
 import sys
 
 from fsdp_skill.adapters.cli.verify import add_verify_parser
-from fsdp_skill.adapters.exitcodes import EXIT_ABSTAINED, EXIT_OK
+from fsdp_skill.adapters.exitcodes import EXIT_ABSTAINED, EXIT_FAIL, EXIT_OK
 from fsdp_skill.core.state import PYTHON_HELP
 from fsdp_skill.errors import QueryError
 
 
 def _read_question(words: list[str]) -> str:
     if words == ["-"]:
-        data = sys.stdin.buffer.read()
+        if sys.stdin is None:  # started with stdin closed (``ask - <&-``)
+            raise QueryError("'-' reads the question from standard input, which is closed")
+        try:
+            data = sys.stdin.buffer.read()
+        except (OSError, ValueError) as exc:
+            raise QueryError(f"cannot read the question from standard input: {exc}") from None
         try:
             return data.decode("utf-8")
         except UnicodeDecodeError:
@@ -51,15 +57,16 @@ def cmd_ask(args) -> int:
 
 
 def cmd_show(args) -> int:
-    """``fsdp-skill show SECTION_ID``: print one knowledge section (markdown or --json)."""
+    """``fsdp-skill show SECTION_ID``: print one knowledge section (markdown or --json); ``--list`` lists
+    section ids (``--snippets``: snippet ids), as tab-separated lines or a JSON array."""
     from fsdp_skill.adapters.cli.render import section_markdown
     from fsdp_skill.core.knowledge import load_knowledge
 
     kb = load_knowledge()
     if args.list:
-        for s in kb.sections.values():
-            print(f"{s.id}\t{s.title}")
-        return EXIT_OK
+        return _list(kb, args)
+    if args.snippets or args.topic:
+        raise QueryError("--snippets and --topic go with --list")
     if not args.section_id:
         raise QueryError("give a SECTION_ID (see `fsdp-skill show --list`)")
     section = kb.section(args.section_id)
@@ -70,28 +77,74 @@ def cmd_show(args) -> int:
     return EXIT_OK
 
 
+def _list(kb, args) -> int:
+    """``show --list [--snippets] [--topic T] [--json]``; raises NotFoundError for an unknown topic."""
+    import json
+
+    if args.section_id:
+        raise QueryError("give a SECTION_ID or --list, not both")
+    if args.topic:
+        from fsdp_skill.core.snippets import select_snippets
+
+        select_snippets(topics=args.topic, all_snippets=True, kb=kb)  # an unknown topic names close ones
+    sections = [s for s in kb.sections.values() if not args.topic or s.topic in args.topic]
+    if args.snippets:
+        keep = {s.id for s in sections}
+        rows = [{"id": sp.id, "section": sp.section_id, "world_size": sp.world_size, "requires": sp.requires}
+                for sp in kb.snippets.values() if sp.section_id in keep]
+        lines = [f"{r['id']}\t{r['section']}" for r in rows]
+    else:
+        counts: dict[str, int] = {}
+        for sp in kb.snippets.values():
+            counts[sp.section_id] = counts.get(sp.section_id, 0) + 1
+        rows = [{"id": s.id, "title": s.title, "topic": s.topic, "snippets": counts.get(s.id, 0)} for s in sections]
+        lines = [f"{r['id']}\t{r['title']}" for r in rows]
+    if args.json:
+        sys.stdout.write(json.dumps(rows, ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write("".join(line + "\n" for line in lines))
+    return EXIT_OK
+
+
 def cmd_export(args) -> int:
-    """``fsdp-skill export``: verified snippets as scripts + manifest.json + test_exported.py."""
-    from fsdp_skill.core.export import export_snippets
+    """``fsdp-skill export``: verified snippets as scripts + manifest.json + test_exported.py.
+
+    Exit 0 when every selected snippet that can run here passed (``--all`` / ``--topic`` leave out, and
+    list, the ones skipped on this host), 1 when one failed, timed out or was refused; bad input raises."""
+    from fsdp_skill.core.export import check_out_dir, export_snippets
     from fsdp_skill.core.snippets import select_snippets
 
     specs = select_snippets(args.snippet_ids, topics=args.topic, all_snippets=args.all)
+    check_out_dir(args.out)
     print(f"verifying {len(specs)} snippet(s) (cached verdicts are instant; a first run launches real ranks)…",
           file=sys.stderr)
-    manifest = export_snippets(specs, args.out, include_unverified=args.include_unverified, progress=_progress,
-                               verifier=args.verifier)
+    manifest = export_snippets(specs, args.out, include_unverified=args.include_unverified,
+                               partial=bool(args.all or args.topic), progress=_progress, verifier=args.verifier)
+    new = [e for e in manifest.entries if e.id in set(manifest.exported)]
     if args.json:
         sys.stdout.write(manifest.model_dump_json() + "\n")
     else:
-        for e in manifest.entries:
+        for e in new:
             mark = "passed" if e.verified else f"NOT VERIFIED ({e.verdict.status})"
-            print(f"{args.out.rstrip('/')}/{e.file}\t{e.id}\t{mark}")
-        print(f"wrote {len(manifest.entries)} script(s), manifest.json and test_exported.py to {args.out} "
-              f"(re-verify here with: pytest {args.out.rstrip('/')}/test_exported.py)")
-    unverified = [e.id for e in manifest.entries if not e.verified]
+            print(f"{os.path.join(args.out, e.file)}\t{e.id}\t{mark}")
+        for n in manifest.skipped:
+            print(f"-\t{n.id}\tnot exported: {n.status}" + (f" ({n.reason})" if n.reason else ""))
+        if new:
+            print(f"wrote {len(new)} script(s), manifest.json and test_exported.py to {args.out} "
+                  f"(re-verify here with: pytest {os.path.join(args.out, 'test_exported.py')})")
+        else:
+            print(f"wrote nothing to {args.out}: no selected snippet passed on this host")
+    for note in manifest.notes:
+        print(f"fsdp-skill: warning: {args.out}/manifest.json: {note}", file=sys.stderr)
+    unverified = [e.id for e in new if not e.verified]
     if unverified:
         print(f"fsdp-skill: warning: exported NOT VERIFIED: {', '.join(unverified)}", file=sys.stderr)
-    return EXIT_OK
+    broken = [n for n in manifest.skipped if n.status != "skipped"]
+    if manifest.skipped:
+        print(f"fsdp-skill: {len(manifest.skipped)} snippet(s) not exported: "
+              + "; ".join(f"{n.id} ({n.status})" for n in manifest.skipped)
+              + ("" if broken else " — none of them can run on this host"), file=sys.stderr)
+    return EXIT_FAIL if broken else EXIT_OK
 
 
 def add_commands(sub) -> None:
@@ -105,17 +158,21 @@ def add_commands(sub) -> None:
     a.add_argument("--no-verify", action="store_true", help="return snippets as 'unverified' without running them")
     a.add_argument("--python", metavar="PATH", help=PYTHON_HELP)
     a.set_defaults(func=cmd_ask)
-    s = sub.add_parser("show", help="print one knowledge section")
+    s = sub.add_parser("show", help="print one knowledge section, or list section / snippet ids")
     s.add_argument("section_id", nargs="?", help="section id, e.g. fsdp2/meta-device-init")
     s.add_argument("--list", action="store_true", help="list every section id and title")
-    s.add_argument("--json", action="store_true", help="print the section as JSON")
+    s.add_argument("--snippets", action="store_true", help="with --list: list snippet ids and their sections instead")
+    s.add_argument("--topic", action="append", default=[], metavar="T", help="with --list: only topic T (repeatable)")
+    s.add_argument("--json", action="store_true", help="print the section (or the --list) as JSON")
     s.set_defaults(func=cmd_show)
     add_verify_parser(sub)
     e = sub.add_parser("export", help="write verified snippets as torchrun-ready scripts with a manifest and a test runner")
-    e.add_argument("snippet_ids", nargs="*", metavar="SNIPPET_ID", help="snippet ids, e.g. join/ddp-join")
+    e.add_argument("snippet_ids", nargs="*", metavar="SNIPPET_ID",
+                   help="snippet ids, e.g. join/ddp-join, or section ids (all their snippets)")
     e.add_argument("--topic", action="append", default=[], metavar="T",
                    help="export every snippet of topic T, e.g. mixed-precision (repeatable)")
-    e.add_argument("--all", action="store_true", help="export every snippet of the knowledge base")
+    e.add_argument("--all", action="store_true",
+                   help="export every snippet that passes here (with --topic too: the rest are listed, not written)")
     e.add_argument("--out", required=True, metavar="DIR", help="directory to write into (created if missing)")
     e.add_argument("--include-unverified", action="store_true",
                    help="also export snippets that did not pass (failed, timeout, skipped), marked NOT VERIFIED")

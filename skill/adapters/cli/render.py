@@ -110,7 +110,11 @@ def print_answer(ans: Answer, console=None) -> None:
     from rich.panel import Panel
     from rich.syntax import Syntax
 
-    console = console or Console()
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:  # rich exits 1 itself; let main() stop quietly with 0 instead
+            raise BrokenPipeError
+
+    console = console or _Console()
     if ans.abstained:
         console.print(Panel(escape(ans.reason or ""), title="out of scope", border_style="yellow"))
         return

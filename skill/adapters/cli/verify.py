@@ -1,6 +1,6 @@
 """``fsdp-skill verify``: run knowledge snippets or your own scripts on a real process group.
 
-    fsdp-skill verify SNIPPET_ID... | --all | --topic T | PATH.py...
+    fsdp-skill verify SNIPPET_ID|SECTION_ID... | --all | --topic T | PATH.py...
         [--world-size N] [--backend auto|gloo|nccl] [--timeout S] [--launcher warm|torchrun]
         [--no-cache] [--json] [--python PATH]
 
@@ -28,7 +28,7 @@ def add_verify_parser(subparsers) -> None:
         "verify", help="run snippets or scripts on a real multi-process process group",
         description="Run knowledge snippets (by id, --topic or --all) or your own scripts (PATH.py) on "
                     "world_size real processes, the way torchrun launches them, and report per-rank results.")
-    p.add_argument("targets", nargs="*", metavar="SNIPPET_ID|PATH.py", help="snippet ids and/or script paths")
+    p.add_argument("targets", nargs="*", metavar="SNIPPET_ID|PATH.py", help="snippet ids, section ids (their snippets) and/or script paths")
     p.add_argument("--all", action="store_true", help="verify every snippet of the knowledge base")
     p.add_argument("--topic", action="append", default=[], metavar="T", help="verify every snippet of topic T (repeatable)")
     p.add_argument("--world-size", type=int, default=None, metavar="N", help="ranks to launch (default: the snippet's, 2 for scripts)")
@@ -63,8 +63,11 @@ def _jobs(args) -> list:
     jobs = []
     if args.all or args.topic:
         jobs = [job_for(s, **overrides) for s in select_snippets(topics=args.topic, all_snippets=args.all)]
-    for t in args.targets:  # an unknown id is a NotFoundError naming close ids
-        jobs.append(script_job(t, **overrides) if _is_path(t) else job_for(select_snippets([t])[0], **overrides))
+    for t in args.targets:  # a section id means its snippets; an unknown id is a NotFoundError naming close ids
+        if _is_path(t):
+            jobs.append(script_job(t, **overrides))
+        else:
+            jobs.extend(job_for(s, **overrides) for s in select_snippets([t]))
     return jobs
 
 

@@ -13,11 +13,13 @@ Routes run the core in worker threads (FastAPI's threadpool; at most ``ASK_CONCU
 computed at once, the rest wait on a semaphore), so verification never blocks the event loop; concurrent requests needing
 the same unverified snippet share one run (``ask`` verifies through :func:`fsdp_skill.core.snippets.shared_verdicts`).
 
-Every error is JSON ``{"error": message, "code": code}``: 400 ``bad_input`` (empty, whitespace-only,
-binary or over-long question: the limit is 32,768 characters), 404 ``not_found`` (unknown id or route),
-405 ``method_not_allowed``, 409 ``not_verified`` (export of a snippet that did not pass), 413
-``body_too_large`` (request body over 256 KiB), 422 ``invalid_request`` (missing body, wrong types,
-k outside 1..20; with ``detail``), 500 ``knowledge_error`` / ``internal_error``, 503 ``harness_error``.
+Every error is JSON ``{"error": message, "code": code}``: 422 ``invalid_request`` when the body breaks the
+published schema (missing or malformed JSON, located by line and column; a body that is not UTF-8 or nested
+too deeply; wrong types; unknown fields; ``question`` empty, over 32,768 characters or not valid Unicode (an
+unpaired surrogate); ``k`` outside 1..20; with ``detail``), 400 ``bad_input`` when it is schema-valid but not
+a question (whitespace-only, binary), 404 ``not_found`` (unknown id or route), 405 ``method_not_allowed``, 409
+``not_verified`` (export of a snippet that did not pass), 413 ``body_too_large`` (request body over 256 KiB),
+500 ``knowledge_error`` / ``state_error`` / ``internal_error``, 503 ``harness_error``.
 """
 from __future__ import annotations
 
@@ -47,6 +49,7 @@ from fsdp_skill.errors import (
     MissingDependency,
     NotFoundError,
     SkillError,
+    StateError,
 )
 
 MAX_BODY_BYTES = 256 * 1024
@@ -78,6 +81,9 @@ class AskRequest(AskInput):
     model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={
         "examples": [{"question": "How do I use FSDP2 mixed precision with bf16?", "k": 3, "verify": True}]})
 
+    # the schema says what the server enforces: an empty or over-long question is a 422 like "k": 6.0
+    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS,
+                          description=AskInput.model_fields["question"].description)
     language: Literal["auto", "en", "zh"] = Field(
         "auto", description="Language of the reader: 'auto' keeps the detected one; 'en' or 'zh' sets Answer.language, "
                             "which renderers use to decide whether to show the Chinese section summaries")
@@ -143,11 +149,46 @@ def _error(status: int, message: str, code: str, detail=None, headers=None) -> J
 
 _HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "body_too_large"}
 
+
+def _line_col(doc, pos: int) -> tuple[int, int]:
+    """1-based (line, column) of character ``pos`` in the decoded body ``doc``."""
+    text = doc if isinstance(doc, str) else ""
+    line = text.count("\n", 0, pos) + 1
+    return line, pos - (text.rfind("\n", 0, pos) + 1) + 1
+
+
+def _invalid(errors, body=None) -> JSONResponse:
+    """422 ``invalid_request`` with per-field ``detail``; malformed JSON is located by line and column."""
+    detail, parts = [], []
+    for e in errors:
+        loc, msg = list(e.get("loc", ())), e.get("msg", "")
+        if e.get("type") == "json_invalid" and len(loc) == 2 and isinstance(loc[1], int):
+            line, col = _line_col(body, loc[1])
+            msg = f"malformed JSON at line {line}, column {col}: {(e.get('ctx') or {}).get('error', msg)}"
+            parts.append(msg)
+            loc = ["body"]
+        else:
+            parts.append(f"{'.'.join(str(p) for p in loc)}: {msg}")
+        detail.append({"loc": loc, "msg": msg, "type": e.get("type", "")})
+    return _error(422, f"invalid request: {'; '.join(parts[:5])}", "invalid_request", detail)
+
+
+def _unparsable_body(cause: BaseException) -> JSONResponse:
+    """The 422 for a body FastAPI could not decode: not UTF-8, or JSON nested too deeply to parse."""
+    if isinstance(cause, UnicodeDecodeError):
+        msg, kind = f"the body is not UTF-8 text (invalid byte at offset {cause.start})", "json_invalid"
+    elif isinstance(cause, RecursionError):
+        msg, kind = "the JSON body is nested too deeply to parse", "json_invalid"
+    else:
+        msg, kind = f"the body could not be parsed as JSON ({type(cause).__name__})", "json_invalid"
+    return _error(422, f"invalid request: {msg}", "invalid_request", [{"loc": ["body"], "msg": msg, "type": kind}])
+
 # The error tree -> (HTTP status, JSON "code"); Starlette picks the handler of the most specific class.
 ERROR_STATUS: dict[type[SkillError], tuple[int, str]] = {
     NotFoundError: (404, "not_found"), InputError: (400, "bad_input"), ExportRefused: (409, "not_verified"),
     MissingDependency: (503, "missing_dependency"),  # the server's environment lacks it, not the request
-    KnowledgeError: (500, "knowledge_error"), HarnessError: (503, "harness_error"), SkillError: (500, "error"),
+    KnowledgeError: (500, "knowledge_error"), HarnessError: (503, "harness_error"), StateError: (500, "state_error"),
+    SkillError: (500, "error"),
 }
 
 
@@ -183,12 +224,12 @@ def create_app(verifier=None) -> FastAPI:
 
     @app.exception_handler(RequestValidationError)
     async def on_validation(request: Request, exc: RequestValidationError):
-        detail = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")} for e in exc.errors()]
-        summary = "; ".join(f"{'.'.join(str(p) for p in d['loc'])}: {d['msg']}" for d in detail[:5])
-        return _error(422, f"invalid request: {summary}", "invalid_request", detail)
+        return _invalid(exc.errors(), exc.body)
 
     @app.exception_handler(StarletteHTTPException)
     async def on_http(request: Request, exc: StarletteHTTPException):
+        if exc.status_code == 400 and exc.__cause__ is not None:  # FastAPI could not parse the body at all
+            return _unparsable_body(exc.__cause__)
         code = _HTTP_CODES.get(exc.status_code, f"http_{exc.status_code}")
         message = str(exc.detail) if exc.status_code != 404 else f"no route {request.method} {request.url.path}"
         return _error(exc.status_code, message, code, headers=getattr(exc, "headers", None))
@@ -229,6 +270,13 @@ def create_app(verifier=None) -> FastAPI:
         from fsdp_skill.core.snippets import verify_snippet
 
         return verify_snippet(snippet_id, use_cache=not force, verifier=verifier)
+
+    @app.post("/v1/snippets/{snippet_id}/verify", include_in_schema=False)
+    def verify_bad_id_route(snippet_id: str) -> SnippetInfo:
+        """A one-segment id ('x'): 404 naming close ids (without this route, GET /v1/snippets/{x/verify} made it a 405)."""
+        from fsdp_skill.core.snippets import verify_snippet
+
+        return verify_snippet(snippet_id, use_cache=True, verifier=verifier)
 
     @app.get("/v1/snippets/{snippet_id:kid}/export", response_class=Response, tags=["snippets"],
              responses={200: {"content": {"text/x-python": {}}, "description": "The script file"},
