@@ -300,8 +300,11 @@ def _raw_from_zygote(msg: dict, rundir: str) -> RawRun:
     ranks = []
     for r in msg["ranks"]:
         n = r["rank"]
+        # A rank asked for its stack (SIGUSR1) after its faulthandler was gone (it was already exiting) dies
+        # of that signal: the harness ended it, not the script.
+        by_harness = r["killed_by_harness"] or (r["signal"] == "SIGUSR1" and r.get("dumped", False))
         ranks.append(RawRank(
-            rank=n, exit_code=r["exit_code"], signal=r["signal"], killed_by_harness=r["killed_by_harness"],
+            rank=n, exit_code=r["exit_code"], signal=r["signal"], killed_by_harness=by_harness,
             order=r.get("order"),
             log=read_text(os.path.join(rundir, f"rank{n}.log")),
             traceback=read_text(os.path.join(rundir, f"rank{n}.tb")) or None,

@@ -19,10 +19,15 @@ class RankResult(BaseModel):
     exit_code: int | None = Field(None, description="Process exit code; None if it was killed by a signal or never exited")
     signal: str | None = Field(None, description="Name of the signal that ended the process, e.g. 'SIGKILL'")
     killed_by_harness: bool = Field(False, description="True when the harness (or torchrun) killed this rank because another rank failed or the run timed out")
-    output_tail: str = Field("", description="Last lines of the rank's stdout and stderr, interleaved as written")
-    traceback: str | None = Field(None, description="Python traceback the rank printed, if any")
+    output_tail: str = Field("", description="Last lines of the rank's stdout and stderr, interleaved as written "
+                             "(frames of the harness that launched the script removed)")
+    traceback: str | None = Field(None, description="Python traceback the rank printed, if any (harness frames removed)")
     stack: str | None = Field(None, description="faulthandler dump of the rank's Python stack taken at the timeout")
     blocked_at: str | None = Field(None, description="Where a hung rank was waiting, e.g. 'all_reduce at script.py:14'")
+    error: str | None = Field(None, description="The rank's own error, whole: an uncaught exception's 'Type: message' "
+                              "(every line of it), or for a native crash the C++ message ('what()') or the fatal error")
+    error_at: str | None = Field(None, description="Where in the user's script the rank failed: 'script.py:5' for an "
+                                 "exception, 'all_gather at script.py:13' for a native crash")
 
 
 class Verdict(BaseModel):
@@ -35,7 +40,8 @@ class Verdict(BaseModel):
     """
 
     status: Status = Field(description="passed | failed | timeout | skipped | unverified")
-    reason: str | None = Field(None, description="One-line explanation: skip reason, failing rank, hang location")
+    reason: str | None = Field(None, description="Explanation: skip reason, failing rank, hang location.  The first "
+                        "line is the summary; a multi-line error message follows whole on the next lines")
     snippet_id: str | None = Field(None, description="Knowledge snippet id, or None for a user's own script")
     code_sha256: str | None = Field(None, description="SHA-256 of the exact code bytes that were (or would be) run")
     backend: str | None = Field(None, description="Process-group backend used: 'gloo' or 'nccl'")

@@ -2,7 +2,8 @@
 
 Shared by both launchers.  The one piece of real parsing is :func:`blocked_at`: from a faulthandler dump
 it finds the innermost frame inside the user's script and the function the script called there, giving
-e.g. ``'all_reduce at snippet.py:14'`` for a rank stuck in a collective.
+e.g. ``'all_reduce at snippet.py:14'`` for a rank stuck in a collective.  What a rank's output says about
+its own error (whole messages, native crashes, harness frames removed) is read by :mod:`.frames`.
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+from fsdp_skill.runtime.frames import exception_message, in_torch_distributed, native_error, scrub
 from fsdp_skill.runtime.models import RankResult, Verdict
 
 TAIL_LINES = 40
@@ -145,13 +147,14 @@ def traceback_location(tb: str | None, script: str) -> str | None:
 
 
 def exception_line(tb: str | None, limit: int = EXC_CHARS) -> str | None:
-    """The final ``Type: message`` line of a traceback, shortened to ``limit`` characters."""
-    if not tb:
+    """The final ``Type: message`` of a traceback on one line: its first line, shortened to ``limit``
+    characters, with ``…`` when the message goes on (see :func:`exception_message` for all of it)."""
+    msg = exception_message(tb)
+    if not msg:
         return None
-    lines = [ln for ln in tb.strip().splitlines() if ln.strip() and not ln.startswith((" ", "\t"))]
-    if not lines:
-        return None
-    line = lines[-1].strip()
+    line = msg.splitlines()[0].strip()
+    if "\n" in msg and len(line) < limit:
+        line += " …"
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
@@ -165,7 +168,7 @@ def root_cause(ranks: list[RankResult], order: dict[int, int], first_failure: in
     if not bad:
         return None
     def key(r: RankResult):
-        consequential = bool(r.traceback and _CONSEQUENTIAL.search(exception_line(r.traceback, 10_000) or ""))
+        consequential = bool(r.traceback and _CONSEQUENTIAL.search(exception_message(r.traceback) or ""))
         position = order.get(r.rank, 1 << 30) if order else (0 if r.rank == first_failure else 1)
         return (r.killed_by_harness, consequential, position, r.rank)
     return min(bad, key=key)
@@ -182,26 +185,67 @@ def _describe(rr: RankResult) -> str:
     return f"exited with code {rr.exit_code}" + (f" ({exc})" if exc else "")
 
 
-def _failure(rr: RankResult, script: str) -> str:
+def _failure(rr: RankResult) -> tuple[str, str | None]:
+    """``(summary, message)``: one line naming the rank, its error and where; a multi-line error message is
+    returned whole as ``message`` to go under it."""
+    msg = rr.error
+    multi = bool(msg) and "\n" in msg
     if rr.traceback:
-        exc = exception_line(rr.traceback)
-        loc = traceback_location(rr.traceback, script)
-        return f"rank {rr.rank} raised {exc}" + (f" at {loc}" if loc else "")
-    if rr.signal:
-        return f"rank {rr.rank} was killed by {rr.signal}"
-    return f"rank {rr.rank} exited with code {rr.exit_code}"
+        what = msg.split(":", 1)[0] if multi else (msg or "an exception")
+        text = f"rank {rr.rank} raised {what}" + (f" at {rr.error_at}" if rr.error_at else "")
+    elif rr.signal:
+        text = f"rank {rr.rank} was killed by {rr.signal}" + (f" in {rr.error_at}" if rr.error_at else "")
+        if msg and not multi:
+            text += f": {msg}"
+    else:
+        text = f"rank {rr.rank} exited with code {rr.exit_code}"
+    return text, (msg if multi else None)
+
+
+def _own_error(raw: RawRank, tb: str | None, script: str, code: str) -> tuple[str | None, str | None, str | None]:
+    """``(error, error_at, frames)`` of a rank that failed for its own reason: its exception, or the message of
+    a native crash in its log; ``frames`` is the traceback or crash dump they came from."""
+    if tb:
+        return exception_message(tb), traceback_location(tb, script), tb
+    if raw.signal and not raw.killed_by_harness:
+        message, dump = native_error(raw.log)
+        if message:
+            return message, blocked_at(dump, script, code), dump
+    return None, None, None
+
+
+def _reason(ranks: list[RankResult], first: RankResult, in_collective: bool) -> str:
+    summary, message = _failure(first)
+    others = []
+    for r in ranks:
+        if r is first:
+            continue
+        text = f"rank {r.rank} {_describe(r)}"
+        if in_collective and r.exit_code == 0 and r.signal is None:
+            text += (f", but its results are suspect: rank {first.rank} failed inside a torch.distributed call "
+                     f"(a collective both ranks took part in), so what rank {r.rank} received there may be wrong")
+        others.append(text)
+    return summary + ("; " + "; ".join(others) if others else "") + (f"\n{message}" if message else "")
 
 
 def make_verdict(run: RawRun, *, script: str, code: str, code_sha256: str, snippet_id: str | None,
                  backend: str, device: str, world_size: int, timeout: float, launcher: str,
                  torch_version: str) -> Verdict:
-    """Build the Verdict of a finished run: ``passed`` only if every rank exited 0 and nothing timed out."""
-    ranks = []
+    """Build the Verdict of a finished run: ``passed`` only if every rank exited 0 and nothing timed out.
+
+    Harness frames are removed from every rank's output, traceback and stack (:func:`frames.scrub`); a rank
+    that failed for its own reason carries its whole error message and the user's line (``error``,
+    ``error_at``), which the reason repeats.
+    """
+    ranks, frames_of = [], {}
     for raw in sorted(run.ranks, key=lambda r: r.rank):
+        tb, stack = scrub(raw.traceback) or None, scrub(raw.stack) or None
+        error, error_at, frames_of[raw.rank] = _own_error(raw, tb, script, code)
         ranks.append(RankResult(
             rank=raw.rank, exit_code=raw.exit_code, signal=raw.signal, killed_by_harness=raw.killed_by_harness,
-            output_tail=tail(raw.log), traceback=(raw.traceback or None),
-            stack=(raw.stack or None), blocked_at=blocked_at(raw.stack, script, code),
+            output_tail=tail(scrub(raw.log) or ""), traceback=tb, stack=stack,
+            blocked_at=None if raw.signal and error else blocked_at(stack, script, code),  # crashed, not blocked
+            error=error, error_at=error_at,
         ))
     bad = [r for r in ranks if r.exit_code != 0 or r.signal is not None]
     if run.timed_out:
@@ -214,8 +258,7 @@ def make_verdict(run: RawRun, *, script: str, code: str, code_sha256: str, snipp
         if first is None:
             reason = run.error or f"only {len(ranks)} of {world_size} ranks reported"
         else:
-            others = [f"rank {r.rank} {_describe(r)}" for r in ranks if r is not first]
-            reason = _failure(first, script) + ("; " + "; ".join(others) if others else "")
+            reason = _reason(ranks, first, in_torch_distributed(frames_of.get(first.rank)))
     else:
         status = "passed"
         reason = f"all {world_size} ranks exited 0"

@@ -109,10 +109,14 @@ def _fatal_dump(stderr: str) -> str | None:
     return block[:end].strip() if end >= 0 else block.strip()
 
 
+_COMPILE_ERROR = re.compile(r'^  File "[^"]+", line \d+\n(?:    .*\n)*(?:SyntaxError|IndentationError|TabError): .*$', re.M)
+
+
 def _traceback(stderr: str) -> str | None:
     start = stderr.find("Traceback (most recent call last):")
     if start < 0:
-        return None
+        m = _COMPILE_ERROR.search(stderr)  # a script that does not compile: Python prints no "Traceback"
+        return m.group(0) + "\n" if m else None
     block = stderr[start:]
     end = block.find("Fatal Python error")
     return (block[:end] if end >= 0 else block).strip() + "\n"

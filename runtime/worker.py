@@ -71,7 +71,8 @@ def rank_env(rank: int, world_size: int, port: int, run_id: str) -> dict[str, st
 def run_script(script: str, tb_path: str) -> int:
     """Run ``script`` as ``__main__`` the way ``python script.py`` would; returns the process exit code.
 
-    An uncaught exception is printed to stderr (frames of this harness trimmed) and also written to
+    An uncaught exception is printed to stderr (frames of this harness trimmed; a script that does not
+    compile gets only its SyntaxError) and also written to
     ``tb_path``.  Then the interpreter's exit is replayed (:func:`_interpreter_exit`).
     """
     import runpy
@@ -90,13 +91,15 @@ def run_script(script: str, tb_path: str) -> int:
         tb = exc.__traceback__
         while tb is not None and tb.tb_frame.f_code.co_filename != script:
             tb = tb.tb_next
-        tb = tb or exc.__traceback__
+        # None when no frame is the script's (it did not compile): then, as under `python script.py`, only
+        # the exception is printed (a SyntaxError shows the script's file, line and caret), no harness frame.
         text = "".join(traceback.format_exception(type(exc), exc, tb))
         try:
             with open(tb_path, "w", encoding="utf-8") as f:
                 f.write(text)
         except OSError:
             pass
+        exc.__traceback__ = tb  # hooks that format the exception itself (torch's "[rankN]:" hook) see it trimmed
         try:
             sys.excepthook(type(exc), exc, tb)
         except BaseException:

@@ -412,3 +412,72 @@ def test_user_project_runs_in_place_with_its_own_packages(tmp_path, monkeypatch,
     out = capsys.readouterr().out
     (v,) = json.loads(out)
     assert code == 0 and v["status"] == "passed", out
+
+
+# Reports show the cause (issue 12): the user's error and line, whole, and never the harness's own frames.
+HARNESS_NAMES = ("zygote.py", "worker.py", "runpy", "torch/distributed/run.py", "elastic", "Extension modules")
+
+
+def assert_no_harness_frames(v) -> None:
+    """Neither the reason nor any rank's output, traceback or stack names the harness's frames."""
+    texts = [v.reason or ""] + [t or "" for r in v.ranks for t in (r.output_tail, r.traceback, r.stack, r.error)]
+    for name in HARNESS_NAMES:
+        assert not any(name in t for t in texts), (name, texts)
+
+
+@pytest.mark.parametrize("launcher", ["warm", "torchrun"])
+def test_native_abort_in_a_collective_shows_the_cpp_message_and_the_users_line(launcher):
+    v = verify("dtype_mismatch_all_gather.py", launcher=launcher)
+    line = line_of("dtype_mismatch_all_gather.py", "dist.all_gather(")
+    assert v.status == "failed" and v.ranks[1].signal == "SIGABRT", v.reason
+    assert v.reason.startswith(f"rank 1 was killed by SIGABRT in all_gather at dtype_mismatch_all_gather.py:{line}: "
+                               "gloo::EnforceNotMet: "), v.reason
+    assert "Received data size doesn't match expected size" in v.reason
+    assert v.ranks[1].error.startswith("gloo::EnforceNotMet: [enforce fail at ")
+    assert v.ranks[1].error_at == f"all_gather at dtype_mismatch_all_gather.py:{line}"
+    assert v.ranks[1].blocked_at is None  # it crashed; it was not blocked
+    if v.ranks[0].exit_code == 0:  # warm: rank 0 finishes; torchrun's agent may stop it first (SIGTERM)
+        assert "rank 0 exited 0, but its results are suspect: rank 1 failed inside a torch.distributed call" in v.reason
+    assert_no_harness_frames(v)
+
+
+def test_survivor_of_a_collective_abort_is_suspect():
+    v = verify("dtype_mismatch_all_gather.py")  # warm: rank 1 enters late, so rank 0 completes the gather
+    assert v.ranks[0].exit_code == 0 and "rank 0 gathered" in v.ranks[0].output_tail, v.reason
+    assert "; rank 0 exited 0, but its results are suspect" in v.reason.splitlines()[0], v.reason
+
+
+@pytest.mark.parametrize("launcher", ["warm", "torchrun"])
+def test_two_line_message_is_kept_whole(launcher):
+    v = verify("two_line_message.py", launcher=launcher)
+    line = line_of("two_line_message.py", "raise ValueError")
+    summary, *message = v.reason.splitlines()
+    assert summary.startswith(f"rank 1 raised ValueError at two_line_message.py:{line}"), v.reason
+    assert message == ["ValueError: first line of the message", "second line of the message"], v.reason
+    assert v.ranks[1].error == "ValueError: first line of the message\nsecond line of the message"
+    assert "suspect" not in v.reason  # raised in the script's own code, not in a collective
+    assert_no_harness_frames(v)
+
+
+@pytest.mark.parametrize("launcher", ["warm", "torchrun"])
+def test_syntax_error_shows_the_script_line_only(launcher):
+    code = "import torch.distributed as dist\n\n\ndef f(:\n    pass\n"
+    v = runtime.verify_code(code, filename="broken.py", use_cache=False, timeout=60.0, launcher=launcher)
+    assert v.status == "failed"
+    assert v.reason.startswith("rank ") and " raised SyntaxError: invalid syntax at broken.py:4" in v.reason, v.reason
+    for r in v.ranks:
+        assert r.exit_code == 1 and r.error == "SyntaxError: invalid syntax" and r.error_at == "broken.py:4"
+        assert r.traceback.lstrip().startswith('File "') and "def f(:" in r.traceback, r.traceback
+    assert_no_harness_frames(v)
+
+
+@pytest.mark.parametrize("launcher", ["warm", "torchrun"])
+def test_segfault_shows_the_users_line(launcher):
+    v = verify("segv_rank1.py", launcher=launcher)
+    line = line_of("segv_rank1.py", "ctypes.string_at(0)")
+    assert v.status == "failed" and v.ranks[1].signal == "SIGSEGV", v.reason
+    assert v.reason.startswith(f"rank 1 was killed by SIGSEGV in string_at at segv_rank1.py:{line}: "
+                               "Fatal Python error: Segmentation fault"), v.reason
+    assert f'segv_rank1.py", line {line} in <module>' in v.ranks[1].output_tail
+    assert "SIGUSR1" not in v.reason  # rank 0, asked for its stack while exiting, was ended by the harness
+    assert_no_harness_frames(v)

@@ -95,3 +95,58 @@ def test_rank0_only_full_state_dict_hang_points_at_the_full_state_dict_section(c
     assert v["ranks"][0]["blocked_at"].startswith("get_model_state_dict at ")
     assert v["hints"][0] == "checkpoint/fsdp2-full-state-dict", v["hints"]
     assert "debugging/find-stuck-rank" in v["hints"]
+
+
+@pytest.mark.slow
+def test_report_of_a_native_abort_shows_the_cause_and_a_hint(capsys):
+    script = SCRIPTS / "dtype_mismatch_all_gather.py"
+    line = next(i for i, ln in enumerate(script.read_text().splitlines(), 1) if "dist.all_gather(" in ln)
+    code, out, _ = run_cli(capsys, str(script), "--no-cache")
+    assert code == 1
+    assert f"rank 1 was killed by SIGABRT in all_gather at dtype_mismatch_all_gather.py:{line}: gloo::EnforceNotMet" in out
+    assert "Received data size doesn't match expected size" in out and "results are suspect" in out
+    assert "  hint: `fsdp-skill show debugging/distributed-debug-detail`" in out
+    for name in ("zygote.py", "worker.py", "runpy", "Extension modules"):
+        assert name not in out, out
+    code, out, _ = run_cli(capsys, str(script), "--no-cache", "--json")
+    (v,) = json.loads(out)
+    assert v["ranks"][1]["error_at"] == f"all_gather at dtype_mismatch_all_gather.py:{line}"
+    assert "debugging/distributed-debug-detail" in v["hints"] and "zygote" not in out
+
+
+@pytest.mark.slow
+def test_report_keeps_a_multi_line_message_whole(capsys):
+    code, out, _ = run_cli(capsys, str(SCRIPTS / "two_line_message.py"), "--no-cache")
+    assert code == 1
+    assert "  rank 1 raised ValueError at two_line_message.py:6; rank 0 " in out
+    assert "\n    ValueError: first line of the message\n    second line of the message\n" in out
+
+
+def test_hint_for_a_collective_size_mismatch():
+    abort = _verdict("failed", ranks=[dict(rank=1, signal="SIGABRT", error="gloo::EnforceNotMet: [enforce fail at "
+                                           "pair.cc:456] Received data size doesn't match expected size.")])
+    assert hint_for(abort, KB) == ["debugging/distributed-debug-detail"]
+
+
+def test_frames_scrub_and_native_error_parse_a_warm_abort_log():
+    """The parsing behind the reports, on a log shaped as a warm rank leaves it (torch's "[rank0]:" prefix too)."""
+    from fsdp_skill.runtime import frames
+
+    harness = frames._RUNTIME_DIR
+    log = ("terminate called after throwing an instance of 'gloo::EnforceNotMet'\n"
+           "  what():  [enforce fail at pair.cc:456] 8 vs 4. Received data size doesn't match expected size.\n"
+           "Fatal Python error: Aborted\n\nThread 0x01 (most recent call first):\n"
+           '  File "/x/torch/distributed/distributed_c10d.py", line 4287 in all_gather\n'
+           '  File "/u/s.py", line 13 in main\n  File "<frozen runpy>", line 88 in _run_code\n'
+           f'  File "{harness}zygote.py", line 707 in <module>\n\nExtension modules: torch._C (total: 1)\n')
+    message, dump = frames.native_error(log)
+    assert message == "gloo::EnforceNotMet: [enforce fail at pair.cc:456] 8 vs 4. Received data size doesn't match expected size."
+    assert dump.endswith('  File "/u/s.py", line 13 in main\n') and frames.in_torch_distributed(dump)
+    tb = ("[rank0]: Traceback (most recent call last):\n"
+          f'[rank0]:   File "{harness}worker.py", line 86, in run_script\n[rank0]:     alive.append(x)\n'
+          '[rank0]:   File "/u/s.py", line 5, in <module>\n[rank0]:     raise E\n[rank0]: ValueError: boom\n')
+    assert frames.scrub(tb) == ("[rank0]: Traceback (most recent call last):\n"
+                                '[rank0]:   File "/u/s.py", line 5, in <module>\n[rank0]:     raise E\n[rank0]: ValueError: boom\n')
+    assert frames.exception_message('Traceback (most recent call last):\n  File "/u/s.py", line 5, in <module>\n'
+                                    "    raise E\nValueError: one\n  two\n") == "ValueError: one\n  two"
+    assert frames.native_error("no crash here") == (None, None)

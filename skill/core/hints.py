@@ -15,7 +15,8 @@ HINTS: list[tuple[re.Pattern, str]] = [(re.compile(p, re.I), sid) for p, sid in 
     (r"environment variable \w+ expected, but not set", "debugging/master-addr-not-set"),
     (r"Watchdog caught collective operation timeout", "debugging/nccl-watchdog-timeout"),
     (r"waiting for clients|DistStoreError|store based barrier", "debugging/init-timeout"),
-    (r"Detected mismatch between collectives", "debugging/distributed-debug-detail"),
+    (r"Detected mismatch between collectives|Received data size doesn't match expected size"
+     r"|Is there a distributed collective mismatch", "debugging/distributed-debug-detail"),
     (r"Expected to have finished reduction in the prior iteration", "debugging/ddp-unused-parameters"),
     (r"expected scalar type \w+ but found|must have the same dtype", "debugging/dtype-mismatch"),
     (r"No backend type associated with device type|PREMUL_SUM", "debugging/backend-unsupported-op"),
@@ -36,7 +37,8 @@ def hint_for(verdict: Verdict, kb: Knowledge | None = None) -> list[str]:
     """
     if verdict.status not in ("failed", "timeout"):
         return []
-    text = "\n".join([verdict.reason or ""] + [r.traceback or r.output_tail or "" for r in verdict.ranks])
+    text = "\n".join([verdict.reason or ""] + [r.error or "" for r in verdict.ranks]
+                     + [r.traceback or r.output_tail or "" for r in verdict.ranks])
     if kb is None:
         try:
             kb = load_knowledge()

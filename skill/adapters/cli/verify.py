@@ -127,7 +127,9 @@ def format_verdict(v, name: str, hints: list[str] = ()) -> str:
     where = f"{v.launcher or '-'}, {v.backend} x{v.world_size}" + (", cached" if v.cached else "")
     lines = [f"{_MARK.get(v.status, v.status)}  {name}  ({(v.seconds or 0):.2f} s, {where})"]
     if v.status != "passed" and v.reason:
-        lines.append(f"  {v.reason}")
+        first, *rest = v.reason.splitlines()
+        lines.append(f"  {first}")
+        lines.extend(f"    {ln}" for ln in rest)  # a multi-line error message, whole
     if v.status in ("failed", "timeout"):
         for r in v.ranks:
             if r.killed_by_harness:
