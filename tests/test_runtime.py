@@ -442,7 +442,14 @@ def test_native_abort_in_a_collective_shows_the_cpp_message_and_the_users_line(l
 
 
 def test_survivor_of_a_collective_abort_is_suspect():
-    v = verify("dtype_mismatch_all_gather.py")  # warm: rank 1 enters late, so rank 0 completes the gather
+    # warm: rank 1 enters late, so rank 0 usually completes the gather and exits 0 first; on a loaded machine
+    # rank 0 may still be inside the gather when rank 1 aborts (then it is stopped, and nothing is "suspect"),
+    # so up to three runs are allowed to produce the ordering this test is about
+    for _ in range(3):
+        v = verify("dtype_mismatch_all_gather.py")
+        if v.ranks[0].exit_code == 0:
+            break
+        assert "suspect" not in v.reason, v.reason
     assert v.ranks[0].exit_code == 0 and "rank 0 gathered" in v.ranks[0].output_tail, v.reason
     assert "; rank 0 exited 0, but its results are suspect" in v.reason.splitlines()[0], v.reason
 
