@@ -29,9 +29,10 @@ CACHED_STATUSES = ("passed", "failed", "timeout")
 # 4: keyed by the launcher and the c10d/gloo/NCCL environment too (see OUTCOME_ENV)
 _SCHEMA = 4
 # Environment variables that change how c10d, gloo or NCCL behave, so a verdict recorded under them says
-# nothing about a run without them (e.g. GLOO_SOCKET_IFNAME=nonexistent fails every gloo run).
+# nothing about a run without them (e.g. GLOO_SOCKET_IFNAME=nonexistent fails every gloo run), and the warm
+# launcher's exit mode (FSDP_SKILL_WARM_EXIT=fast cannot see a crash in interpreter teardown).
 OUTCOME_ENV = re.compile(r"^(?:[A-Z0-9_]*_SOCKET_IFNAME|NCCL_\w*|TORCH_NCCL_\w*|GLOO_\w*|TORCH_DISTRIBUTED_DEBUG"
-                         r"|MASTER_ADDR)$")
+                         r"|MASTER_ADDR|FSDP_SKILL_WARM_EXIT)$")
 _SHA = re.compile(r"^[0-9a-f]{64}$")
 
 

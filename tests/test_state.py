@@ -84,7 +84,7 @@ def test_a_warm_key_holds_the_torchrun_confirmation_but_a_torchrun_key_only_torc
 
 @pytest.mark.parametrize("name", ["GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "NCCL_DEBUG",
                                   "TORCH_NCCL_BLOCKING_WAIT", "GLOO_DEVICE_TRANSPORT", "TORCH_DISTRIBUTED_DEBUG",
-                                  "MASTER_ADDR"])
+                                  "MASTER_ADDR", "FSDP_SKILL_WARM_EXIT"])
 def test_outcome_environment_changes_the_key(name):
     base = {"PATH": "/usr/bin", "HOME": "/home/u"}
     assert cache.outcome_env({**base, name: "x"}) != cache.outcome_env(base)
