@@ -1,9 +1,9 @@
 """Optional parts of fsdp-skill and the pip extras that install them.
 
 The light core (question routing, knowledge, CLI ``ask``/``show``) needs no torch, web or MCP library;
-``serve`` needs FastAPI and uvicorn (extra ``serve``), ``mcp`` the MCP SDK (extra ``mcp``), and running
-or introspecting torch needs torch (extra ``torch``, or ``--python`` pointing at an environment that
-has it).
+``serve`` needs FastAPI and uvicorn (extra ``serve``) and ``mcp`` the MCP SDK (extra ``mcp``).  Torch
+(extra ``torch``) is not checked here: it is needed in the *target* interpreter, which may be another
+environment (``--python``); :func:`fsdp_skill.runtime.api.require_torch` checks it there.
 """
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from fsdp_skill.errors import MissingDependency
 EXTRAS: dict[str, tuple[str, ...]] = {
     "serve": ("fastapi", "uvicorn"),
     "mcp": ("mcp",),
-    "torch": ("torch",),
 }
 
 
