@@ -162,7 +162,9 @@ def root_cause(ranks: list[RankResult], order: dict[int, int], first_failure: in
     """The failed rank to blame: the earliest to exit among those that failed for their own reason.
 
     A rank killed by the harness, or one whose error only says that a peer went away (gloo's
-    "Connection closed by peer", NCCL aborts), is blamed only when no other rank failed.
+    "Connection closed by peer", NCCL aborts), is blamed only when no other rank failed; among the rest,
+    a rank whose failure has a location (``error_at``: the script line or the collective it died in) comes
+    before one that only aborted (e.g. a peer's SIGABRT with no message, which can exit first).
     """
     bad = [r for r in ranks if r.exit_code != 0 or r.signal is not None]
     if not bad:
@@ -170,7 +172,7 @@ def root_cause(ranks: list[RankResult], order: dict[int, int], first_failure: in
     def key(r: RankResult):
         consequential = bool(r.traceback and _CONSEQUENTIAL.search(exception_message(r.traceback) or ""))
         position = order.get(r.rank, 1 << 30) if order else (0 if r.rank == first_failure else 1)
-        return (r.killed_by_harness, consequential, position, r.rank)
+        return (r.killed_by_harness, consequential, r.error_at is None, position, r.rank)
     return min(bad, key=key)
 
 
