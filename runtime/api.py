@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -252,7 +253,15 @@ def _job_env(job: Job, place: host.Placement, facts: target.Facts, rundir: str) 
     return env
 
 
-def _run(job: Job, place: host.Placement, sha: str, launcher: str, facts: target.Facts) -> Verdict:
+ZYGOTE_DIED = ("the warm launcher (the ranks' parent process) was killed during the run, on a fresh launcher "
+               "too: does the script, or a process it starts, kill its parent process?")
+
+
+def _run(job: Job, place: host.Placement, sha: str, launcher: str, facts: target.Facts, attempt: int = 1) -> Verdict:
+    """Run ``job`` once on ``launcher`` and make its verdict.  If the warm zygote dies during the run (a
+    rank or a process it started killed it, or a concurrent job's did), the job runs once more on a fresh
+    zygote; if that one dies too, the verdict is failed with that reason, so the rest of a batch still
+    gets verdicts."""
     if launcher == "warm":
         from fsdp_skill.runtime import warm
 
@@ -275,9 +284,17 @@ def _run(job: Job, place: host.Placement, sha: str, launcher: str, facts: target
             env[WARM_EXIT_ENV] = os.environ[WARM_EXIT_ENV]
         torch_version = facts.torch_version
         if zygote is not None:
-            msg = zygote.run(script=script, workdir=workdir, rundir=rundir, world_size=job.world_size,
-                             timeout=float(job.timeout), env=env)
-            raw = _raw_from_zygote(msg, rundir)
+            t0 = time.monotonic()
+            try:
+                msg = zygote.run(script=script, workdir=workdir, rundir=rundir, world_size=job.world_size,
+                                 timeout=float(job.timeout), env=env)
+                raw = _raw_from_zygote(msg, rundir)
+            except warm.LauncherDied:
+                if attempt == 1:
+                    raw = None  # run again (after this run's directory is removed)
+                else:
+                    raw = RawRun(seconds=round(time.monotonic() - t0, 3), timed_out=False, ranks=[],
+                                 first_failure=None, error=ZYGOTE_DIED)
             torch_version = zygote.torch_version
         else:
             from fsdp_skill.runtime.torchrun import run_torchrun
@@ -287,13 +304,28 @@ def _run(job: Job, place: host.Placement, sha: str, launcher: str, facts: target
                                    timeout=float(job.timeout), env=env, python=facts.python)
             except OSError as exc:
                 raise HarnessError(f"cannot run torchrun: {exc}") from exc
-        verdict = make_verdict(raw, script=script, code=job.code, code_sha256=sha, snippet_id=job.snippet_id,
-                               backend=place.backend, device=place.device, world_size=job.world_size,
-                               timeout=float(job.timeout), launcher=launcher, torch_version=torch_version)
-        return verdict.model_copy(update={**environment(facts), "torch_version": verdict.torch_version})
+        if raw is not None:
+            verdict = make_verdict(raw, script=script, code=job.code, code_sha256=sha, snippet_id=job.snippet_id,
+                                   backend=place.backend, device=place.device, world_size=job.world_size,
+                                   timeout=float(job.timeout), launcher=launcher, torch_version=torch_version)
+            return verdict.model_copy(update={**environment(facts), "torch_version": verdict.torch_version})
     finally:
         if not os.environ.get(KEEP_ENV):
             shutil.rmtree(rundir, ignore_errors=True)
+    return _run(job, place, sha, launcher, facts, attempt=attempt + 1)  # the zygote died: once more
+
+
+def stop_runs() -> None:
+    """Kill every run in progress in this process (warm and torchrun; their callers get HarnessError once
+    every process of the run is reaped) and start no warm launcher any more: for a server shutting down."""
+    import sys
+
+    torchrun = sys.modules.get("fsdp_skill.runtime.torchrun")
+    if torchrun is not None:
+        torchrun.abort_all()
+    from fsdp_skill.runtime import warm
+
+    warm.stop()
 
 
 def _raw_from_zygote(msg: dict, rundir: str) -> RawRun:

@@ -7,8 +7,13 @@ the script unchanged; this module only supervises the agent and reads what it le
   * per-rank exit codes from the agent's failure summary (``rank : 1 (local_rank: 1) / exitcode : -9``);
   * at the timeout, ``SIGABRT`` to each worker with ``PYTHONFAULTHANDLER=1`` in its environment, so
     faulthandler prints every thread's stack into the worker's stderr before it dies; then ``killpg``.
-The agent runs in its own session; its process group is killed (before the agent is reaped, so the
-group id cannot have been reused) whenever the run ends, times out or the caller is interrupted.
+On Linux the agent runs under a shepherd (:mod:`fsdp_skill.runtime.shepherd`, a child subreaper in its
+own session): torch elastic starts each worker in a session of its own, and a worker may start processes
+of its own, so no process group holds them all; the shepherd kills and reaps every descendant when the
+agent exits, when the run times out or is interrupted (SIGTERM from here) and when this process dies
+(EOF on its stdin), and removes the run directory in that last case.  Ranks are reported only after the
+shepherd has exited, i.e. after every process of the run is reaped.  Elsewhere the agent runs in its own
+session and its process group is killed, as before.
 """
 from __future__ import annotations
 
@@ -18,8 +23,11 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
+from pathlib import Path
 
+from fsdp_skill.errors import HarnessError
 from fsdp_skill.runtime.report import RawRank, RawRun, read_text
 
 DUMP_WAIT_S = 2.0
@@ -83,12 +91,52 @@ def _wait(proc: subprocess.Popen, timeout: float) -> bool:
     return True
 
 
+SHEPHERD = sys.platform == "linux"
+SHEPHERD_SCRIPT = str(Path(__file__).resolve().with_name("shepherd.py"))
+_live: set[subprocess.Popen] = set()  # shepherds of runs in progress (see abort_all)
+_aborted: set[subprocess.Popen] = set()
+_live_lock = threading.Lock()
+
+
 def _kill_and_reap(proc: subprocess.Popen) -> None:
+    """End the run: the shepherd kills and reaps every process of it (or, without one, kill the agent's
+    process group); returns once ``proc`` is reaped."""
     try:
-        os.killpg(proc.pid, signal.SIGKILL)  # the agent is unreaped, so its group id is still ours
+        if SHEPHERD:
+            os.kill(proc.pid, signal.SIGTERM)  # unreaped, so this pid is still the shepherd
+        else:
+            os.killpg(proc.pid, signal.SIGKILL)  # the agent is unreaped, so its group id is still ours
     except (ProcessLookupError, PermissionError):
         pass
-    proc.wait()
+    while True:
+        try:
+            proc.wait()
+            break
+        except KeyboardInterrupt:  # a second Ctrl-C: the shepherd is already killing; still reap it
+            continue
+    if proc.stdin is not None:
+        proc.stdin.close()
+    with _live_lock:
+        _live.discard(proc)
+
+
+def abort_all() -> None:
+    """Kill every torchrun run of this process now, for a server that shuts down: each caller's
+    :func:`run_torchrun` raises HarnessError once every process of its run is reaped."""
+    with _live_lock:
+        procs = list(_live)
+        _aborted.update(procs)
+    for proc in procs:
+        try:
+            os.kill(proc.pid, signal.SIGTERM)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _ranks(proc: subprocess.Popen) -> list[int]:
+    """Pids of the worker processes (children of the agent)."""
+    agents = _children(proc.pid) if SHEPHERD else [proc.pid]
+    return [pid for agent in agents for pid in _children(agent)]
 
 
 def _alive(pid: int) -> bool:
@@ -122,13 +170,33 @@ def _traceback(stderr: str) -> str | None:
     return (block[:end] if end >= 0 else block).strip() + "\n"
 
 
+def _dump_stacks(proc: subprocess.Popen) -> tuple[dict[int, int], set[int]]:
+    """At the timeout: SIGABRT to every worker (faulthandler dumps its stacks) and wait up to DUMP_WAIT_S
+    for them to die; returns ``({rank: pid} signalled, ranks still alive)``: those ignored SIGABRT (or are
+    stuck) and are SIGKILLed with the rest of the run by :func:`_kill_and_reap`."""
+    signalled: dict[int, int] = {}
+    for pid in _ranks(proc):
+        rank = _rank_of(pid)
+        if rank is not None:
+            try:
+                os.kill(pid, signal.SIGABRT)
+                signalled[rank] = pid
+            except ProcessLookupError:
+                pass
+    deadline = time.monotonic() + DUMP_WAIT_S
+    while any(_alive(p) for p in signalled.values()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return signalled, {r for r, p in signalled.items() if _alive(p)}
+
+
 def run_torchrun(*, script: str, workdir: str, rundir: str, world_size: int, timeout: float,
                  env: dict[str, str], python: str | None = None) -> RawRun:
     """Run ``script`` under torchrun with ``world_size`` workers of interpreter ``python`` (default: this
     one, ``sys.executable``); returns what was observed.
 
     ``timeout`` is in seconds.  Raises OSError when the interpreter cannot be started (the caller turns
-    it into HarnessError); a failing script is reported in the returned RawRun, never raised.
+    it into HarnessError) and HarnessError when :func:`abort_all` stopped the run; a failing script is
+    reported in the returned RawRun, never raised.
     """
     logdir = os.path.join(rundir, "torchrun-logs")
     console = os.path.join(rundir, "torchrun.log")
@@ -136,27 +204,26 @@ def run_torchrun(*, script: str, workdir: str, rundir: str, world_size: int, tim
     cmd = [python or sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={world_size}",
            "--log-dir", logdir, "--redirects", "3", "--tee", "3", script]
     t0 = time.monotonic()
+    if SHEPHERD:
+        cmd = [cmd[0], SHEPHERD_SCRIPT, "--rmtree", rundir, "--", *cmd]
     with open(console, "wb") as out:
-        proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdin=subprocess.PIPE if SHEPHERD else subprocess.DEVNULL,
+                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    with _live_lock:
+        _live.add(proc)
     timed_out = False
     signalled: dict[int, int] = {}
+    ignored: set[int] = set()
     try:
         if not _wait(proc, timeout):
             timed_out = True
-            for pid in _children(proc.pid):
-                rank = _rank_of(pid)
-                if rank is not None:
-                    try:
-                        os.kill(pid, signal.SIGABRT)
-                        signalled[rank] = pid
-                    except ProcessLookupError:
-                        pass
-            deadline = time.monotonic() + DUMP_WAIT_S
-            while any(_alive(p) for p in signalled.values()) and time.monotonic() < deadline:
-                time.sleep(0.02)
+            signalled, ignored = _dump_stacks(proc)
     finally:
         _kill_and_reap(proc)
+    with _live_lock:
+        if proc in _aborted:
+            _aborted.discard(proc)
+            raise HarnessError("the run was stopped: the harness is shutting down")
     seconds = time.monotonic() - t0
     text = read_text(console)
     per_rank: dict[int, list[str]] = {r: [] for r in range(world_size)}
@@ -179,7 +246,7 @@ def run_torchrun(*, script: str, workdir: str, rundir: str, world_size: int, tim
             log = read_text(files[-1].replace("stderr.log", "stdout.log")) + stderr
         raw = RawRank(rank=r, log=log, traceback=_traceback(stderr), stack=_fatal_dump(stderr))
         if timed_out and r in signalled:
-            raw.signal, raw.killed_by_harness = "SIGABRT", True
+            raw.signal, raw.killed_by_harness = ("SIGKILL" if r in ignored else "SIGABRT"), True
         elif r in codes:
             code = codes[r]
             if code < 0:

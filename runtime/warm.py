@@ -5,7 +5,10 @@ reused by every later one (``verify_many`` runs a whole batch on it), closed at 
 :func:`shutdown`.  It is safe to call from several threads at once: requests carry ids and a reader thread
 hands each result to the thread that waits for it.  The zygote runs in its own session, so a terminal's
 Ctrl-C reaches only this process; when this process dies in any way the kernel closes the control socket
-and the zygote kills and reaps every rank before exiting.
+and the zygote kills and reaps every rank before exiting.  On Linux the zygote runs under a shepherd
+(:mod:`fsdp_skill.runtime.shepherd`, a child subreaper): if the zygote itself dies (a rank killed it),
+the shepherd kills and reaps whatever it left, and removes the launcher's directory when this process
+is gone; the job that was running then raises :class:`LauncherDied`.
 """
 from __future__ import annotations
 
@@ -30,6 +33,13 @@ START_TIMEOUT_S = 300.0  # importing torch on a loaded 2-core machine can take a
 ZYGOTE_SCRIPT = str(Path(__file__).resolve().with_name("zygote.py"))
 # Where the tool keeps its state and cards, and which interpreter it targets: never passed to the zygote.
 _STATE_VARS = ("FSDP_SKILL_HOME", "FSDP_SKILL_KNOWLEDGE", "FSDP_SKILL_PYTHON")
+SHEPHERD = sys.platform == "linux"
+SHEPHERD_SCRIPT = str(Path(__file__).resolve().with_name("shepherd.py"))
+
+
+class LauncherDied(HarnessError):
+    """The zygote exited while a job was running (e.g. a rank killed it); the next :func:`shared` call
+    starts a fresh one."""
 
 
 class WarmLauncher:
@@ -47,18 +57,21 @@ class WarmLauncher:
         self._lock = threading.Lock()
         self._pending: dict[str, dict] = {}
         self._closed = False
+        self._closing = False  # close() was called: a job left without an answer was stopped, not killed
         ours, theirs = socket.socketpair()
         # The zygote keeps its own knobs (FSDP_SKILL_PRELOAD, FSDP_SKILL_WARM_EXIT) but not where the tool
         # keeps its state: ranks can read their parent's /proc/PID/environ.
         env = {k: v for k, v in os.environ.items() if k not in _STATE_VARS}
         env.setdefault("OMP_NUM_THREADS", "1")
         env.setdefault("OPENBLAS_NUM_THREADS", "1")
+        cmd = [self.python, ZYGOTE_SCRIPT, "--fd", str(theirs.fileno()), "--workdir", self.workdir]
+        if SHEPHERD:
+            cmd = [self.python, SHEPHERD_SCRIPT, "--rmtree", self.workdir, "--fd", str(theirs.fileno()), "--", *cmd]
         try:
             with open(self._log_path, "wb") as log:
                 self.proc = subprocess.Popen(
-                    [self.python, ZYGOTE_SCRIPT, "--fd", str(theirs.fileno()), "--workdir", self.workdir],
-                    pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                    cwd=self.workdir, env=env, start_new_session=True,
+                    cmd, pass_fds=(theirs.fileno(),), stdin=subprocess.PIPE if SHEPHERD else subprocess.DEVNULL,
+                    stdout=log, stderr=log, cwd=self.workdir, env=env, start_new_session=True,
                 )
         except OSError as exc:
             ours.close()
@@ -124,7 +137,9 @@ class WarmLauncher:
                 self._pending.pop(job_id, None)
         msg = slot["msg"]
         if msg is None:
-            raise HarnessError(f"the warm launcher exited during the run{self._log_tail()}")
+            if self._closing:
+                raise HarnessError("the run was stopped: the warm launcher was closed (the harness is shutting down)")
+            raise LauncherDied(f"the warm launcher exited during the run{self._log_tail()}")
         if not msg.get("ok"):
             raise HarnessError(f"the warm launcher could not run the job: {msg.get('error')}")
         return msg
@@ -156,17 +171,25 @@ class WarmLauncher:
         return ("; zygote log: " + " | ".join(text.splitlines()[-5:])) if text else ""
 
     def _terminate(self) -> None:
+        """Kill the zygote and every process of its jobs; returns once the shepherd (or, without one, the
+        zygote) is reaped."""
         try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
+            if self.proc.poll() is None:  # unreaped, so the pid (and group id) is still ours
+                if SHEPHERD:
+                    os.kill(self.proc.pid, signal.SIGTERM)  # the shepherd kills and reaps everything
+                else:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
         self.proc.wait()
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
 
     def close(self, timeout: float = 10.0) -> None:
         """Stop the zygote: it kills and reaps every running rank, then exits.  Idempotent."""
         with self._lock:
             already = self._closed and self.proc.poll() is not None
-            self._closed = True
+            self._closed = self._closing = True
         if not already:
             try:
                 self._sock.sendall(b'{"type": "shutdown"}\n')
@@ -175,7 +198,8 @@ class WarmLauncher:
             try:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
-                self._terminate()
+                pass
+        self._terminate()  # the zygote has exited (or is stuck): the shepherd reaps whatever is left
         try:
             self._sock.close()
         except OSError:
@@ -185,6 +209,7 @@ class WarmLauncher:
 
 _shared: dict[str, WarmLauncher] = {}  # one launcher per target interpreter (absolute path)
 _shared_lock = threading.Lock()
+_stopped = False  # stop() was called: no launcher starts any more in this process
 
 
 def shared(python: str | None = None) -> WarmLauncher:
@@ -192,6 +217,8 @@ def shared(python: str | None = None) -> WarmLauncher:
     again if the previous one died).  Raises HarnessError when it cannot start."""
     key = os.path.abspath(python or sys.executable)
     with _shared_lock:
+        if _stopped:
+            raise HarnessError("the harness is shutting down: no new runs")
         launcher = _shared.get(key)
         if launcher is None or not launcher.alive or not os.path.isdir(launcher.workdir):
             if launcher is not None:
@@ -207,6 +234,15 @@ def shutdown() -> None:
         _shared.clear()
     for launcher in launchers:
         launcher.close()
+
+
+def stop() -> None:
+    """Close every launcher and start none after (a server that shuts down): jobs in flight raise
+    HarnessError once their ranks are killed and reaped."""
+    global _stopped
+    with _shared_lock:
+        _stopped = True
+    shutdown()
 
 
 def current_pid(python: str | None = None) -> int | None:

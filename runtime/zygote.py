@@ -17,6 +17,12 @@ clients with ``TORCHELASTIC_USE_AGENT_STORE=True``) and one child per rank.  All
 process group whose leader is the store child, so ``killpg`` also catches anything a rank spawned;
 every child has ``PR_SET_PDEATHSIG=SIGKILL`` so nothing outlives a crashed zygote.  Ranks are reaped
 only after ``killpg``, so a pid or process group id is never reused while it is still signalled.
+A rank's own children may leave the group (``start_new_session=True``) and outlive their rank, so the
+zygote is a child subreaper (Linux): an orphan is reparented to it.  When a job ends, every descendant
+of its store and ranks and every orphan not marked with another running job's ``TORCHELASTIC_RUN_ID``
+is SIGKILLed and reaped before the result is sent (an orphan that dropped that variable while another
+job runs is killed too).  If the zygote dies, its shepherd (:mod:`fsdp_skill.runtime.shepherd`) kills
+what is left.
 
 Supervision (like torch's MultiProcessTestCase): on the first failing rank the others get a short
 grace, then their Python stacks are dumped (SIGUSR1 -> faulthandler) and they are killed; at the
@@ -58,19 +64,20 @@ import sys
 import time
 
 
-def _load_worker():
-    """:mod:`worker` (its file beside this one) as a private module object, not registered in
+def _load(name: str):
+    """Module ``name`` (its file beside this one) as a private module object, not registered in
     ``sys.modules``: a rank's script sees no module of fsdp-skill, the way it would under torchrun."""
     import importlib.util
 
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
-    spec = importlib.util.spec_from_file_location("_fsdp_skill_rank_worker", path)
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"_fsdp_skill_rank_{name}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-_worker = _load_worker()
+_worker = _load("worker")
+_shepherd = _load("shepherd")
 install_import_time_env_sync, rank_env, run_script = (
     _worker.install_import_time_env_sync, _worker.rank_env, _worker.run_script)
 
@@ -197,6 +204,7 @@ class Zygote:
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
         self.sel.register(self.sock, selectors.EVENT_READ, ("ctl",))
         self.sel.register(self.wake_r, selectors.EVENT_READ, ("wake",))
+        self.subreaper = _shepherd.prctl(_shepherd.PR_SET_CHILD_SUBREAPER, 1)
 
     # ------------------------------------------------------------------ event loop
     def serve(self) -> int:
@@ -329,6 +337,7 @@ class Zygote:
     def _finalize(self, job: _Job) -> None:
         # The store child (group leader) is not reaped yet, so the group id is still ours to signal.
         self._killpg(job)
+        self._kill_strays(job)
         for r in job.ranks:
             self._reap(r.pid)
         if job.store_pid is not None:
@@ -348,6 +357,7 @@ class Zygote:
         for r in job.live():
             r.killed = True
         self._killpg(job)
+        self._kill_strays(job)
         for r in job.ranks:
             self._reap(r.pid)
         if job.store_pid is not None:
@@ -361,6 +371,45 @@ class Zygote:
             self._fail_job(job, error)
 
     # ------------------------------------------------------------------ processes
+    def _kill_strays(self, job: _Job) -> None:
+        """SIGKILL and reap every process ``job`` caused besides its store and ranks (themselves killed by
+        the caller and reaped after this): their descendants, and orphans reparented to the zygote that do
+        not belong to another running job.  Repeats until none is left (a dying parent's children are
+        reparented to us).  Without the subreaper only the descendants of live ranks are found."""
+        own = {r.pid for r in job.ranks} | ({job.store_pid} if job.store_pid else set())
+        others = {p for j in self.jobs.values() if j is not job
+                  for p in [*(r.pid for r in j.ranks), *([j.store_pid] if j.store_pid else [])]}
+        while True:
+            tree = _shepherd.children_map()
+            roots = list(own)
+            for pid in tree.get(self.pid, ()):
+                if pid not in own and pid not in others and self._run_id(pid) not in self._other_run_ids(job):
+                    roots.append(pid)
+            victims = [p for root in roots for p in [root, *_shepherd.descendants(root, tree)] if p not in own]
+            if not victims:
+                return
+            for pid in victims:
+                _shepherd.kill(pid)
+            for pid in victims:
+                if pid in tree.get(self.pid, ()):
+                    self._reap(pid)
+            time.sleep(0.005)
+
+    def _other_run_ids(self, job: _Job) -> set[str]:
+        return {f"fsdp-skill-{j.id}" for j in self.jobs.values() if j is not job}
+
+    @staticmethod
+    def _run_id(pid: int) -> str | None:
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+        except OSError:
+            return None
+        for item in env:
+            if item.startswith(b"TORCHELASTIC_RUN_ID="):
+                return item[20:].decode(errors="replace")
+        return None
+
     def _reap(self, pid: int) -> None:
         while True:
             try:

@@ -306,3 +306,11 @@ def get_section(section_id: str, *, kb: Knowledge | None = None, verifier: Verif
     kb = kb or load_knowledge()
     section = kb.section(section_id)
     return section_out(section, 0.0, {sn.id: latest_verdict(sn, verifier) for sn in section.snippets})
+
+
+def stop_runs() -> None:
+    """Stop every verification run of this process and start no new one (a server shutting down); callers
+    waiting on a run get HarnessError once its processes are reaped."""
+    from fsdp_skill.runtime.api import stop_runs as stop
+
+    stop()

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import threading
 from contextlib import asynccontextmanager
 from typing import Literal
@@ -39,7 +40,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from fsdp_skill.core.answer import MAX_QUESTION_CHARS
 from fsdp_skill.core.models import Answer, SectionOut
-from fsdp_skill.core.snippets import SnippetInfo
+from fsdp_skill.core.snippets import SnippetInfo, stop_runs
 from fsdp_skill.core.toolspec import AskInput
 from fsdp_skill.errors import (
     ExportRefused,
@@ -311,8 +312,27 @@ def create_app(verifier=None) -> FastAPI:
 
 
 def serve(host: str = "127.0.0.1", port: int = 8000, workers: int = 1, log_level: str = "info") -> None:
-    """Run the app with uvicorn (blocks until interrupted)."""
+    """Run the app with uvicorn (blocks until interrupted).
+
+    SIGTERM is a clean shutdown (returns; the caller exits 0): verification runs in flight are killed and
+    reaped at once (their requests get the harness error), then uvicorn stops.  SIGINT stops it the same
+    way and is re-raised (KeyboardInterrupt, exit 130).  With several workers uvicorn's own supervisor
+    handles signals; a worker's runs die with it (their shepherds and zygotes see it exit).
+    """
     import uvicorn
 
-    uvicorn.run("fsdp_skill.adapters.http.app:create_app", factory=True, host=host, port=port, workers=workers, log_level=log_level,
-                timeout_keep_alive=KEEP_ALIVE_S)
+    kwargs = dict(factory=True, host=host, port=port, workers=workers, log_level=log_level,
+                  timeout_keep_alive=KEEP_ALIVE_S)
+    if workers > 1:
+        uvicorn.run("fsdp_skill.adapters.http.app:create_app", **kwargs)
+        return
+    kwargs.pop("workers")
+
+    class _Server(uvicorn.Server):
+        def handle_exit(self, sig, frame) -> None:
+            super().handle_exit(sig, frame)
+            threading.Thread(target=stop_runs, name="fsdp-skill-stop-runs", daemon=True).start()
+            if sig == signal.SIGTERM:  # a requested stop, not an interrupt: exit 0 once shut down
+                self._captured_signals = [s for s in self._captured_signals if s != signal.SIGTERM]
+
+    _Server(uvicorn.Config("fsdp_skill.adapters.http.app:create_app", **kwargs)).run()

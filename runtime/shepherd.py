@@ -1,0 +1,168 @@
+"""Supervisor of one launcher process tree: ``python .../runtime/shepherd.py [--rmtree DIR]... [--fd N]... -- CMD ARGS...``.
+
+The torchrun launcher runs ``python -m torch.distributed.run`` under it and the warm launcher its zygote,
+so that every process a run causes (ranks, their children, grandchildren that started a session of their
+own) stays owned by the tool.  Linux only (``prctl``); elsewhere it still runs ``CMD`` and kills its
+process group, which is what the launchers did before.  Standard library only: it is started as a file
+(``--fd N``: an inherited descriptor passed on to ``CMD``).
+
+* It marks itself ``PR_SET_CHILD_SUBREAPER``: a descendant whose parent exits is reparented to the
+  shepherd, never to init, so :func:`descendants` (a ppid walk over ``/proc``) finds every process left.
+* Its stdin is a pipe whose only writer is the caller: EOF means the caller exited, however it died
+  (SIGKILL included).  Unlike ``PR_SET_PDEATHSIG``, which fires when the *thread* that forked a child
+  exits, this also holds when a server starts a launcher from a worker thread that later ends.  The
+  shepherd's own child gets ``PR_SET_PDEATHSIG=SIGKILL`` (it dies if the shepherd is killed).
+* End of the command, SIGTERM/SIGINT/SIGHUP from the caller (``kill the run``) or EOF: every descendant
+  is SIGKILLed (by process group and by pid) and reaped, repeatedly until none is left; then it exits
+  with the command's status (``128+N`` for a signal).  On EOF it also removes each ``--rmtree`` directory
+  (the caller, gone, cannot).
+"""
+from __future__ import annotations
+
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+_libc = None
+
+
+def prctl(option: int, value: int) -> bool:
+    """``prctl(option, value)``; False when it is unavailable (not Linux) or refused."""
+    global _libc
+    try:
+        import ctypes
+
+        if _libc is None:
+            _libc = ctypes.CDLL(None, use_errno=True)
+        return _libc.prctl(option, value, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _stat(pid: int) -> tuple[int, str] | None:
+    """``(ppid, state)`` of ``pid`` from /proc, or None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    fields = data[data.rfind(b")") + 2:].split()
+    return int(fields[1]), fields[0].decode()
+
+
+def children_map() -> dict[int, list[int]]:
+    """``{ppid: [pid, ...]}`` of every process in /proc (empty without /proc)."""
+    try:
+        entries = [int(e) for e in os.listdir("/proc") if e.isdigit()]
+    except OSError:
+        return {}
+    children: dict[int, list[int]] = {}
+    for pid in entries:
+        st = _stat(pid)
+        if st is not None:
+            children.setdefault(st[0], []).append(pid)
+    return children
+
+
+def descendants(root: int, children: dict[int, list[int]] | None = None) -> list[int]:
+    """Pids of every live or zombie descendant of ``root`` (a ppid walk over ``children``, default a fresh
+    :func:`children_map`)."""
+    if children is None:
+        children = children_map()
+    out, todo = [], list(children.get(root, ()))
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(children.get(pid, ()))
+    return out
+
+
+def kill(pid: int) -> None:
+    """SIGKILL ``pid`` and, if it leads one, its process group (errors ignored: it may be gone)."""
+    for fn in (os.killpg, os.kill):
+        try:
+            fn(pid, signal.SIGKILL)  # a pid that leads its own group or session: its whole group too
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def kill_tree(me: int, keep: int | None = None, statuses: dict[int, int] | None = None) -> None:
+    """SIGKILL every descendant of ``me`` and reap those that are its children (all of them, once
+    reparented: ``me`` is a subreaper), until none is left.  ``keep`` (the command, already exited and
+    unreaped) is left to the caller; ``statuses`` collects the wait status of each pid reaped."""
+    while True:
+        pids = [p for p in descendants(me) if p != keep]
+        if not pids:
+            return
+        for pid in pids:
+            kill(pid)
+        for pid in pids:
+            st = _stat(pid)
+            if st is not None and st[0] == me:
+                try:
+                    _, status = os.waitpid(pid, 0)
+                    if statuses is not None:
+                        statuses[pid] = status
+                except ChildProcessError:
+                    pass
+        time.sleep(0.005)  # the rest are being reparented to us (their parent just died)
+
+
+def main(argv: list[str]) -> int:
+    """Run the command after ``--`` and supervise it (see the module docstring); returns its exit code."""
+    rmtree, fds = [], []
+    while len(argv) > 1 and argv[0] in ("--rmtree", "--fd"):
+        (rmtree.append(argv[1]) if argv[0] == "--rmtree" else fds.append(int(argv[1])))
+        argv = argv[2:]
+    if not argv or argv[0] != "--" or len(argv) < 2:
+        print("usage: shepherd.py [--rmtree DIR]... [--fd N]... -- CMD [ARGS...]", file=sys.stderr)
+        return 2
+    cmd = argv[1:]
+    me = os.getpid()
+    subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1)
+    stop = []
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda num, _frame: stop.append(num))
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, pass_fds=fds,
+                            preexec_fn=lambda: prctl(PR_SET_PDEATHSIG, signal.SIGKILL))
+    gone = False  # the caller exited (EOF on stdin)
+    watch = [0]
+    while not stop and not gone:
+        try:
+            info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            break
+        if info is not None:
+            break
+        try:
+            ready, _, _ = select.select(watch, [], [], 0.05)
+        except InterruptedError:
+            continue
+        if ready:
+            try:
+                gone = not os.read(0, 4096)
+            except OSError:
+                gone = True
+    try:
+        proc.kill()  # still unreaped, so the pid is ours; a no-op for a command that has exited
+    except OSError:
+        pass
+    if subreaper:
+        kill_tree(me, keep=proc.pid)
+    status = proc.wait()
+    if subreaper:
+        kill_tree(me)
+    if gone:
+        for path in rmtree:
+            shutil.rmtree(path, ignore_errors=True)
+    return status if status >= 0 else 128 - status
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
