@@ -1,0 +1,195 @@
+"""Supervision: every process a run causes (ranks, their children, grandchildren in sessions of their own)
+is killed and reaped when the run ends, times out, or its caller (CLI, server) is interrupted, terminated
+or SIGKILLed; a rank that kills the warm zygote still leaves a verdict for every job of the batch.
+
+The scripts (tests/data/scripts/) write their pids to ``$SUPERVISION_PIDS``; the tests check the process
+table for those pids.  Waits are bounded polls (up to 30 s), never timing assertions.  Linux only (/proc).
+"""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+import fsdp_skill.runtime as runtime
+from fsdp_skill.runtime import Job, api
+
+SCRIPTS = Path(__file__).parent / "data" / "scripts"
+CLI = [sys.executable, "-c", "import sys; from fsdp_skill.main import main; sys.exit(main())"]
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not sys.platform.startswith("linux"), reason="supervision needs Linux (/proc, prctl)")]
+
+
+def script(name: str) -> str:
+    return (SCRIPTS / name).read_text()
+
+
+def exists(pid: int) -> bool:
+    """Whether ``pid`` has an entry in the process table (running or a zombie nobody reaped)."""
+    return os.path.exists(f"/proc/{pid}")
+
+
+def pids_in(folder: Path) -> list[int]:
+    return [int(p) for f in sorted(folder.glob("rank*.pids")) for p in f.read_text().split()]
+
+
+def wait_for(cond, limit: float = 30.0) -> bool:
+    deadline = time.monotonic() + limit
+    while not cond():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+@pytest.fixture
+def pids_dir(tmp_path, monkeypatch):
+    folder = tmp_path / "pids"
+    folder.mkdir()
+    monkeypatch.setenv("SUPERVISION_PIDS", str(folder))
+    monkeypatch.delenv("SUPERVISION_HANG", raising=False)
+    return folder
+
+
+@pytest.mark.parametrize("launcher", ["warm", "torchrun"])
+def test_children_and_detached_grandchildren_are_reaped_with_the_run(pids_dir, launcher):
+    """Each rank starts ``sleep`` in a session of its own and a plain ``sleep`` child, then exits 0: once the
+    verdict is returned, neither the ranks nor either sleeper is in the process table."""
+    v = runtime.verify_code(script("spawn_children.py"), filename="spawn_children.py", launcher=launcher,
+                            use_cache=False, timeout=60)
+    assert v.status == "passed", v.reason
+    pids = pids_in(pids_dir)
+    assert len(pids) == 6, pids
+    assert [p for p in pids if exists(p)] == []
+
+
+def test_rank_ignoring_sigabrt_is_reported_killed_only_once_reaped(pids_dir):
+    """At a torchrun timeout the ranks get SIGABRT (stack dump); ranks that ignore it are SIGKILLed and
+    reaped before the verdict says so."""
+    v = runtime.verify_code(script("ignore_sigabrt.py"), filename="ignore_sigabrt.py", launcher="torchrun",
+                            use_cache=False, timeout=5)
+    assert v.status == "timeout", v.reason
+    pids = pids_in(pids_dir)
+    assert len(pids) == 2
+    assert [p for p in pids if exists(p)] == []
+    assert [(r.signal, r.killed_by_harness) for r in v.ranks] == [("SIGKILL", True)] * 2
+
+
+def test_rank_killing_the_zygote_fails_its_job_and_the_batch_goes_on(pids_dir):
+    """A rank that SIGKILLs its parent (the warm zygote): that job is rerun once on a fresh zygote, then
+    failed with the reason; the next job of the batch passes; the detached sleepers are gone."""
+    jobs = [Job(code=script("kill_parent.py"), filename="kill_parent.py", snippet_id="killer"),
+            Job(code=script("allreduce_env.py"), filename="allreduce_env.py", snippet_id="after")]
+    out = runtime.verify_many(jobs, use_cache=False)
+    assert [v.snippet_id for v in out] == ["killer", "after"]
+    assert out[0].status == "failed" and out[0].reason == api.ZYGOTE_DIED, out[0].reason
+    assert out[1].status == "passed", out[1].reason
+    pids = pids_in(pids_dir)
+    assert len(pids) == 4, pids  # rank 0 and its sleeper, in each of the two attempts
+    assert wait_for(lambda: not any(exists(p) for p in pids)), [p for p in pids if exists(p)]
+
+
+@pytest.mark.parametrize("launcher,sig", [("torchrun", signal.SIGTERM), ("torchrun", signal.SIGKILL),
+                                          ("torchrun", signal.SIGINT), ("warm", signal.SIGTERM),
+                                          ("warm", signal.SIGKILL)])
+def test_signalled_cli_leaves_no_process_and_no_run_directory(tmp_path, pids_dir, launcher, sig):
+    """``fsdp-skill verify --launcher L hang.py`` signalled mid-run: every rank and every sleeper it started
+    disappears and no run directory is left in $TMPDIR."""
+    work = tmp_path / "project"
+    work.mkdir()
+    (work / "hang.py").write_text(script("spawn_children.py"))
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    env = dict(os.environ, SUPERVISION_HANG="1", TMPDIR=str(tmpdir), FSDP_SKILL_CONFIRM_TIMEOUTS="0")
+    proc = subprocess.Popen([*CLI, "verify", "hang.py", "--launcher", launcher, "--timeout", "120"], cwd=work,
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        assert wait_for(lambda: len(list(pids_dir.glob("rank*.pids"))) == 2, 120), proc.stderr.read1().decode()
+        pids = pids_in(pids_dir)
+        assert all(exists(p) for p in pids)
+        proc.send_signal(sig)
+        proc.wait(60)
+        assert wait_for(lambda: not any(exists(p) for p in pids)), [p for p in pids if exists(p)]
+        ours = ("run-*", "fsdp-skill-warm-*")  # not torch's own caches (torchinductor_*)
+        assert wait_for(lambda: not any(p for g in ours for p in tmpdir.glob(g))), list(tmpdir.iterdir())
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stderr.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+CARD = textwrap.dedent('''\
+    ---
+    id: hang
+    title: A snippet that hangs
+    topic: hang
+    aliases: [hang]
+    sources:
+      - https://docs.pytorch.org/docs/stable/distributed.html
+    ---
+
+    # Hang
+
+    ## A rank that never returns
+    <!--
+    slug: never-returns
+    apis: [torch.distributed.init_process_group]
+    sources: [https://docs.pytorch.org/docs/stable/distributed.html]
+    -->
+
+    Both ranks start a sleeper in a session of their own, then sleep.
+
+    ```python verify world_size=2 timeout=120 name=sleepers
+    ''') + script("spawn_children.py") + "```\n"
+
+
+def test_serve_sigterm_exits_0_and_kills_runs_in_flight(tmp_path, pids_dir):
+    """``fsdp-skill serve``, a verification of a hanging snippet in flight, then SIGTERM: exit 0, the request
+    gets an error, and no rank or sleeper is left."""
+    cards = tmp_path / "cards"
+    cards.mkdir()
+    (cards / "hang.md").write_text(CARD)
+    port = _free_port()
+    env = dict(os.environ, SUPERVISION_HANG="1", FSDP_SKILL_KNOWLEDGE=str(cards), FSDP_SKILL_CONFIRM_TIMEOUTS="0")
+    proc = subprocess.Popen([*CLI, "serve", "--port", str(port)], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    client = None
+    try:
+        def up() -> bool:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                return True
+            except OSError:
+                return False
+
+        assert wait_for(up, 120), proc.stderr.read1().decode()
+        request = (f"POST /v1/snippets/hang/sleepers/verify HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                   f"Content-Length: 0\r\nConnection: close\r\n\r\n").encode()
+        client = socket.create_connection(("127.0.0.1", port), timeout=120)
+        client.sendall(request)
+        assert wait_for(lambda: len(list(pids_dir.glob("rank*.pids"))) == 2, 120)
+        pids = pids_in(pids_dir)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(60) == 0
+        reply = client.recv(1 << 16).decode(errors="replace")
+        assert reply.startswith("HTTP/1.1 5"), reply[:200]  # the run was stopped, not given a verdict
+        assert wait_for(lambda: not any(exists(p) for p in pids)), [p for p in pids if exists(p)]
+    finally:
+        if client is not None:
+            client.close()
+        proc.kill()
+        proc.wait()
+        proc.stderr.close()
