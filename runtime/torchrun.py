@@ -133,9 +133,18 @@ def abort_all() -> None:
             pass
 
 
+def _is_agent(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return b"torch.distributed.run" in f.read()
+    except OSError:
+        return False
+
+
 def _ranks(proc: subprocess.Popen) -> list[int]:
-    """Pids of the worker processes (children of the agent)."""
-    agents = _children(proc.pid) if SHEPHERD else [proc.pid]
+    """Pids of the worker processes: children of the agent (the shepherd's child; orphans reparented to
+    the shepherd are not)."""
+    agents = [c for c in _children(proc.pid) if _is_agent(c)] if SHEPHERD else [proc.pid]
     return [pid for agent in agents for pid in _children(agent)]
 
 
@@ -205,7 +214,7 @@ def run_torchrun(*, script: str, workdir: str, rundir: str, world_size: int, tim
            "--log-dir", logdir, "--redirects", "3", "--tee", "3", script]
     t0 = time.monotonic()
     if SHEPHERD:
-        cmd = [cmd[0], SHEPHERD_SCRIPT, "--rmtree", rundir, "--", *cmd]
+        cmd = [cmd[0], "-I", SHEPHERD_SCRIPT, "--rmtree", rundir, "--", *cmd]  # -I: stdlib only, whatever the env
     with open(console, "wb") as out:
         proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdin=subprocess.PIPE if SHEPHERD else subprocess.DEVNULL,
                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)

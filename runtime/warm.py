@@ -66,7 +66,7 @@ class WarmLauncher:
         env.setdefault("OPENBLAS_NUM_THREADS", "1")
         cmd = [self.python, ZYGOTE_SCRIPT, "--fd", str(theirs.fileno()), "--workdir", self.workdir]
         if SHEPHERD:
-            cmd = [self.python, SHEPHERD_SCRIPT, "--rmtree", self.workdir, "--fd", str(theirs.fileno()), "--", *cmd]
+            cmd = [self.python, "-I", SHEPHERD_SCRIPT, "--rmtree", self.workdir, "--fd", str(theirs.fileno()), "--", *cmd]
         try:
             with open(self._log_path, "wb") as log:
                 self.proc = subprocess.Popen(

@@ -176,8 +176,8 @@ def test_serve_sigterm_exits_0_and_kills_runs_in_flight(tmp_path, pids_dir):
                 return False
 
         assert wait_for(up, 120), proc.stderr.read1().decode()
-        request = (f"POST /v1/snippets/hang/sleepers/verify HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                   f"Content-Length: 0\r\nConnection: close\r\n\r\n").encode()
+        request = (b"POST /v1/snippets/hang/sleepers/verify HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                   b"Content-Length: 0\r\nConnection: close\r\n\r\n")
         client = socket.create_connection(("127.0.0.1", port), timeout=120)
         client.sendall(request)
         assert wait_for(lambda: len(list(pids_dir.glob("rank*.pids"))) == 2, 120)
