@@ -98,7 +98,8 @@ def test_rank_killing_the_zygote_fails_its_job_and_the_batch_goes_on(pids_dir):
 
 @pytest.mark.parametrize("launcher,sig", [("torchrun", signal.SIGTERM), ("torchrun", signal.SIGKILL),
                                           ("torchrun", signal.SIGINT), ("warm", signal.SIGTERM),
-                                          ("warm", signal.SIGKILL)])
+                                          ("warm", signal.SIGKILL), ("warm", signal.SIGINT)],
+                         ids=lambda v: v.name if isinstance(v, signal.Signals) else v)
 def test_signalled_cli_leaves_no_process_and_no_run_directory(tmp_path, pids_dir, launcher, sig):
     """``fsdp-skill verify --launcher L hang.py`` signalled mid-run: every rank and every sleeper it started
     disappears and no run directory is left in $TMPDIR."""
