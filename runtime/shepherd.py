@@ -127,31 +127,36 @@ def main(argv: list[str]) -> int:
     me = os.getpid()
     subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1)
     stop = []
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)  # a signal also ends the select below
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda num, _frame: stop.append(num))
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, pass_fds=fds,
                             preexec_fn=lambda: prctl(PR_SET_PDEATHSIG, signal.SIGKILL))
+    for fd in fds:  # the command's now: a copy here would hide its exit from the other end (e.g. a socket)
+        os.close(fd)
+    try:
+        pidfd = os.pidfd_open(proc.pid)  # readable once the command exits
+    except (AttributeError, OSError):
+        pidfd = None
     gone = False  # the caller exited (EOF on stdin)
-    watch = [0]
     while not stop and not gone:
         try:
-            info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            if os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                break  # exited; left unreaped, so its pid is not reused while we signal
         except ChildProcessError:
             break
-        if info is not None:
-            break
-        try:
-            ready, _, _ = select.select(watch, [], [], 0.05)
-        except InterruptedError:
-            continue
-        if ready:
+        watch = [0, wake_r] + ([pidfd] if pidfd is not None else [])
+        ready, _, _ = select.select(watch, [], [], None if pidfd is not None else 0.05)
+        if 0 in ready:
             try:
                 gone = not os.read(0, 4096)
             except OSError:
                 gone = True
     try:
-        proc.kill()  # still unreaped, so the pid is ours; a no-op for a command that has exited
-    except OSError:
+        os.kill(proc.pid, signal.SIGKILL)  # unreaped, so the pid is ours; a zombie ignores it
+    except ProcessLookupError:
         pass
     if subreaper:
         kill_tree(me, keep=proc.pid)
