@@ -194,3 +194,50 @@ def test_serve_sigterm_exits_0_and_kills_runs_in_flight(tmp_path, pids_dir):
         proc.kill()
         proc.wait()
         proc.stderr.close()
+
+
+SHEPHERD = Path(runtime.__file__).with_name("shepherd.py")
+
+
+@pytest.mark.parametrize("end", ["caller exits", "SIGTERM"])
+def test_shepherd_kills_its_whole_tree(tmp_path, end):
+    """The shepherd alone (no torch): its command starts a sleeper in a new session and a plain one.  When
+    its caller exits (EOF on its stdin: the caller's death, however it died) or on SIGTERM (the caller's
+    request), both sleepers and the command are killed and reaped; only the caller's death removes the
+    ``--rmtree`` directory (a live caller still reads its logs)."""
+    rundir = tmp_path / "run"
+    rundir.mkdir()
+    pids = tmp_path / "pids"
+    cmd = f"setsid sleep 301 & a=$!; sleep 302 & echo $$ $a $! > {pids}.tmp; mv {pids}.tmp {pids}; wait"
+    caller = textwrap.dedent(f"""
+        import os, subprocess, sys
+        p = subprocess.Popen([sys.executable, "-I", {str(SHEPHERD)!r}, "--rmtree", {str(rundir)!r}, "--",
+                              "sh", "-c", {cmd!r}], stdin=subprocess.PIPE)
+        print(p.pid, flush=True)
+        sys.stdin.readline()  # the test says when to go
+        os._exit(0)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", caller], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    tree: list[int] = []
+    try:
+        shepherd = int(proc.stdout.readline())
+        assert wait_for(pids.exists)
+        tree = [int(p) for p in pids.read_text().split()]
+        assert all(exists(p) for p in [shepherd, *tree])
+        if end == "SIGTERM":
+            os.kill(shepherd, signal.SIGTERM)
+            assert wait_for(lambda: not any(exists(p) for p in tree)), [p for p in tree if exists(p)]
+            assert rundir.exists()
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        assert proc.wait(30) == 0
+        assert wait_for(lambda: not any(exists(p) for p in [shepherd, *tree]))
+        assert rundir.exists() == (end == "SIGTERM")
+    finally:
+        for pid in tree:  # only if the test failed: never leave sleepers behind
+            if exists(pid):
+                os.kill(pid, signal.SIGKILL)
+        proc.kill()
+        proc.wait()
+        proc.stdin.close()
+        proc.stdout.close()
