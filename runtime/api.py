@@ -34,14 +34,17 @@ class Job:
     requires: Sequence[str] = field(default_factory=tuple)
     snippet_id: str | None = None
     filename: str = "snippet.py"
-    # A user's own script under debugging: always run it (no cache lookup; the fresh verdict is still
-    # stored) and report a warm timeout as seen, without the torchrun confirmation rerun.
+    # A user's own script under debugging: always run it (no cache lookup) and report a warm timeout as
+    # seen, without the torchrun confirmation rerun.
     debug: bool = False
     # A script file to run where it is (``path``, its directory first on sys.path, as ``torchrun path``
     # does) from the working directory ``cwd`` (default: the caller's); ``code`` must be its text.
     # Without ``path`` the code is written to a fresh private directory and run from there.
     path: str | None = None
     cwd: str | None = None
+    # The script's own command-line arguments (``sys.argv[1:]`` on every rank), as after
+    # ``torchrun ... script.py ARGS``; only for a script run in place (``path``).
+    args: Sequence[str] = field(default_factory=tuple)
     # What the script asserts (a knowledge snippet's fence 'checks'); copied onto its verdict.
     checks: str | None = None
 
@@ -88,6 +91,10 @@ def _check(job: Job, launcher: str) -> None:
     name = os.path.basename(job.filename or "snippet.py")
     if name in ("", ".", "..") or not name.endswith(".py"):
         raise InvalidArgument(f"filename must name a .py file, not {job.filename!r}")
+    if isinstance(job.args, str) or not all(isinstance(a, str) and "\0" not in a for a in job.args):
+        raise InvalidArgument("script arguments must be a list of strings without NUL characters")
+    if job.args and not job.path:
+        raise InvalidArgument("script arguments are only for a script run in place (a PATH.py)")
 
 
 def cached_verdict(code: str, *, world_size: int = 2, backend: str = "auto", requires=(),
@@ -193,7 +200,8 @@ def _verify(job: Job, *, launcher: str, use_cache: bool, facts: target.Facts) ->
     if verdict.status == "timeout" and launcher == "warm" and not job.debug and os.environ.get(CONFIRM_ENV, "1") != "0":
         verdict = _confirm(job, place, sha, verdict, facts)
     verdict = verdict.model_copy(update={"checks": job.checks})
-    cache.store(key, verdict)
+    if not job.path:  # a script run in place also depends on its directory, cwd and arguments: not reusable
+        cache.store(key, verdict)
     return verdict
 
 
@@ -276,7 +284,7 @@ def _run(job: Job, place: host.Placement, sha: str, launcher: str, facts: target
         torch_version = facts.torch_version
         if zygote is not None:
             msg = zygote.run(script=script, workdir=workdir, rundir=rundir, world_size=job.world_size,
-                             timeout=float(job.timeout), env=env)
+                             timeout=float(job.timeout), env=env, args=list(job.args))
             raw = _raw_from_zygote(msg, rundir)
             torch_version = zygote.torch_version
         else:
@@ -284,7 +292,7 @@ def _run(job: Job, place: host.Placement, sha: str, launcher: str, facts: target
 
             try:
                 raw = run_torchrun(script=script, workdir=workdir, rundir=rundir, world_size=job.world_size,
-                                   timeout=float(job.timeout), env=env, python=facts.python)
+                                   timeout=float(job.timeout), env=env, python=facts.python, args=list(job.args))
             except OSError as exc:
                 raise HarnessError(f"cannot run torchrun: {exc}") from exc
         verdict = make_verdict(raw, script=script, code=job.code, code_sha256=sha, snippet_id=job.snippet_id,

@@ -1,8 +1,11 @@
 """``fsdp-skill verify``: run knowledge snippets or your own scripts on a real process group.
 
-    fsdp-skill verify SNIPPET_ID|SECTION_ID... | --all | --topic T | PATH.py...
+    fsdp-skill verify SNIPPET_ID|SECTION_ID... | --all | --topic T | PATH.py... [-- SCRIPT_ARGS...]
         [--world-size N] [--backend auto|gloo|nccl] [--timeout S] [--launcher warm|torchrun]
         [--no-cache] [--json] [--python PATH]
+
+Everything after ``--`` is passed to the one script given (its ``sys.argv[1:]`` on every rank), as in
+``torchrun --nproc_per_node=N PATH.py ARGS...``.
 
 Exit codes: 0 every verdict passed or was skipped, 1 some verdict failed or timed out (or the harness
 could not run), 2 bad usage (unknown snippet id, missing file, ids together with --all ...).
@@ -26,8 +29,12 @@ def add_verify_parser(subparsers) -> None:
     """Register the ``verify`` subcommand on an argparse ``subparsers`` object."""
     p = subparsers.add_parser(
         "verify", help="run snippets or scripts on a real multi-process process group",
+        usage="fsdp-skill verify [options] SNIPPET_ID|SECTION_ID... | --all | --topic T | PATH.py... "
+              "[-- SCRIPT_ARGS...]",
         description="Run knowledge snippets (by id, --topic or --all) or your own scripts (PATH.py) on "
-                    "world_size real processes, the way torchrun launches them, and report per-rank results.")
+                    "world_size real processes, the way torchrun launches them, and report per-rank results. "
+                    "A script runs in place, from the current directory; everything after '--' is passed "
+                    "to the one script given, as 'torchrun --nproc_per_node=N PATH.py ARGS...' would.")
     p.add_argument("targets", nargs="*", metavar="SNIPPET_ID|PATH.py", help="snippet ids, section ids (their snippets) and/or script paths")
     p.add_argument("--all", action="store_true", help="verify every snippet of the knowledge base")
     p.add_argument("--topic", action="append", default=[], metavar="T", help="verify every snippet of topic T (repeatable)")
@@ -60,12 +67,15 @@ def _jobs(args) -> list:
     if args.timeout is not None and not 0 < args.timeout < float("inf"):
         raise QueryError(f"--timeout must be a positive, finite number of seconds, not {args.timeout:g}")
     overrides = {"world_size": args.world_size, "backend": args.backend, "timeout": args.timeout}
+    script_args = getattr(args, "script_args", None) or []
+    if script_args and (args.all or args.topic or len(args.targets) != 1 or not _is_path(args.targets[0])):
+        raise QueryError("arguments after '--' are for one script: give exactly one PATH.py before '--'")
     jobs = []
     if args.all or args.topic:
         jobs = [job_for(s, **overrides) for s in select_snippets(topics=args.topic, all_snippets=args.all)]
     for t in args.targets:  # a section id means its snippets; an unknown id is a NotFoundError naming close ids
         if _is_path(t):
-            jobs.append(script_job(t, **overrides))
+            jobs.append(script_job(t, args=script_args, **overrides))
         else:
             jobs.extend(job_for(s, **overrides) for s in select_snippets([t]))
     return jobs
