@@ -16,6 +16,7 @@ from fsdp_skill.errors import HarnessError, InvalidArgument
 from fsdp_skill.runtime import cache, host, target
 from fsdp_skill.runtime.models import Verdict
 from fsdp_skill.runtime.report import RawRank, RawRun, make_verdict, read_text
+from fsdp_skill.runtime.torchrun import Nodes
 
 LAUNCHERS = ("warm", "torchrun")
 KEEP_ENV = "FSDP_SKILL_KEEP_RUNS"  # set to keep each run's directory (script, per-rank logs) for debugging
@@ -47,6 +48,9 @@ class Job:
     args: Sequence[str] = field(default_factory=tuple)
     # What the script asserts (a knowledge snippet's fence 'checks'); copied onto its verdict.
     checks: str | None = None
+    # Several hosts (torchrun launcher only): this node's place in the job; world_size is then the
+    # processes of this node.  Such a run is never answered from nor stored in the cache.
+    nodes: Nodes | None = None
 
 
 def _now() -> str:
@@ -88,6 +92,10 @@ def _check(job: Job, launcher: str) -> None:
         raise InvalidArgument(f"timeout must be a positive number of seconds, not {job.timeout!r}")
     if not isinstance(job.code, str):
         raise InvalidArgument("code must be a str")
+    if job.nodes is not None:
+        if launcher != "torchrun":
+            raise InvalidArgument(f"several nodes (--nnodes {job.nodes.nnodes}) need --launcher torchrun, not {launcher}")
+        job.nodes.validate()
     name = os.path.basename(job.filename or "snippet.py")
     if name in ("", ".", "..") or not name.endswith(".py"):
         raise InvalidArgument(f"filename must name a .py file, not {job.filename!r}")
@@ -190,6 +198,8 @@ def _verify(job: Job, *, launcher: str, use_cache: bool, facts: target.Facts) ->
     sha = cache.code_sha256(job.code)
     if place.skip:
         return _skipped(sha, job, place, facts)
+    if job.nodes is not None:  # a multi-node verdict is about that job, never reused for a single-host run
+        return _run(job, place, sha, launcher, facts).model_copy(update={"checks": job.checks})
     key = _key(sha, job, place, facts, launcher)
     if use_cache and not job.debug:
         hit = cache.load(key)
@@ -292,16 +302,37 @@ def _run(job: Job, place: host.Placement, sha: str, launcher: str, facts: target
 
             try:
                 raw = run_torchrun(script=script, workdir=workdir, rundir=rundir, world_size=job.world_size,
-                                   timeout=float(job.timeout), env=env, python=facts.python, args=list(job.args))
+                                   timeout=float(job.timeout), env=env, python=facts.python, args=list(job.args),
+                                   nodes=job.nodes)
             except OSError as exc:
                 raise HarnessError(f"cannot run torchrun: {exc}") from exc
         verdict = make_verdict(raw, script=script, code=job.code, code_sha256=sha, snippet_id=job.snippet_id,
                                backend=place.backend, device=place.device, world_size=job.world_size,
                                timeout=float(job.timeout), launcher=launcher, torch_version=torch_version)
-        return verdict.model_copy(update={**environment(facts), "torch_version": verdict.torch_version})
+        verdict = verdict.model_copy(update={**environment(facts), "torch_version": verdict.torch_version})
+        return verdict if job.nodes is None else _across_nodes(verdict, job, raw)
     finally:
         if not os.environ.get(KEEP_ENV):
             shutil.rmtree(rundir, ignore_errors=True)
+
+
+def _across_nodes(verdict: Verdict, job: Job, raw: RawRun) -> Verdict:
+    """A multi-node verdict: world_size is the global one (nnodes x world_size per node), ranks are this
+    node's under their global numbers, and the reason says which part of the job this node ran."""
+    nodes = job.nodes
+    total = nodes.nnodes * job.world_size
+    mine = [r.rank for r in verdict.ranks]
+    part = (f"ranks {min(mine)}-{max(mine)} of {total}" if len(mine) > 1 else f"rank {mine[0]} of {total}") if mine \
+        else f"none of the {total} ranks"
+    reason = verdict.reason
+    if verdict.status == "passed":
+        reason = f"this node's {len(mine)} ranks exited 0 ({part}; {nodes.describe()})"
+    elif verdict.status == "timeout" and not mine and raw.error:
+        reason = raw.error
+    else:
+        first, _, rest = (reason or "").partition("\n")
+        reason = f"{first} [this node ran {part}; {nodes.describe()}]" + (f"\n{rest}" if rest else "")
+    return verdict.model_copy(update={"world_size": total, "nnodes": nodes.nnodes, "reason": reason})
 
 
 def _raw_from_zygote(msg: dict, rundir: str) -> RawRun:
