@@ -123,9 +123,12 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=1, help="uvicorn workers (default 1)")
     ap.add_argument("--rounds", type=int, default=3, help="healthz + ask rounds on the same server; the median is reported (default 3)")
     ap.add_argument("--no-inprocess", action="store_true", help="skip the in-process ask() figures")
+    ap.add_argument("--home", metavar="DIR", help="state directory to use and keep (default: a new temporary one); "
+                    "reusing one skips the warm-up's snippet runs")
     args = ap.parse_args()
     verify = not args.no_verify
-    home = tempfile.mkdtemp(prefix="fsdp-skill-bench-http-")
+    home = args.home or tempfile.mkdtemp(prefix="fsdp-skill-bench-http-")
+    os.makedirs(home, exist_ok=True)
     os.environ["FSDP_SKILL_HOME"] = home
     env = dict(os.environ)
     questions = load_questions(args.questions)
