@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -42,6 +42,11 @@ class Job:
     # Without ``path`` the code is written to a fresh private directory and run from there.
     path: str | None = None
     cwd: str | None = None
+    # The script's own arguments (its sys.argv[1:], as after ``torchrun ... script.py``), and variables
+    # added to the ranks' environment (names starting FSDP_SKILL_ are dropped).  A job with either is
+    # never stored in the verdict cache, whose key covers neither.
+    args: Sequence[str] = field(default_factory=tuple)
+    env: Mapping[str, str] = field(default_factory=dict)
     # What the script asserts (a knowledge snippet's fence 'checks'); copied onto its verdict.
     checks: str | None = None
 
@@ -193,7 +198,8 @@ def _verify(job: Job, *, launcher: str, use_cache: bool, facts: target.Facts) ->
     if verdict.status == "timeout" and launcher == "warm" and not job.debug and os.environ.get(CONFIRM_ENV, "1") != "0":
         verdict = _confirm(job, place, sha, verdict, facts)
     verdict = verdict.model_copy(update={"checks": job.checks})
-    cache.store(key, verdict)
+    if not (job.args or job.env):
+        cache.store(key, verdict)
     return verdict
 
 
@@ -249,6 +255,7 @@ def _job_env(job: Job, place: host.Placement, facts: target.Facts, rundir: str) 
     for key in list(env):  # a caller that itself runs under torchrun must not leak its own rank
         if key in _TORCHRUN_VARS or key.startswith("TORCHELASTIC_"):
             del env[key]
+    env.update(scrubbed_env(job.env))
     return env
 
 
@@ -276,7 +283,7 @@ def _run(job: Job, place: host.Placement, sha: str, launcher: str, facts: target
         torch_version = facts.torch_version
         if zygote is not None:
             msg = zygote.run(script=script, workdir=workdir, rundir=rundir, world_size=job.world_size,
-                             timeout=float(job.timeout), env=env)
+                             timeout=float(job.timeout), env=env, args=list(job.args))
             raw = _raw_from_zygote(msg, rundir)
             torch_version = zygote.torch_version
         else:
@@ -284,7 +291,7 @@ def _run(job: Job, place: host.Placement, sha: str, launcher: str, facts: target
 
             try:
                 raw = run_torchrun(script=script, workdir=workdir, rundir=rundir, world_size=job.world_size,
-                                   timeout=float(job.timeout), env=env, python=facts.python)
+                                   timeout=float(job.timeout), env=env, python=facts.python, args=list(job.args))
             except OSError as exc:
                 raise HarnessError(f"cannot run torchrun: {exc}") from exc
         verdict = make_verdict(raw, script=script, code=job.code, code_sha256=sha, snippet_id=job.snippet_id,

@@ -123,9 +123,9 @@ def _traceback(stderr: str) -> str | None:
 
 
 def run_torchrun(*, script: str, workdir: str, rundir: str, world_size: int, timeout: float,
-                 env: dict[str, str], python: str | None = None) -> RawRun:
-    """Run ``script`` under torchrun with ``world_size`` workers of interpreter ``python`` (default: this
-    one, ``sys.executable``); returns what was observed.
+                 env: dict[str, str], python: str | None = None, args: list[str] | None = None) -> RawRun:
+    """Run ``script`` (``args``: its arguments) under torchrun with ``world_size`` workers of interpreter
+    ``python`` (default: this one, ``sys.executable``); returns what was observed.
 
     ``timeout`` is in seconds.  Raises OSError when the interpreter cannot be started (the caller turns
     it into HarnessError); a failing script is reported in the returned RawRun, never raised.
@@ -134,7 +134,7 @@ def run_torchrun(*, script: str, workdir: str, rundir: str, world_size: int, tim
     console = os.path.join(rundir, "torchrun.log")
     env = dict(env, PYTHONFAULTHANDLER="1")
     cmd = [python or sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={world_size}",
-           "--log-dir", logdir, "--redirects", "3", "--tee", "3", script]
+           "--log-dir", logdir, "--redirects", "3", "--tee", "3", script, *(args or [])]
     t0 = time.monotonic()
     with open(console, "wb") as out:
         proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=out,

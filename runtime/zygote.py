@@ -39,7 +39,7 @@ Fidelity (what a forked rank does the way ``python script.py`` under torchrun do
 
 Protocol: JSON lines on the socket given as ``--fd``.
   zygote -> client: {"type": "ready", "pid", "torch_version", "preload_s", "modules"} | {"type": "fatal", "message"}
-  client -> zygote: {"type": "run", "id", "script", "workdir", "rundir", "world_size", "timeout", "env"}
+  client -> zygote: {"type": "run", "id", "script", "workdir", "rundir", "world_size", "timeout", "env", "args"}
   zygote -> client: {"type": "result", "id", "ok": true, "seconds", "timed_out", "first_failure", "ranks": [...]}
                     {"type": "result", "id", "ok": false, "error"}
   client -> zygote: {"type": "shutdown"} -> {"type": "bye"}
@@ -150,6 +150,7 @@ class _Job:
         self.world_size = int(msg["world_size"])
         self.timeout = float(msg["timeout"])
         self.env = dict(msg["env"])
+        self.args = [str(a) for a in msg.get("args", [])]
         self.state = "running"  # running -> dumping -> killing -> (finalized)
         self.t0 = time.monotonic()
         self.store_pid: int | None = None
@@ -609,7 +610,7 @@ class Zygote:
             os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
         except (AttributeError, OSError):
             pass
-        code = run_script(job.script, os.path.join(job.rundir, f"rank{rank}.tb"))
+        code = run_script(job.script, os.path.join(job.rundir, f"rank{rank}.tb"), job.args)
         if exit_mode != "fast":
             # The interpreter's own finalization, then exit(): C++ static destructors run as in a fresh
             # process, which reproduces torch's occasional crash at exit ("terminate called without an

@@ -63,6 +63,15 @@ class ExportInput(BaseModel):
                                                         "(failed, timeout, skipped), marked NOT VERIFIED in its header")
 
 
+class ListInput(BaseModel):
+    """Arguments of the ``list_sections`` tool."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    topic: list[str] = Field(default_factory=list, description="Only sections of these topics (e.g. ['join']); "
+                                                               "empty: every section")
+
+
 @dataclass(frozen=True)
 class ToolSpec:
     """One agent tool: its name, when to call it, its typed input and output, and the core call behind it."""
@@ -74,6 +83,13 @@ class ToolSpec:
     output: type[BaseModel]
     # call(arguments, verifier): the core call; ``verifier`` None means the runtime's (see core.snippets)
     call: Callable[[BaseModel, Any], BaseModel]
+    # Behaviour hints for agents (MCP tool annotations): read_only = changes nothing the caller can see (a
+    # verdict cached along the way is not a change); idempotent = calling again with the same arguments has
+    # no further effect; destructive = may delete or overwrite the caller's data.  No tool reaches outside
+    # this host (openWorldHint false).
+    read_only: bool = True
+    idempotent: bool = True
+    destructive: bool = False
 
 
 def _ask(a: AskInput, verifier=None) -> Answer:
@@ -100,7 +116,14 @@ def _export_snippet(a: ExportInput, verifier=None):
     return export_one(a.id, include_unverified=a.include_unverified, verifier=verifier)
 
 
+def _list_sections(a: ListInput, verifier=None):
+    from fsdp_skill.core.catalogue import catalogue
+
+    return catalogue(a.topic)
+
+
 def _tool_specs() -> list[ToolSpec]:
+    from fsdp_skill.core.catalogue import Catalogue
     from fsdp_skill.core.export import ExportedScript
     from fsdp_skill.core.snippets import SnippetInfo
 
@@ -124,6 +147,14 @@ def _tool_specs() -> list[ToolSpec]:
                 f"up on a topic ask already found ({_TERMS})."),
             input=SectionInput, output=SectionOut, call=_get_section),
         ToolSpec(
+            name="list_sections", title="List sections and snippet ids",
+            description=(
+                "List the knowledge base: every topic, and for each section its id, title, topic and the ids of its "
+                "runnable snippets (no text, nothing is run). Pass topic (e.g. ['join', 'mixed-precision']) to "
+                "narrow it. Call it to browse what is covered or to find a snippet id for verify_snippet / "
+                "export_snippet or a section id for get_section."),
+            input=ListInput, output=Catalogue, call=_list_sections),
+        ToolSpec(
             name="verify_snippet", title="Verify a knowledge snippet",
             description=(
                 "Run one knowledge snippet (by id, from sections[].snippets[].id) on a real process group on this "
@@ -133,7 +164,7 @@ def _tool_specs() -> list[ToolSpec]:
                 "snippet whose status is 'unverified', or when the user asks whether an FSDP / fully_shard / "
                 "分片 / 混合精度 / 卸载 / Join / 后端 / 初始化 / 检查点 pattern works with their torch. Only knowledge "
                 "snippets can be run: this tool never executes code you send."),
-            input=SnippetInput, output=SnippetInfo, call=_verify_snippet),
+            input=SnippetInput, output=SnippetInfo, call=_verify_snippet, read_only=False),
         ToolSpec(
             name="export_snippet", title="Export a snippet as a script",
             description=(
@@ -142,7 +173,7 @@ def _tool_specs() -> list[ToolSpec]:
                 "verified code byte for byte. The snippet is verified first (cache or run). Call it when the user "
                 "wants a runnable FSDP / FSDP2 / torch.distributed example file (示例脚本) to launch with torchrun. "
                 "Snippets that did not pass are refused unless include_unverified is true."),
-            input=ExportInput, output=ExportedScript, call=_export_snippet),
+            input=ExportInput, output=ExportedScript, call=_export_snippet, read_only=False),
     ]
 
 

@@ -38,7 +38,26 @@ def add_verify_parser(subparsers) -> None:
     p.add_argument("--no-cache", action="store_true", help="run even when a cached verdict exists (the fresh verdict is stored)")
     p.add_argument("--json", action="store_true", help="print a JSON list of verdicts (each with its 'hints')")
     p.add_argument("--python", metavar="PATH", help=PYTHON_HELP)
-    p.set_defaults(func=run_verify)
+    p.set_defaults(func=run_verify, script_args=[])
+    p.usage = "%(prog)s [options] SNIPPET_ID|SECTION_ID|PATH.py... [-- SCRIPT_ARGS...]"
+    p.parse_known_args = _with_script_args(p.parse_known_args)
+
+
+def _with_script_args(parse):
+    """Wrap a parser's ``parse_known_args`` so that everything after the first ``--`` is kept verbatim as
+    ``script_args`` (the script's own arguments, as after ``torchrun ... train.py``), never parsed."""
+
+    def parse_known_args(args=None, namespace=None):
+        args = list(sys.argv[1:] if args is None else args)
+        tail: list[str] = []
+        if "--" in args:
+            cut = args.index("--")
+            args, tail = args[:cut], args[cut + 1:]
+        ns, extra = parse(args, namespace)
+        ns.script_args = tail
+        return ns, extra
+
+    return parse_known_args
 
 
 def _is_path(target: str) -> bool:
@@ -60,12 +79,15 @@ def _jobs(args) -> list:
     if args.timeout is not None and not 0 < args.timeout < float("inf"):
         raise QueryError(f"--timeout must be a positive, finite number of seconds, not {args.timeout:g}")
     overrides = {"world_size": args.world_size, "backend": args.backend, "timeout": args.timeout}
+    script_args = getattr(args, "script_args", [])
+    if script_args and not (len(args.targets) == 1 and _is_path(args.targets[0])):
+        raise QueryError("arguments after -- go to one script: give exactly one PATH.py before --")
     jobs = []
     if args.all or args.topic:
         jobs = [job_for(s, **overrides) for s in select_snippets(topics=args.topic, all_snippets=args.all)]
     for t in args.targets:  # a section id means its snippets; an unknown id is a NotFoundError naming close ids
         if _is_path(t):
-            jobs.append(script_job(t, **overrides))
+            jobs.append(script_job(t, args=script_args, **overrides))
         else:
             jobs.extend(job_for(s, **overrides) for s in select_snippets([t]))
     return jobs
