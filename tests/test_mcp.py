@@ -481,3 +481,17 @@ def test_requests_written_before_eof_are_all_answered(tmp_path):
     assert code == 0
     assert sorted(r["id"] for r in replies if "result" in r) == list(range(9))
     assert not any("error" in r for r in replies)
+
+
+def test_skill_md_documents_every_mcp_tool_and_script_verify(tmp_path):
+    text = (Path(__file__).parents[1] / "skill" / "SKILL.md").read_text(encoding="utf-8")
+
+    async def go():
+        async with Client(build_server(script_dir=str(tmp_path))) as client:
+            return (await client.list_tools()).tools
+
+    for tool in asyncio.run(go()):
+        assert f"`{tool.name}`" in text, tool.name
+    assert "--allow-run-scripts" in text and "-- --epochs 1" in text
+    for phrase in ("--timeout S", "--launcher warm|torchrun", "working directory", "first on `sys.path`", "130"):
+        assert phrase in text, phrase
