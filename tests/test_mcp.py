@@ -341,6 +341,10 @@ def test_verify_script_exists_only_with_a_script_dir(tmp_path):
     assert "verify_script" not in {f["function"]["name"] for f in function_schemas("openai")}
     with pytest.raises(NotFoundError):
         invoke("verify_script", {"code": "print(1)"})
+    from fsdp_skill.adapters.http.app import create_app  # never over HTTP: no route takes code or a script
+
+    spec = json.dumps(create_app().openapi())
+    assert "verify_script" not in spec and "VerifyScriptInput" not in spec and "ScriptRun" not in spec
 
 
 def test_verify_script_job_is_the_verify_cli_job(tmp_path, fake_verifier):
