@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -43,9 +43,11 @@ class Job:
     # Without ``path`` the code is written to a fresh private directory and run from there.
     path: str | None = None
     cwd: str | None = None
-    # The script's own command-line arguments (``sys.argv[1:]`` on every rank), as after
-    # ``torchrun ... script.py ARGS``; only for a script run in place (``path``).
+    # The script's own arguments (its sys.argv[1:], as after ``torchrun ... script.py``), and variables
+    # added to the ranks' environment (names starting FSDP_SKILL_ are dropped).  A job with either is
+    # never stored in the verdict cache, whose key covers neither.
     args: Sequence[str] = field(default_factory=tuple)
+    env: Mapping[str, str] = field(default_factory=dict)
     # What the script asserts (a knowledge snippet's fence 'checks'); copied onto its verdict.
     checks: str | None = None
     # Several hosts (torchrun launcher only): this node's place in the job; world_size is then the
@@ -210,7 +212,7 @@ def _verify(job: Job, *, launcher: str, use_cache: bool, facts: target.Facts) ->
     if verdict.status == "timeout" and launcher == "warm" and not job.debug and os.environ.get(CONFIRM_ENV, "1") != "0":
         verdict = _confirm(job, place, sha, verdict, facts)
     verdict = verdict.model_copy(update={"checks": job.checks})
-    if not job.path:  # a script run in place also depends on its directory, cwd and arguments: not reusable
+    if not (job.path or job.env):  # a script run in place also depends on its directory, cwd and arguments
         cache.store(key, verdict)
     return verdict
 
@@ -267,6 +269,7 @@ def _job_env(job: Job, place: host.Placement, facts: target.Facts, rundir: str) 
     for key in list(env):  # a caller that itself runs under torchrun must not leak its own rank
         if key in _TORCHRUN_VARS or key.startswith("TORCHELASTIC_"):
             del env[key]
+    env.update(scrubbed_env(job.env))
     return env
 
 
