@@ -1,13 +1,16 @@
-"""Throughput and latency of ``POST /v1/ask`` on a real uvicorn, beside in-process ``ask()``.
+"""Throughput and latency of ``POST /v1/ask`` beside ``GET /healthz`` on the same real uvicorn.
 
 Starts ``fsdp-skill serve`` on 127.0.0.1 (a free port) in a subprocess with a temporary state dir,
-warms it (every question once, which verifies their snippets for real on this host), then sends a
-bounded load of N requests at concurrency C with httpx.AsyncClient (verify=true: cached verdicts;
-``--no-verify`` for verify=false) and prints requests/s, p50, p99 and errors (target: 0 errors).
-Then the same figures for in-process ``fsdp_skill.core.answer.ask()`` (sequential, same questions, same cache),
-so the HTTP overhead is visible.  The server is stopped at the end.  Only loopback traffic.
+warms it (every question once, which verifies their snippets for real on this host), then, ``--rounds``
+times, sends a bounded load of N requests at concurrency C with one httpx.AsyncClient load generator to
+``GET /healthz`` and then to ``POST /v1/ask`` (verify=true: cached verdicts; ``--no-verify`` for
+verify=false), and prints for each round and for the median of the rounds: req/s, p50, p99 and errors
+of both side by side, and the ask/healthz throughput ratio (issue 12's target: at least 0.85).
+Then, unless ``--no-inprocess``, the same figures for in-process ``fsdp_skill.core.answer.ask()``
+(sequential, same questions, same cache), so the HTTP overhead is visible.  The server is stopped at
+the end.  Only loopback traffic.
 
-Run: ``.venv/bin/python benchmarks/bench_http.py [--requests 2000] [--concurrency 32] [--no-verify]``
+Run: ``.venv/bin/python benchmarks/bench_http.py [--requests 2000] [--concurrency 32] [--rounds 3] [--no-verify]``
 """
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ import asyncio
 import json
 import os
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -61,7 +65,9 @@ def start_server(port: int, env: dict, workers: int, log) -> subprocess.Popen:
     raise SystemExit("server did not answer /healthz within 120 s")
 
 
-async def load(base: str, questions: list[str], n: int, concurrency: int, verify: bool, k: int):
+async def load(base: str, request, n: int, concurrency: int):
+    """Send ``n`` requests made by ``request(client, i)`` with ``concurrency`` in flight; returns the
+    latencies (ms), error counts by kind and the wall time (s)."""
     latencies: list[float] = []
     errors: dict[str, int] = {}
     counter = iter(range(n))
@@ -69,10 +75,9 @@ async def load(base: str, questions: list[str], n: int, concurrency: int, verify
     async with httpx.AsyncClient(base_url=base, limits=limits, timeout=120) as client:
         async def worker():
             for i in counter:
-                body = {"question": questions[i % len(questions)], "k": k, "verify": verify}
                 t0 = time.perf_counter()
                 try:
-                    r = await client.post("/v1/ask", json=body)
+                    r = await request(client, i)
                     if r.status_code != 200:
                         errors[str(r.status_code)] = errors.get(str(r.status_code), 0) + 1
                 except httpx.HTTPError as exc:
@@ -85,6 +90,29 @@ async def load(base: str, questions: list[str], n: int, concurrency: int, verify
     return latencies, errors, wall
 
 
+def figures(lat: list[float], errors: dict[str, int], wall: float) -> dict:
+    """req/s, p50 and p99 (ms) and the error count of one measured load."""
+    return {"rps": len(lat) / wall, "p50": pct(lat, 50), "p99": pct(lat, 99), "errors": sum(errors.values())}
+
+
+def line(label: str, f: dict) -> str:
+    return f"{label:<16}{f['rps']:>8.0f} req/s  p50={f['p50']:7.1f} ms  p99={f['p99']:7.1f} ms  errors={f['errors']}"
+
+
+def measure(base: str, questions: list[str], args, verify: bool) -> tuple[dict, dict]:
+    """One round: GET /healthz, then POST /v1/ask, each ``args.requests`` at ``args.concurrency``."""
+    async def healthz(client, i):
+        return await client.get("/healthz")
+
+    async def ask(client, i):
+        return await client.post("/v1/ask", json={"question": questions[i % len(questions)], "k": args.k,
+                                                  "verify": verify})
+
+    h = figures(*asyncio.run(load(base, healthz, args.requests, args.concurrency)))
+    a = figures(*asyncio.run(load(base, ask, args.requests, args.concurrency)))
+    return h, a
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--requests", type=int, default=2000, help="requests in the measured load (default 2000)")
@@ -93,9 +121,14 @@ def main() -> int:
     ap.add_argument("-k", type=int, default=3, help="sections per answer (default 3)")
     ap.add_argument("--no-verify", action="store_true", help="send verify=false (default: verify=true on a warm cache)")
     ap.add_argument("--workers", type=int, default=1, help="uvicorn workers (default 1)")
+    ap.add_argument("--rounds", type=int, default=3, help="healthz + ask rounds on the same server; the median is reported (default 3)")
+    ap.add_argument("--no-inprocess", action="store_true", help="skip the in-process ask() figures")
+    ap.add_argument("--home", metavar="DIR", help="state directory to use and keep (default: a new temporary one); "
+                    "reusing one skips the warm-up's snippet runs")
     args = ap.parse_args()
     verify = not args.no_verify
-    home = tempfile.mkdtemp(prefix="fsdp-skill-bench-http-")
+    home = args.home or tempfile.mkdtemp(prefix="fsdp-skill-bench-http-")
+    os.makedirs(home, exist_ok=True)
     os.environ["FSDP_SKILL_HOME"] = home
     env = dict(os.environ)
     questions = load_questions(args.questions)
@@ -115,10 +148,22 @@ def main() -> int:
                     statuses[sn["verification"]["status"]] = statuses.get(sn["verification"]["status"], 0) + 1
         print(f"warm-up: {len(questions)} questions in {time.perf_counter() - t0:.1f} s (verify={str(verify).lower()}); "
               f"snippet verdicts {statuses}; non-200: {bad or 'none'}")
-        lat, errors, wall = asyncio.run(load(base, questions, args.requests, args.concurrency, verify, args.k))
-        print(f"HTTP  POST /v1/ask  n={len(lat)} concurrency={args.concurrency} workers={args.workers} "
-              f"verify={str(verify).lower()}: {len(lat) / wall:.0f} req/s, p50={pct(lat, 50):.1f} ms, "
-              f"p99={pct(lat, 99):.1f} ms, errors={sum(errors.values())} {errors or ''} (target 0)")
+        print(f"load: n={args.requests} per route, concurrency={args.concurrency}, workers={args.workers}, "
+              f"verify={str(verify).lower()}, {args.rounds} round(s)")
+        rounds = []
+        for i in range(args.rounds):
+            h, a = measure(base, questions, args, verify)
+            rounds.append((h, a))
+            print(f"round {i + 1}: " + line("GET /healthz", h) + " | " + line("POST /v1/ask", a)
+                  + f" | ratio {a['rps'] / h['rps']:.2f}")
+        med = {key: {m: statistics.median(r[idx][m] for r in rounds) for m in ("rps", "p50", "p99", "errors")}
+               for idx, key in ((0, "healthz"), (1, "ask"))}
+        ratios = [r[1]["rps"] / r[0]["rps"] for r in rounds]
+        print("median of rounds:")
+        print("  " + line("GET /healthz", med["healthz"]))
+        print("  " + line("POST /v1/ask", med["ask"]))
+        print(f"  ask/healthz throughput ratio: {statistics.median(ratios):.2f} (median of {len(ratios)}; "
+              f"target >= 0.85); p99 ratio {med['ask']['p99'] / med['healthz']['p99']:.2f}")
     finally:
         proc.terminate()
         try:
@@ -131,6 +176,8 @@ def main() -> int:
         if tail:
             print("server log (warnings/errors):\n  " + "\n  ".join(tail[-10:]))
 
+    if args.no_inprocess:
+        return 0
     sys.path.insert(0, str(ROOT))
     from fsdp_skill.core.answer import ask
 

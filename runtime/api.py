@@ -9,7 +9,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -17,6 +17,7 @@ from fsdp_skill.errors import HarnessError, InvalidArgument
 from fsdp_skill.runtime import cache, host, target
 from fsdp_skill.runtime.models import Verdict
 from fsdp_skill.runtime.report import RawRank, RawRun, make_verdict, read_text
+from fsdp_skill.runtime.torchrun import Nodes
 
 LAUNCHERS = ("warm", "torchrun")
 KEEP_ENV = "FSDP_SKILL_KEEP_RUNS"  # set to keep each run's directory (script, per-rank logs) for debugging
@@ -35,16 +36,24 @@ class Job:
     requires: Sequence[str] = field(default_factory=tuple)
     snippet_id: str | None = None
     filename: str = "snippet.py"
-    # A user's own script under debugging: always run it (no cache lookup; the fresh verdict is still
-    # stored) and report a warm timeout as seen, without the torchrun confirmation rerun.
+    # A user's own script under debugging: always run it (no cache lookup) and report a warm timeout as
+    # seen, without the torchrun confirmation rerun.
     debug: bool = False
     # A script file to run where it is (``path``, its directory first on sys.path, as ``torchrun path``
     # does) from the working directory ``cwd`` (default: the caller's); ``code`` must be its text.
     # Without ``path`` the code is written to a fresh private directory and run from there.
     path: str | None = None
     cwd: str | None = None
+    # The script's own arguments (its sys.argv[1:], as after ``torchrun ... script.py``), and variables
+    # added to the ranks' environment (names starting FSDP_SKILL_ are dropped).  A job with either is
+    # never stored in the verdict cache, whose key covers neither.
+    args: Sequence[str] = field(default_factory=tuple)
+    env: Mapping[str, str] = field(default_factory=dict)
     # What the script asserts (a knowledge snippet's fence 'checks'); copied onto its verdict.
     checks: str | None = None
+    # Several hosts (torchrun launcher only): this node's place in the job; world_size is then the
+    # processes of this node.  Such a run is never answered from nor stored in the cache.
+    nodes: Nodes | None = None
 
 
 def _now() -> str:
@@ -86,9 +95,17 @@ def _check(job: Job, launcher: str) -> None:
         raise InvalidArgument(f"timeout must be a positive number of seconds, not {job.timeout!r}")
     if not isinstance(job.code, str):
         raise InvalidArgument("code must be a str")
+    if job.nodes is not None:
+        if launcher != "torchrun":
+            raise InvalidArgument(f"several nodes (--nnodes {job.nodes.nnodes}) need --launcher torchrun, not {launcher}")
+        job.nodes.validate()
     name = os.path.basename(job.filename or "snippet.py")
     if name in ("", ".", "..") or not name.endswith(".py"):
         raise InvalidArgument(f"filename must name a .py file, not {job.filename!r}")
+    if isinstance(job.args, str) or not all(isinstance(a, str) and "\0" not in a for a in job.args):
+        raise InvalidArgument("script arguments must be a list of strings without NUL characters")
+    if job.args and not job.path:
+        raise InvalidArgument("script arguments are only for a script run in place (a PATH.py)")
 
 
 def cached_verdict(code: str, *, world_size: int = 2, backend: str = "auto", requires=(),
@@ -184,6 +201,8 @@ def _verify(job: Job, *, launcher: str, use_cache: bool, facts: target.Facts) ->
     sha = cache.code_sha256(job.code)
     if place.skip:
         return _skipped(sha, job, place, facts)
+    if job.nodes is not None:  # a multi-node verdict is about that job, never reused for a single-host run
+        return _run(job, place, sha, launcher, facts).model_copy(update={"checks": job.checks})
     key = _key(sha, job, place, facts, launcher)
     if use_cache and not job.debug:
         hit = cache.load(key)
@@ -194,7 +213,8 @@ def _verify(job: Job, *, launcher: str, use_cache: bool, facts: target.Facts) ->
     if verdict.status == "timeout" and launcher == "warm" and not job.debug and os.environ.get(CONFIRM_ENV, "1") != "0":
         verdict = _confirm(job, place, sha, verdict, facts)
     verdict = verdict.model_copy(update={"checks": job.checks})
-    cache.store(key, verdict)
+    if not (job.path or job.env):  # a script run in place also depends on its directory, cwd and arguments
+        cache.store(key, verdict)
     return verdict
 
 
@@ -250,6 +270,7 @@ def _job_env(job: Job, place: host.Placement, facts: target.Facts, rundir: str) 
     for key in list(env):  # a caller that itself runs under torchrun must not leak its own rank
         if key in _TORCHRUN_VARS or key.startswith("TORCHELASTIC_"):
             del env[key]
+    env.update(scrubbed_env(job.env))
     return env
 
 
@@ -287,7 +308,7 @@ def _run(job: Job, place: host.Placement, sha: str, launcher: str, facts: target
             t0 = time.monotonic()
             try:
                 msg = zygote.run(script=script, workdir=workdir, rundir=rundir, world_size=job.world_size,
-                                 timeout=float(job.timeout), env=env)
+                                 timeout=float(job.timeout), env=env, args=list(job.args))
                 raw = _raw_from_zygote(msg, rundir)
             except warm.LauncherDied:
                 if attempt == 1:
@@ -301,14 +322,16 @@ def _run(job: Job, place: host.Placement, sha: str, launcher: str, facts: target
 
             try:
                 raw = run_torchrun(script=script, workdir=workdir, rundir=rundir, world_size=job.world_size,
-                                   timeout=float(job.timeout), env=env, python=facts.python)
+                                   timeout=float(job.timeout), env=env, python=facts.python, args=list(job.args),
+                                   nodes=job.nodes)
             except OSError as exc:
                 raise HarnessError(f"cannot run torchrun: {exc}") from exc
         if raw is not None:
             verdict = make_verdict(raw, script=script, code=job.code, code_sha256=sha, snippet_id=job.snippet_id,
                                    backend=place.backend, device=place.device, world_size=job.world_size,
                                    timeout=float(job.timeout), launcher=launcher, torch_version=torch_version)
-            return verdict.model_copy(update={**environment(facts), "torch_version": verdict.torch_version})
+            verdict = verdict.model_copy(update={**environment(facts), "torch_version": verdict.torch_version})
+            return verdict if job.nodes is None else _across_nodes(verdict, job, raw)
     finally:
         if not os.environ.get(KEEP_ENV):
             shutil.rmtree(rundir, ignore_errors=True)
@@ -326,6 +349,25 @@ def stop_runs() -> None:
     from fsdp_skill.runtime import warm
 
     warm.stop()
+
+
+def _across_nodes(verdict: Verdict, job: Job, raw: RawRun) -> Verdict:
+    """A multi-node verdict: world_size is the global one (nnodes x world_size per node), ranks are this
+    node's under their global numbers, and the reason says which part of the job this node ran."""
+    nodes = job.nodes
+    total = nodes.nnodes * job.world_size
+    mine = [r.rank for r in verdict.ranks]
+    part = (f"ranks {min(mine)}-{max(mine)} of {total}" if len(mine) > 1 else f"rank {mine[0]} of {total}") if mine \
+        else f"none of the {total} ranks"
+    reason = verdict.reason
+    if verdict.status == "passed":
+        reason = f"this node's {len(mine)} ranks exited 0 ({part}; {nodes.describe()})"
+    elif verdict.status == "timeout" and not mine and raw.error:
+        reason = raw.error
+    else:
+        first, _, rest = (reason or "").partition("\n")
+        reason = f"{first} [this node ran {part}; {nodes.describe()}]" + (f"\n{rest}" if rest else "")
+    return verdict.model_copy(update={"world_size": total, "nnodes": nodes.nnodes, "reason": reason})
 
 
 def _raw_from_zygote(msg: dict, rundir: str) -> RawRun:

@@ -61,6 +61,9 @@ class Verdict(BaseModel):
     launcher: str | None = Field(None, description="'warm' (forked from a preloaded parent) or 'torchrun'")
     checks: str | None = Field(None, description="What the script asserts (knowledge snippets): 'reference', 'agree', "
                                "'raises' or 'runs'; None for a user's script")
+    nnodes: int | None = Field(None, description="Hosts of a multi-node torchrun run (--nnodes); None on one host.  "
+                               "Then world_size is the global world size (nnodes x processes per node) and ranks "
+                               "holds only the ranks this host ran, under their global numbers")
     ranks: list[RankResult] = Field(default_factory=list, description="Per-rank results, ordered by rank")
     cached: bool = Field(False, description="True when this verdict came from the cache instead of a fresh run")
     checked_at: str | None = Field(None, description="UTC ISO-8601 time the run finished")

@@ -14,6 +14,14 @@ agent exits, when the run times out or is interrupted (SIGTERM from here) and wh
 (EOF on its stdin), and removes the run directory in that last case.  Ranks are reported only after the
 shepherd has exited, i.e. after every process of the run is reaped.  Elsewhere the agent runs in its own
 session and its process group is killed, as before.
+
+Several hosts (:class:`Nodes`): instead of ``--standalone`` the agent gets ``--nnodes``, ``--node-rank``,
+``--rdzv-backend``, ``--rdzv-endpoint``, ``--rdzv-id`` (and ``--master-addr/--master-port`` for the
+static rendezvous) and this node runs ``nproc_per_node`` of the ``nnodes * nproc_per_node`` global ranks.
+Which global ranks they are is decided by the rendezvous (c10d orders nodes itself), so it is read from
+the run: each console line is prefixed ``[default<local_rank>@<rank>]:`` (torch elastic's
+``TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE``), the workers' ``RANK``/``LOCAL_RANK`` are read from
+``/proc`` while they live, and the failure summary names both.
 """
 from __future__ import annotations
 
@@ -25,13 +33,79 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-from fsdp_skill.errors import HarnessError
+from fsdp_skill.errors import HarnessError, InvalidArgument
 from fsdp_skill.runtime.report import RawRank, RawRun, read_text
 
 DUMP_WAIT_S = 2.0
-_PREFIX = re.compile(r"^\[default(\d+)\]:")
+_PREFIX = re.compile(r"^\[default(\d+)(?:@(\d+))?\]:")
+PREFIX_TEMPLATE = "[default${local_rank}@${rank}]:"
+RDZV_BACKENDS = ("c10d", "static", "etcd", "etcd-v2")
+_ENDPOINT = re.compile(r"^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+)(?::(\d{1,5}))?$")
+_RDZV_ID = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+
+
+@dataclass(frozen=True)
+class Nodes:
+    """Where this node stands in a multi-node torchrun job (the arguments passed through to torch elastic).
+
+    ``nnodes`` hosts each run ``nproc_per_node`` ranks (the job's world_size, per node); ``node_rank`` is
+    this node's (needed by the static rendezvous; c10d orders nodes itself); ``rdzv_endpoint`` is
+    ``HOST[:PORT]`` of the rendezvous (the c10d store runs on the node that owns that address);
+    ``rdzv_id`` names the job (the same on every node); ``master_addr``/``master_port`` only for the
+    static rendezvous without an endpoint.
+    """
+
+    nnodes: int
+    node_rank: int | None = None
+    rdzv_backend: str | None = None
+    rdzv_endpoint: str | None = None
+    rdzv_id: str | None = None
+    master_addr: str | None = None
+    master_port: int | None = None
+
+    def validate(self) -> None:
+        """Raise InvalidArgument (one line, the numbers in it) for an impossible combination."""
+        if not isinstance(self.nnodes, int) or self.nnodes < 1:
+            raise InvalidArgument(f"--nnodes must be at least 1, not {self.nnodes}")
+        if self.node_rank is not None and not 0 <= self.node_rank < self.nnodes:
+            raise InvalidArgument(f"--node-rank({self.node_rank}) must be in 0..nnodes-1 ({self.nnodes - 1})")
+        backend = self.rdzv_backend or "static"
+        if backend not in RDZV_BACKENDS:
+            raise InvalidArgument(f"--rdzv-backend must be one of {', '.join(RDZV_BACKENDS)}, not {backend!r}")
+        if self.rdzv_endpoint is not None:
+            m = _ENDPOINT.match(self.rdzv_endpoint)
+            if not m or (m[1] is not None and not 0 < int(m[1]) < 65536):
+                raise InvalidArgument(f"--rdzv-endpoint must be HOST[:PORT] with a port in 1..65535, not {self.rdzv_endpoint!r}")
+        if self.rdzv_id is not None and not _RDZV_ID.match(self.rdzv_id):
+            raise InvalidArgument(f"--rdzv-id must be 1-128 letters, digits, '.', '_' or '-', not {self.rdzv_id!r}")
+        if (self.master_addr is not None or self.master_port is not None) and backend != "static":
+            raise InvalidArgument(f"--master-addr/--master-port go with the static rendezvous, not --rdzv-backend {backend}")
+        if self.master_addr is not None and not _ENDPOINT.match(self.master_addr):
+            raise InvalidArgument(f"--master-addr must be a host name or address, not {self.master_addr!r}")
+        if self.master_port is not None and not 0 < self.master_port < 65536:
+            raise InvalidArgument(f"--master-port must be in 1..65535, not {self.master_port}")
+        if self.nnodes > 1 and self.rdzv_endpoint is None and self.master_addr is None:
+            raise InvalidArgument(f"--nnodes {self.nnodes} needs --rdzv-endpoint HOST:PORT (the same on every node)")
+        if self.nnodes > 1 and backend == "static" and self.node_rank is None:
+            raise InvalidArgument(f"--nnodes {self.nnodes} with the static rendezvous needs --node-rank")
+
+    def args(self, nproc_per_node: int) -> list[str]:
+        """torchrun's arguments for this node (instead of ``--standalone``)."""
+        out = [f"--nnodes={self.nnodes}", f"--nproc_per_node={nproc_per_node}"]
+        for flag, value in (("--node-rank", self.node_rank), ("--rdzv-backend", self.rdzv_backend),
+                            ("--rdzv-endpoint", self.rdzv_endpoint), ("--rdzv-id", self.rdzv_id),
+                            ("--master-addr", self.master_addr), ("--master-port", self.master_port)):
+            if value is not None:
+                out.append(f"{flag}={value}")
+        return out
+
+    def describe(self) -> str:
+        """e.g. ``'2 nodes, c10d rendezvous at 127.0.0.1:29400 (id job1)'``."""
+        where = self.rdzv_endpoint or f"{self.master_addr}:{self.master_port or 29500}"
+        return f"{self.nnodes} nodes, {self.rdzv_backend or 'static'} rendezvous at {where} (id {self.rdzv_id or 'none'})"
 _RANK_PREFIX = re.compile(r"^\[rank\d+\]: ?", re.M)
 _SUMMARY = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*(\d+)\)\s*\n\s*exitcode\s*:\s*(-?\d+)")
 
@@ -59,16 +133,25 @@ def _children(pid: int) -> list[int]:
     return out
 
 
-def _rank_of(pid: int) -> int | None:
+def _ranks_of(pid: int) -> tuple[int, int] | None:
+    """(LOCAL_RANK, RANK) from the environment of worker ``pid``, or None when it is not a worker (or gone)."""
     try:
         with open(f"/proc/{pid}/environ", "rb") as f:
-            env = f.read().split(b"\0")
+            env = dict(item.split(b"=", 1) for item in f.read().split(b"\0") if b"=" in item)
     except OSError:
         return None
-    for item in env:
-        if item.startswith(b"RANK="):
-            return int(item[5:])
-    return None
+    try:
+        return int(env[b"LOCAL_RANK"]), int(env[b"RANK"])
+    except (KeyError, ValueError):
+        return None
+
+
+def _note_ranks(proc: subprocess.Popen, seen: dict[int, int]) -> None:
+    """Add the live workers of the run ``proc`` to ``seen`` (local rank -> global rank)."""
+    for pid in _workers(proc):
+        ranks = _ranks_of(pid)
+        if ranks is not None:
+            seen.setdefault(*ranks)
 
 
 def _exited(pid: int) -> bool:
@@ -79,11 +162,15 @@ def _exited(pid: int) -> bool:
         return True
 
 
-def _wait(proc: subprocess.Popen, timeout: float) -> bool:
-    """Wait up to ``timeout`` seconds for the agent to exit, leaving it unreaped; True if it exited."""
+def _wait(proc: subprocess.Popen, timeout: float, seen: dict[int, int] | None = None) -> bool:
+    """Wait up to ``timeout`` seconds for the agent to exit, leaving it unreaped; True if it exited.
+    With ``seen``, the live workers' ranks are noted in it meanwhile (about every 0.1 s)."""
     deadline = time.monotonic() + timeout
-    delay = 0.005
+    delay, noted = 0.005, 0.0
     while not _exited(proc.pid):
+        if seen is not None and time.monotonic() - noted >= 0.1:
+            _note_ranks(proc, seen)
+            noted = time.monotonic()
         if time.monotonic() >= deadline:
             return False
         time.sleep(delay)
@@ -141,7 +228,7 @@ def _is_agent(pid: int) -> bool:
         return False
 
 
-def _ranks(proc: subprocess.Popen) -> list[int]:
+def _workers(proc: subprocess.Popen) -> list[int]:
     """Pids of the worker processes: children of the agent (the shepherd's child; orphans reparented to
     the shepherd are not)."""
     agents = [c for c in _children(proc.pid) if _is_agent(c)] if SHEPHERD else [proc.pid]
@@ -179,17 +266,20 @@ def _traceback(stderr: str) -> str | None:
     return (block[:end] if end >= 0 else block).strip() + "\n"
 
 
-def _dump_stacks(proc: subprocess.Popen) -> tuple[dict[int, int], set[int]]:
-    """At the timeout: SIGABRT to every worker (faulthandler dumps its stacks) and wait up to DUMP_WAIT_S
-    for them to die; returns ``({rank: pid} signalled, ranks still alive)``: those ignored SIGABRT (or are
-    stuck) and are SIGKILLed with the rest of the run by :func:`_kill_and_reap`."""
+def _abort_workers(proc: subprocess.Popen, seen: dict[int, int] | None) -> tuple[dict[int, int], set[int]]:
+    """SIGABRT every worker of the run ``proc`` (each dumps its stacks through faulthandler) and wait up to
+    DUMP_WAIT_S seconds for them to die; returns (local rank -> pid of those signalled (noting their global
+    ranks in ``seen``), local ranks still alive: they ignored SIGABRT or are stuck, and are SIGKILLed
+    with the rest of the run by :func:`_kill_and_reap`)."""
     signalled: dict[int, int] = {}
-    for pid in _ranks(proc):
-        rank = _rank_of(pid)
-        if rank is not None:
+    for pid in _workers(proc):
+        ranks = _ranks_of(pid)
+        if ranks is not None:
+            if seen is not None:
+                seen.setdefault(*ranks)
             try:
                 os.kill(pid, signal.SIGABRT)
-                signalled[rank] = pid
+                signalled[ranks[0]] = pid
             except ProcessLookupError:
                 pass
     deadline = time.monotonic() + DUMP_WAIT_S
@@ -199,19 +289,27 @@ def _dump_stacks(proc: subprocess.Popen) -> tuple[dict[int, int], set[int]]:
 
 
 def run_torchrun(*, script: str, workdir: str, rundir: str, world_size: int, timeout: float,
-                 env: dict[str, str], python: str | None = None) -> RawRun:
-    """Run ``script`` under torchrun with ``world_size`` workers of interpreter ``python`` (default: this
-    one, ``sys.executable``); returns what was observed.
+                 env: dict[str, str], python: str | None = None, args: list[str] | None = None,
+                 nodes: Nodes | None = None) -> RawRun:
+    """Run ``script ARGS...`` under torchrun with ``world_size`` workers of interpreter ``python`` (default:
+    this one, ``sys.executable``); returns what was observed.
 
-    ``timeout`` is in seconds.  Raises OSError when the interpreter cannot be started (the caller turns
-    it into HarnessError) and HarnessError when :func:`abort_all` stopped the run; a failing script is
-    reported in the returned RawRun, never raised.
+    ``nodes`` (multi-node): ``world_size`` is the processes of this node (``--nproc_per_node``) and the
+    returned ranks carry their global rank numbers (see the module docstring).  ``timeout`` is in seconds
+    (for several nodes it includes waiting for the others at the rendezvous).  Raises OSError when the
+    interpreter cannot be started (the caller turns it into HarnessError) and HarnessError when
+    :func:`abort_all` stopped the run; a failing script is reported in the returned RawRun, never raised.
     """
     logdir = os.path.join(rundir, "torchrun-logs")
     console = os.path.join(rundir, "torchrun.log")
     env = dict(env, PYTHONFAULTHANDLER="1")
-    cmd = [python or sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={world_size}",
-           "--log-dir", logdir, "--redirects", "3", "--tee", "3", script]
+    where = ["--standalone", f"--nproc_per_node={world_size}"]
+    seen: dict[int, int] | None = None  # local rank -> global rank, multi-node only
+    if nodes is not None:
+        where, seen = nodes.args(world_size), {}
+        env["TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE"] = PREFIX_TEMPLATE
+    cmd = [python or sys.executable, "-m", "torch.distributed.run", *where,
+           "--log-dir", logdir, "--redirects", "3", "--tee", "3", script, *(args or ())]
     t0 = time.monotonic()
     if SHEPHERD:
         cmd = [cmd[0], "-I", SHEPHERD_SCRIPT, "--rmtree", rundir, "--", *cmd]  # -I: stdlib only, whatever the env
@@ -221,12 +319,12 @@ def run_torchrun(*, script: str, workdir: str, rundir: str, world_size: int, tim
     with _live_lock:
         _live.add(proc)
     timed_out = False
-    signalled: dict[int, int] = {}
-    ignored: set[int] = set()
+    signalled: dict[int, int] = {}  # local rank -> pid of a worker sent SIGABRT at the timeout
+    ignored: set[int] = set()  # local ranks still alive after it (SIGKILLed)
     try:
-        if not _wait(proc, timeout):
+        if not _wait(proc, timeout, seen):
             timed_out = True
-            signalled, ignored = _dump_stacks(proc)
+            signalled, ignored = _abort_workers(proc, seen)
     finally:
         _kill_and_reap(proc)
     with _live_lock:
@@ -235,12 +333,12 @@ def run_torchrun(*, script: str, workdir: str, rundir: str, world_size: int, tim
             raise HarnessError("the run was stopped: the harness is shutting down")
     seconds = time.monotonic() - t0
     text = read_text(console)
-    per_rank: dict[int, list[str]] = {r: [] for r in range(world_size)}
-    for line in text.splitlines():
-        m = _PREFIX.match(line)
-        if m and int(m[1]) in per_rank:
-            per_rank[int(m[1])].append(line[m.end():])
-    codes = {int(m[1]): int(m[3]) for m in _SUMMARY.finditer(text)}
+    per_rank, known = _console(text, world_size, seen)
+    summary = [(int(m[1]), int(m[2]), int(m[3])) for m in _SUMMARY.finditer(text)]
+    for rank, local, _ in summary:
+        known.setdefault(local, rank)
+    glob_of = _global_ranks(world_size, known, nodes)
+    codes = {rank: code for rank, _, code in summary}
     root = None
     if "Root Cause" in text:
         m = _SUMMARY.search(text[text.index("Root Cause"):])
@@ -248,19 +346,20 @@ def run_torchrun(*, script: str, workdir: str, rundir: str, world_size: int, tim
     launched = bool(glob.glob(os.path.join(logdir, "*", "attempt_*")))
     ranks = []
     for r in range(world_size):
+        g = glob_of[r]
         files = sorted(glob.glob(os.path.join(logdir, "*", "attempt_*", str(r), "stderr.log")))
         stderr = _RANK_PREFIX.sub("", read_text(files[-1])) if files else ""
         log = _RANK_PREFIX.sub("", "\n".join(per_rank[r]))
         if not log and files:
             log = read_text(files[-1].replace("stderr.log", "stdout.log")) + stderr
-        raw = RawRank(rank=r, log=log, traceback=_traceback(stderr), stack=_fatal_dump(stderr))
+        raw = RawRank(rank=g, log=log, traceback=_traceback(stderr), stack=_fatal_dump(stderr))
         if timed_out and r in signalled:
             raw.signal, raw.killed_by_harness = ("SIGKILL" if r in ignored else "SIGABRT"), True
-        elif r in codes:
-            code = codes[r]
+        elif g in codes:
+            code = codes[g]
             if code < 0:
                 raw.signal = _signame(-code)
-                raw.killed_by_harness = root is not None and r != root and -code in (signal.SIGTERM, signal.SIGKILL)
+                raw.killed_by_harness = root is not None and g != root and -code in (signal.SIGTERM, signal.SIGKILL)
             else:
                 raw.exit_code = code
         elif proc.returncode == 0 or timed_out or launched:
@@ -269,7 +368,38 @@ def run_torchrun(*, script: str, workdir: str, rundir: str, world_size: int, tim
             continue
         ranks.append(raw)
     error = None
-    if not ranks or (proc.returncode not in (0, None) and not codes and not timed_out):
+    if nodes is not None and timed_out and not launched:
+        ranks, error = [], (f"timed out after {timeout:g} s waiting for the rendezvous of {nodes.describe()}: "
+                            "start every node with the same --nnodes, --rdzv-endpoint and --rdzv-id")
+    elif not ranks or (proc.returncode not in (0, None) and not codes and not timed_out):
         lines = [ln for ln in text.splitlines() if ln.strip() and not _PREFIX.match(ln)]
         error = f"torchrun exited with code {proc.returncode}: " + (lines[-1] if lines else "no output")
     return RawRun(seconds=seconds, timed_out=timed_out, ranks=ranks, first_failure=root, error=error)
+
+
+def _console(text: str, nproc: int, seen: dict[int, int] | None) -> tuple[dict[int, list[str]], dict[int, int]]:
+    """Each local rank's console lines (prefix removed), and local -> global ranks from ``seen`` and the
+    multi-node prefixes."""
+    per_rank: dict[int, list[str]] = {r: [] for r in range(nproc)}
+    known = dict(seen or {})
+    for line in text.splitlines():
+        m = _PREFIX.match(line)
+        if m and int(m[1]) in per_rank:
+            per_rank[int(m[1])].append(line[m.end():])
+            if m[2] is not None:
+                known.setdefault(int(m[1]), int(m[2]))
+    return per_rank, known
+
+
+def _global_ranks(nproc: int, known: dict[int, int], nodes: Nodes | None) -> list[int]:
+    """Global rank of each local rank 0..nproc-1: as observed, else this node's first observed rank plus
+    the local rank (torch elastic numbers a node's workers contiguously), else ``node_rank * nproc``
+    (static rendezvous), else the local rank (one node)."""
+    if nodes is None:
+        return list(range(nproc))
+    if known:
+        local, rank = min(known.items())
+        base = rank - local
+    else:
+        base = (nodes.node_rank or 0) * nproc
+    return [known.get(r, base + r) for r in range(nproc)]

@@ -106,8 +106,9 @@ class WarmLauncher:
         return not self._closed and self.proc.poll() is None
 
     def run(self, *, script: str, workdir: str, rundir: str, world_size: int, timeout: float,
-            env: dict[str, str]) -> dict:
-        """Run ``script`` on ``world_size`` forked ranks; returns the zygote's raw ``result`` message.
+            env: dict[str, str], args: list[str] | None = None) -> dict:
+        """Run ``script`` on ``world_size`` forked ranks (each with ``sys.argv == [script, *args]``); returns
+        the zygote's raw ``result`` message.
 
         Blocks at most ``timeout`` seconds plus a margin for stack dumps and reaping.  Raises HarnessError
         when the zygote dies, answers with an error or does not answer.  On KeyboardInterrupt the whole
@@ -116,7 +117,7 @@ class WarmLauncher:
         job_id = f"j{next(self._ids)}-{os.getpid()}"
         slot = {"event": threading.Event(), "msg": None}
         request = {"type": "run", "id": job_id, "script": script, "workdir": workdir, "rundir": rundir,
-                   "world_size": world_size, "timeout": timeout, "env": env}
+                   "world_size": world_size, "timeout": timeout, "env": env, "args": list(args or ())}
         with self._lock:
             if self._closed:
                 raise HarnessError("the warm launcher is closed")

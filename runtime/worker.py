@@ -68,8 +68,9 @@ def rank_env(rank: int, world_size: int, port: int, run_id: str) -> dict[str, st
     }
 
 
-def run_script(script: str, tb_path: str) -> int:
-    """Run ``script`` as ``__main__`` the way ``python script.py`` would; returns the process exit code.
+def run_script(script: str, tb_path: str, args: list[str] | None = None) -> int:
+    """Run ``script`` as ``__main__`` the way ``python script.py ARGS`` would (``sys.argv`` is
+    ``[script, *args]``); returns the process exit code.
 
     An uncaught exception is printed to stderr (frames of this harness trimmed; a script that does not
     compile gets only its SyntaxError) and also written to
@@ -78,7 +79,7 @@ def run_script(script: str, tb_path: str) -> int:
     import runpy
     import traceback
 
-    sys.argv = [script]
+    sys.argv = [script, *(args or ())]
     sys.path[0] = os.path.dirname(script)
     code = 0
     alive: list = []  # what a real interpreter keeps until its finalization: __main__'s globals, sys.last_*

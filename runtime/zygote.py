@@ -45,7 +45,7 @@ Fidelity (what a forked rank does the way ``python script.py`` under torchrun do
 
 Protocol: JSON lines on the socket given as ``--fd``.
   zygote -> client: {"type": "ready", "pid", "torch_version", "preload_s", "modules"} | {"type": "fatal", "message"}
-  client -> zygote: {"type": "run", "id", "script", "workdir", "rundir", "world_size", "timeout", "env"}
+  client -> zygote: {"type": "run", "id", "script", "workdir", "rundir", "world_size", "timeout", "env", "args"}
   zygote -> client: {"type": "result", "id", "ok": true, "seconds", "timed_out", "first_failure", "ranks": [...]}
                     {"type": "result", "id", "ok": false, "error"}
   client -> zygote: {"type": "shutdown"} -> {"type": "bye"}
@@ -152,6 +152,7 @@ class _Job:
     def __init__(self, msg: dict):
         self.id = msg["id"]
         self.script = msg["script"]
+        self.args = [str(a) for a in msg.get("args", [])]
         self.workdir = msg["workdir"]
         self.rundir = msg["rundir"]
         self.world_size = int(msg["world_size"])
@@ -658,7 +659,7 @@ class Zygote:
             os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
         except (AttributeError, OSError):
             pass
-        code = run_script(job.script, os.path.join(job.rundir, f"rank{rank}.tb"))
+        code = run_script(job.script, os.path.join(job.rundir, f"rank{rank}.tb"), job.args)
         if exit_mode != "fast":
             # The interpreter's own finalization, then exit(): C++ static destructors run as in a fresh
             # process, which reproduces torch's occasional crash at exit ("terminate called without an

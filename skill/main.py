@@ -41,8 +41,14 @@ def main(argv: list[str] | None = None, *, verifier=None) -> int:
     A command's ``--python PATH`` is validated (a bad one exits 2) and selects the target interpreter
     (``$FSDP_SKILL_PYTHON``) before its handler runs.
     """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    script_args: list[str] = []
+    if "verify" in argv and "--" in argv[argv.index("verify"):]:  # verify SCRIPT.py -- ARGS: the script's own
+        cut = argv.index("--", argv.index("verify"))
+        argv, script_args = argv[:cut], argv[cut + 1:]
     args = build_parser().parse_args(argv)
     args.verifier = verifier
+    args.script_args = script_args
     try:
         if args.command != "tools":  # an unusable $FSDP_SKILL_HOME is one line (exit 1) before any work
             from fsdp_skill.core.state import state_dir

@@ -418,3 +418,58 @@ def test_serve_unresolvable_host_is_exit_2(capsys):
 
     assert main(["serve", "--host", "no-such-host.invalid", "--port", "0"]) == 2
     assert "cannot resolve" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_serve_closes_connections_that_send_no_whole_request(tmp_path):
+    """A client that connects and sends nothing, or only part of a request's headers or body, is cut at the
+    read deadline; a request that arrived whole is answered, and a connection used for one stays usable
+    until its own deadline."""
+    port = _free_port()
+    env = {**os.environ, "FSDP_SKILL_HOME": str(tmp_path / "home")}
+    proc = subprocess.Popen([str(EXE), "serve", "--port", str(port), "--log-level", "warning", "--read-timeout", "1"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert proc.poll() is None, proc.communicate()[1]
+            assert time.monotonic() < deadline, "server did not come up"
+            time.sleep(0.1)
+        body = b'{"question": "how to shard with fsdp", "verify": false}'
+        partial = {
+            "idle": b"",
+            "headers": b"GET /healthz HTTP/1.1\r\nHost: x\r\n",
+            "body": b"POST /v1/ask HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "
+                    + str(len(body)).encode() + b"\r\n\r\n" + body[:10],
+        }
+        socks = {}
+        for name, data in partial.items():
+            socks[name] = socket.create_connection(("127.0.0.1", port), timeout=60)
+            socks[name].sendall(data)
+        whole = socket.create_connection(("127.0.0.1", port), timeout=60)
+        whole.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert whole.recv(65536).startswith(b"HTTP/1.1 200"), "a whole request must be answered"
+        for name, s in socks.items():  # closed by the server: recv returns b"" long before the 60 s socket timeout
+            assert s.recv(65536) == b"", name
+            s.close()
+        assert whole.recv(65536) == b""  # then the used connection is closed at its next deadline too
+        whole.close()
+        assert proc.poll() is None
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
+
+
+def test_serve_rejects_a_bad_read_timeout(capsys):
+    from fsdp_skill.main import main
+
+    for bad in ("0", "-1", "inf", "nan", "soon"):
+        with pytest.raises(SystemExit) as exc:
+            main(["serve", "--read-timeout", bad])
+        assert exc.value.code == 2
+        assert "--read-timeout" in capsys.readouterr().err

@@ -13,6 +13,7 @@ from mcp import Client, StdioServerParameters
 
 from fsdp_skill.adapters.mcp.server import build_server
 from fsdp_skill.adapters.tools import function_schemas, invoke, parameters_schema
+from fsdp_skill.core.catalogue import Catalogue
 from fsdp_skill.core.export import split_script
 from fsdp_skill.core.knowledge import load_knowledge
 from fsdp_skill.core.models import Answer, SectionOut
@@ -22,7 +23,7 @@ from fsdp_skill.errors import NotFoundError, QueryError
 from fsdp_skill.main import main
 
 EXE = Path(sys.executable).with_name("fsdp-skill")
-TOOLS = {"ask", "get_section", "verify_snippet", "export_snippet"}
+TOOLS = {"ask", "get_section", "list_sections", "verify_snippet", "export_snippet"}
 # The README's MCP client configuration; test_stdio_server_from_readme_config launches exactly this.
 README_MCP_CONFIG = {"mcpServers": {"fsdp-skill": {"command": "fsdp-skill", "args": ["mcp"]}}}
 TERMS = ["FSDP", "fully_shard", "分片", "混合精度", "卸载", "FSDP2", "不均匀输入", "后端", "init_process_group", "初始化", "检查点"]
@@ -240,3 +241,261 @@ def test_ask_with_a_lone_surrogate_is_a_tool_error(kb):
 
     res = run(body)
     assert res.is_error and "surrogate" in res.content[0].text
+
+
+# --------------------------------------------------------------------------- listing, annotations, strict arguments
+def test_list_sections_tool_matches_show_list(capsys):
+    async def body(c):
+        return (await c.call_tool("list_sections", {"topic": ["join"]}),
+                await c.call_tool("list_sections", {}),
+                await c.call_tool("list_sections", {"topic": ["joinn"]}))
+
+    join, everything, unknown = run(body)
+    assert not join.is_error and not everything.is_error
+    cat = Catalogue.model_validate(join.structured_content)
+    kb = load_knowledge()
+    assert cat.topics == kb.topics and {s.topic for s in cat.sections} == {"join"}
+    assert [s.id for s in cat.sections] == [s.id for s in kb.sections.values() if s.topic == "join"]
+    assert len(Catalogue.model_validate(everything.structured_content).sections) == len(kb.sections)
+    assert unknown.is_error and "unknown topic 'joinn'" in unknown.content[0].text
+    # the same rows as `fsdp-skill show --list --snippets --json --topic join` and `show --list --json`
+    assert main(["show", "--list", "--snippets", "--json", "--topic", "join"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows and [r["id"] for r in rows] == [sp.id for s in cat.sections for sp in s.snippets]
+    assert [r["section"] for r in rows] == [s.id for s in cat.sections for _ in s.snippets]
+    assert main(["show", "--list", "--json", "--topic", "join"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["id"], r["title"], r["snippets"]) for r in rows] == [(s.id, s.title, len(s.snippets)) for s in cat.sections]
+
+
+def test_tool_annotations(tmp_path):
+    async def body(c):
+        return {t.name: t.annotations for t in (await c.list_tools()).tools}
+
+    async def go():
+        async with Client(build_server(script_dir=str(tmp_path))) as client:
+            return await body(client)
+
+    ann = asyncio.run(go())
+    for name in ("ask", "get_section", "list_sections"):
+        assert ann[name].read_only_hint is True and ann[name].open_world_hint is False, name
+    for name in ("verify_snippet", "export_snippet"):
+        a = ann[name]
+        assert (a.read_only_hint, a.destructive_hint, a.idempotent_hint, a.open_world_hint) == (False, False, True, False)
+    a = ann["verify_script"]
+    assert (a.read_only_hint, a.idempotent_hint, a.open_world_hint) == (False, False, False)
+    assert a.destructive_hint is True  # it overwrites its file and runs code that may write anywhere
+
+
+@pytest.mark.parametrize("tool, args, message", [
+    ("ask", {"question": "fsdp", "k": "3", "verify": False}, "valid integer"),
+    ("ask", {"question": "fsdp", "k": 3.0, "verify": False}, "valid integer"),
+    ("ask", {"question": "fsdp", "verify": "false"}, "valid boolean"),
+    ("ask", {"question": "fsdp", "verify": False, "code": "import os"}, "Extra inputs are not permitted"),
+    ("ask", {"question": 42}, "valid string"),
+    ("get_section", {"id": "join/ddp-join", "verbose": True}, "Extra inputs are not permitted"),
+    ("list_sections", {"topic": "join"}, "valid list"),
+    ("list_sections", {"topic": '["join"]'}, "valid list"),
+    ("export_snippet", {"id": "join/ddp-join", "include_unverified": 1}, "valid boolean"),
+], ids=["k str", "k float", "verify str", "unknown field", "question int", "get unknown field", "topic str",
+        "topic json str", "include_unverified int"])
+def test_arguments_are_strict(tool, args, message, fake_verifier):
+    async def body(c):
+        return await c.call_tool(tool, args)
+
+    res = run(body, verifier=fake_verifier)
+    assert res.is_error and message in res.content[0].text, res.content[0].text
+    assert fake_verifier.runs == []
+
+
+def test_input_schema_forbids_extra_fields():
+    async def body(c):
+        return (await c.list_tools()).tools
+
+    for tool in run(body):
+        assert tool.input_schema.get("additionalProperties") is False, tool.name
+
+
+# --------------------------------------------------------------------------- verify_script (flag only)
+class RecordingVerifier:
+    """Records each job it is given and runs it by executing nothing: the verdict passes."""
+
+    def __init__(self, fake):
+        self.fake, self.jobs = fake, []
+
+    def cached(self, job):
+        return None
+
+    def run(self, jobs, *, launcher="warm", use_cache=True, progress=None):
+        self.jobs.extend((job, launcher) for job in jobs)
+        return self.fake.run(jobs, launcher=launcher, use_cache=use_cache, progress=progress)
+
+
+def test_verify_script_exists_only_with_a_script_dir(tmp_path):
+    async def names(server):
+        async with Client(server) as client:
+            return {t.name for t in (await client.list_tools()).tools}
+
+    assert asyncio.run(names(build_server())) == TOOLS
+    assert asyncio.run(names(build_server(script_dir=str(tmp_path)))) == TOOLS | {"verify_script"}
+    assert "verify_script" not in {f["function"]["name"] for f in function_schemas("openai")}
+    with pytest.raises(NotFoundError):
+        invoke("verify_script", {"code": "print(1)"})
+    from fsdp_skill.adapters.http.app import create_app  # never over HTTP: no route takes code or a script
+
+    spec = json.dumps(create_app().openapi())
+    assert "verify_script" not in spec and "VerifyScriptInput" not in spec and "ScriptRun" not in spec
+
+
+def test_verify_script_job_is_the_verify_cli_job(tmp_path, fake_verifier):
+    rec = RecordingVerifier(fake_verifier)
+
+    async def go():
+        async with Client(build_server(rec, script_dir=str(tmp_path))) as client:
+            ok = await client.call_tool("verify_script", {
+                "code": "print('hi')\n", "filename": "train.py", "args": ["--epochs", "1"], "env": {"SEED": "3"},
+                "world_size": 3, "timeout": 20, "launcher": "torchrun", "workdir": "run-a"})
+            bad = [await client.call_tool("verify_script", {"code": "x", **extra}) for extra in
+                   ({"workdir": "../up"}, {"filename": "a/b.py"}, {"filename": "notes.txt"}, {"world_size": 0},
+                    {"timeout": 0}, {"launcher": "ssh"}, {"args": "--epochs 1"}, {"env": {"A": 1}}, {"cwd": "/"})]
+            return ok, bad
+
+    ok, bad = asyncio.run(go())
+    assert not ok.is_error, ok.content
+    (job, launcher), = rec.jobs
+    where = tmp_path / "run-a"
+    assert launcher == "torchrun" and job.path == str(where / "train.py") and job.cwd == str(where)
+    assert (where / "train.py").read_text() == "print('hi')\n" and job.code == "print('hi')\n"
+    assert list(job.args) == ["--epochs", "1"] and dict(job.env) == {"SEED": "3"}
+    assert job.world_size == 3 and job.timeout == 20 and job.debug and job.snippet_id is None
+    out = ok.structured_content
+    assert out["workdir"] == str(where) and out["args"] == ["--epochs", "1"]
+    assert out["verification"]["status"] == "passed"
+    assert all(r.is_error for r in bad), [r.content[0].text for r in bad if not r.is_error]
+    assert "workdir must be a plain name" in bad[0].content[0].text
+    assert "filename must be a plain name" in bad[1].content[0].text and "end in .py" in bad[2].content[0].text
+    assert len(rec.jobs) == 1 and sorted(p.name for p in tmp_path.iterdir()) == ["run-a"]
+
+
+RESUMABLE = """\
+import os
+import sys
+
+import torch.distributed as dist
+
+dist.init_process_group("gloo")
+if "--resume" in sys.argv[1:]:
+    with open("ckpt.txt", encoding="utf-8") as f:  # written by an earlier call in this workdir
+        step = int(f.read())
+    assert step == 1 and os.environ["RUN_TAG"] == "b", (step, os.environ.get("RUN_TAG"))
+elif dist.get_rank() == 0:
+    with open("ckpt.txt", "w", encoding="utf-8") as f:
+        f.write("1")
+dist.barrier()
+dist.destroy_process_group()
+"""
+
+
+@pytest.mark.slow
+def test_verify_script_over_stdio_resumes_in_its_workdir(tmp_path):
+    home = tmp_path / "home"
+    params = StdioServerParameters(command=str(EXE), args=["mcp", "--allow-run-scripts"], cwd=str(tmp_path),
+                                   env={"FSDP_SKILL_HOME": str(home)})
+
+    async def go():
+        async with Client(params) as client:
+            tools = {t.name for t in (await client.list_tools()).tools}
+            first = await client.call_tool("verify_script", {"code": RESUMABLE, "filename": "train.py",
+                                                             "workdir": "resume", "timeout": 120})
+            second = await client.call_tool("verify_script", {"code": RESUMABLE, "filename": "train.py", "workdir": "resume",
+                                                              "args": ["--resume"], "env": {"RUN_TAG": "b"}, "timeout": 120})
+            elsewhere = await client.call_tool("verify_script", {"code": RESUMABLE, "filename": "train.py", "workdir": "other",
+                                                                 "args": ["--resume"], "env": {"RUN_TAG": "b"}, "timeout": 120})
+            return tools, first, second, elsewhere
+
+    tools, first, second, elsewhere = asyncio.run(go())
+    assert tools == TOOLS | {"verify_script"}
+    for res in (first, second, elsewhere):
+        assert not res.is_error, res.content
+    assert first.structured_content["verification"]["status"] == "passed", first.structured_content
+    assert second.structured_content["verification"]["status"] == "passed", second.structured_content
+    assert second.structured_content["workdir"] == first.structured_content["workdir"]
+    other = elsewhere.structured_content["verification"]
+    assert other["status"] == "failed" and "ckpt.txt" in other["reason"], other
+    # the session directory (a temporary one) is gone with the server; nothing was written to its cwd
+    assert not Path(first.structured_content["workdir"]).exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["home"]
+
+
+# --------------------------------------------------------------------------- JSON-RPC framing (a real `fsdp-skill mcp`)
+INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}
+
+
+def _raw_session(lines: list[bytes], tmp_path, *args) -> tuple[list[dict], int]:
+    """Write ``lines`` to a real ``fsdp-skill mcp`` then close its stdin; returns every reply line and the exit code."""
+    import subprocess
+
+    head = [json.dumps(INIT).encode(), b'{"jsonrpc":"2.0","method":"notifications/initialized"}']
+    proc = subprocess.run([str(EXE), "mcp", *args], input=b"\n".join(head + lines) + b"\n", capture_output=True,
+                          timeout=300, env={"FSDP_SKILL_HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"})
+    replies = [json.loads(line) for line in proc.stdout.decode().splitlines()]  # every line is JSON
+    return replies, proc.returncode
+
+
+def _call(rid, name, arguments):
+    return json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                       "params": {"name": name, "arguments": arguments}}).encode()
+
+
+def test_jsonrpc_errors_from_a_real_stdio_server(tmp_path):
+    lines = [
+        b"{bad json",                                                               # -32700, id null
+        b'{"jsonrpc":"2.0","id":"u","method":"ping"\xff}',                           # not UTF-8: -32700
+        b"[" * 100_000,                                                             # too deep: -32700
+        b'[{"jsonrpc":"2.0","id":9,"method":"ping"}]',                              # batch: -32600
+        b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":[1,2]}',           # -32602
+        b'{"jsonrpc":"2.0","id":"s","method":"tools/list","params":"x"}',           # -32602
+        b'{"id":11,"method":"ping"}',                                               # no jsonrpc: -32600
+        b'{"jsonrpc":"2.0","method":"notifications/initialized","params":5}',       # bad notification: no reply
+        b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":5}}',      # the SDK's -32602
+        _call(3, "ask", {"question": "fsdp", "k": "3", "verify": False}),           # tool error, not coerced
+        _call(4, "ask", {"question": "fsdp", "verify": False, "extra": 1}),         # tool error, unknown field
+        b'{"jsonrpc":"2.0","id":6,"method":"tools/list"}',
+        _call(5, "ask", {"question": "Join uneven inputs with DDP", "k": 1, "verify": False}),  # then EOF at once
+    ]
+    replies, code = _raw_session(lines, tmp_path)
+    assert code == 0
+    errors = [(r.get("id"), r["error"]["code"]) for r in replies if "error" in r]
+    assert errors == [(None, -32700), (None, -32700), (None, -32700), (None, -32600), (2, -32602), ("s", -32602),
+                      (11, -32600), (7, -32602)]
+    assert "Parse error" in next(r for r in replies if "error" in r)["error"]["message"]
+    results = {r["id"]: r["result"] for r in replies if "result" in r}
+    assert set(results) == {0, 3, 4, 5, 6}
+    assert results[3]["isError"] and "valid integer" in results[3]["content"][0]["text"]
+    assert results[4]["isError"] and "Extra inputs are not permitted" in results[4]["content"][0]["text"]
+    assert {t["name"] for t in results[6]["tools"]} == TOOLS  # no verify_script without --allow-run-scripts
+    last = results[5]
+    assert not last.get("isError") and Answer.model_validate(last["structuredContent"]).sections[0].topic == "join"
+
+
+def test_requests_written_before_eof_are_all_answered(tmp_path):
+    lines = [_call(i, "ask", {"question": f"how to shard with fsdp {i}", "k": 1, "verify": False}) for i in range(1, 9)]
+    replies, code = _raw_session(lines, tmp_path, "--allow-run-scripts")
+    assert code == 0
+    assert sorted(r["id"] for r in replies if "result" in r) == list(range(9))
+    assert not any("error" in r for r in replies)
+
+
+def test_skill_md_documents_every_mcp_tool_and_script_verify(tmp_path):
+    text = (Path(__file__).parents[1] / "skill" / "SKILL.md").read_text(encoding="utf-8")
+
+    async def go():
+        async with Client(build_server(script_dir=str(tmp_path))) as client:
+            return (await client.list_tools()).tools
+
+    for tool in asyncio.run(go()):
+        assert f"`{tool.name}`" in text, tool.name
+    assert "--allow-run-scripts" in text and "-- --epochs 1" in text
+    for phrase in ("--timeout S", "--launcher warm|torchrun", "working directory", "first on `sys.path`", "130"):
+        assert phrase in text, phrase

@@ -375,7 +375,8 @@ assert runtime.OWNER == skill.OWNER == "user", (runtime.__file__, skill.__file__
 assert os.path.dirname(os.path.dirname(runtime.__file__)) == here, runtime.__file__
 assert os.path.abspath(__file__) == os.path.join(here, "train.py"), __file__
 assert os.getcwd() == here, os.getcwd()
-with open("config.txt") as f:  # relative to the working directory, as under torchrun from here
+assert sys.argv[1:] == ["--config", "config.txt", "--note", "two words"], sys.argv
+with open(sys.argv[2]) as f:  # relative to the working directory, as under torchrun from here
     width = int(f.read())
 ours = sorted(m for m in sys.modules if m.split(".")[0] in ("fsdp_skill", "_fsdp_skill_rank_worker"))
 assert not ours, f"the tool's modules are visible to the script: {ours}"
@@ -411,10 +412,48 @@ def test_user_project_runs_in_place_with_its_own_packages(tmp_path, monkeypatch,
 
     project = _user_project(tmp_path / "project")
     monkeypatch.chdir(project)
-    code = main(["verify", "train.py", "--launcher", launcher, "--json"])
+    code = main(["verify", "train.py", "--launcher", launcher, "--json", "--", *USER_ARGS])
     out = capsys.readouterr().out
     (v,) = json.loads(out)
     assert code == 0 and v["status"] == "passed", out
+
+
+USER_ARGS = ["--config", "config.txt", "--note", "two words"]
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_user_project_under_plain_torchrun_agrees_with_verify(tmp_path, monkeypatch, capsys, broken):
+    """The same project, run by plain torchrun from its directory: passes where verify passes, and fails
+    (at the same line) where verify fails, here when the config file is missing."""
+    from fsdp_skill.main import main
+
+    project = _user_project(tmp_path / "project")
+    if broken:
+        (project / "config.txt").unlink()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FSDP_SKILL_")}
+    plain = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+                            "train.py", *USER_ARGS], cwd=project, env=env, capture_output=True, text=True,
+                           timeout=300)
+    monkeypatch.chdir(project)
+    code = main(["verify", "train.py", "--json", "--", *USER_ARGS])
+    (v,) = json.loads(capsys.readouterr().out)
+    assert (plain.returncode == 0) == (code == 0) == (v["status"] == "passed") == (not broken), plain.stderr[-2000:]
+    if broken:
+        line = USER_TRAIN.splitlines().index('with open(sys.argv[2]) as f:  # relative to the working directory, '
+                                             'as under torchrun from here') + 1
+        assert f"train.py:{line}" in v["reason"] and "FileNotFoundError" in v["reason"], v["reason"]
+        assert f'{project / "train.py"}", line {line}' in plain.stderr, plain.stderr[-2000:]
+
+
+def test_script_arguments_need_exactly_one_script(tmp_path, monkeypatch, capsys):
+    from fsdp_skill.main import main
+
+    project = _user_project(tmp_path / "project")
+    monkeypatch.chdir(project)
+    for argv in (["verify", "train.py", "train.py", "--", "-x"], ["verify", "join/ddp-join", "--", "-x"],
+                 ["verify", "--all", "--", "-x"]):
+        assert main(argv) == 2
+        assert "arguments after '--' are for one script" in capsys.readouterr().err
 
 
 # Reports show the cause (issue 12): the user's error and line, whole, and never the harness's own frames.

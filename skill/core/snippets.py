@@ -64,10 +64,12 @@ def job_for(spec: SnippetSpec, *, world_size: int | None = None, backend: str | 
 
 
 def script_job(path: str, *, world_size: int | None = None, backend: str | None = None,
-               timeout: float | None = None) -> Job:
+               timeout: float | None = None, args: Iterable[str] = (), env: dict[str, str] | None = None,
+               cwd: str | None = None) -> Job:
     """The job of a user's own script file, run where it lies (its directory first on ``sys.path``, so
-    sibling modules import) from the caller's working directory, as ``torchrun PATH`` would; always run
-    (never answered from the cache); default world_size 2, backend 'auto', timeout 60 s.
+    sibling modules import) from ``cwd`` (default: the caller's working directory), as
+    ``torchrun PATH ARGS...`` would, with ``args`` as its arguments and ``env`` added to its environment;
+    always run (never answered from the cache); default world_size 2, backend 'auto', timeout 60 s.
 
     Raises InvalidArgument when ``path`` is not a readable UTF-8 ``.py`` file.
     """
@@ -80,7 +82,8 @@ def script_job(path: str, *, world_size: int | None = None, backend: str | None 
         raise InvalidArgument(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
     return Job(code=code, world_size=world_size or 2, backend=backend or "auto",
                timeout=60.0 if timeout is None else timeout, filename=os.path.basename(path), debug=True,
-               path=os.path.abspath(path), cwd=os.getcwd())
+               path=os.path.abspath(path), cwd=os.path.abspath(cwd or os.getcwd()), args=tuple(args),
+               env=dict(env or {}))
 
 
 def select_snippets(ids: Iterable[str] = (), *, topics: Iterable[str] = (), all_snippets: bool = False,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -63,6 +63,39 @@ class ExportInput(BaseModel):
                                                         "(failed, timeout, skipped), marked NOT VERIFIED in its header")
 
 
+class ListInput(BaseModel):
+    """Arguments of the ``list_sections`` tool."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    topic: list[str] = Field(default_factory=list, description="Only sections of these topics (e.g. ['join']); "
+                                                               "empty: every section")
+
+
+class VerifyScriptInput(BaseModel):
+    """Arguments of the ``verify_script`` tool (local stdio server with --allow-run-scripts only)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    code: str = Field(max_length=1_000_000, description="The complete script to run, as a user would launch it with "
+                                                        "torchrun (it calls init_process_group itself)")
+    filename: str = Field("script.py", description="File name the code is written to inside workdir (plain name "
+                                                   "ending in .py); sibling files written earlier there import")
+    args: list[str] = Field(default_factory=list, description="The script's own arguments (its sys.argv[1:]), as "
+                                                              "after `torchrun ... script.py`")
+    env: dict[str, str] = Field(default_factory=dict, description="Variables added to the ranks' environment "
+                                                                  "(names starting FSDP_SKILL_ are dropped)")
+    world_size: int = Field(2, ge=1, le=64, description="Ranks to launch, 1-64")
+    backend: Literal["auto", "gloo", "nccl"] = Field("auto", description="Process-group backend: auto (NCCL when "
+                                                                        "there are enough GPUs, else gloo), gloo or nccl")
+    timeout: float = Field(60.0, gt=0, le=3600, description="Seconds before the run is killed as hung (at most 3600)")
+    launcher: Literal["warm", "torchrun"] = Field("warm", description="warm (ranks forked from a preloaded parent, "
+                                                                      "fast) or torchrun (torch's own launcher)")
+    workdir: str = Field("default", description="Name of the working directory (plain name); it persists for this "
+                                                "server's lifetime, so a second call with the same name sees the files "
+                                                "the first one wrote (e.g. to test resuming from a checkpoint)")
+
+
 @dataclass(frozen=True)
 class ToolSpec:
     """One agent tool: its name, when to call it, its typed input and output, and the core call behind it."""
@@ -74,6 +107,13 @@ class ToolSpec:
     output: type[BaseModel]
     # call(arguments, verifier): the core call; ``verifier`` None means the runtime's (see core.snippets)
     call: Callable[[BaseModel, Any], BaseModel]
+    # Behaviour hints for agents (MCP tool annotations): read_only = changes nothing the caller can see (a
+    # verdict cached along the way is not a change); idempotent = calling again with the same arguments has
+    # no further effect; destructive = may delete or overwrite the caller's data.  No tool reaches outside
+    # this host (openWorldHint false).
+    read_only: bool = True
+    idempotent: bool = True
+    destructive: bool = False
 
 
 def _ask(a: AskInput, verifier=None) -> Answer:
@@ -100,7 +140,14 @@ def _export_snippet(a: ExportInput, verifier=None):
     return export_one(a.id, include_unverified=a.include_unverified, verifier=verifier)
 
 
+def _list_sections(a: ListInput, verifier=None):
+    from fsdp_skill.core.catalogue import catalogue
+
+    return catalogue(a.topic)
+
+
 def _tool_specs() -> list[ToolSpec]:
+    from fsdp_skill.core.catalogue import Catalogue
     from fsdp_skill.core.export import ExportedScript
     from fsdp_skill.core.snippets import SnippetInfo
 
@@ -124,6 +171,14 @@ def _tool_specs() -> list[ToolSpec]:
                 f"up on a topic ask already found ({_TERMS})."),
             input=SectionInput, output=SectionOut, call=_get_section),
         ToolSpec(
+            name="list_sections", title="List sections and snippet ids",
+            description=(
+                "List the knowledge base: every topic, and for each section its id, title, topic and the ids of its "
+                "runnable snippets (no text, nothing is run). Pass topic (e.g. ['join', 'mixed-precision']) to "
+                "narrow it. Call it to browse what is covered or to find a snippet id for verify_snippet / "
+                "export_snippet or a section id for get_section."),
+            input=ListInput, output=Catalogue, call=_list_sections),
+        ToolSpec(
             name="verify_snippet", title="Verify a knowledge snippet",
             description=(
                 "Run one knowledge snippet (by id, from sections[].snippets[].id) on a real process group on this "
@@ -133,7 +188,7 @@ def _tool_specs() -> list[ToolSpec]:
                 "snippet whose status is 'unverified', or when the user asks whether an FSDP / fully_shard / "
                 "分片 / 混合精度 / 卸载 / Join / 后端 / 初始化 / 检查点 pattern works with their torch. Only knowledge "
                 "snippets can be run: this tool never executes code you send."),
-            input=SnippetInput, output=SnippetInfo, call=_verify_snippet),
+            input=SnippetInput, output=SnippetInfo, call=_verify_snippet, read_only=False),
         ToolSpec(
             name="export_snippet", title="Export a snippet as a script",
             description=(
@@ -142,8 +197,32 @@ def _tool_specs() -> list[ToolSpec]:
                 "verified code byte for byte. The snippet is verified first (cache or run). Call it when the user "
                 "wants a runnable FSDP / FSDP2 / torch.distributed example file (示例脚本) to launch with torchrun. "
                 "Snippets that did not pass are refused unless include_unverified is true."),
-            input=ExportInput, output=ExportedScript, call=_export_snippet),
+            input=ExportInput, output=ExportedScript, call=_export_snippet, read_only=False),
     ]
+
+
+def verify_script_spec(session_dir: str) -> ToolSpec:
+    """The ``verify_script`` tool, whose working directories live under ``session_dir``.  It runs code the
+    caller sends, so it is not in :func:`tool_specs`: only ``fsdp-skill mcp --allow-run-scripts`` adds it."""
+    from fsdp_skill.core.scripts import ScriptRun, run_sent_script
+
+    def call(a: VerifyScriptInput, verifier=None) -> ScriptRun:
+        return run_sent_script(a.code, session_dir=session_dir, workdir=a.workdir, filename=a.filename, args=a.args,
+                               env=a.env, world_size=a.world_size, backend=a.backend, timeout=a.timeout,
+                               launcher=a.launcher, verifier=verifier)
+
+    return ToolSpec(
+        name="verify_script", title="Run a script on a real process group",
+        description=(
+            "Run the Python script you send on world_size real processes of this host (gloo on CPU, NCCL with "
+            "enough GPUs), exactly as `fsdp-skill verify FILE.py -- ARGS` would: the code is written to "
+            "workdir/filename, run from workdir with that directory first on sys.path, with args as its sys.argv[1:] "
+            "and env added to its environment. Returns the verdict (passed / failed with per-rank tracebacks and "
+            "the user's line / timeout with where each rank blocked) and hints naming knowledge sections. The "
+            "workdir keeps its files between calls of this server, so running a second script (or the same one "
+            "again) in the same workdir can read what the first wrote: use it to test checkpoint save and resume. "
+            "Use it to check an FSDP / torch.distributed script before giving it to the user."),
+        input=VerifyScriptInput, output=ScriptRun, call=call, read_only=False, idempotent=False, destructive=True)
 
 
 _SPECS: list[ToolSpec] | None = None

@@ -83,21 +83,15 @@ def _list(kb, args) -> int:
 
     if args.section_id:
         raise QueryError("give a SECTION_ID or --list, not both")
-    if args.topic:
-        from fsdp_skill.core.snippets import select_snippets
+    from fsdp_skill.core.catalogue import catalogue
 
-        select_snippets(topics=args.topic, all_snippets=True, kb=kb)  # an unknown topic names close ones
-    sections = [s for s in kb.sections.values() if not args.topic or s.topic in args.topic]
+    sections = catalogue(args.topic, kb=kb).sections
     if args.snippets:
-        keep = {s.id for s in sections}
-        rows = [{"id": sp.id, "section": sp.section_id, "world_size": sp.world_size, "requires": sp.requires}
-                for sp in kb.snippets.values() if sp.section_id in keep]
+        rows = [{"id": sp.id, "section": s.id, "world_size": sp.world_size, "requires": sp.requires}
+                for s in sections for sp in s.snippets]
         lines = [f"{r['id']}\t{r['section']}" for r in rows]
     else:
-        counts: dict[str, int] = {}
-        for sp in kb.snippets.values():
-            counts[sp.section_id] = counts.get(sp.section_id, 0) + 1
-        rows = [{"id": s.id, "title": s.title, "topic": s.topic, "snippets": counts.get(s.id, 0)} for s in sections]
+        rows = [{"id": s.id, "title": s.title, "topic": s.topic, "snippets": len(s.snippets)} for s in sections]
         lines = [f"{r['id']}\t{r['title']}" for r in rows]
     if args.json:
         sys.stdout.write(json.dumps(rows, ensure_ascii=False) + "\n")

@@ -1,8 +1,17 @@
 """``fsdp-skill verify``: run knowledge snippets or your own scripts on a real process group.
 
-    fsdp-skill verify SNIPPET_ID|SECTION_ID... | --all | --topic T | PATH.py...
+    fsdp-skill verify SNIPPET_ID|SECTION_ID... | --all | --topic T | PATH.py... [-- SCRIPT_ARGS...]
         [--world-size N] [--backend auto|gloo|nccl] [--timeout S] [--launcher warm|torchrun]
         [--no-cache] [--json] [--python PATH]
+        [--nnodes N --node-rank R --rdzv-backend c10d --rdzv-endpoint HOST:PORT --rdzv-id ID]
+
+Several hosts (``--launcher torchrun`` only, one target): the node flags are passed through to torch
+elastic; ``--world-size`` is then the processes of *this* node (torchrun's ``--nproc_per_node``), the
+job has ``nnodes x world-size`` ranks, and the report shows this node's ranks under their global numbers.
+Such a verdict is never cached.
+
+Everything after ``--`` is passed to the one script given (its ``sys.argv[1:]`` on every rank), as in
+``torchrun --nproc_per_node=N PATH.py ARGS...``.
 
 Exit codes: 0 every verdict passed or was skipped, 1 some verdict failed or timed out (or the harness
 could not run), 2 bad usage (unknown snippet id, missing file, ids together with --all ...).
@@ -11,6 +20,7 @@ knowledge sections that explain the error (:func:`hint_for`).
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -26,8 +36,12 @@ def add_verify_parser(subparsers) -> None:
     """Register the ``verify`` subcommand on an argparse ``subparsers`` object."""
     p = subparsers.add_parser(
         "verify", help="run snippets or scripts on a real multi-process process group",
+        usage="fsdp-skill verify [options] SNIPPET_ID|SECTION_ID... | --all | --topic T | PATH.py... "
+              "[-- SCRIPT_ARGS...]",
         description="Run knowledge snippets (by id, --topic or --all) or your own scripts (PATH.py) on "
-                    "world_size real processes, the way torchrun launches them, and report per-rank results.")
+                    "world_size real processes, the way torchrun launches them, and report per-rank results. "
+                    "A script runs in place, from the current directory; everything after '--' is passed "
+                    "to the one script given, as 'torchrun --nproc_per_node=N PATH.py ARGS...' would.")
     p.add_argument("targets", nargs="*", metavar="SNIPPET_ID|PATH.py", help="snippet ids, section ids (their snippets) and/or script paths")
     p.add_argument("--all", action="store_true", help="verify every snippet of the knowledge base")
     p.add_argument("--topic", action="append", default=[], metavar="T", help="verify every snippet of topic T (repeatable)")
@@ -38,7 +52,36 @@ def add_verify_parser(subparsers) -> None:
     p.add_argument("--no-cache", action="store_true", help="run even when a cached verdict exists (the fresh verdict is stored)")
     p.add_argument("--json", action="store_true", help="print a JSON list of verdicts (each with its 'hints')")
     p.add_argument("--python", metavar="PATH", help=PYTHON_HELP)
+    n = p.add_argument_group("several hosts (--launcher torchrun; --world-size is then processes per node)")
+    n.add_argument("--nnodes", type=int, default=None, metavar="N", help="hosts in the job (torchrun --nnodes)")
+    n.add_argument("--node-rank", type=int, default=None, metavar="R", help="this host's rank (static rendezvous; c10d orders hosts itself)")
+    n.add_argument("--rdzv-backend", default=None, metavar="B", help="rendezvous backend: c10d (recommended), static, etcd, etcd-v2")
+    n.add_argument("--rdzv-endpoint", default=None, metavar="HOST:PORT", help="rendezvous address, the same on every host")
+    n.add_argument("--rdzv-id", default=None, metavar="ID", help="job id, the same on every host")
+    n.add_argument("--master-addr", default=None, metavar="HOST", help="static rendezvous without --rdzv-endpoint: rank 0's host")
+    n.add_argument("--master-port", type=int, default=None, metavar="PORT", help="static rendezvous: rank 0's port")
     p.set_defaults(func=run_verify)
+
+
+_NODE_FLAGS = ("nnodes", "node_rank", "rdzv_backend", "rdzv_endpoint", "rdzv_id", "master_addr", "master_port")
+
+
+def _nodes(args):
+    """The multi-node settings of ``args`` (None when no node flag is given); raises InputError (exit 2)
+    for a combination torch elastic cannot run."""
+    given = [f for f in _NODE_FLAGS if getattr(args, f, None) is not None]
+    if not given:
+        return None
+    flags = ", ".join("--" + f.replace("_", "-") for f in given)
+    if args.launcher != "torchrun":
+        raise QueryError(f"{flags} need --launcher torchrun (the warm launcher runs on one host)")
+    if args.nnodes is None:
+        raise QueryError(f"{flags} need --nnodes N")
+    from fsdp_skill.runtime.torchrun import Nodes
+
+    nodes = Nodes(**{f: getattr(args, f) for f in _NODE_FLAGS})
+    nodes.validate()
+    return nodes
 
 
 def _is_path(target: str) -> bool:
@@ -59,15 +102,23 @@ def _jobs(args) -> list:
         raise QueryError(f"--world-size must be at least 1, not {args.world_size}")
     if args.timeout is not None and not 0 < args.timeout < float("inf"):
         raise QueryError(f"--timeout must be a positive, finite number of seconds, not {args.timeout:g}")
+    nodes = _nodes(args)
+    if nodes is not None and (args.all or args.topic or len(args.targets) != 1):
+        raise QueryError(f"several nodes (--nnodes {nodes.nnodes}) verify one target at a time, the same on every node")
     overrides = {"world_size": args.world_size, "backend": args.backend, "timeout": args.timeout}
+    script_args = getattr(args, "script_args", None) or []
+    if script_args and (args.all or args.topic or len(args.targets) != 1 or not _is_path(args.targets[0])):
+        raise QueryError("arguments after '--' are for one script: give exactly one PATH.py before '--'")
     jobs = []
     if args.all or args.topic:
         jobs = [job_for(s, **overrides) for s in select_snippets(topics=args.topic, all_snippets=args.all)]
     for t in args.targets:  # a section id means its snippets; an unknown id is a NotFoundError naming close ids
         if _is_path(t):
-            jobs.append(script_job(t, **overrides))
+            jobs.append(script_job(t, args=script_args, **overrides))
         else:
             jobs.extend(job_for(s, **overrides) for s in select_snippets([t]))
+    if nodes is not None:
+        jobs = [dataclasses.replace(j, nodes=nodes) for j in jobs]
     return jobs
 
 
@@ -124,7 +175,8 @@ def _summary(verdicts) -> str:
 
 def format_verdict(v, name: str, hints: list[str] = ()) -> str:
     """A readable, plain-text report of one verdict: status line, then per-rank details when it did not pass."""
-    where = f"{v.launcher or '-'}, {v.backend} x{v.world_size}" + (", cached" if v.cached else "")
+    where = f"{v.launcher or '-'}, {v.backend} x{v.world_size}" + (f" on {v.nnodes} nodes" if v.nnodes else "") \
+        + (", cached" if v.cached else "")
     lines = [f"{_MARK.get(v.status, v.status)}  {name}  ({(v.seconds or 0):.2f} s, {where})"]
     if v.status != "passed" and v.reason:
         first, *rest = v.reason.splitlines()

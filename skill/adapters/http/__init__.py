@@ -32,6 +32,16 @@ def _positive(text: str) -> int:
     return n
 
 
+def _seconds(text: str) -> float:
+    try:
+        s = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
+    if not 0 < s < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive, finite number of seconds, got {text}")
+    return s
+
+
 def _host(text: str) -> str:
     """``--host``: an address or name; IPv6 may be written in URL brackets (``[::1]``), which are removed."""
     host = text.strip()
@@ -110,7 +120,8 @@ def cmd_serve(args) -> int:
     from fsdp_skill.adapters.http.app import serve
 
     try:
-        serve(host=args.host, port=args.port, workers=args.workers, log_level=args.log_level)
+        serve(host=args.host, port=args.port, workers=args.workers, log_level=args.log_level,
+              read_timeout=args.read_timeout)
     except SystemExit as exc:  # uvicorn exits 3 when it cannot start (3 means "abstained" here)
         if exc.code in (None, 0):
             return EXIT_OK
@@ -128,6 +139,9 @@ def add_commands(sub) -> None:
                    help="address to bind (default 127.0.0.1, loopback only; IPv6 as ::1 or [::1])")
     s.add_argument("--port", type=_port, default=8000, help="port (default 8000)")
     s.add_argument("--workers", type=_positive, default=1, help="uvicorn worker processes (default 1)")
+    s.add_argument("--read-timeout", type=_seconds, default=30.0, metavar="S",
+                   help="close a connection whose next request has not arrived whole S seconds after it opened "
+                        "or after its previous response (default 30; a request being handled is never cut)")
     s.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"],
                    help="uvicorn log level (default info)")
     s.add_argument("--python", metavar="PATH", help=PYTHON_HELP)

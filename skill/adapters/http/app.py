@@ -311,8 +311,13 @@ def create_app(verifier=None) -> FastAPI:
     return app
 
 
-def serve(host: str = "127.0.0.1", port: int = 8000, workers: int = 1, log_level: str = "info") -> None:
+def serve(host: str = "127.0.0.1", port: int = 8000, workers: int = 1, log_level: str = "info",
+          read_timeout: float | None = None) -> None:
     """Run the app with uvicorn (blocks until interrupted).
+
+    ``read_timeout`` (seconds; default :data:`~fsdp_skill.adapters.http.protocol.READ_TIMEOUT_S`): a
+    connection whose next request has not arrived whole that long after it opened or after its previous
+    response is closed (see :mod:`fsdp_skill.adapters.http.protocol`).
 
     SIGTERM is a clean shutdown (returns; the caller exits 0): verification runs in flight are killed and
     reaped at once (their requests get the harness error), then uvicorn stops.  SIGINT stops it the same
@@ -321,8 +326,10 @@ def serve(host: str = "127.0.0.1", port: int = 8000, workers: int = 1, log_level
     """
     import uvicorn
 
+    from fsdp_skill.adapters.http.protocol import READ_TIMEOUT_S, protocol_class
+
     kwargs = dict(factory=True, host=host, port=port, workers=workers, log_level=log_level,
-                  timeout_keep_alive=KEEP_ALIVE_S)
+                  timeout_keep_alive=KEEP_ALIVE_S, http=protocol_class(read_timeout or READ_TIMEOUT_S))
     if workers > 1:
         uvicorn.run("fsdp_skill.adapters.http.app:create_app", **kwargs)
         return

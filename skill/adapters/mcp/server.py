@@ -6,26 +6,48 @@ of its pydantic input model (so ``inputSchema`` equals the function-call ``param
 
 The core is synchronous and verification launches processes, so every call runs in a worker thread,
 off the server's event loop.  Errors the caller can fix (bad question, unknown id, refused export)
-come back as tool errors (``isError: true``) whose text says what to change.
+come back as tool errors (``isError: true``) whose text says what to change; so do arguments that do not
+match the input model exactly (validated strictly: ``"k": "3"`` is not coerced, unknown fields are refused,
+as over HTTP).  Each tool carries annotations (readOnlyHint, idempotentHint, destructiveHint, openWorldHint)
+from its spec.  ``verify_script`` (code sent by the caller) is registered only when ``build_server`` gets a
+``script_dir``, which only ``fsdp-skill mcp --allow-run-scripts`` passes.  Framing and JSON-RPC errors:
+:mod:`fsdp_skill.adapters.mcp.stdio`.
 """
 from __future__ import annotations
 
 import inspect
-from typing import Annotated, Any
+from typing import Any
 
 import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools.base import Tool
+from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
+from mcp_types import ToolAnnotations
+from pydantic import BaseModel
 
-from fsdp_skill.core.toolspec import ToolSpec, tool_specs
+from fsdp_skill.core.toolspec import ToolSpec, tool_specs, verify_script_spec
 from fsdp_skill.errors import SkillError
 
 INSTRUCTIONS = (
     "Expert answers on PyTorch FSDP / FSDP2 and torch.distributed (sharding 分片, mixed precision 混合精度, "
     "CPU offload 卸载, Join 不均匀输入, backends 后端, init_process_group 初始化, checkpoint 检查点), whose code "
     "snippets are run on a real multi-process process group. Call `ask` first; recommend snippets whose "
-    "verification.status is 'passed'; use `verify_snippet` for 'unverified' ones and `export_snippet` for a file."
+    "verification.status is 'passed'; use `verify_snippet` for 'unverified' ones and `export_snippet` for a file; "
+    "`list_sections` lists section and snippet ids."
 )
+
+
+class StrictArguments(FuncMetadata):
+    """The SDK's argument handling with the tool's own input model, validated strictly: no JSON-in-string
+    pre-parsing, no type coercion ("3" is not an int), unknown fields refused (the models forbid extras)."""
+
+    input_model: Any = None
+
+    def validate_arguments(self, arguments_to_validate: dict[str, Any]) -> dict[str, Any]:
+        """The validated arguments as keyword arguments; raises pydantic's ValidationError (a tool error)."""
+        model: BaseModel = self.input_model.model_validate(arguments_to_validate, strict=True)
+        return {name: getattr(model, name) for name in type(model).model_fields}
 
 
 def _tool_function(spec: ToolSpec, verifier=None):
@@ -38,30 +60,62 @@ def _tool_function(spec: ToolSpec, verifier=None):
         except SkillError as exc:
             raise ToolError(f"{type(exc).__name__}: {exc}") from exc
 
-    params = [
-        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[field.annotation, field],
-                          default=inspect.Parameter.empty if field.is_required() else field.default)
-        for name, field in spec.input.model_fields.items()
-    ]
+    # The signature only names the arguments: their schema and validation are spec.input's (see mcp_tool).
+    params = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=field.annotation,
+                                default=inspect.Parameter.empty if field.is_required() else None)
+              for name, field in spec.input.model_fields.items()]
     tool.__signature__ = inspect.Signature(params, return_annotation=spec.output)
     tool.__name__ = spec.name
     tool.__doc__ = spec.description
     return tool
 
 
-def build_server(verifier=None) -> MCPServer:
+def annotations(spec: ToolSpec) -> ToolAnnotations:
+    """The MCP annotations of a tool, from its spec's hints (no tool reaches outside this host)."""
+    if spec.read_only:
+        return ToolAnnotations(title=spec.title, read_only_hint=True, open_world_hint=False)
+    return ToolAnnotations(title=spec.title, read_only_hint=False, destructive_hint=spec.destructive,
+                           idempotent_hint=spec.idempotent, open_world_hint=False)
+
+
+def mcp_tool(spec: ToolSpec, verifier=None) -> Tool:
+    """The SDK tool of ``spec``: schema from its input model, strict arguments, annotations, structured output."""
+    tool = Tool.from_function(_tool_function(spec, verifier), name=spec.name, title=spec.title,
+                              description=spec.description, annotations=annotations(spec), structured_output=True)
+    tool.parameters = spec.input.model_json_schema(by_alias=True)  # what StrictArguments enforces
+    meta = tool.fn_metadata
+    tool.fn_metadata = StrictArguments(arg_model=meta.arg_model, output_schema=meta.output_schema,
+                                       output_model=meta.output_model, wrap_output=meta.wrap_output,
+                                       input_model=spec.input)
+    return tool
+
+
+def build_server(verifier=None, *, script_dir: str | None = None) -> MCPServer:
     """The MCP server with every tool of :func:`fsdp_skill.core.toolspec.tool_specs` registered; ``verifier``
-    (a :class:`fsdp_skill.core.snippets.Verifier`, None: the runtime's) backs every verdict."""
+    (a :class:`fsdp_skill.core.snippets.Verifier`, None: the runtime's) backs every verdict.  With
+    ``script_dir`` (an existing directory) ``verify_script`` is registered too, its working directories under it."""
     from importlib.metadata import version
 
-    server = MCPServer(name="fsdp-skill", title="FSDP expert (verified snippets)", instructions=INSTRUCTIONS,
-                       version=version("fsdp-skill"), log_level="WARNING")
-    for spec in tool_specs():
-        server.add_tool(_tool_function(spec, verifier), name=spec.name, title=spec.title, description=spec.description,
-                        structured_output=True)
-    return server
+    specs = list(tool_specs())
+    if script_dir is not None:
+        specs.append(verify_script_spec(script_dir))
+    return MCPServer(name="fsdp-skill", title="FSDP expert (verified snippets)", instructions=INSTRUCTIONS,
+                     version=version("fsdp-skill"), log_level="WARNING",
+                     tools=[mcp_tool(spec, verifier) for spec in specs])
 
 
-def run_stdio() -> None:
-    """Serve MCP over this process's stdin/stdout until the client closes it."""
-    build_server().run("stdio")
+def run_stdio(*, allow_run_scripts: bool = False) -> None:
+    """Serve MCP over this process's stdin/stdout until the client closes it and every request is answered.
+
+    ``allow_run_scripts`` adds ``verify_script``, whose working directories live in a temporary session
+    directory removed when the server exits.
+    """
+    import tempfile
+
+    from fsdp_skill.adapters.mcp.stdio import run
+
+    if not allow_run_scripts:
+        run(build_server())
+        return
+    with tempfile.TemporaryDirectory(prefix="fsdp-skill-mcp-") as session:
+        run(build_server(script_dir=session))
