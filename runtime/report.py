@@ -178,7 +178,10 @@ def root_cause(ranks: list[RankResult], order: dict[int, int], first_failure: in
 
 def _describe(rr: RankResult) -> str:
     if rr.killed_by_harness:
-        return f"blocked in {rr.blocked_at}" if rr.blocked_at else f"was stopped by the launcher ({rr.signal})"
+        if rr.blocked_at:
+            return f"blocked in {rr.blocked_at}"
+        # SIGUSR1 is the harness's own request for a stack dump, which ends a rank already past faulthandler
+        return "was stopped by the launcher" + (f" ({rr.signal})" if rr.signal and rr.signal != "SIGUSR1" else "")
     if rr.signal:
         return f"was killed by {rr.signal}"
     if rr.exit_code == 0:

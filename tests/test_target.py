@@ -35,6 +35,8 @@ class _Block:
 
 sys.meta_path.insert(0, _Block())
 args = sys.argv[1:]
+while args[:1] and args[0] in ("-I", "-u", "-B", "-E", "-s"):  # interpreter options (this one runs with -I already)
+    args = args[1:]
 if args[:1] == ["-m"]:
     sys.argv = args[1:]
     runpy.run_module(args[1], run_name="__main__", alter_sys=True)
