@@ -1,0 +1,119 @@
+"""Rules about work that every rank must do, found on a path only some ranks take (FSD003-FSD010).
+
+Each kind of collective call has its own code; a call to a function of this file that runs one (directly
+or through another local function) counts as that collective, so ``if rank == 0: save(model)`` is caught
+when ``save`` calls ``dist.barrier()``.  ``if rank == 0: dist.send(...) else: dist.recv(...)`` is
+point-to-point, not a collective, and ``if rank == 0: dist.broadcast(t, 0) else: dist.broadcast(t, 0)``
+runs on every rank, so neither is reported.
+"""
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from fsdp_skill.core.check.facts import FSDP1, Module, dotted, is_true, kwarg, last_name
+
+COLLECTIVES = {"barrier", "monitored_barrier", "all_reduce", "all_gather", "all_gather_into_tensor", "all_gather_object",
+               "reduce", "reduce_scatter", "reduce_scatter_tensor", "broadcast", "broadcast_object_list", "gather",
+               "gather_object", "scatter", "scatter_object_list", "all_to_all", "all_to_all_single",
+               "all_gather_coalesced", "all_reduce_coalesced"}
+GROUP_CREATORS = {"new_group", "new_subgroups", "new_subgroups_by_enumeration", "init_process_group", "init_device_mesh"}
+DCP = {"save", "load", "async_save", "save_state_dict", "load_state_dict"}
+SD_GET = {"get_model_state_dict", "get_optimizer_state_dict", "get_state_dict"}
+SD_SET = {"set_model_state_dict", "set_optimizer_state_dict", "set_state_dict"}
+
+
+def _options_flag(m: Module, call: ast.Call, flag: str) -> bool:
+    opts = m.resolve(kwarg(call, "options"))
+    if isinstance(opts, ast.Call) and last_name(opts) == "StateDictOptions":
+        v = kwarg(opts, flag)
+        return isinstance(v, ast.Constant) and v.value is True
+    return False
+
+
+def _fsdp1_sharded_context(m: Module, node: ast.AST) -> bool:
+    """Is ``node`` inside ``with FSDP.state_dict_type(model, SHARDED_STATE_DICT | LOCAL_STATE_DICT)``?"""
+    for anc in m.ancestors(node):
+        if isinstance(anc, (ast.With, ast.AsyncWith)):
+            for item in anc.items:
+                ce = item.context_expr
+                if isinstance(ce, ast.Call) and last_name(ce) == "state_dict_type":
+                    kind = kwarg(ce, "state_dict_type", 1)
+                    if last_name(kind or ce) in ("SHARDED_STATE_DICT", "LOCAL_STATE_DICT"):
+                        return True
+    return False
+
+
+def collective_kind(m: Module, call: ast.Call) -> tuple[str, str] | None:
+    """(rule code, label) when every rank must make ``call`` together, else None."""
+    q = m.qual(call) or ""
+    name = q.rsplit(".", 1)[-1]
+    if q == f"torch.distributed.{name}" and name in COLLECTIVES:
+        return "FSD003", f"dist.{name}()"
+    if q.startswith("torch.distributed.checkpoint.") and q.count(".") == 3 and name in DCP \
+            and not is_true(kwarg(call, "no_dist")):  # no_dist=True: one process, no collective
+        return "FSD004", f"dcp.{name}()"
+    if q.startswith("torch.distributed.checkpoint.state_dict.") and (
+            name in SD_GET and _options_flag(m, call, "full_state_dict")
+            or name in SD_SET and _options_flag(m, call, "broadcast_from_rank0")):
+        return "FSD005", f"{name}(full_state_dict/broadcast_from_rank0)"
+    if q in (f"{FSDP1}.optim_state_dict", f"{FSDP1}.full_optim_state_dict"):
+        return "FSD006", f"FSDP.{name}()"
+    if isinstance(call.func, ast.Attribute):
+        recv = dotted(call.func.value)
+        if call.func.attr == "state_dict" and m.is_fsdp1(call.func.value) and not _fsdp1_sharded_context(m, call):
+            return "FSD006", f"{recv}.state_dict() of an FSDP1 module"
+        if call.func.attr == "full_tensor":
+            return "FSD007", ".full_tensor()"
+        if call.func.attr == "consolidate_state_dict":
+            return "FSD008", ".consolidate_state_dict()"
+        if call.func.attr in ("forward", "generate") and m.is_fsdp(call.func.value):
+            return "FSD010", f"{recv}.{call.func.attr}() of an FSDP module"
+    if q in (f"torch.distributed.{n}" for n in GROUP_CREATORS):
+        return "FSD009", f"{name}()"
+    if isinstance(call.func, (ast.Name, ast.Attribute)) and m.is_fsdp(call.func):
+        return "FSD010", f"{dotted(call.func)}(...) (forward of an FSDP module)"
+    return None
+
+
+def _summaries(m: Module) -> dict[str, tuple[str, str, int]]:
+    """Local function name -> (code, label, line) of the first collective it runs on every path (fixpoint)."""
+    out: dict[str, tuple[str, str, int]] = {}
+    ranked = m.rank_branches()
+    for _ in range(4):
+        for fname, fn in m.functions.items():
+            if fname in out:
+                continue
+            for node in m.scope_nodes(fn):
+                if not isinstance(node, ast.Call) or id(node) in ranked:
+                    continue
+                kind = collective_kind(m, node)
+                if kind is None and isinstance(node.func, ast.Name) and node.func.id in out and node.func.id != fname:
+                    code, label, _ = out[node.func.id]
+                    kind = (code, f"{node.func.id}() -> {label}")
+                if kind is not None:
+                    out[fname] = (kind[0], kind[1], node.lineno)
+                    break
+    return out
+
+
+def rank_findings(m: Module) -> Iterator[tuple[str, ast.AST, str]]:
+    """(code, node, detail) for every collective reached on some ranks only."""
+    branches = m.rank_branches()
+    summaries = _summaries(m)
+    for call in m.calls():
+        branch = branches.get(id(call))
+        if branch is None:
+            continue
+        kind = collective_kind(m, call)
+        if kind is None and isinstance(call.func, ast.Name) and call.func.id in summaries \
+                and m.scope_of(call) is not m.functions.get(call.func.id):
+            code, label, line = summaries[call.func.id]
+            kind = (code, f"{call.func.id}(), which runs {label} at line {line},")
+        if kind is None:
+            continue
+        code, label = kind
+        if m.other_branch_has(branch, call, lambda c, code=code, label=label: (collective_kind(m, c) or ("", ""))[1] == label):
+            continue
+        where = f"line {branch.lineno}"
+        yield code, call, f"{label} runs only on the ranks that take the branch at {where}"
