@@ -18,7 +18,7 @@ RULES: dict[str, Rule] = {r.code: r for r in [
        "optimizer created before FullyShardedDataParallel wraps the module holds the unwrapped parameters; "
        "create it after wrapping", "fsdp2/optimizer-after-fully-shard", "recipes/fsdp1-end-to-end"),
     _r("FSD003", "error", "`torch.distributed` collective inside a rank-conditional branch",
-       "collective on some ranks only: the others never join it and the job hangs; call it on every rank",
+       "the other ranks never join this collective and the job hangs; call it on every rank",
        "debugging/distributed-debug-detail", "debugging/distributed-debug-detail"),
     _r("FSD004", "error", "`dcp.save` / `dcp.load` inside a rank-conditional branch",
        "dcp.save/dcp.load are collectives (each rank writes or reads its own shard): call them on every rank",

@@ -1,0 +1,28 @@
+import os
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+from torch.distributed.fsdp import fully_shard
+
+
+def main():
+    rank = int(os.environ["RANK"])
+    world_size = int(os.environ["WORLD_SIZE"])
+    t = torch.ones(1)
+    if rank == 0:
+        torch.save({"w": t}, "ckpt.pt")  # saving a full state dict on rank 0: no collective inside
+    dist.barrier()
+    if rank == 0:
+        dist.send(t, dst=1)  # point-to-point is meant to differ per rank
+    else:
+        dist.recv(t, src=0)
+    if rank == 0:
+        dist.broadcast(t, src=0)
+    else:
+        dist.broadcast(t, src=0)
+    if world_size > 1:
+        dist.all_reduce(t)
+    if rank is not None:
+        dist.barrier()

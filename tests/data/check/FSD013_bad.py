@@ -1,0 +1,6 @@
+import torch.distributed as dist
+
+
+def main():
+    dist.init_process_group(backend="nccl")  # <- FSD013
+    dist.destroy_process_group()
