@@ -124,20 +124,28 @@ def _nccl_possible(m: Module, call: ast.Call) -> bool:
     return any("nccl" in s for s in m.strings(kwarg(call, "backend", 0)))
 
 
+def _is_script(m: Module) -> bool:
+    """Has ``if __name__ == "__main__":`` — a whole program, not a library module whose caller may do the rest."""
+    return any(isinstance(n, ast.If) and isinstance(n.test, ast.Compare) and isinstance(n.test.left, ast.Name)
+               and n.test.left.id == "__name__" for n in m.tree.body)
+
+
 @finder("FSD013")
 def fsd013(m: Module) -> Found:
-    bound = any(m.qual(c) in ("torch.cuda.set_device", "torch.cuda.device", "torch.set_default_device",
-                              "torch.accelerator.set_device_index") for c in m.calls())
+    if not _is_script(m) or any(last_name(c) in ("set_device", "set_device_index", "set_default_device") or
+                                m.qual(c) == "torch.cuda.device" for c in m.calls()):
+        return
     for call in m.calls():
         q = m.qual(call)
-        if q == "torch.distributed.init_process_group" and _nccl_possible(m, call) and not bound \
-                and kwarg(call, "device_id") is None:
+        ws = kwarg(call, "world_size")
+        if q == "torch.distributed.init_process_group" and _nccl_possible(m, call) and kwarg(call, "device_id") is None \
+                and not (isinstance(ws, ast.Constant) and ws.value == 1):
             yield call, None
 
 
 @finder("FSD014")
 def fsd014(m: Module) -> Found:
-    if m.uses("torch.distributed.destroy_process_group"):
+    if not _is_script(m) or m.uses("torch.distributed.destroy_process_group"):
         return
     for call in m.calls():
         if m.qual(call) == "torch.distributed.init_process_group":
@@ -450,13 +458,36 @@ def fsd034(m: Module) -> Found:
                 yield call, None
 
 
+def _epoch_loop_over(m: Module, loader: ast.Call) -> bool:
+    """Is the DataLoader built by ``loader`` iterated by a ``for`` nested in another ``for`` (an epoch loop)?"""
+    parent = m.parents.get(id(loader))
+    if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name)):
+        return False
+    name = parent.targets[0].id
+    for node in m.scope_nodes(m.scope_of(parent)):
+        if isinstance(node, (ast.For, ast.AsyncFor)) and any(
+                isinstance(n, ast.Name) and n.id == name for n in ast.walk(node.iter)):
+            if any(isinstance(a, (ast.For, ast.AsyncFor, ast.While)) for a in m.ancestors(node)):
+                return True
+    return False
+
+
 @finder("FSD035")
 def fsd035(m: Module) -> Found:
     if any(last_name(c) == "set_epoch" for c in m.calls()):
         return
     for call in m.calls():
         q = m.qual(call) or ""
-        if q.endswith("DistributedSampler") and q.startswith("torch.utils.data") and \
-                not (isinstance(kwarg(call, "shuffle"), ast.Constant) and kwarg(call, "shuffle").value is False):
+        shuffle = kwarg(call, "shuffle")
+        if not (q.startswith("torch.utils.data") and q.endswith("DistributedSampler")) or \
+                isinstance(shuffle, ast.Constant) and shuffle.value is False:
+            continue
+        parent = m.parents.get(id(call))
+        if not (isinstance(parent, ast.Assign) and isinstance(parent.targets[0], ast.Name)):
+            continue
+        sampler = parent.targets[0].id
+        loaders = [c for c in m.calls(m.scope_of(call)) if (m.qual(c) or "").endswith("DataLoader") and any(
+            isinstance(n, ast.Name) and n.id == sampler for k in c.keywords for n in ast.walk(k.value))]
+        if any(_epoch_loop_over(m, ld) for ld in loaders):
             yield call, None
 

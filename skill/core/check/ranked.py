@@ -17,7 +17,8 @@ COLLECTIVES = {"barrier", "monitored_barrier", "all_reduce", "all_gather", "all_
                "reduce", "reduce_scatter", "reduce_scatter_tensor", "broadcast", "broadcast_object_list", "gather",
                "gather_object", "scatter", "scatter_object_list", "all_to_all", "all_to_all_single",
                "all_gather_coalesced", "all_reduce_coalesced"}
-GROUP_CREATORS = {"new_group", "new_subgroups", "new_subgroups_by_enumeration", "init_process_group", "init_device_mesh"}
+# init_process_group is not here: a subset of processes may form its own default group (an RPC job's trainers)
+GROUP_CREATORS = {"new_group", "new_subgroups", "new_subgroups_by_enumeration", "init_device_mesh"}
 DCP = {"save", "load", "async_save", "save_state_dict", "load_state_dict"}
 SD_GET = {"get_model_state_dict", "get_optimizer_state_dict", "get_state_dict"}
 SD_SET = {"set_model_state_dict", "set_optimizer_state_dict", "set_state_dict"}

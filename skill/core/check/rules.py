@@ -34,7 +34,7 @@ RULES: dict[str, Rule] = {r.code: r for r in [
     _r("FSD008", "error", "`ZeroRedundancyOptimizer.consolidate_state_dict` on rank 0 only",
        "consolidate_state_dict() is collective: call it on every rank, then state_dict() on the target rank",
        "checkpoint/zero-consolidate-state-dict", "checkpoint/zero-consolidate-state-dict"),
-    _r("FSD009", "error", "`new_group` / `init_device_mesh` / `init_process_group` inside a rank-conditional branch",
+    _r("FSD009", "error", "`new_group` / `init_device_mesh` inside a rank-conditional branch",
        "process groups are created by every rank of the default group, members or not, in the same order",
        "init/new-group", "init/new-group"),
     _r("FSD010", "error", "forward of an FSDP module (e.g. evaluation) on rank 0 only",
@@ -47,10 +47,10 @@ RULES: dict[str, Rule] = {r.code: r for r in [
     _r("FSD012", "error", "`torch.nn.utils.clip_grad_norm_` on an FSDP1 model's parameters",
        "on FSDP1 flat shards torch.nn.utils.clip_grad_norm_ sees only the local shard; call model.clip_grad_norm_(max_norm) "
        "on the root FSDP module", "fsdp2/gradient-clipping", "recipes/fsdp1-end-to-end"),
-    _r("FSD013", "error", "NCCL process group without `torch.cuda.set_device` or `device_id`",
+    _r("FSD013", "error", "NCCL process group without `torch.cuda.set_device` or `device_id` (in a script)",
        "NCCL without torch.cuda.set_device(local_rank) (or init_process_group(device_id=...)): every process "
        "uses cuda:0 (\"Duplicate GPU detected\")", "backends/nccl-exclusive-gpu", "init/env-init"),
-    _r("FSD014", "warning", "`init_process_group` without `destroy_process_group`",
+    _r("FSD014", "warning", "`init_process_group` without `destroy_process_group` (in a script)",
        "no destroy_process_group(): call it once at the end (in a finally:), or NCCL teardown can hang at exit",
        "init/destroy-process-group", "init/env-init"),
     _r("FSD015", "error", "`fully_shard` on a submodule after `fully_shard` on its parent",
@@ -116,7 +116,7 @@ RULES: dict[str, Rule] = {r.code: r for r in [
     _r("FSD034", "info", "low-precision `param_dtype` without `reduce_dtype`",
        "reduce_dtype is unset, so gradients are reduced in the low param_dtype; set reduce_dtype=torch.float32",
        "mixed-precision/numerics-pitfalls", "mixed-precision/fsdp2-bf16-fp32-reduce"),
-    _r("FSD035", "warning", "`DistributedSampler` without `set_epoch`",
+    _r("FSD035", "warning", "`DistributedSampler` loader iterated over epochs without `set_epoch`",
        "DistributedSampler shuffles with seed + epoch: without sampler.set_epoch(epoch) every epoch repeats the same order",
        "checkpoint/resume-latest-complete", "checkpoint/resume-latest-complete"),
 ]}

@@ -10,3 +10,11 @@ def main():
     backend = "nccl" if torch.cuda.is_available() else "gloo"
     dist.init_process_group(backend=backend)
     dist.destroy_process_group()
+
+
+def single_process_test():
+    dist.init_process_group(backend="nccl", init_method="tcp://localhost:12357", world_size=1, rank=0)
+
+
+if __name__ == "__main__":
+    main()
