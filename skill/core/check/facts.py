@@ -63,7 +63,7 @@ _ITER_METHODS = {"modules", "children", "named_modules", "named_children", "valu
 
 RANK_ENV = {"RANK", "LOCAL_RANK", "GROUP_RANK", "NODE_RANK", "SLURM_PROCID", "SLURM_LOCALID",
             "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "PMI_RANK"}
-_RANK_NAME = re.compile(r"^(rank|local_rank|global_rank|node_rank|process_index|local_process_index|[a-z0-9]+_rank)$")
+_RANK_NAMES = {"rank", "local_rank", "global_rank", "node_rank", "process_index", "local_process_index"}
 _RANK_GETTERS = {"get_rank", "get_local_rank", "get_global_rank", "get_group_rank", "get_node_local_rank"}
 _MAIN_NAME = re.compile(
     r"^(is_(local_|global_|world_)?(main|master|primary|chief|rank_?0|rank_?zero|global_zero|process_zero)"
@@ -72,6 +72,19 @@ _MAIN_NAME = re.compile(
 _RANK_ZERO_DECORATORS = {"rank_zero_only", "main_process_only", "on_main_process", "rank0_only", "master_only"}
 
 Pos = tuple[int, int]
+# singleton nodes (Load(), Add(), Eq(), ...) shared by the whole tree: not indexed
+_SHARED = (ast.expr_context, ast.operator, ast.cmpop, ast.boolop, ast.unaryop)
+
+
+def rank_name(name: str) -> bool:
+    """``rank``, ``local_rank``, ``global_rank``, ``ddp_rank``, ... (a name that holds this process's rank)."""
+    return name in _RANK_NAMES or name.endswith("_rank") and name[:-5].isalnum() and name.islower()
+
+
+@functools.lru_cache(maxsize=4096)
+def main_name(name: str) -> bool:
+    """``is_main_process``, ``is_master``, ``master_process``, ``is_rank_zero``, ..."""
+    return bool(_MAIN_NAME.match(name))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -171,23 +184,52 @@ class Module:
     _rank_nodes: dict[int, ast.If | ast.AST] | None = None
     nodes: list[ast.AST] = field(default_factory=list)  # every node, in ast.walk order
     _calls: list[ast.Call] = field(default_factory=list)
+    _scopes: dict[int, ast.AST] = field(default_factory=dict)
+    _by_scope: dict[int, list[ast.AST]] = field(default_factory=dict)
     _quals: dict[int, str | None] = field(default_factory=dict)
     cache: dict = field(default_factory=dict)  # per-module memo for finders (keyed by their own names)
 
     @classmethod
     def build(cls, tree: ast.Module) -> Module:
         m = cls(tree)
-        m.nodes = list(ast.walk(tree))
-        for node in m.nodes:
-            if isinstance(node, ast.Call):
-                m._calls.append(node)
-            for child in ast.iter_child_nodes(node):
-                m.parents[id(child)] = node
+        m._index()
         m._imports()
         m._bindings()
         m._ranks()
         m._wrapped()
         return m
+
+    def _index(self) -> None:
+        """One pre-order pass (source order): every node, its parent, its scope, the calls."""
+        stack: list[tuple[ast.AST, ast.AST]] = [(self.tree, self.tree)]
+        scopes, parents, nodes, calls = self._scopes, self.parents, self.nodes, self._calls
+        by_scope: dict[int, list[ast.AST]] = {id(self.tree): []}
+        self._by_scope = by_scope
+        funcs, call_t, shared, ast_t = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda), ast.Call, _SHARED, ast.AST
+        pop, push = stack.pop, stack.append
+        while stack:
+            node, scope = pop()
+            nodes.append(node)
+            nid = id(node)
+            scopes[nid] = scope
+            by_scope[id(scope)].append(node)
+            if isinstance(node, call_t):
+                calls.append(node)
+            if isinstance(node, funcs):
+                inner = node
+                by_scope[nid] = []
+            else:
+                inner = scope
+            children = []
+            for name in node._fields:
+                value = getattr(node, name, None)
+                if value.__class__ is list:
+                    children.extend(v for v in value if isinstance(v, ast_t))
+                elif isinstance(value, ast_t) and not isinstance(value, shared):
+                    children.append(value)
+            for child in reversed(children):
+                parents[id(child)] = node
+                push((child, inner))
 
     # --- names -------------------------------------------------------------------------------------
     def _imports(self) -> None:
@@ -231,21 +273,12 @@ class Module:
 
     # --- scopes and bindings -------------------------------------------------------------------------
     def scope_of(self, node: ast.AST) -> ast.AST:
-        cur = self.parents.get(id(node))
-        while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.Module)):
-            cur = self.parents.get(id(cur))
-        return cur or self.tree
+        """The function (or the module) whose body holds ``node``."""
+        return self._scopes.get(id(node), self.tree)
 
-    def scope_nodes(self, scope: ast.AST) -> Iterator[ast.AST]:
-        """Nodes of ``scope`` in source order, not descending into nested functions."""
-        body = scope.body if isinstance(scope.body, list) else [scope.body]
-        stack = list(reversed(body))
-        while stack:
-            node = stack.pop()
-            yield node
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-                continue
-            stack.extend(reversed(list(ast.iter_child_nodes(node))))
+    def scope_nodes(self, scope: ast.AST) -> list[ast.AST]:
+        """Nodes of ``scope`` in source order, not those of nested functions (a nested ``def`` itself is)."""
+        return self._by_scope.get(id(scope), [])
 
     def _bind(self, scope: ast.AST, target: ast.AST, kind: str, value: ast.AST | None, pos: Pos) -> None:
         for node in ast.walk(target):
@@ -257,13 +290,15 @@ class Module:
         scopes = [self.tree] + [n for n in self.nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
         for scope in scopes:
             if scope is not self.tree:
-                if isinstance(self.scope_of(scope), ast.Module) and isinstance(self.parents.get(id(scope)), ast.Module):
+                if isinstance(self.parents.get(id(scope)), ast.Module):
                     self.functions[scope.name] = scope
                 args = scope.args
                 for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg]:
                     if a is not None:
                         self.bindings.setdefault((id(scope), a.arg), []).append(Binding((0, 0), "param", None, 0))
             for node in self.scope_nodes(scope):
+                if node is scope:
+                    continue
                 if isinstance(node, ast.Assign):
                     value = node.value if len(node.targets) == 1 else None
                     for t in node.targets:
@@ -348,12 +383,15 @@ class Module:
 
     # --- rank conditions -----------------------------------------------------------------------------
     def _ranks(self) -> None:
+        assigns = []
         for node in self.nodes:
-            if isinstance(node, ast.arg) and _RANK_NAME.match(node.arg):
+            if isinstance(node, ast.arg) and rank_name(node.arg):
                 self.rank_names.add(node.arg)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                assigns.append(node)
         for _ in range(3):  # names bound to rank expressions, then flags bound to rank comparisons
-            for node in self.nodes:
-                if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            for node in assigns:
+                if True:
                     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                     for t in targets:
                         if isinstance(t, ast.Name):
@@ -367,7 +405,7 @@ class Module:
         if isinstance(node, ast.Name):
             return node.id in self.rank_names
         if isinstance(node, ast.Attribute):
-            return bool(_RANK_NAME.match(node.attr))
+            return rank_name(node.attr)
         if isinstance(node, ast.BinOp):
             return self.is_rank_expr(node.left) or self.is_rank_expr(node.right)
         if isinstance(node, ast.Subscript):
@@ -388,7 +426,7 @@ class Module:
         if isinstance(node, ast.Name) and node.id in self.main_flags:
             return True
         name = last_name(node) if isinstance(node, (ast.Name, ast.Attribute, ast.Call)) else None
-        return bool(name and _MAIN_NAME.match(name))
+        return bool(name and main_name(name))
 
     def is_rank_test(self, test: ast.AST) -> bool:
         """Is ``test`` true on some ranks and false on others? (``and``/``or``/``not`` of rank comparisons,
