@@ -53,6 +53,14 @@ def test_every_rule_points_at_existing_section_and_snippet():
         assert rule.snippet in kb.snippets, (rule.code, rule.snippet)
 
 
+def test_readme_rule_table_matches_the_rules():
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    rows = {line.split(" | ")[0].strip("| "): line for line in readme.splitlines() if re.match(r"^\| FSD\d{3} \|", line)}
+    assert set(rows) == set(RULES)
+    for r in RULES.values():
+        assert rows[r.code] == f"| {r.code} | {r.severity} | {r.summary} | `{r.section}` | `{r.snippet}` |"
+
+
 def test_finding_carries_section_snippet_and_range():
     (f,) = check_source("import torch.distributed as dist\nif dist.get_rank() == 0:\n    dist.barrier()\n", "t.py")
     assert (f.code, f.severity, f.line, f.col, f.end_line, f.end_col) == ("FSD003", "error", 3, 5, 3, 19)
