@@ -51,6 +51,7 @@ _CANON = [
 FSDP1 = "torch.distributed.fsdp.FullyShardedDataParallel"
 FULLY_SHARD = "torch.distributed.fsdp.fully_shard"
 DDP = "torch.nn.parallel.DistributedDataParallel"
+JOIN = "torch.distributed.algorithms.Join"
 # calls that return (a wrapper of) the module they are given as first argument
 _WRAPPERS = {FSDP1, FULLY_SHARD, DDP, "torch.compile",
              "torch.distributed.algorithms._checkpoint.checkpoint_wrapper.checkpoint_wrapper"}
@@ -72,6 +73,7 @@ _MAIN_NAME = re.compile(
 _RANK_ZERO_DECORATORS = {"rank_zero_only", "main_process_only", "on_main_process", "rank0_only", "master_only"}
 
 Pos = tuple[int, int]
+_EXITS = (ast.Return, ast.Continue, ast.Break)  # not raise: an error path, the job fails anyway
 # singleton nodes (Load(), Add(), Eq(), ...) shared by the whole tree: not indexed
 _SHARED = (ast.expr_context, ast.operator, ast.cmpop, ast.boolop, ast.unaryop)
 
@@ -181,6 +183,8 @@ class Module:
     main_flags: set[str] = field(default_factory=set)
     fsdp1: set[tuple[int, str]] = field(default_factory=set)
     fsdp2: set[tuple[int, str]] = field(default_factory=set)
+    ddp: set[tuple[int, str]] = field(default_factory=set)
+    joined: set[tuple[int, str]] = field(default_factory=set)  # modules passed to Join([...]) somewhere
     _rank_nodes: dict[int, ast.If | ast.AST] | None = None
     nodes: list[ast.AST] = field(default_factory=list)  # every node, in ast.walk order
     _calls: list[ast.Call] = field(default_factory=list)
@@ -451,6 +455,8 @@ class Module:
                     for stmt in node.body + node.orelse:
                         for sub in ast.walk(stmt):
                             out.setdefault(id(sub), node)
+                    if not node.orelse and node.body and isinstance(node.body[-1], _EXITS):
+                        self._after_exit(node, out)
                 elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
                         last_name(d) in _RANK_ZERO_DECORATORS for d in node.decorator_list):
                     for stmt in node.body:
@@ -458,6 +464,17 @@ class Module:
                             out.setdefault(id(sub), node)
             self._rank_nodes = out
         return self._rank_nodes
+
+    def _after_exit(self, branch: ast.If, out: dict[int, ast.AST]) -> None:
+        """``if rank != 0: return`` — what follows in the same block runs on the other ranks only."""
+        parent = self.parents.get(id(branch))
+        for name in ("body", "orelse", "finalbody", "handlers"):
+            block = getattr(parent, name, None)
+            if isinstance(block, list) and any(stmt is branch for stmt in block):
+                after = block[[i for i, stmt in enumerate(block) if stmt is branch][0] + 1:]
+                for stmt in after:
+                    for sub in ast.walk(stmt):
+                        out.setdefault(id(sub), branch)
 
     def other_branch_has(self, branch: ast.AST, node: ast.AST, key) -> bool:
         """For ``if c: A else: B``: does the other branch than the one holding ``node`` contain a call with ``key``?"""
@@ -498,6 +515,8 @@ class Module:
                 q = self.qual(node.value)
                 for t in node.targets:
                     key = (id(self.scope_of(node)), t.id) if isinstance(t, ast.Name) else self._key(t)
+                    if key and q == DDP:
+                        self.ddp.add(key)
                     if key and q == FSDP1:
                         fsdp1.add(key)
                     elif key and q == FULLY_SHARD:
@@ -506,6 +525,9 @@ class Module:
                 key = self._key(node.args[0])
                 if key:
                     fsdp2.add(key)
+            if isinstance(node, ast.Call) and self.qual(node) == JOIN and node.args \
+                    and isinstance(node.args[0], (ast.List, ast.Tuple)):
+                self.joined |= {k for el in node.args[0].elts if (k := self._key(el))}
         self.fsdp1, self.fsdp2 = fsdp1, fsdp2 - fsdp1
 
     def is_fsdp1(self, node: ast.AST) -> bool:
@@ -518,3 +540,8 @@ class Module:
 
     def is_fsdp(self, node: ast.AST) -> bool:
         return self.is_fsdp1(node) or self.is_fsdp2(node)
+
+    def is_joined_ddp(self, node: ast.AST) -> bool:
+        """A DDP wrapper that some ``Join([...])`` of this file was given (its join config stays on)."""
+        key = self._key(node)
+        return key in self.ddp and key in self.joined

@@ -1,4 +1,4 @@
-"""Rules about work that every rank must do, found on a path only some ranks take (FSD003-FSD010).
+"""Rules about work that every rank must do, found on a path only some ranks take (FSD003-FSD010, FSD036).
 
 Each kind of collective call has its own code; a call to a function of this file that runs one (directly
 or through another local function) counts as that collective, so ``if rank == 0: save(model)`` is caught
@@ -74,6 +74,8 @@ def collective_kind(m: Module, call: ast.Call) -> tuple[str, str] | None:
         return "FSD009", f"{name}()"
     if isinstance(call.func, (ast.Name, ast.Attribute)) and m.is_fsdp(call.func):
         return "FSD010", f"{dotted(call.func)}(...) (forward of an FSDP module)"
+    if isinstance(call.func, (ast.Name, ast.Attribute)) and m.is_joined_ddp(call.func):
+        return "FSD036", f"{dotted(call.func)}(...) (forward through a DDP wrapper that was given to Join)"
     return None
 
 
@@ -116,5 +118,4 @@ def rank_findings(m: Module) -> Iterator[tuple[str, ast.AST, str]]:
         code, label = kind
         if m.other_branch_has(branch, call, lambda c, code=code, label=label: (collective_kind(m, c) or ("", ""))[1] == label):
             continue
-        where = f"line {branch.lineno}"
-        yield code, call, f"{label} runs only on the ranks that take the branch at {where}"
+        yield code, call, f"{label} runs only on some ranks (rank condition at line {branch.lineno})"

@@ -119,6 +119,9 @@ RULES: dict[str, Rule] = {r.code: r for r in [
     _r("FSD035", "warning", "`DistributedSampler` loader iterated over epochs without `set_epoch`",
        "DistributedSampler shuffles with seed + epoch: without sampler.set_epoch(epoch) every epoch repeats the same order",
        "checkpoint/resume-latest-complete", "checkpoint/resume-latest-complete"),
+    _r("FSD036", "error", "rank-0-only forward through a DDP wrapper that was given to `Join`",
+       "after a Join the wrapper's forward still issues all-reduces the other ranks never answer; evaluate on one "
+       "rank through model.module", "join/joinable-interface", "join/join-config-after-exit"),
 ]}
 
 SYNTAX = "FSD000"  # the file does not parse: reported as a finding, not a rule of the table

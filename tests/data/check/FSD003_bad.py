@@ -33,3 +33,17 @@ def main():
     master_process = rank == 0
     if master_process:
         dist.all_gather_object([None, None], 1)  # <- FSD003
+
+
+def log_then_sync(t):
+    if dist.get_rank() != 0:
+        return
+    print(t)
+    dist.barrier()  # <- FSD003
+
+
+def loop(batches, rank):
+    for t in batches:
+        if rank > 0:
+            continue
+        dist.all_reduce(t)  # <- FSD003

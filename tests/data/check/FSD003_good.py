@@ -26,3 +26,15 @@ def main():
         dist.all_reduce(t)
     if rank is not None:
         dist.barrier()
+
+
+def check_inputs(path):
+    if dist.get_rank() == 0 and not os.path.exists(path):
+        raise FileNotFoundError(path)  # an error path: the job fails anyway
+    dist.barrier()
+
+
+def skip_when_alone(t):
+    if not dist.is_initialized():
+        return
+    dist.all_reduce(t)
