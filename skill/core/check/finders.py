@@ -96,7 +96,8 @@ def fsd011(m: Module) -> Found:
     if not m.uses(FSDP1, FULLY_SHARD):
         return
     for call in m.calls():
-        if m.qual(call) == "torch.amp.GradScaler":
+        enabled = kwarg(call, "enabled")
+        if m.qual(call) == "torch.amp.GradScaler" and not (isinstance(enabled, ast.Constant) and enabled.value is False):
             yield call, None
 
 
@@ -174,10 +175,18 @@ def _is(pred, node: ast.AST | None) -> bool:
     return node is not None and pred(node)
 
 
+def _per_rank_file(m: Module, save: ast.Call) -> bool:
+    """``torch.save(sd, f"shard_{rank}.pt")``: each rank writes its own file on purpose."""
+    target = kwarg(save, "f", 1)
+    return target is not None and any(isinstance(n, (ast.Name, ast.Attribute, ast.Call)) and m.is_rank_expr(n)
+                                      for n in ast.walk(target))
+
+
 @finder("FSD016")
 def fsd016(m: Module) -> Found:
     for call in m.calls():
-        if m.qual(call) == "torch.save" and _is(m.is_fsdp2, _state_dict_owner(m, kwarg(call, "obj", 0))):
+        if m.qual(call) == "torch.save" and _is(m.is_fsdp2, _state_dict_owner(m, kwarg(call, "obj", 0))) \
+                and not _per_rank_file(m, call):
             yield call, None
 
 
@@ -192,7 +201,8 @@ def fsd017(m: Module) -> Found:
         return
     optims = _optimizer_names(m)
     for call in m.calls():
-        if m.qual(call) == "torch.save" and dotted(_state_dict_owner(m, kwarg(call, "obj", 0)) or ast.Pass()) in optims:
+        if m.qual(call) == "torch.save" and dotted(_state_dict_owner(m, kwarg(call, "obj", 0)) or ast.Pass()) in optims \
+                and not _per_rank_file(m, call):
             yield call, None
 
 
@@ -407,13 +417,14 @@ def fsd031(m: Module) -> Found:
         return
     for call in m.calls():
         if m.qual(call) == FSDP1 and call.args and dotted(call.args[0]) in frozen \
-                and not is_true(kwarg(call, "use_orig_params")):
+                and not is_true(kwarg(call, "use_orig_params")) and kwarg(call, "auto_wrap_policy") is None:
             yield call, None
 
 
 @finder("FSD032")
 def fsd032(m: Module) -> Found:
-    if any(isinstance(c.func, ast.Attribute) and c.func.attr == "to_empty" for c in m.calls()):
+    if not _is_script(m) or any(isinstance(c.func, ast.Attribute) and c.func.attr == "to_empty"
+                                or last_name(c) == "load_state_dict" and is_true(kwarg(c, "assign")) for c in m.calls()):
         return
     meta_with = [w for w in m.nodes if isinstance(w, (ast.With, ast.AsyncWith)) and any(
         isinstance(i.context_expr, ast.Call) and m.qual(i.context_expr) == "torch.device"

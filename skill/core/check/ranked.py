@@ -45,6 +45,12 @@ def _fsdp1_sharded_context(m: Module, node: ast.AST) -> bool:
     return False
 
 
+def _sharded_by_default(m: Module) -> bool:
+    """Does the file switch FSDP1 to SHARDED_STATE_DICT / LOCAL_STATE_DICT for good (``FSDP.set_state_dict_type``)?"""
+    return any(last_name(c) == "set_state_dict_type" and last_name(kwarg(c, "state_dict_type", 1) or c)
+               in ("SHARDED_STATE_DICT", "LOCAL_STATE_DICT") for c in m.calls())
+
+
 def collective_kind(m: Module, call: ast.Call) -> tuple[str, str] | None:
     """(rule code, label) when every rank must make ``call`` together, else None."""
     q = m.qual(call) or ""
@@ -62,7 +68,8 @@ def collective_kind(m: Module, call: ast.Call) -> tuple[str, str] | None:
         return "FSD006", f"FSDP.{name}()"
     if isinstance(call.func, ast.Attribute):
         recv = dotted(call.func.value)
-        if call.func.attr == "state_dict" and m.is_fsdp1(call.func.value) and not _fsdp1_sharded_context(m, call):
+        if call.func.attr == "state_dict" and m.is_fsdp1(call.func.value) and not _fsdp1_sharded_context(m, call) \
+                and not _sharded_by_default(m):
             return "FSD006", f"{recv}.state_dict() of an FSDP1 module"
         if call.func.attr == "full_tensor":
             return "FSD007", ".full_tensor()"
@@ -80,7 +87,8 @@ def collective_kind(m: Module, call: ast.Call) -> tuple[str, str] | None:
 
 
 def _summaries(m: Module) -> dict[str, tuple[str, str, int]]:
-    """Local function name -> (code, label, line) of the first collective it runs on every path (fixpoint)."""
+    """Local function name -> (code, label, line) of the first collective it runs outside a rank condition,
+    directly or through another local function (a fixpoint over the file's module-level functions)."""
     out: dict[str, tuple[str, str, int]] = {}
     ranked = m.rank_branches()
     for _ in range(4):
@@ -88,16 +96,24 @@ def _summaries(m: Module) -> dict[str, tuple[str, str, int]]:
             if fname in out:
                 continue
             for node in m.scope_nodes(fn):
-                if not isinstance(node, ast.Call) or id(node) in ranked:
-                    continue
-                kind = collective_kind(m, node)
-                if kind is None and isinstance(node.func, ast.Name) and node.func.id in out and node.func.id != fname:
-                    code, label, _ = out[node.func.id]
-                    kind = (code, f"{node.func.id}() -> {label}")
-                if kind is not None:
-                    out[fname] = (kind[0], kind[1], node.lineno)
-                    break
+                if isinstance(node, ast.Call) and id(node) not in ranked:
+                    kind = _kind(m, node, out, exclude=fname)
+                    if kind is not None:
+                        out[fname] = (kind[0], kind[1], kind[2] or node.lineno)
+                        break
     return out
+
+
+def _kind(m: Module, call: ast.Call, summaries: dict, exclude: str | None = None) -> tuple[str, str, int | None, str | None] | None:
+    """(code, label of the collective, its line when reached through a local function, that function's name)."""
+    kind = collective_kind(m, call)
+    if kind is not None:
+        return kind[0], kind[1], None, None
+    if isinstance(call.func, ast.Name) and call.func.id in summaries and call.func.id != exclude \
+            and m.scope_of(call) is not m.functions.get(call.func.id):
+        code, label, line = summaries[call.func.id]
+        return code, label, line, call.func.id
+    return None
 
 
 def rank_findings(m: Module) -> Iterator[tuple[str, ast.AST, str]]:
@@ -108,14 +124,11 @@ def rank_findings(m: Module) -> Iterator[tuple[str, ast.AST, str]]:
         branch = branches.get(id(call))
         if branch is None:
             continue
-        kind = collective_kind(m, call)
-        if kind is None and isinstance(call.func, ast.Name) and call.func.id in summaries \
-                and m.scope_of(call) is not m.functions.get(call.func.id):
-            code, label, line = summaries[call.func.id]
-            kind = (code, f"{call.func.id}(), which runs {label} at line {line},")
+        kind = _kind(m, call, summaries)
         if kind is None:
             continue
-        code, label = kind
-        if m.other_branch_has(branch, call, lambda c, code=code, label=label: (collective_kind(m, c) or ("", ""))[1] == label):
-            continue
-        yield code, call, f"{label} runs only on some ranks (rank condition at line {branch.lineno})"
+        code, label, line, via = kind
+        if m.other_branch_has(branch, call, lambda c, label=label: (_kind(m, c, summaries) or ("", ""))[1] == label):
+            continue  # if c: A() else: A() -- every rank runs it
+        what = f"{via}(), which runs {label} at line {line}," if via else label
+        yield code, call, f"{what} runs only on some ranks (rank condition at line {branch.lineno})"

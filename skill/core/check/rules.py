@@ -56,7 +56,7 @@ RULES: dict[str, Rule] = {r.code: r for r in [
     _r("FSD015", "error", "`fully_shard` on a submodule after `fully_shard` on its parent",
        "fully_shard bottom-up: blocks first, the root last; after the root every parameter is already a DTensor "
        "and this call raises", "sharding/fully-shard-order-root", "sharding/bottom-up-order"),
-    _r("FSD016", "error", "`torch.save` of an FSDP2 module's `state_dict()`",
+    _r("FSD016", "error", "`torch.save` of an FSDP2 module's `state_dict()` (not to a per-rank file)",
        "an FSDP2 state_dict() holds this rank's DTensor shards, not the model: use get_model_state_dict(model, "
        "options=StateDictOptions(full_state_dict=True, cpu_offload=True)) or dcp.save",
        "checkpoint/fsdp2-full-state-dict", "checkpoint/fsdp2-full-state-dict-rank0"),
@@ -104,10 +104,10 @@ RULES: dict[str, Rule] = {r.code: r for r in [
     _r("FSD030", "error", "`set_requires_gradient_sync(False)` never turned back on",
        "gradients are never reduce-scattered: set_requires_gradient_sync(True) before the last micro-batch",
        "fsdp2/gradient-accumulation-no-sync", "fsdp2/grad-accumulation"),
-    _r("FSD031", "warning", "FSDP1 wrapping a model with frozen parameters without `use_orig_params=True`",
-       "with use_orig_params=False an FSDP1 unit must be all frozen or all trainable (\"Must flatten tensors with "
-       "uniform requires_grad\"); pass use_orig_params=True", "model/frozen-params-fsdp1", "model/frozen-params-fsdp1"),
-    _r("FSD032", "error", "meta-device model sharded but never materialised (`to_empty`)",
+    _r("FSD031", "warning", "FSDP1 wrapping a partly frozen model as one unit without `use_orig_params=True`",
+       "with use_orig_params=False one FSDP1 unit must be all frozen or all trainable (\"Must flatten tensors with "
+       "uniform requires_grad\"); pass use_orig_params=True or wrap the frozen part separately", "model/frozen-params-fsdp1", "model/frozen-params-fsdp1"),
+    _r("FSD032", "error", "meta-device model sharded but never materialised (`to_empty`; in a script)",
        "the model was built on the meta device and is never materialised: call model.to_empty(device=...) after "
        "fully_shard, then initialise (reset_parameters or load)", "fsdp2/meta-device-init", "fsdp2/meta-init"),
     _r("FSD033", "info", "CPU offload with an optimizer not set to `fused=True` / `foreach=True`",

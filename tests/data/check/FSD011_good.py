@@ -12,3 +12,8 @@ def main():
     model = FSDP(nn.Linear(8, 8).cuda())
     scaler = ShardedGradScaler()
     return model, scaler
+
+
+def bf16():
+    scaler = torch.amp.GradScaler("cuda", enabled=False)  # bf16 run: the scaler is off
+    return scaler

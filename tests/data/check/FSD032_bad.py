@@ -12,3 +12,7 @@ def main():
         model = nn.Sequential(nn.Linear(8, 8), nn.Linear(8, 4))
     fully_shard(model)  # <- FSD032
     return model
+
+
+if __name__ == "__main__":
+    main()

@@ -15,3 +15,7 @@ def main():
     for m in model:
         m.reset_parameters()
     return model
+
+
+if __name__ == "__main__":
+    main()
