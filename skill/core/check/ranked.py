@@ -87,16 +87,16 @@ def collective_kind(m: Module, call: ast.Call) -> tuple[str, str] | None:
 
 
 def _summaries(m: Module) -> dict[str, tuple[str, str, int]]:
-    """Local function name -> (code, label, line) of the first collective it runs outside a rank condition,
-    directly or through another local function (a fixpoint over the file's module-level functions)."""
+    """Local function name -> (code, label, line) of the first collective it can run, directly or through another
+    local function (a fixpoint over the file's module-level functions). A collective under a rank condition
+    inside the function counts too: run on some ranks only, the function reaches its side of a pair alone."""
     out: dict[str, tuple[str, str, int]] = {}
-    ranked = m.rank_branches()
     for _ in range(4):
         for fname, fn in m.functions.items():
             if fname in out:
                 continue
             for node in m.scope_nodes(fn):
-                if isinstance(node, ast.Call) and id(node) not in ranked:
+                if isinstance(node, ast.Call):
                     kind = _kind(m, node, out, exclude=fname)
                     if kind is not None:
                         out[fname] = (kind[0], kind[1], kind[2] or node.lineno)
@@ -116,10 +116,58 @@ def _kind(m: Module, call: ast.Call, summaries: dict, exclude: str | None = None
     return None
 
 
+def _side(m: Module, test: ast.AST) -> tuple[str, frozenset] | None:
+    """The ranks a simple rank test selects: ('in', {0}) for ``rank == 0`` / ``is_main_process()``, ('notin', {-1, 0})
+    for ``local_rank not in [-1, 0]``; None when the test is not that simple."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _side(m, test.operand)
+        return _negate(inner) if inner else None
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and m.is_rank_expr(test.left):
+        op, right = test.ops[0], test.comparators[0]
+        values = right.elts if isinstance(right, (ast.List, ast.Tuple, ast.Set)) else [right]
+        if not all(isinstance(v, ast.Constant) or isinstance(v, ast.UnaryOp) and isinstance(v.operand, ast.Constant)
+                   for v in values):
+            return None
+        consts = frozenset(ast.literal_eval(v) for v in values) - {-1}  # -1: "not distributed", no rank has it
+        kind = {ast.Eq: "in", ast.In: "in", ast.NotEq: "notin", ast.NotIn: "notin"}.get(type(op))
+        return (kind, consts) if kind else None
+    if isinstance(test, (ast.Name, ast.Attribute, ast.Call)) and m.is_main_predicate(test):
+        return ("in", frozenset({0}))
+    return None
+
+
+def _negate(side: tuple[str, frozenset]) -> tuple[str, frozenset]:
+    return ("notin" if side[0] == "in" else "in", side[1])
+
+
+def _node_side(m: Module, branch: ast.AST, node: ast.AST) -> tuple[str, frozenset] | None:
+    if not isinstance(branch, ast.If):
+        return ("in", frozenset({0}))  # @rank_zero_only
+    side = _side(m, branch.test)
+    if side is None:
+        return None
+    chain = [node, *m.ancestors(node)]
+    in_body = any(stmt is anc for stmt in branch.body for anc in chain)
+    return side if in_body else _negate(side)
+
+
+def _paired(m: Module, branches: dict, summaries: dict) -> set[tuple[int, str]]:
+    """(scope, collective) found under complementary rank conditions of one function (``local_rank not in [-1, 0]``
+    and ``local_rank == 0``): the "first process works, the others wait" pattern, where every rank reaches one side."""
+    seen: dict[tuple[int, str], set] = {}
+    for call in m.calls():
+        branch = branches.get(id(call))
+        kind = _kind(m, call, summaries) if branch is not None else None
+        if kind is not None:
+            seen.setdefault((id(m.scope_of(call)), kind[1]), set()).add(_node_side(m, branch, call))
+    return {key for key, sides in seen.items() if any(s is not None and _negate(s) in sides for s in sides)}
+
+
 def rank_findings(m: Module) -> Iterator[tuple[str, ast.AST, str]]:
     """(code, node, detail) for every collective reached on some ranks only."""
     branches = m.rank_branches()
     summaries = _summaries(m)
+    paired = _paired(m, branches, summaries)
     for call in m.calls():
         branch = branches.get(id(call))
         if branch is None:
@@ -128,6 +176,8 @@ def rank_findings(m: Module) -> Iterator[tuple[str, ast.AST, str]]:
         if kind is None:
             continue
         code, label, line, via = kind
+        if (id(m.scope_of(call)), label) in paired:
+            continue  # if rank != 0: barrier() ... if rank == 0: barrier() -- each rank waits once
         if m.other_branch_has(branch, call, lambda c, label=label: (_kind(m, c, summaries) or ("", ""))[1] == label):
             continue  # if c: A() else: A() -- every rank runs it
         what = f"{via}(), which runs {label} at line {line}," if via else label

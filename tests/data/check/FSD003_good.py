@@ -50,3 +50,12 @@ def both_sides(t):
         sync()
     else:
         dist.barrier()
+
+
+def first_process_prepares(args):
+    if args.local_rank not in [-1, 0]:
+        dist.barrier()  # the other ranks wait here ...
+    data = torch.randn(4)
+    if args.local_rank == 0:
+        dist.barrier()  # ... until the first one has prepared the data
+    return data
