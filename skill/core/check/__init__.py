@@ -3,7 +3,8 @@ knowledge section that explains it and the verified snippet that shows the fix.
 
 The code is parsed with :mod:`ast`, never imported or run, and torch is never imported.
 
-- :func:`check_source` checks one source text; :func:`check_paths` checks files, directories (every
+- :func:`check_source` checks one source text, :func:`check_tree` an already parsed module (what a flake8
+  plugin gets); :func:`check_paths` checks files, directories (every
   ``*.py`` below them) and ``'-'`` (standard input).
 - A line's ``# noqa`` silences every finding on it, ``# noqa: FSD003,FSD011`` only those codes (a finding
   spanning several lines is silenced by a comment on any of them).
@@ -31,7 +32,7 @@ from fsdp_skill.core.check.ranked import rank_findings
 from fsdp_skill.core.check.rules import RULES, SYNTAX
 from fsdp_skill.errors import InvalidArgument
 
-__all__ = ["Finding", "Rule", "RULES", "check_source", "check_paths", "validate_codes"]
+__all__ = ["Finding", "Rule", "RULES", "check_source", "check_tree", "check_paths", "validate_codes"]
 
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Za-z]+[0-9]+(?:\s*,\s*[A-Za-z]+[0-9]+)*))?", re.IGNORECASE)
 _SKIP_DIRS = {"__pycache__", "node_modules", "site-packages"}
@@ -88,7 +89,7 @@ def _keep(code: str, select: list[str], ignore: list[str]) -> bool:
 
 def check_source(code: str, path: str = "<string>", *, select: Iterable[str] | None = None,
                  ignore: Iterable[str] | None = None) -> list[Finding]:
-    """Findings for one source text, sorted by position (``path`` only labels them)."""
+    """Findings for one source text, sorted by position (``path`` only labels them); ``# noqa`` applies."""
     sel, ign = validate_codes(select), validate_codes(ignore)
     try:
         tree = ast.parse(code, filename=path)
@@ -99,17 +100,24 @@ def check_source(code: str, path: str = "<string>", *, select: Iterable[str] | N
         found = [Finding(code=SYNTAX, severity="error", message=f"file does not parse: {msg}", path=path,
                          line=line, col=col, end_line=line, end_col=col)]
         return [f for f in found if _keep(f.code, sel, ign)]
+    noqa = _noqa(code)
+    return [f for f in check_tree(tree, path, select=sel, ignore=ign) if not _silenced(f, noqa)]
+
+
+def check_tree(tree: ast.Module, path: str = "<string>", *, select: Iterable[str] | None = None,
+               ignore: Iterable[str] | None = None) -> list[Finding]:
+    """Findings for an already parsed module (a flake8 plugin gets the tree and applies ``# noqa`` itself)."""
+    sel, ign = validate_codes(select), validate_codes(ignore)
     m = Module.build(tree)
     raw: list[tuple[str, ast.AST, str | None]] = list(rank_findings(m))
     for code_, fn in FINDERS.items():
         raw += [(code_, node, detail) for node, detail in fn(m)]
-    noqa = _noqa(code)
     seen = set()
     out = []
     for code_, node, detail in raw:
         f = _finding(code_, node, detail, path)
         key = (f.code, f.line, f.col)
-        if key in seen or not _keep(f.code, sel, ign) or _silenced(f, noqa):
+        if key in seen or not _keep(f.code, sel, ign):
             continue
         seen.add(key)
         out.append(f)
