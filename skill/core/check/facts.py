@@ -78,6 +78,23 @@ _EXITS = (ast.Return, ast.Continue, ast.Break)  # not raise: an error path, the 
 _SHARED = (ast.expr_context, ast.operator, ast.cmpop, ast.boolop, ast.unaryop)
 
 
+def _const(node: ast.AST) -> object:
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+
+
+def _every_rank(test: ast.Compare) -> bool:
+    """``local_rank != -1`` / ``rank >= 0``: true on every rank of a distributed job (-1 means "not distributed")."""
+    if len(test.ops) != 1:
+        return False
+    op, value = test.ops[0], _const(test.comparators[0])
+    if isinstance(op, (ast.NotEq, ast.NotIn)):
+        return value == -1 or isinstance(value, (list, tuple, set)) and set(value) == {-1}
+    return isinstance(op, ast.GtE) and value == 0 or isinstance(op, ast.Gt) and value == -1
+
+
 def rank_name(name: str) -> bool:
     """``rank``, ``local_rank``, ``global_rank``, ``ddp_rank``, ... (a name that holds this process's rank)."""
     return name in _RANK_NAMES or name.endswith("_rank") and name[:-5].isalnum() and name.islower()
@@ -185,7 +202,7 @@ class Module:
     fsdp2: set[tuple[int, str]] = field(default_factory=set)
     ddp: set[tuple[int, str]] = field(default_factory=set)
     joined: set[tuple[int, str]] = field(default_factory=set)  # modules passed to Join([...]) somewhere
-    _rank_nodes: dict[int, ast.If | ast.AST] | None = None
+    _rank_nodes: dict[int, list[ast.AST]] | None = None
     nodes: list[ast.AST] = field(default_factory=list)  # every node, in ast.walk order
     _calls: list[ast.Call] = field(default_factory=list)
     _scopes: dict[int, ast.AST] = field(default_factory=dict)
@@ -440,32 +457,32 @@ class Module:
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             return self.is_rank_test(test.operand)
         if isinstance(test, ast.Compare):
-            return not any(isinstance(op, (ast.Is, ast.IsNot)) for op in test.ops) and \
+            return not any(isinstance(op, (ast.Is, ast.IsNot)) for op in test.ops) and not _every_rank(test) and \
                 any(self.is_rank_expr(x) for x in [test.left, *test.comparators])
         if isinstance(test, (ast.Name, ast.Attribute, ast.Call)):
             return self.is_main_predicate(test) or self.is_rank_expr(test)
         return False
 
-    def rank_branches(self) -> dict[int, ast.AST]:
-        """id(node) -> the ``if`` (or ``@rank_zero_only`` function) that runs it on some ranks only."""
+    def rank_branches(self) -> dict[int, list[ast.AST]]:
+        """id(node) -> every ``if`` (or ``@rank_zero_only`` function) that runs it on some ranks only, outermost first."""
         if self._rank_nodes is None:
-            out: dict[int, ast.AST] = {}
+            out: dict[int, list[ast.AST]] = {}
             for node in self.nodes:
                 if isinstance(node, ast.If) and self.is_rank_test(node.test):
                     for stmt in node.body + node.orelse:
                         for sub in ast.walk(stmt):
-                            out.setdefault(id(sub), node)
+                            out.setdefault(id(sub), []).append(node)
                     if not node.orelse and node.body and isinstance(node.body[-1], _EXITS):
                         self._after_exit(node, out)
                 elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
                         last_name(d) in _RANK_ZERO_DECORATORS for d in node.decorator_list):
                     for stmt in node.body:
                         for sub in ast.walk(stmt):
-                            out.setdefault(id(sub), node)
+                            out.setdefault(id(sub), []).append(node)
             self._rank_nodes = out
         return self._rank_nodes
 
-    def _after_exit(self, branch: ast.If, out: dict[int, ast.AST]) -> None:
+    def _after_exit(self, branch: ast.If, out: dict[int, list[ast.AST]]) -> None:
         """``if rank != 0: return`` — what follows in the same block runs on the other ranks only."""
         parent = self.parents.get(id(branch))
         for name in ("body", "orelse", "finalbody", "handlers"):
@@ -474,7 +491,7 @@ class Module:
                 after = block[[i for i, stmt in enumerate(block) if stmt is branch][0] + 1:]
                 for stmt in after:
                     for sub in ast.walk(stmt):
-                        out.setdefault(id(sub), branch)
+                        out.setdefault(id(sub), []).append(branch)
 
     def other_branch_has(self, branch: ast.AST, node: ast.AST, key) -> bool:
         """For ``if c: A else: B``: does the other branch than the one holding ``node`` contain a call with ``key``?"""

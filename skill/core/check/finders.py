@@ -344,6 +344,8 @@ def fsd027(m: Module) -> Found:
         q = m.qual(call) or ""
         if q == "torch.utils.checkpoint.checkpoint":
             v = kwarg(call, "use_reentrant")
+            if v is None and any(k.arg is None for k in call.keywords):
+                continue  # checkpoint(fn, **kwargs): the flag may be in kwargs
             if v is None or is_true(v):
                 yield call, None
         elif q.endswith("checkpoint_wrapper.checkpoint_wrapper") or q.endswith("checkpoint_wrapper"):
@@ -384,10 +386,10 @@ def fsd030(m: Module) -> Found:
         yield calls[0], None
 
 
-def _freezes(m: Module) -> set[str]:
-    """Dotted names of modules some of whose parameters are frozen."""
+def _freezes(m: Module, scope: ast.AST) -> set[str]:
+    """Dotted names of modules some of whose parameters are frozen in ``scope``."""
     out = set()
-    for node in m.nodes:
+    for node in m.scope_nodes(scope):
         if isinstance(node, ast.Call) and last_name(node) == "requires_grad_" and node.args and \
                 isinstance(node.args[0], ast.Constant) and node.args[0].value is False:
             out |= _owner_prefixes(m, node.func.value)
@@ -412,12 +414,11 @@ def _owner_prefixes(m: Module, expr: ast.AST) -> set[str]:
 
 @finder("FSD031")
 def fsd031(m: Module) -> Found:
-    frozen = _freezes(m)
-    if not frozen:
-        return
     for call in m.calls():
-        if m.qual(call) == FSDP1 and call.args and dotted(call.args[0]) in frozen \
-                and not is_true(kwarg(call, "use_orig_params")) and kwarg(call, "auto_wrap_policy") is None:
+        if m.qual(call) != FSDP1 or not call.args or is_true(kwarg(call, "use_orig_params")) \
+                or kwarg(call, "auto_wrap_policy") is not None or any(k.arg is None for k in call.keywords):
+            continue
+        if dotted(call.args[0]) in _freezes(m, m.scope_of(call)):
             yield call, None
 
 

@@ -154,13 +154,15 @@ def _node_side(m: Module, branch: ast.AST, node: ast.AST) -> tuple[str, frozense
 def _paired(m: Module, branches: dict, summaries: dict) -> set[tuple[int, str]]:
     """(scope, collective) found under complementary rank conditions of one function (``local_rank not in [-1, 0]``
     and ``local_rank == 0``): the "first process works, the others wait" pattern, where every rank reaches one side."""
-    seen: dict[tuple[int, str], set] = {}
+    seen: dict[tuple[int, str], list[tuple[int, tuple | None]]] = {}
     for call in m.calls():
-        branch = branches.get(id(call))
-        kind = _kind(m, call, summaries) if branch is not None else None
+        enclosing = branches.get(id(call))
+        kind = _kind(m, call, summaries) if enclosing else None
         if kind is not None:
-            seen.setdefault((id(m.scope_of(call)), kind[1]), set()).add(_node_side(m, branch, call))
-    return {key for key, sides in seen.items() if any(s is not None and _negate(s) in sides for s in sides)}
+            seen.setdefault((id(m.scope_of(call)), kind[1]), []).append(
+                (id(enclosing[-1]), _node_side(m, enclosing[-1], call)))
+    return {key for key, sides in seen.items()
+            if any(s is not None and (o, _negate(s)) in sides and o != i for i, s in sides for o, _ in sides)}
 
 
 def rank_findings(m: Module) -> Iterator[tuple[str, ast.AST, str]]:
@@ -169,16 +171,17 @@ def rank_findings(m: Module) -> Iterator[tuple[str, ast.AST, str]]:
     summaries = _summaries(m)
     paired = _paired(m, branches, summaries)
     for call in m.calls():
-        branch = branches.get(id(call))
-        if branch is None:
-            continue
-        kind = _kind(m, call, summaries)
+        enclosing = branches.get(id(call))
+        kind = _kind(m, call, summaries) if enclosing else None
         if kind is None:
             continue
         code, label, line, via = kind
-        if (id(m.scope_of(call)), label) in paired:
-            continue  # if rank != 0: barrier() ... if rank == 0: barrier() -- each rank waits once
-        if m.other_branch_has(branch, call, lambda c, label=label: (_kind(m, c, summaries) or ("", ""))[1] == label):
-            continue  # if c: A() else: A() -- every rank runs it
-        what = f"{via}(), which runs {label} at line {line}," if via else label
-        yield code, call, f"{what} runs only on some ranks (rank condition at line {branch.lineno})"
+        # innermost first; one unbalanced condition is enough. The innermost is balanced by its else branch, or by
+        # a separate if on the complementary ranks (if rank != 0: barrier() ... if rank == 0: barrier()).
+        for depth, branch in enumerate(reversed(enclosing)):
+            if depth == 0 and (id(m.scope_of(call)), label) in paired:
+                continue
+            if not m.other_branch_has(branch, call, lambda c, label=label: (_kind(m, c, summaries) or ("", ""))[1] == label):
+                what = f"{via}(), which runs {label} at line {line}," if via else label
+                yield code, call, f"{what} runs only on some ranks (rank condition at line {branch.lineno})"
+                break

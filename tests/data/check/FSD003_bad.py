@@ -47,3 +47,12 @@ def loop(batches, rank):
         if rank > 0:
             continue
         dist.all_reduce(t)  # <- FSD003
+
+
+def nested(rank, t, failed_rank=1):
+    if rank == failed_rank:
+        return
+    if rank == 0:
+        dist.all_reduce(t)  # <- FSD003
+    else:
+        dist.all_reduce(t)  # <- FSD003

@@ -59,3 +59,10 @@ def first_process_prepares(args):
     if args.local_rank == 0:
         dist.barrier()  # ... until the first one has prepared the data
     return data
+
+
+def distributed_only(args, t):
+    if args.local_rank != -1:  # "running distributed": every rank takes it
+        dist.all_reduce(t)
+    if args.local_rank >= 0:
+        dist.barrier()

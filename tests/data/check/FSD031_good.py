@@ -12,3 +12,13 @@ def main():
     for p in model[0].parameters():
         p.requires_grad = False
     return FSDP(model, use_orig_params=True)
+
+
+def freeze_elsewhere():
+    model = nn.Linear(8, 8)
+    model.weight.requires_grad = False
+    return model
+
+
+def wrap(model, **kwargs):
+    return FSDP(model, **kwargs)  # another function's model; kwargs may carry use_orig_params
