@@ -131,10 +131,16 @@ def _is_script(m: Module) -> bool:
                and n.test.left.id == "__name__" for n in m.tree.body)
 
 
+def _device_helper(m: Module, call: ast.Call) -> bool:
+    """A call into non-torch code about devices (torchtune's ``utils.get_device``): it may bind the GPU there."""
+    name, q = last_name(call) or "", m.qual(call) or ""
+    return "device" in name.lower() and not q.startswith("torch.") and name != "device"
+
+
 @finder("FSD013")
 def fsd013(m: Module) -> Found:
     if not _is_script(m) or any(last_name(c) in ("set_device", "set_device_index", "set_default_device") or
-                                m.qual(c) == "torch.cuda.device" for c in m.calls()):
+                                m.qual(c) == "torch.cuda.device" or _device_helper(m, c) for c in m.calls()):
         return
     for call in m.calls():
         q = m.qual(call)

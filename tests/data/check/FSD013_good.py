@@ -18,3 +18,9 @@ def single_process_test():
 
 if __name__ == "__main__":
     main()
+
+
+def with_helper(cfg, utils):
+    device = utils.get_device(cfg.device)  # a library helper that binds the GPU (torchtune's does)
+    dist.init_process_group(backend="nccl")
+    return device
