@@ -190,3 +190,10 @@ def test_cli_rules_lists_the_table(capsys):
     assert main(["check", "--rules"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == len(RULES) and lines[0].startswith("FSD001\terror\t")
+
+
+def test_cli_check_needs_no_state_directory(tmp_path, monkeypatch, capsys):
+    home = tmp_path / "home"
+    home.write_text("not a directory")  # an unusable $FSDP_SKILL_HOME: ask/show exit 1, check does not care
+    monkeypatch.setenv("FSDP_SKILL_HOME", str(home))
+    assert main(["check", str(DATA / "FSD014_good.py")]) == 0
