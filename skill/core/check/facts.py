@@ -95,9 +95,16 @@ def _every_rank(test: ast.Compare) -> bool:
     return isinstance(op, ast.GtE) and value == 0 or isinstance(op, ast.Gt) and value == -1
 
 
+_RANK_PREFIXES = {"local", "global", "node", "ddp", "dp", "tp", "pp", "cp", "ep", "fsdp", "world", "process", "proc",
+                  "group", "my", "worker", "gpu", "device", "cur", "current", "this", "shard", "replicate", "mesh",
+                  "data_parallel", "dist", "src", "dst"}
+_NOT_PROCESS = ("lora", "peft", "adapter", "svd", "matrix", "tensor")  # a matrix rank, not a process rank
+
+
 def rank_name(name: str) -> bool:
-    """``rank``, ``local_rank``, ``global_rank``, ``ddp_rank``, ... (a name that holds this process's rank)."""
-    return name in _RANK_NAMES or name.endswith("_rank") and name[:-5].isalnum() and name.islower()
+    """``rank``, ``local_rank``, ``global_rank``, ``ddp_rank``, ... (a name that holds this process's rank; not
+    ``lora_rank``)."""
+    return name in _RANK_NAMES or name.endswith("_rank") and name[:-5] in _RANK_PREFIXES
 
 
 @functools.lru_cache(maxsize=4096)
@@ -426,7 +433,8 @@ class Module:
         if isinstance(node, ast.Name):
             return node.id in self.rank_names
         if isinstance(node, ast.Attribute):
-            return rank_name(node.attr)
+            base = (dotted(node.value) or "").lower()
+            return rank_name(node.attr) and not any(w in base for w in _NOT_PROCESS)
         if isinstance(node, ast.BinOp):
             return self.is_rank_expr(node.left) or self.is_rank_expr(node.right)
         if isinstance(node, ast.Subscript):

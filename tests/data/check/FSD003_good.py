@@ -66,3 +66,10 @@ def distributed_only(args, t):
         dist.all_reduce(t)
     if args.local_rank >= 0:
         dist.barrier()
+
+
+def lora(config, lora_rank, t):
+    if config.lora.rank > 0:  # a matrix rank, the same on every process
+        dist.all_reduce(t)
+    if lora_rank == 8:
+        dist.barrier()
