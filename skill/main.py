@@ -1,6 +1,6 @@
 """Entry point of the ``fsdp-skill`` command: the composition root of the adapters.
 
-It builds one argparse tree from each adapter's ``add_commands`` (CLI: ask, show, verify, export;
+It builds one argparse tree from each adapter's ``add_commands`` (CLI: ask, show, verify, check, export;
 HTTP: serve; MCP: mcp; function calls: tools), runs the chosen handler and maps errors of the tree to
 exit codes once (:mod:`fsdp_skill.adapters.exitcodes`).  Adapters never import each other; this module is
 the only one that knows them all.  Heavy dependencies (FastAPI, the mcp SDK, torch) load inside handlers.
@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None, *, verifier=None) -> int:
     args.verifier = verifier
     args.script_args = script_args
     try:
-        if args.command != "tools":  # an unusable $FSDP_SKILL_HOME is one line (exit 1) before any work
+        if args.command not in ("tools", "check"):  # an unusable $FSDP_SKILL_HOME is one line (exit 1) before any work
             from fsdp_skill.core.state import state_dir
 
             state_dir()

@@ -1,0 +1,188 @@
+"""``check``: find FSDP / torch.distributed mistakes in a training script statically, each linked to the
+knowledge section that explains it and the verified snippet that shows the fix.
+
+The code is parsed with :mod:`ast`, never imported or run, and torch is never imported.
+
+- :func:`check_source` checks one source text, :func:`check_tree` an already parsed module (what a flake8
+  plugin gets); :func:`check_paths` checks files, directories (every
+  ``*.py`` below them) and ``'-'`` (standard input).
+- A line's ``# noqa`` silences every finding on it, ``# noqa: FSD003,FSD011`` only those codes (a finding
+  spanning several lines is silenced by a comment on any of them).
+- ``select`` / ``ignore`` keep or drop findings by code prefix (``FSD0`` selects all, ``FSD01`` FSD010-FSD019).
+- A file that does not parse is a finding (``FSD000``, an error at the syntax error), so one broken file
+  does not hide the others; a missing path, a non-Python file or text that is not UTF-8 raises
+  :class:`fsdp_skill.errors.InvalidArgument` (exit 2 on the CLI).
+
+The rules are listed in :data:`RULES` (:mod:`fsdp_skill.core.check.rules`).
+"""
+from __future__ import annotations
+
+import ast
+import io
+import re
+import sys
+import tokenize
+from collections.abc import Iterable
+from pathlib import Path
+
+from fsdp_skill.core.check.facts import Module
+from fsdp_skill.core.check.finders import FINDERS
+from fsdp_skill.core.check.models import Finding, Rule
+from fsdp_skill.core.check.ranked import rank_findings
+from fsdp_skill.core.check.rules import RULES, SYNTAX
+from fsdp_skill.errors import InvalidArgument
+
+__all__ = ["Finding", "Rule", "RULES", "check_source", "check_tree", "check_paths", "validate_codes"]
+
+_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Za-z]+[0-9]+(?:\s*,\s*[A-Za-z]+[0-9]+)*))?", re.IGNORECASE)
+_SKIP_DIRS = {"__pycache__", "node_modules", "site-packages"}
+
+
+def validate_codes(prefixes: Iterable[str] | None) -> list[str]:
+    """Upper-cased code prefixes; raises InvalidArgument for one that matches no rule (e.g. 'E501')."""
+    out = []
+    known = [*RULES, SYNTAX]
+    for p in prefixes or []:
+        for part in (x.strip().upper() for x in p.split(",")):
+            if not part:
+                continue
+            if not any(code.startswith(part) for code in known):
+                raise InvalidArgument(f"unknown rule code {part!r}: codes are {SYNTAX}-{max(RULES)} (see README's rule table)")
+            out.append(part)
+    return out
+
+
+def _noqa(source: str) -> dict[int, set[str] | None]:
+    """line -> codes silenced there (None: all)."""
+    out: dict[int, set[str] | None] = {}
+    if "noqa" not in source.lower():
+        return out
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return out
+    for tok in tokens:
+        if tok.type == tokenize.COMMENT:
+            match = _NOQA.search(tok.string)
+            if match:
+                codes = match.group("codes")
+                out[tok.start[0]] = None if not codes else {c.strip().upper() for c in codes.split(",")}
+    return out
+
+
+def _finding(code: str, node: ast.AST, detail: str | None, path: str) -> Finding:
+    rule = RULES[code]
+    if not detail:
+        message = rule.message
+    elif detail.startswith("("):  # where the other half of an ordering mistake is
+        message = f"{rule.message} {detail}"
+    else:
+        message = f"{detail}; {rule.message}"
+    return Finding(code=code, severity=rule.severity, message=message, path=path, line=node.lineno, col=node.col_offset + 1,
+                   end_line=node.end_lineno or node.lineno, end_col=(node.end_col_offset or node.col_offset) + 1,
+                   section=rule.section, snippet=rule.snippet)
+
+
+def _keep(code: str, select: list[str], ignore: list[str]) -> bool:
+    return (not select or any(code.startswith(s) for s in select)) and not any(code.startswith(i) for i in ignore)
+
+
+def check_source(code: str, path: str = "<string>", *, select: Iterable[str] | None = None,
+                 ignore: Iterable[str] | None = None) -> list[Finding]:
+    """Findings for one source text, sorted by position (``path`` only labels them); ``# noqa`` applies."""
+    sel, ign = validate_codes(select), validate_codes(ignore)
+    try:
+        tree = ast.parse(code, filename=path)
+    except (SyntaxError, ValueError) as exc:  # ValueError: null bytes
+        line = getattr(exc, "lineno", None) or 1
+        col = getattr(exc, "offset", None) or 1
+        msg = getattr(exc, "msg", None) or str(exc)
+        found = [Finding(code=SYNTAX, severity="error", message=f"file does not parse: {msg}", path=path,
+                         line=line, col=col, end_line=line, end_col=col)]
+        return [f for f in found if _keep(f.code, sel, ign)]
+    noqa = _noqa(code)
+    return [f for f in check_tree(tree, path, select=sel, ignore=ign) if not _silenced(f, noqa)]
+
+
+def check_tree(tree: ast.Module, path: str = "<string>", *, select: Iterable[str] | None = None,
+               ignore: Iterable[str] | None = None) -> list[Finding]:
+    """Findings for an already parsed module (a flake8 plugin gets the tree and applies ``# noqa`` itself)."""
+    sel, ign = validate_codes(select), validate_codes(ignore)
+    m = Module.build(tree)
+    raw: list[tuple[str, ast.AST, str | None]] = list(rank_findings(m))
+    for code_, fn in FINDERS.items():
+        raw += [(code_, node, detail) for node, detail in fn(m)]
+    seen = set()
+    out = []
+    for code_, node, detail in raw:
+        f = _finding(code_, node, detail, path)
+        key = (f.code, f.line, f.col)
+        if key in seen or not _keep(f.code, sel, ign):
+            continue
+        seen.add(key)
+        out.append(f)
+    return sorted(out, key=lambda f: (f.line, f.col, f.code))
+
+
+def _silenced(f: Finding, noqa: dict[int, set[str] | None]) -> bool:
+    for line in range(f.line, f.end_line + 1):
+        if line in noqa and (noqa[line] is None or f.code in noqa[line]):
+            return True
+    return False
+
+
+def _files(path: str) -> list[Path]:
+    p = Path(path)
+    if p.is_dir():
+        return sorted(f for f in p.rglob("*.py") if f.is_file() and not any(
+            part.startswith(".") or part in _SKIP_DIRS for part in f.relative_to(p).parts[:-1]))
+    if not p.exists():
+        raise InvalidArgument(f"{path}: no such file or directory")
+    if not p.is_file():
+        raise InvalidArgument(f"{path}: not a file or directory")
+    if p.suffix not in (".py", ".pyw") and not _python_shebang(p):
+        raise InvalidArgument(f"{path}: not a Python file (expected a .py script)")
+    return [p]
+
+
+def _python_shebang(p: Path) -> bool:
+    try:
+        with p.open("rb") as fh:
+            first = fh.readline(200)
+    except OSError:
+        return False
+    return first.startswith(b"#!") and b"python" in first
+
+
+def _read(p: Path | None, label: str) -> str:
+    try:
+        data = sys.stdin.buffer.read() if p is None else p.read_bytes()
+    except (OSError, ValueError, AttributeError) as exc:
+        raise InvalidArgument(f"{label}: cannot read: {exc}") from exc
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise InvalidArgument(f"{label}: not UTF-8 text") from None
+
+
+def check_paths(paths: Iterable[str], *, select: Iterable[str] | None = None,
+                ignore: Iterable[str] | None = None) -> list[Finding]:
+    """Findings for files, directories (recursively, ``*.py``; hidden folders skipped) and ``'-'`` (stdin).
+
+    Every path is validated before any is checked, so bad input fails fast with InvalidArgument."""
+    sel, ign = validate_codes(select), validate_codes(ignore)
+    paths = list(paths)
+    if not paths:
+        raise InvalidArgument("give at least one PATH (a file, a directory, or '-' for standard input)")
+    targets: list[tuple[Path | None, str]] = []
+    for path in paths:
+        if path == "-":
+            if sys.stdin is None:
+                raise InvalidArgument("'-' reads the script from standard input, which is closed")
+            targets.append((None, "-"))
+        else:
+            targets += [(f, str(f)) for f in _files(path)]
+    out: list[Finding] = []
+    for p, label in targets:
+        out += check_source(_read(p, label), label, select=sel, ignore=ign)
+    return out

@@ -1,0 +1,572 @@
+"""What the rules need to know about one module, computed once from its ``ast`` (never imported or run).
+
+- **Names**: each import alias resolves to its canonical torch name (``dist.barrier`` ->
+  ``torch.distributed.barrier``, ``torch.distributed._composable.fsdp.fully_shard`` ->
+  ``torch.distributed.fsdp.fully_shard``), so a rule matches the API, not the spelling.
+- **Scopes and versions**: a name is followed inside its function (or the module body): each binding
+  (assignment, ``for`` target, ``with ... as``, parameter) is a version, and a load sees the last binding
+  before it. ``model = FSDP(model)`` therefore reads the old ``model`` and binds a new one.
+- **Module chains**: :meth:`Module.chain` follows a module expression to the variable it hangs off:
+  ``layer`` in ``for layer in model.layers`` is ``model.layers[*]``; ``model.to(device)``, ``FSDP(model)``,
+  ``fully_shard(model)`` and ``torch.compile(model)`` are ``model``.
+- **Rank conditions**: ``if`` tests that hold on some ranks only: comparisons involving
+  ``dist.get_rank()``, ``int(os.environ["RANK"])``, ``LOCAL_RANK``, variables bound to those, parameters and
+  attributes named ``rank`` / ``local_rank`` / ``global_rank``, and ``is_main_process()``-style helpers or
+  flags (``master_process = rank == 0``); a function decorated ``@rank_zero_only`` runs on rank 0 only.
+- **Wrapped modules**: the dotted names (``model``, ``self.model``) that hold an FSDP1 wrapper
+  (``x = FSDP(...)``) or an FSDP2 module (``fully_shard(x)``). These are tracked by name over the whole file,
+  a deliberate simplification: a helper ``def evaluate(model)`` is assumed to get the same ``model``.
+"""
+from __future__ import annotations
+
+import ast
+import functools
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+# canonical spellings: (old prefix, new prefix), applied until none matches
+_CANON = [
+    ("torch.distributed._composable.fsdp.fully_shard.", "torch.distributed.fsdp."),
+    ("torch.distributed._composable.fsdp.", "torch.distributed.fsdp."),
+    ("torch.distributed.fsdp._fully_shard._fully_shard.", "torch.distributed.fsdp."),
+    ("torch.distributed.fsdp._fully_shard.", "torch.distributed.fsdp."),
+    ("torch.distributed.fsdp.fully_sharded_data_parallel.", "torch.distributed.fsdp."),
+    ("torch.distributed.fsdp.api.", "torch.distributed.fsdp."),
+    ("torch.distributed.fsdp.sharded_grad_scaler.", "torch.distributed.fsdp."),
+    ("torch.distributed.distributed_c10d.", "torch.distributed."),
+    ("torch.distributed.device_mesh.", "torch.distributed."),
+    ("torch.distributed.checkpoint.state_dict_saver.", "torch.distributed.checkpoint."),
+    ("torch.distributed.checkpoint.state_dict_loader.", "torch.distributed.checkpoint."),
+    ("torch.cuda.amp.grad_scaler.", "torch.amp."),
+    ("torch.amp.grad_scaler.", "torch.amp."),
+    ("torch.cuda.amp.GradScaler", "torch.amp.GradScaler"),
+    ("torch.nn.parallel.distributed.", "torch.nn.parallel."),
+    ("torch.distributed.algorithms.join.", "torch.distributed.algorithms."),
+    ("torch.distributed.optim.zero_redundancy_optimizer.", "torch.distributed.optim."),
+    ("torch.nn.utils.clip_grad.", "torch.nn.utils."),
+    ("torch.distributed.tensor.parallel.api.", "torch.distributed.tensor.parallel."),
+]
+
+FSDP1 = "torch.distributed.fsdp.FullyShardedDataParallel"
+FULLY_SHARD = "torch.distributed.fsdp.fully_shard"
+DDP = "torch.nn.parallel.DistributedDataParallel"
+JOIN = "torch.distributed.algorithms.Join"
+# calls that return (a wrapper of) the module they are given as first argument
+_WRAPPERS = {FSDP1, FULLY_SHARD, DDP, "torch.compile",
+             "torch.distributed.algorithms._checkpoint.checkpoint_wrapper.checkpoint_wrapper"}
+# module methods that return the module itself
+_SELF_METHODS = {"to", "cuda", "cpu", "bfloat16", "half", "float", "double", "to_empty", "train", "eval",
+                 "requires_grad_", "type", "xpu"}
+# for-loop iterables: call -> the element is a part of its first argument (or receiver)
+_ITER_FUNCS = {"enumerate", "reversed", "list", "tuple", "zip", "sorted", "iter"}
+_ITER_METHODS = {"modules", "children", "named_modules", "named_children", "values", "items"}
+
+RANK_ENV = {"RANK", "LOCAL_RANK", "GROUP_RANK", "NODE_RANK", "SLURM_PROCID", "SLURM_LOCALID",
+            "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "PMI_RANK"}
+_RANK_NAMES = {"rank", "local_rank", "global_rank", "node_rank", "process_index", "local_process_index"}
+_RANK_GETTERS = {"get_rank", "get_local_rank", "get_global_rank", "get_group_rank", "get_node_local_rank"}
+_MAIN_NAME = re.compile(
+    r"^(is_(local_|global_|world_)?(main|master|primary|chief|rank_?0|rank_?zero|global_zero|process_zero)"
+    r"(_process|_rank|_node|_worker)?|is_world_process_zero|is_local_process_zero|"
+    r"(local_|global_)?(main|master)_(process|rank|worker)|rank_?zero|rank0)$")
+_RANK_ZERO_DECORATORS = {"rank_zero_only", "main_process_only", "on_main_process", "rank0_only", "master_only"}
+
+Pos = tuple[int, int]
+_EXITS = (ast.Return, ast.Continue, ast.Break)  # not raise: an error path, the job fails anyway
+# singleton nodes (Load(), Add(), Eq(), ...) shared by the whole tree: not indexed
+_SHARED = (ast.expr_context, ast.operator, ast.cmpop, ast.boolop, ast.unaryop)
+
+
+def _const(node: ast.AST) -> object:
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+
+
+def _every_rank(test: ast.Compare) -> bool:
+    """``local_rank != -1`` / ``rank >= 0``: true on every rank of a distributed job (-1 means "not distributed")."""
+    if len(test.ops) != 1:
+        return False
+    op, value = test.ops[0], _const(test.comparators[0])
+    if isinstance(op, (ast.NotEq, ast.NotIn)):
+        return value == -1 or isinstance(value, (list, tuple, set)) and set(value) == {-1}
+    return isinstance(op, ast.GtE) and value == 0 or isinstance(op, ast.Gt) and value == -1
+
+
+_RANK_PREFIXES = {"local", "global", "node", "ddp", "dp", "tp", "pp", "cp", "ep", "fsdp", "world", "process", "proc",
+                  "group", "my", "worker", "gpu", "device", "cur", "current", "this", "shard", "replicate", "mesh",
+                  "data_parallel", "dist", "src", "dst"}
+_NOT_PROCESS = ("lora", "peft", "adapter", "svd", "matrix", "tensor")  # a matrix rank, not a process rank
+
+
+def rank_name(name: str) -> bool:
+    """``rank``, ``local_rank``, ``global_rank``, ``ddp_rank``, ... (a name that holds this process's rank; not
+    ``lora_rank``)."""
+    return name in _RANK_NAMES or name.endswith("_rank") and name[:-5] in _RANK_PREFIXES
+
+
+@functools.lru_cache(maxsize=4096)
+def main_name(name: str) -> bool:
+    """``is_main_process``, ``is_master``, ``master_process``, ``is_rank_zero``, ..."""
+    return bool(_MAIN_NAME.match(name))
+
+
+@functools.lru_cache(maxsize=4096)
+def canon(name: str) -> str:
+    """The canonical spelling of a dotted torch name."""
+    changed = True
+    while changed:
+        changed = False
+        for old, new in _CANON:
+            if name.startswith(old) or name == old.rstrip("."):
+                name = new + name[len(old):] if name.startswith(old) else new.rstrip(".")
+                changed = True
+    return name
+
+
+def last_name(node: ast.AST) -> str | None:
+    """``x`` of ``a.b.x`` / ``x`` / ``a.x(...)``."""
+    if isinstance(node, ast.Call):
+        node = node.func
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Name):
+        return node.id
+    return None
+
+
+def dotted(node: ast.AST) -> str | None:
+    """``self.model`` for a Name/Attribute chain, else None."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = dotted(node.value)
+        return f"{base}.{node.attr}" if base else None
+    return None
+
+
+def kwarg(call: ast.Call, name: str, pos: int | None = None) -> ast.AST | None:
+    """The argument ``name`` of ``call`` (by keyword, or positional index ``pos``)."""
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw.value
+    if pos is not None and len(call.args) > pos and not any(isinstance(a, ast.Starred) for a in call.args[:pos + 1]):
+        return call.args[pos]
+    return None
+
+
+def is_true(node: ast.AST | None) -> bool:
+    return isinstance(node, ast.Constant) and node.value is True
+
+
+def start(node: ast.AST) -> Pos:
+    return (node.lineno, node.col_offset)
+
+
+def end(node: ast.AST) -> Pos:
+    return (node.end_lineno or node.lineno, node.end_col_offset or 0)
+
+
+@dataclass
+class Binding:
+    """One binding of a name in a scope: where it takes effect, and what it was bound to."""
+
+    pos: Pos
+    kind: str  # assign | for | with | param | other
+    value: ast.AST | None = None
+    index: int = 0
+
+
+@dataclass
+class Chain:
+    """A module expression as (the variable binding it hangs off, the path below it)."""
+
+    root: tuple[int, str, int]
+    parts: tuple[str, ...] = ()
+
+    def covers(self, other: Chain) -> bool:
+        """True when ``other`` is this module or a submodule of it ('[*]' matches any index)."""
+        if self.root != other.root or len(self.parts) > len(other.parts):
+            return False
+        return all(a == b or "[*]" in (a, b) and a.startswith("[") and b.startswith("[")
+                   for a, b in zip(self.parts, other.parts, strict=False))
+
+
+@dataclass
+class Module:
+    """The facts of one parsed module (see the module docstring)."""
+
+    tree: ast.Module
+    aliases: dict[str, str] = field(default_factory=dict)
+    parents: dict[int, ast.AST] = field(default_factory=dict)
+    bindings: dict[tuple[int, str], list[Binding]] = field(default_factory=dict)
+    functions: dict[str, ast.AST] = field(default_factory=dict)
+    rank_names: set[str] = field(default_factory=set)
+    main_flags: set[str] = field(default_factory=set)
+    fsdp1: set[tuple[int, str]] = field(default_factory=set)
+    fsdp2: set[tuple[int, str]] = field(default_factory=set)
+    ddp: set[tuple[int, str]] = field(default_factory=set)
+    joined: set[tuple[int, str]] = field(default_factory=set)  # modules passed to Join([...]) somewhere
+    _rank_nodes: dict[int, list[ast.AST]] | None = None
+    nodes: list[ast.AST] = field(default_factory=list)  # every node, in ast.walk order
+    _calls: list[ast.Call] = field(default_factory=list)
+    _scopes: dict[int, ast.AST] = field(default_factory=dict)
+    _by_scope: dict[int, list[ast.AST]] = field(default_factory=dict)
+    _quals: dict[int, str | None] = field(default_factory=dict)
+    cache: dict = field(default_factory=dict)  # per-module memo for finders (keyed by their own names)
+
+    @classmethod
+    def build(cls, tree: ast.Module) -> Module:
+        m = cls(tree)
+        m._index()
+        m._imports()
+        m._bindings()
+        m._ranks()
+        m._wrapped()
+        return m
+
+    def _index(self) -> None:
+        """One pre-order pass (source order): every node, its parent, its scope, the calls."""
+        stack: list[tuple[ast.AST, ast.AST]] = [(self.tree, self.tree)]
+        scopes, parents, nodes, calls = self._scopes, self.parents, self.nodes, self._calls
+        by_scope: dict[int, list[ast.AST]] = {id(self.tree): []}
+        self._by_scope = by_scope
+        funcs, call_t, shared, ast_t = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda), ast.Call, _SHARED, ast.AST
+        pop, push = stack.pop, stack.append
+        while stack:
+            node, scope = pop()
+            nodes.append(node)
+            nid = id(node)
+            scopes[nid] = scope
+            by_scope[id(scope)].append(node)
+            if isinstance(node, call_t):
+                calls.append(node)
+            if isinstance(node, funcs):
+                inner = node
+                by_scope[nid] = []
+            else:
+                inner = scope
+            children = []
+            for name in node._fields:
+                value = getattr(node, name, None)
+                if value.__class__ is list:
+                    children.extend(v for v in value if isinstance(v, ast_t))
+                elif isinstance(value, ast_t) and not isinstance(value, shared):
+                    children.append(value)
+            for child in reversed(children):
+                parents[id(child)] = node
+                push((child, inner))
+
+    # --- names -------------------------------------------------------------------------------------
+    def _imports(self) -> None:
+        for node in self.nodes:
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.asname:
+                        self.aliases[a.asname] = a.name
+                    else:
+                        self.aliases.setdefault(a.name.split(".")[0], a.name.split(".")[0])
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for a in node.names:
+                    self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+
+    def qual(self, node: ast.AST | None) -> str | None:
+        """The canonical dotted name of a Name/Attribute chain (imports resolved), or of a call's function."""
+        if isinstance(node, ast.Call):
+            node = node.func
+        if node is None:
+            return None
+        key = id(node)
+        if key not in self._quals:
+            if isinstance(node, ast.Name):
+                self._quals[key] = canon(self.aliases.get(node.id, node.id))
+            elif isinstance(node, ast.Attribute):
+                base = self.qual(node.value)
+                self._quals[key] = canon(f"{base}.{node.attr}") if base else None
+            else:
+                self._quals[key] = None
+        return self._quals[key]
+
+    def calls(self, root: ast.AST | None = None) -> list[ast.Call]:
+        """Every call of the module (or below ``root``), in ``ast.walk`` order."""
+        if root is None:
+            return self._calls
+        return [n for n in ast.walk(root) if isinstance(n, ast.Call)]
+
+    def uses(self, *names: str) -> bool:
+        """Does the file call any of these canonical APIs?"""
+        return any(self.qual(c) in names for c in self.calls())
+
+    # --- scopes and bindings -------------------------------------------------------------------------
+    def scope_of(self, node: ast.AST) -> ast.AST:
+        """The function (or the module) whose body holds ``node``."""
+        return self._scopes.get(id(node), self.tree)
+
+    def scope_nodes(self, scope: ast.AST) -> list[ast.AST]:
+        """Nodes of ``scope`` in source order, not those of nested functions (a nested ``def`` itself is)."""
+        return self._by_scope.get(id(scope), [])
+
+    def _bind(self, scope: ast.AST, target: ast.AST, kind: str, value: ast.AST | None, pos: Pos) -> None:
+        for node in ast.walk(target):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                lst = self.bindings.setdefault((id(scope), node.id), [])
+                lst.append(Binding(pos, kind, value, len(lst) + 1))
+
+    def _bindings(self) -> None:
+        scopes = [self.tree] + [n for n in self.nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        for scope in scopes:
+            if scope is not self.tree:
+                if isinstance(self.parents.get(id(scope)), ast.Module):
+                    self.functions[scope.name] = scope
+                args = scope.args
+                for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg]:
+                    if a is not None:
+                        self.bindings.setdefault((id(scope), a.arg), []).append(Binding((0, 0), "param", None, 0))
+            for node in self.scope_nodes(scope):
+                if node is scope:
+                    continue
+                if isinstance(node, ast.Assign):
+                    value = node.value if len(node.targets) == 1 else None
+                    for t in node.targets:
+                        self._bind(scope, t, "assign", value, end(node))
+                elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+                    self._bind(scope, node.target, "assign" if isinstance(node, ast.AnnAssign) else "other",
+                               getattr(node, "value", None), end(node))
+                elif isinstance(node, (ast.For, ast.AsyncFor)):
+                    self._bind(scope, node.target, "for", node.iter, end(node.target))
+                elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+                    self._bind(scope, node.optional_vars, "with", node.context_expr, end(node.optional_vars))
+                elif isinstance(node, ast.NamedExpr):
+                    self._bind(scope, node.target, "assign", node.value, end(node))
+
+    def binding(self, name: ast.Name) -> tuple[tuple[int, str, int], Binding | None]:
+        """(identity of the binding a load of ``name`` sees, the binding) — module-level if unbound locally."""
+        pos = start(name)
+        scope = self.scope_of(name)
+        for sc in (scope, self.tree):
+            seen = [b for b in self.bindings.get((id(sc), name.id), []) if b.pos <= pos or sc is not scope]
+            if seen:
+                b = seen[-1]
+                return (id(sc), name.id, b.index), b
+        return (id(self.tree), name.id, 0), None
+
+    def chain(self, node: ast.AST, depth: int = 0) -> Chain | None:
+        """The module expression ``node`` as a :class:`Chain`, or None when it is not one we can follow."""
+        if depth > 12:
+            return None
+        if isinstance(node, ast.Name):
+            ident, b = self.binding(node)
+            if b is not None and b.value is not None:
+                if b.kind == "for":
+                    inner = self._iter_chain(b.value, depth + 1)
+                    if inner is not None:
+                        return Chain(inner.root, inner.parts + ("[*]",))
+                elif b.kind == "assign":
+                    inner = self.chain(b.value, depth + 1)
+                    if inner is not None:
+                        return inner
+            return Chain(ident)
+        if isinstance(node, ast.Attribute):
+            inner = self.chain(node.value, depth + 1)
+            return Chain(inner.root, inner.parts + (node.attr,)) if inner else None
+        if isinstance(node, ast.Subscript):
+            inner = self.chain(node.value, depth + 1)
+            idx = node.slice
+            part = f"[{idx.value!r}]" if isinstance(idx, ast.Constant) else "[*]"
+            return Chain(inner.root, inner.parts + (part,)) if inner else None
+        if isinstance(node, ast.Call):
+            if self.qual(node) in _WRAPPERS and node.args:
+                return self.chain(node.args[0], depth + 1)
+            if isinstance(node.func, ast.Attribute) and node.func.attr in _SELF_METHODS:
+                return self.chain(node.func.value, depth + 1)
+        return None
+
+    def _iter_chain(self, it: ast.AST, depth: int) -> Chain | None:
+        if isinstance(it, ast.Call):
+            if isinstance(it.func, ast.Name) and it.func.id in _ITER_FUNCS and it.args:
+                return self._iter_chain(it.args[0], depth + 1)
+            if isinstance(it.func, ast.Attribute) and it.func.attr in _ITER_METHODS:
+                return self.chain(it.func.value, depth + 1)
+        return self.chain(it, depth)
+
+    def resolve(self, node: ast.AST | None, depth: int = 0) -> ast.AST | None:
+        """Follow a Name to the value it was last assigned (a few steps), else return the node itself."""
+        while isinstance(node, ast.Name) and depth < 5:
+            _, b = self.binding(node)
+            if b is None or b.kind != "assign" or b.value is None:
+                break
+            node, depth = b.value, depth + 1
+        return node
+
+    def strings(self, node: ast.AST | None) -> set[str]:
+        """The string constants an expression can evaluate to (through names and ``a if c else b``)."""
+        node = self.resolve(node)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return {node.value}
+        if isinstance(node, ast.IfExp):
+            return self.strings(node.body) | self.strings(node.orelse)
+        return set()
+
+    # --- rank conditions -----------------------------------------------------------------------------
+    def _ranks(self) -> None:
+        assigns = []
+        for node in self.nodes:
+            if isinstance(node, ast.arg) and rank_name(node.arg):
+                self.rank_names.add(node.arg)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                assigns.append(node)
+        for _ in range(3):  # names bound to rank expressions, then flags bound to rank comparisons
+            for node in assigns:
+                if True:
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    for t in targets:
+                        if isinstance(t, ast.Name):
+                            if self.is_rank_expr(node.value):
+                                self.rank_names.add(t.id)
+                            elif self.is_rank_test(node.value):
+                                self.main_flags.add(t.id)
+
+    def is_rank_expr(self, node: ast.AST) -> bool:
+        """Does ``node`` evaluate to this process's rank (or a value derived from it)?"""
+        if isinstance(node, ast.Name):
+            return node.id in self.rank_names
+        if isinstance(node, ast.Attribute):
+            base = (dotted(node.value) or "").lower()
+            return rank_name(node.attr) and not any(w in base for w in _NOT_PROCESS)
+        if isinstance(node, ast.BinOp):
+            return self.is_rank_expr(node.left) or self.is_rank_expr(node.right)
+        if isinstance(node, ast.Subscript):
+            return self.qual(node.value) == "os.environ" and self._env_key(node.slice)
+        if isinstance(node, ast.Call):
+            q = self.qual(node) or ""
+            if q in ("os.environ.get", "os.getenv") and node.args:
+                return self._env_key(node.args[0])
+            if isinstance(node.func, ast.Name) and node.func.id in ("int", "str") and node.args:
+                return self.is_rank_expr(node.args[0])
+            return last_name(node) in _RANK_GETTERS
+        return False
+
+    def _env_key(self, node: ast.AST) -> bool:
+        return isinstance(node, ast.Constant) and node.value in RANK_ENV
+
+    def is_main_predicate(self, node: ast.AST) -> bool:
+        if isinstance(node, ast.Name) and node.id in self.main_flags:
+            return True
+        name = last_name(node) if isinstance(node, (ast.Name, ast.Attribute, ast.Call)) else None
+        return bool(name and main_name(name))
+
+    def is_rank_test(self, test: ast.AST) -> bool:
+        """Is ``test`` true on some ranks and false on others? (``and``/``or``/``not`` of rank comparisons,
+        main-process helpers and flags; ``x is None`` comparisons are not.)"""
+        if isinstance(test, ast.BoolOp):
+            return any(self.is_rank_test(v) for v in test.values)
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return self.is_rank_test(test.operand)
+        if isinstance(test, ast.Compare):
+            return not any(isinstance(op, (ast.Is, ast.IsNot)) for op in test.ops) and not _every_rank(test) and \
+                any(self.is_rank_expr(x) for x in [test.left, *test.comparators])
+        if isinstance(test, (ast.Name, ast.Attribute, ast.Call)):
+            return self.is_main_predicate(test) or self.is_rank_expr(test)
+        return False
+
+    def rank_branches(self) -> dict[int, list[ast.AST]]:
+        """id(node) -> every ``if`` (or ``@rank_zero_only`` function) that runs it on some ranks only, outermost first."""
+        if self._rank_nodes is None:
+            out: dict[int, list[ast.AST]] = {}
+            for node in self.nodes:
+                if isinstance(node, ast.If) and self.is_rank_test(node.test):
+                    for stmt in node.body + node.orelse:
+                        for sub in ast.walk(stmt):
+                            out.setdefault(id(sub), []).append(node)
+                    if not node.orelse and node.body and isinstance(node.body[-1], _EXITS):
+                        self._after_exit(node, out)
+                elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                        last_name(d) in _RANK_ZERO_DECORATORS for d in node.decorator_list):
+                    for stmt in node.body:
+                        for sub in ast.walk(stmt):
+                            out.setdefault(id(sub), []).append(node)
+            self._rank_nodes = out
+        return self._rank_nodes
+
+    def _after_exit(self, branch: ast.If, out: dict[int, list[ast.AST]]) -> None:
+        """``if rank != 0: return`` — what follows in the same block runs on the other ranks only."""
+        parent = self.parents.get(id(branch))
+        for name in ("body", "orelse", "finalbody", "handlers"):
+            block = getattr(parent, name, None)
+            if isinstance(block, list) and any(stmt is branch for stmt in block):
+                after = block[[i for i, stmt in enumerate(block) if stmt is branch][0] + 1:]
+                for stmt in after:
+                    for sub in ast.walk(stmt):
+                        out.setdefault(id(sub), []).append(branch)
+
+    def other_branch_has(self, branch: ast.AST, node: ast.AST, key) -> bool:
+        """For ``if c: A else: B``: does the other branch than the one holding ``node`` contain a call with ``key``?"""
+        if not isinstance(branch, ast.If) or not branch.orelse:
+            return False
+        in_body = any(node is sub for stmt in branch.body for sub in ast.walk(stmt))
+        other = branch.orelse if in_body else branch.body
+        return any(key(sub) for stmt in other for sub in ast.walk(stmt) if isinstance(sub, ast.Call))
+
+    def ancestors(self, node: ast.AST) -> Iterator[ast.AST]:
+        cur = self.parents.get(id(node))
+        while cur is not None:
+            yield cur
+            cur = self.parents.get(id(cur))
+
+    def exclusive(self, a: ast.AST, b: ast.AST) -> bool:
+        """Are ``a`` and ``b`` in different branches of one ``if``/``try``?"""
+        pa = {id(x): x for x in self.ancestors(a)}
+        for anc in self.ancestors(b):
+            if id(anc) in pa and isinstance(anc, ast.If):
+                def side(n, anc=anc):
+                    return any(n is s or any(n is w for w in ast.walk(s)) for s in anc.body)
+                return side(a) != side(b)
+        return False
+
+    # --- wrapped modules -----------------------------------------------------------------------------
+    def _key(self, node: ast.AST) -> tuple[int, str] | None:
+        """Where a module variable lives: (scope of its binding, name) for a bare name, (0, 'self.model') else."""
+        if isinstance(node, ast.Name):
+            return self.binding(node)[0][:2]
+        name = dotted(node)
+        return (0, name) if name else None
+
+    def _wrapped(self) -> None:
+        fsdp1, fsdp2 = set(), set()
+        for node in self.nodes:
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+                q = self.qual(node.value)
+                for t in node.targets:
+                    key = (id(self.scope_of(node)), t.id) if isinstance(t, ast.Name) else self._key(t)
+                    if key and q == DDP:
+                        self.ddp.add(key)
+                    if key and q == FSDP1:
+                        fsdp1.add(key)
+                    elif key and q == FULLY_SHARD:
+                        fsdp2.add(key)
+            if isinstance(node, ast.Call) and self.qual(node) == FULLY_SHARD and node.args:
+                key = self._key(node.args[0])
+                if key:
+                    fsdp2.add(key)
+            if isinstance(node, ast.Call) and self.qual(node) == JOIN and node.args \
+                    and isinstance(node.args[0], (ast.List, ast.Tuple)):
+                self.joined |= {k for el in node.args[0].elts if (k := self._key(el))}
+        self.fsdp1, self.fsdp2 = fsdp1, fsdp2 - fsdp1
+
+    def is_fsdp1(self, node: ast.AST) -> bool:
+        """Does this Name/Attribute hold an FSDP1 wrapper (a variable of this scope, or an attribute anywhere)?"""
+        return self._key(node) in self.fsdp1
+
+    def is_fsdp2(self, node: ast.AST) -> bool:
+        """Does this Name/Attribute hold an FSDP2 (fully_shard) module?"""
+        return self._key(node) in self.fsdp2
+
+    def is_fsdp(self, node: ast.AST) -> bool:
+        return self.is_fsdp1(node) or self.is_fsdp2(node)
+
+    def is_joined_ddp(self, node: ast.AST) -> bool:
+        """A DDP wrapper that some ``Join([...])`` of this file was given (its join config stays on)."""
+        key = self._key(node)
+        return key in self.ddp and key in self.joined

@@ -1,0 +1,511 @@
+"""The finders of the rules other than the rank-conditional ones: each yields (node, detail or None).
+
+Ordering rules (FSD001, FSD002, FSD015, FSD020, FSD029) compare two calls of one function body by source
+position, on the same variable binding (see :class:`fsdp_skill.core.check.facts.Chain`); calls in the two
+branches of one ``if`` are never ordered against each other.
+"""
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator
+
+from fsdp_skill.core.check.facts import FSDP1, FULLY_SHARD, Chain, Module, dotted, end, is_true, kwarg, last_name, start
+
+Found = Iterator[tuple[ast.AST, str | None]]
+FINDERS: dict[str, Callable[[Module], Found]] = {}
+
+_PARAM_METHODS = {"parameters", "named_parameters"}
+_LOW = {"bfloat16", "float16", "half", "bf16", "fp16"}
+
+
+def finder(code: str):
+    def deco(fn):
+        FINDERS[code] = fn
+        return fn
+    return deco
+
+
+def _is_optimizer(m: Module, call: ast.Call) -> bool:
+    q = m.qual(call) or ""
+    tail = q.rsplit(".", 1)[-1]
+    return (q.startswith("torch.optim.") and q.count(".") == 2 and tail[:1].isupper() and tail != "Optimizer") \
+        or q == "torch.distributed.optim.ZeroRedundancyOptimizer"
+
+
+def _param_sources(m: Module, expr: ast.AST | None, depth: int = 0) -> list[Chain]:
+    """Chains of the modules whose ``.parameters()`` / ``.named_parameters()`` feed ``expr`` (following names)."""
+    if expr is None or depth > 4:
+        return []
+    out = []
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _PARAM_METHODS:
+            c = m.chain(node.func.value)
+            if c:
+                out.append(c)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            _, b = m.binding(node)
+            if b is not None and b.kind == "assign" and b.value is not None:
+                out += _param_sources(m, b.value, depth + 1)
+    return out
+
+
+def _wraps(m: Module, apis: set[str]) -> list[tuple[ast.Call, Chain]]:
+    """Calls of ``apis`` with the chain of each module they wrap (a list argument: each element)."""
+    key = ("wraps", frozenset(apis))
+    if key in m.cache:
+        return m.cache[key]
+    out = m.cache[key] = []
+    for call in m.calls():
+        if m.qual(call) in apis and call.args:
+            arg = call.args[0]
+            for el in (arg.elts if isinstance(arg, (ast.List, ast.Tuple)) else [arg]):
+                c = m.chain(el)
+                if c:
+                    out.append((call, c))
+    return out
+
+
+def _ordered(m: Module, first: ast.AST, later: ast.AST) -> bool:
+    return m.scope_of(first) is m.scope_of(later) and end(first) <= start(later) and not m.exclusive(first, later)
+
+
+def _optimizer_before(m: Module, api: str) -> Found:
+    wraps = _wraps(m, {api})
+    for call in m.calls():
+        if not _is_optimizer(m, call):
+            continue
+        for src in _param_sources(m, kwarg(call, "params", 0)):
+            hit = next(((w, c) for w, c in wraps if _ordered(m, call, w) and (src.covers(c) or c.covers(src))), None)
+            if hit:
+                yield call, None if hit[0].lineno is None else f"(wrapped at line {hit[0].lineno})"
+                break
+
+
+@finder("FSD001")
+def fsd001(m: Module) -> Found:
+    yield from _optimizer_before(m, FULLY_SHARD)
+
+
+@finder("FSD002")
+def fsd002(m: Module) -> Found:
+    yield from _optimizer_before(m, FSDP1)
+
+
+@finder("FSD011")
+def fsd011(m: Module) -> Found:
+    if not m.uses(FSDP1, FULLY_SHARD):
+        return
+    for call in m.calls():
+        enabled = kwarg(call, "enabled")
+        if m.qual(call) == "torch.amp.GradScaler" and not (isinstance(enabled, ast.Constant) and enabled.value is False):
+            yield call, None
+
+
+def _param_owners(m: Module, expr: ast.AST | None, depth: int = 0) -> Iterator[ast.AST]:
+    """The module expressions whose parameters feed ``expr`` (``model`` of ``list(model.parameters())``)."""
+    if expr is None:
+        return
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _PARAM_METHODS:
+            yield node.func.value
+        elif isinstance(node, ast.Name) and depth < 4:
+            _, b = m.binding(node)
+            if b is not None and b.kind == "assign" and b.value is not None:
+                yield from _param_owners(m, b.value, depth + 1)
+
+
+@finder("FSD012")
+def fsd012(m: Module) -> Found:
+    for call in m.calls():
+        if m.qual(call) == "torch.nn.utils.clip_grad_norm_" and any(m.is_fsdp1(o) for o in _param_owners(m, kwarg(call, "parameters", 0))):
+            yield call, None
+
+
+def _nccl_possible(m: Module, call: ast.Call) -> bool:
+    return any("nccl" in s for s in m.strings(kwarg(call, "backend", 0)))
+
+
+def _is_script(m: Module) -> bool:
+    """Has ``if __name__ == "__main__":`` — a whole program, not a library module whose caller may do the rest."""
+    return any(isinstance(n, ast.If) and isinstance(n.test, ast.Compare) and isinstance(n.test.left, ast.Name)
+               and n.test.left.id == "__name__" for n in m.tree.body)
+
+
+def _device_helper(m: Module, call: ast.Call) -> bool:
+    """A call into non-torch code about devices (torchtune's ``utils.get_device``): it may bind the GPU there."""
+    name, q = last_name(call) or "", m.qual(call) or ""
+    return "device" in name.lower() and not q.startswith("torch.") and name != "device"
+
+
+@finder("FSD013")
+def fsd013(m: Module) -> Found:
+    if not _is_script(m) or any(last_name(c) in ("set_device", "set_device_index", "set_default_device") or
+                                m.qual(c) == "torch.cuda.device" or _device_helper(m, c) for c in m.calls()):
+        return
+    for call in m.calls():
+        q = m.qual(call)
+        ws = kwarg(call, "world_size")
+        if q == "torch.distributed.init_process_group" and _nccl_possible(m, call) and kwarg(call, "device_id") is None \
+                and not (isinstance(ws, ast.Constant) and ws.value == 1):
+            yield call, None
+
+
+@finder("FSD014")
+def fsd014(m: Module) -> Found:
+    if not _is_script(m) or m.uses("torch.distributed.destroy_process_group"):
+        return
+    for call in m.calls():
+        if m.qual(call) == "torch.distributed.init_process_group":
+            yield call, None
+            return
+
+
+@finder("FSD015")
+def fsd015(m: Module) -> Found:
+    wraps = _wraps(m, {FULLY_SHARD})
+    for later, c2 in wraps:
+        for first, c1 in wraps:
+            if first is not later and _ordered(m, first, later) and c1.covers(c2) and len(c1.parts) < len(c2.parts):
+                yield later, f"(the parent was sharded at line {first.lineno})"
+                break
+
+
+def _state_dict_owner(m: Module, expr: ast.AST | None) -> ast.AST | None:
+    expr = m.resolve(expr)
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "state_dict":
+        return expr.func.value
+    return None
+
+
+def _is(pred, node: ast.AST | None) -> bool:
+    return node is not None and pred(node)
+
+
+def _per_rank_file(m: Module, save: ast.Call) -> bool:
+    """``torch.save(sd, f"shard_{rank}.pt")``: each rank writes its own file on purpose."""
+    target = kwarg(save, "f", 1)
+    return target is not None and any(isinstance(n, (ast.Name, ast.Attribute, ast.Call)) and m.is_rank_expr(n)
+                                      for n in ast.walk(target))
+
+
+@finder("FSD016")
+def fsd016(m: Module) -> Found:
+    for call in m.calls():
+        if m.qual(call) == "torch.save" and _is(m.is_fsdp2, _state_dict_owner(m, kwarg(call, "obj", 0))) \
+                and not _per_rank_file(m, call):
+            yield call, None
+
+
+def _optimizer_names(m: Module) -> set[str]:
+    return {dotted(t) for node in m.nodes if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+            and _is_optimizer(m, node.value) for t in node.targets if dotted(t)}
+
+
+@finder("FSD017")
+def fsd017(m: Module) -> Found:
+    if not m.uses(FSDP1):
+        return
+    optims = _optimizer_names(m)
+    for call in m.calls():
+        if m.qual(call) == "torch.save" and dotted(_state_dict_owner(m, kwarg(call, "obj", 0)) or ast.Pass()) in optims \
+                and not _per_rank_file(m, call):
+            yield call, None
+
+
+@finder("FSD018")
+def fsd018(m: Module) -> Found:
+    for call in m.calls():
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "no_sync" and m.is_fsdp2(call.func.value):
+            yield call, None
+
+
+_FSDP1_ONLY = {"mixed_precision", "cpu_offload", "sharding_strategy", "auto_wrap_policy", "device_id",
+               "sync_module_states", "use_orig_params", "process_group", "param_init_fn", "backward_prefetch",
+               "forward_prefetch", "limit_all_gathers", "ignored_modules", "ignored_states", "device_mesh"}
+_FSDP2_ONLY = {"mp_policy", "offload_policy", "reshard_after_forward", "mesh", "shard_placement_fn"}
+_CLASS_FOR = {FULLY_SHARD: ({"MixedPrecision", "CPUOffload"}, "MixedPrecisionPolicy / CPUOffloadPolicy"),
+              FSDP1: ({"MixedPrecisionPolicy", "CPUOffloadPolicy", "OffloadPolicy"}, "MixedPrecision / CPUOffload")}
+
+
+@finder("FSD019")
+def fsd019(m: Module) -> Found:
+    for call in m.calls():
+        q = m.qual(call)
+        if q not in _CLASS_FOR:
+            continue
+        wrong_kw = _FSDP1_ONLY if q == FULLY_SHARD else _FSDP2_ONLY
+        for kw in call.keywords:
+            if kw.arg in wrong_kw:
+                who = "fully_shard" if q == FULLY_SHARD else "FullyShardedDataParallel"
+                yield kw.value, f"{who}() has no argument {kw.arg}= (TypeError); see the argument mapping"
+            value = m.resolve(kw.value)
+            if isinstance(value, ast.Call) and last_name(value) in _CLASS_FOR[q][0]:
+                yield kw.value, f"{last_name(value)} is the other FSDP's class; this API takes {_CLASS_FOR[q][1]}"
+
+
+def _low_cast(m: Module, call: ast.Call) -> bool:
+    if not isinstance(call.func, ast.Attribute):
+        return False
+    if call.func.attr in ("bfloat16", "half"):
+        return True
+    if call.func.attr == "to":
+        for a in list(call.args) + [k.value for k in call.keywords if k.arg == "dtype"]:
+            if last_name(a) in _LOW:
+                return True
+    return False
+
+
+def _assigned_chain(m: Module, value: ast.AST) -> Chain | None:
+    """The chain of the variable ``value`` is assigned to (``model = Net().bfloat16()``)."""
+    parent = m.parents.get(id(value))
+    if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name):
+        scope = m.scope_of(parent)
+        name = parent.targets[0].id
+        for b in m.bindings.get((id(scope), name), []):
+            if b.value is value:
+                return Chain((id(scope), name, b.index))
+    return None
+
+
+@finder("FSD020")
+def fsd020(m: Module) -> Found:
+    wraps = _wraps(m, {FULLY_SHARD, FSDP1})
+    for call in m.calls():
+        if not _low_cast(m, call):
+            continue
+        c = m.chain(call.func.value) or _assigned_chain(m, call)
+        if c and any(_ordered(m, call, w) and (c.covers(wc) or wc.covers(c)) for w, wc in wraps):
+            yield call, None
+
+
+@finder("FSD021")
+def fsd021(m: Module) -> Found:
+    registered = {(dotted(c.args[0]), c.args[1].value) for c in m.calls()
+                  if last_name(c) == "register_fsdp_forward_method" and len(c.args) > 1 and isinstance(c.args[1], ast.Constant)}
+    for call in m.calls():
+        if isinstance(call.func, ast.Attribute) and call.func.attr in ("forward", "generate"):
+            owner = dotted(call.func.value)
+            if m.is_fsdp2(call.func.value) and (owner, call.func.attr) not in registered:
+                yield call, None
+
+
+@finder("FSD022")
+def fsd022(m: Module) -> Found:
+    for call in m.calls():
+        if not (isinstance(call.func, ast.Attribute) and call.func.attr == "register_hook"):
+            continue
+        target = call.func.value
+        if isinstance(target, ast.Name):
+            _, b = m.binding(target)
+            if b is not None and b.kind == "for" and any(m.is_fsdp2(o) for o in _param_owners(m, b.value)):
+                yield call, None
+        elif any(m.is_fsdp2(o) for o in _param_owners(m, target)):
+            yield call, None
+
+
+@finder("FSD023")
+def fsd023(m: Module) -> Found:
+    for call in m.calls():
+        if m.qual(call) == "torch.distributed.algorithms.Join" and call.args and isinstance(call.args[0], (ast.List, ast.Tuple)):
+            for el in call.args[0].elts:
+                if isinstance(el, (ast.Name, ast.Attribute)) and m.is_fsdp(el):
+                    yield el, None
+
+
+def _nccl_only_default(m: Module) -> bool:
+    inits = [c for c in m.calls() if m.qual(c) == "torch.distributed.init_process_group"]
+    return any("nccl" in m.strings(kwarg(c, "backend", 0)) for c in inits)
+
+
+@finder("FSD024")
+def fsd024(m: Module) -> Found:
+    if not _nccl_only_default(m):
+        return
+    for call in m.calls():
+        if m.qual(call) == "torch.distributed.monitored_barrier" and kwarg(call, "group", 0) is None:
+            yield call, None
+
+
+@finder("FSD025")
+def fsd025(m: Module) -> Found:
+    if not _nccl_only_default(m):
+        return
+    for call in m.calls():
+        if m.qual(call) == "torch.distributed.checkpoint.async_save" and kwarg(call, "process_group") is None:
+            yield call, None
+
+
+@finder("FSD026")
+def fsd026(m: Module) -> Found:
+    for call in m.calls():
+        if last_name(call) == "add_argument":
+            flags = {a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)}
+            if "--local_rank" in flags and "--local-rank" not in flags:
+                yield call, None
+
+
+@finder("FSD027")
+def fsd027(m: Module) -> Found:
+    for call in m.calls():
+        q = m.qual(call) or ""
+        if q == "torch.utils.checkpoint.checkpoint":
+            v = kwarg(call, "use_reentrant")
+            if v is None and any(k.arg is None for k in call.keywords):
+                continue  # checkpoint(fn, **kwargs): the flag may be in kwargs
+            if v is None or is_true(v):
+                yield call, None
+        elif q.endswith("checkpoint_wrapper.checkpoint_wrapper") or q.endswith("checkpoint_wrapper"):
+            impl = kwarg(call, "checkpoint_impl")
+            if impl is not None and last_name(impl) == "REENTRANT":
+                yield impl, None
+
+
+@finder("FSD028")
+def fsd028(m: Module) -> Found:
+    roots = {dotted(c.args[0]) for c in m.calls() if m.qual(c) == FULLY_SHARD and c.args and isinstance(c.args[0], ast.Name)
+             and (b := m.binding(c.args[0])[1]) is not None and b.kind != "for"}
+    for call in m.calls():
+        if not is_true(kwarg(call, "fullgraph")):
+            continue
+        if m.qual(call) == "torch.compile" and call.args and dotted(call.args[0]) in roots:
+            yield call, None
+        elif isinstance(call.func, ast.Attribute) and call.func.attr == "compile" and dotted(call.func.value) in roots:
+            yield call, None
+
+
+@finder("FSD029")
+def fsd029(m: Module) -> Found:
+    wraps = _wraps(m, {FULLY_SHARD})
+    for call in m.calls():
+        if m.qual(call) == "torch.distributed.tensor.parallel.parallelize_module" and call.args:
+            c = m.chain(call.args[0])
+            hit = next((w for w, wc in wraps if c and _ordered(m, w, call) and wc.covers(c)), None)
+            if hit is not None:
+                yield call, f"(fully_shard at line {hit.lineno})"
+
+
+@finder("FSD030")
+def fsd030(m: Module) -> Found:
+    calls = [c for c in m.calls() if last_name(c) == "set_requires_gradient_sync" and isinstance(c.func, ast.Attribute)]
+    args = [kwarg(c, "requires_gradient_sync", 0) for c in calls]
+    if calls and all(isinstance(a, ast.Constant) and a.value is False for a in args):
+        yield calls[0], None
+
+
+def _freezes(m: Module, scope: ast.AST) -> set[str]:
+    """Dotted names of modules some of whose parameters are frozen in ``scope``."""
+    out = set()
+    for node in m.scope_nodes(scope):
+        if isinstance(node, ast.Call) and last_name(node) == "requires_grad_" and node.args and \
+                isinstance(node.args[0], ast.Constant) and node.args[0].value is False:
+            out |= _owner_prefixes(m, node.func.value)
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and node.value.value is False:
+            for t in node.targets:
+                if isinstance(t, ast.Attribute) and t.attr == "requires_grad":
+                    out |= _owner_prefixes(m, t.value)
+    return out
+
+
+def _owner_prefixes(m: Module, expr: ast.AST) -> set[str]:
+    if isinstance(expr, ast.Name):
+        _, b = m.binding(expr)
+        if b is not None and b.kind == "for":
+            return {n for o in _param_owners(m, b.value) for n in _owner_prefixes(m, o)}
+    name = dotted(expr) or (dotted(expr.value) if isinstance(expr, ast.Subscript) else None)
+    if not name:
+        return set()
+    parts = name.split(".")
+    return {".".join(parts[:i]) for i in range(1, len(parts) + 1)}
+
+
+@finder("FSD031")
+def fsd031(m: Module) -> Found:
+    for call in m.calls():
+        if m.qual(call) != FSDP1 or not call.args or is_true(kwarg(call, "use_orig_params")) \
+                or kwarg(call, "auto_wrap_policy") is not None or any(k.arg is None for k in call.keywords):
+            continue
+        if dotted(call.args[0]) in _freezes(m, m.scope_of(call)):
+            yield call, None
+
+
+@finder("FSD032")
+def fsd032(m: Module) -> Found:
+    if not _is_script(m) or any(isinstance(c.func, ast.Attribute) and c.func.attr == "to_empty"
+                                or last_name(c) == "load_state_dict" and is_true(kwarg(c, "assign")) for c in m.calls()):
+        return
+    meta_with = [w for w in m.nodes if isinstance(w, (ast.With, ast.AsyncWith)) and any(
+        isinstance(i.context_expr, ast.Call) and m.qual(i.context_expr) == "torch.device"
+        and "meta" in m.strings(kwarg(i.context_expr, "type", 0)) for i in w.items)]
+    built = {dotted(t) for w in meta_with for s in w.body for n in ast.walk(s)
+             if isinstance(n, ast.Assign) for t in n.targets if dotted(t)}
+    for call in m.calls():
+        if m.qual(call) == FULLY_SHARD and call.args and dotted(call.args[0]) in built:
+            yield call, None
+            return
+
+
+def _offloading(m: Module, call: ast.Call) -> bool:
+    q = m.qual(call)
+    policy = m.resolve(kwarg(call, "offload_policy") if q == FULLY_SHARD else kwarg(call, "cpu_offload") if q == FSDP1 else None)
+    if not isinstance(policy, ast.Call):
+        return False
+    pq = m.qual(policy)
+    return pq == "torch.distributed.fsdp.CPUOffloadPolicy" or pq == "torch.distributed.fsdp.CPUOffload" \
+        and is_true(kwarg(policy, "offload_params", 0))
+
+
+@finder("FSD033")
+def fsd033(m: Module) -> Found:
+    offloaded = [c for w, c in _wraps(m, {FULLY_SHARD, FSDP1}) if _offloading(m, w)]
+    if not offloaded:
+        return
+    for call in m.calls():
+        if (m.qual(call) or "") not in ("torch.optim.Adam", "torch.optim.AdamW", "torch.optim.SGD", "torch.optim.Adagrad") \
+                or any(k.arg in ("fused", "foreach", None) for k in call.keywords):
+            continue
+        if any(src.covers(c) or c.covers(src) for src in _param_sources(m, kwarg(call, "params", 0)) for c in offloaded):
+            yield call, None
+
+
+@finder("FSD034")
+def fsd034(m: Module) -> Found:
+    for call in m.calls():
+        if (m.qual(call) or "") in ("torch.distributed.fsdp.MixedPrecisionPolicy", "torch.distributed.fsdp.MixedPrecision"):
+            pd = kwarg(call, "param_dtype", 0)
+            if pd is not None and last_name(pd) in _LOW and kwarg(call, "reduce_dtype", 1) is None:
+                yield call, None
+
+
+def _epoch_loop_over(m: Module, loader: ast.Call) -> bool:
+    """Is the DataLoader built by ``loader`` iterated by a ``for`` nested in another ``for`` (an epoch loop)?"""
+    parent = m.parents.get(id(loader))
+    if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name)):
+        return False
+    name = parent.targets[0].id
+    for node in m.scope_nodes(m.scope_of(parent)):
+        if isinstance(node, (ast.For, ast.AsyncFor)) and any(
+                isinstance(n, ast.Name) and n.id == name for n in ast.walk(node.iter)):
+            if any(isinstance(a, (ast.For, ast.AsyncFor, ast.While)) for a in m.ancestors(node)):
+                return True
+    return False
+
+
+@finder("FSD035")
+def fsd035(m: Module) -> Found:
+    if any(last_name(c) == "set_epoch" for c in m.calls()):
+        return
+    for call in m.calls():
+        q = m.qual(call) or ""
+        shuffle = kwarg(call, "shuffle")
+        if not (q.startswith("torch.utils.data") and q.endswith("DistributedSampler")) or \
+                isinstance(shuffle, ast.Constant) and shuffle.value is False:
+            continue
+        parent = m.parents.get(id(call))
+        if not (isinstance(parent, ast.Assign) and isinstance(parent.targets[0], ast.Name)):
+            continue
+        sampler = parent.targets[0].id
+        loaders = [c for c in m.calls(m.scope_of(call)) if (m.qual(c) or "").endswith("DataLoader") and any(
+            isinstance(n, ast.Name) and n.id == sampler for k in c.keywords for n in ast.walk(k.value))]
+        if any(_epoch_loop_over(m, ld) for ld in loaders):
+            yield call, None
+

@@ -1,0 +1,187 @@
+"""Rules about work that every rank must do, found on a path only some ranks take (FSD003-FSD010, FSD036).
+
+Each kind of collective call has its own code; a call to a function of this file that runs one (directly
+or through another local function) counts as that collective, so ``if rank == 0: save(model)`` is caught
+when ``save`` calls ``dist.barrier()``.  ``if rank == 0: dist.send(...) else: dist.recv(...)`` is
+point-to-point, not a collective, and ``if rank == 0: dist.broadcast(t, 0) else: dist.broadcast(t, 0)``
+runs on every rank, so neither is reported.
+"""
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from fsdp_skill.core.check.facts import FSDP1, Module, dotted, is_true, kwarg, last_name
+
+COLLECTIVES = {"barrier", "monitored_barrier", "all_reduce", "all_gather", "all_gather_into_tensor", "all_gather_object",
+               "reduce", "reduce_scatter", "reduce_scatter_tensor", "broadcast", "broadcast_object_list", "gather",
+               "gather_object", "scatter", "scatter_object_list", "all_to_all", "all_to_all_single",
+               "all_gather_coalesced", "all_reduce_coalesced"}
+# init_process_group is not here: a subset of processes may form its own default group (an RPC job's trainers)
+GROUP_CREATORS = {"new_group", "new_subgroups", "new_subgroups_by_enumeration", "init_device_mesh"}
+DCP = {"save", "load", "async_save", "save_state_dict", "load_state_dict"}
+SD_GET = {"get_model_state_dict", "get_optimizer_state_dict", "get_state_dict"}
+SD_SET = {"set_model_state_dict", "set_optimizer_state_dict", "set_state_dict"}
+
+
+def _options_flag(m: Module, call: ast.Call, flag: str) -> bool:
+    opts = m.resolve(kwarg(call, "options"))
+    if isinstance(opts, ast.Call) and last_name(opts) == "StateDictOptions":
+        v = kwarg(opts, flag)
+        return isinstance(v, ast.Constant) and v.value is True
+    return False
+
+
+def _fsdp1_sharded_context(m: Module, node: ast.AST) -> bool:
+    """Is ``node`` inside ``with FSDP.state_dict_type(model, SHARDED_STATE_DICT | LOCAL_STATE_DICT)``?"""
+    for anc in m.ancestors(node):
+        if isinstance(anc, (ast.With, ast.AsyncWith)):
+            for item in anc.items:
+                ce = item.context_expr
+                if isinstance(ce, ast.Call) and last_name(ce) == "state_dict_type":
+                    kind = kwarg(ce, "state_dict_type", 1)
+                    if last_name(kind or ce) in ("SHARDED_STATE_DICT", "LOCAL_STATE_DICT"):
+                        return True
+    return False
+
+
+def _sharded_by_default(m: Module) -> bool:
+    """Does the file switch FSDP1 to SHARDED_STATE_DICT / LOCAL_STATE_DICT for good (``FSDP.set_state_dict_type``)?"""
+    return any(last_name(c) == "set_state_dict_type" and last_name(kwarg(c, "state_dict_type", 1) or c)
+               in ("SHARDED_STATE_DICT", "LOCAL_STATE_DICT") for c in m.calls())
+
+
+def collective_kind(m: Module, call: ast.Call) -> tuple[str, str] | None:
+    """(rule code, label) when every rank must make ``call`` together, else None."""
+    q = m.qual(call) or ""
+    name = q.rsplit(".", 1)[-1]
+    if q == f"torch.distributed.{name}" and name in COLLECTIVES:
+        return "FSD003", f"dist.{name}()"
+    if q.startswith("torch.distributed.checkpoint.") and q.count(".") == 3 and name in DCP \
+            and not is_true(kwarg(call, "no_dist")):  # no_dist=True: one process, no collective
+        return "FSD004", f"dcp.{name}()"
+    if q.startswith("torch.distributed.checkpoint.state_dict.") and (
+            name in SD_GET and _options_flag(m, call, "full_state_dict")
+            or name in SD_SET and _options_flag(m, call, "broadcast_from_rank0")):
+        return "FSD005", f"{name}(full_state_dict/broadcast_from_rank0)"
+    if q in (f"{FSDP1}.optim_state_dict", f"{FSDP1}.full_optim_state_dict"):
+        return "FSD006", f"FSDP.{name}()"
+    if isinstance(call.func, ast.Attribute):
+        recv = dotted(call.func.value)
+        if call.func.attr == "state_dict" and m.is_fsdp1(call.func.value) and not _fsdp1_sharded_context(m, call) \
+                and not _sharded_by_default(m):
+            return "FSD006", f"{recv}.state_dict() of an FSDP1 module"
+        if call.func.attr == "full_tensor":
+            return "FSD007", ".full_tensor()"
+        if call.func.attr == "consolidate_state_dict":
+            return "FSD008", ".consolidate_state_dict()"
+        if call.func.attr in ("forward", "generate") and m.is_fsdp(call.func.value):
+            return "FSD010", f"{recv}.{call.func.attr}() of an FSDP module"
+    if q in (f"torch.distributed.{n}" for n in GROUP_CREATORS):
+        return "FSD009", f"{name}()"
+    if isinstance(call.func, (ast.Name, ast.Attribute)) and m.is_fsdp(call.func):
+        return "FSD010", f"{dotted(call.func)}(...) (forward of an FSDP module)"
+    if isinstance(call.func, (ast.Name, ast.Attribute)) and m.is_joined_ddp(call.func):
+        return "FSD036", f"{dotted(call.func)}(...) (forward through a DDP wrapper that was given to Join)"
+    return None
+
+
+def _summaries(m: Module) -> dict[str, tuple[str, str, int]]:
+    """Local function name -> (code, label, line) of the first collective it can run, directly or through another
+    local function (a fixpoint over the file's module-level functions). A collective under a rank condition
+    inside the function counts too: run on some ranks only, the function reaches its side of a pair alone."""
+    out: dict[str, tuple[str, str, int]] = {}
+    for _ in range(4):
+        for fname, fn in m.functions.items():
+            if fname in out:
+                continue
+            for node in m.scope_nodes(fn):
+                if isinstance(node, ast.Call):
+                    kind = _kind(m, node, out, exclude=fname)
+                    if kind is not None:
+                        out[fname] = (kind[0], kind[1], kind[2] or node.lineno)
+                        break
+    return out
+
+
+def _kind(m: Module, call: ast.Call, summaries: dict, exclude: str | None = None) -> tuple[str, str, int | None, str | None] | None:
+    """(code, label of the collective, its line when reached through a local function, that function's name)."""
+    kind = collective_kind(m, call)
+    if kind is not None:
+        return kind[0], kind[1], None, None
+    if isinstance(call.func, ast.Name) and call.func.id in summaries and call.func.id != exclude \
+            and m.scope_of(call) is not m.functions.get(call.func.id):
+        code, label, line = summaries[call.func.id]
+        return code, label, line, call.func.id
+    return None
+
+
+def _side(m: Module, test: ast.AST) -> tuple[str, frozenset] | None:
+    """The ranks a simple rank test selects: ('in', {0}) for ``rank == 0`` / ``is_main_process()``, ('notin', {-1, 0})
+    for ``local_rank not in [-1, 0]``; None when the test is not that simple."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _side(m, test.operand)
+        return _negate(inner) if inner else None
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and m.is_rank_expr(test.left):
+        op, right = test.ops[0], test.comparators[0]
+        values = right.elts if isinstance(right, (ast.List, ast.Tuple, ast.Set)) else [right]
+        if not all(isinstance(v, ast.Constant) or isinstance(v, ast.UnaryOp) and isinstance(v.operand, ast.Constant)
+                   for v in values):
+            return None
+        consts = frozenset(ast.literal_eval(v) for v in values) - {-1}  # -1: "not distributed", no rank has it
+        kind = {ast.Eq: "in", ast.In: "in", ast.NotEq: "notin", ast.NotIn: "notin"}.get(type(op))
+        return (kind, consts) if kind else None
+    if isinstance(test, (ast.Name, ast.Attribute, ast.Call)) and m.is_main_predicate(test):
+        return ("in", frozenset({0}))
+    return None
+
+
+def _negate(side: tuple[str, frozenset]) -> tuple[str, frozenset]:
+    return ("notin" if side[0] == "in" else "in", side[1])
+
+
+def _node_side(m: Module, branch: ast.AST, node: ast.AST) -> tuple[str, frozenset] | None:
+    if not isinstance(branch, ast.If):
+        return ("in", frozenset({0}))  # @rank_zero_only
+    side = _side(m, branch.test)
+    if side is None:
+        return None
+    chain = [node, *m.ancestors(node)]
+    in_body = any(stmt is anc for stmt in branch.body for anc in chain)
+    return side if in_body else _negate(side)
+
+
+def _paired(m: Module, branches: dict, summaries: dict) -> set[tuple[int, str]]:
+    """(scope, collective) found under complementary rank conditions of one function (``local_rank not in [-1, 0]``
+    and ``local_rank == 0``): the "first process works, the others wait" pattern, where every rank reaches one side."""
+    seen: dict[tuple[int, str], list[tuple[int, tuple | None]]] = {}
+    for call in m.calls():
+        enclosing = branches.get(id(call))
+        kind = _kind(m, call, summaries) if enclosing else None
+        if kind is not None:
+            seen.setdefault((id(m.scope_of(call)), kind[1]), []).append(
+                (id(enclosing[-1]), _node_side(m, enclosing[-1], call)))
+    return {key for key, sides in seen.items()
+            if any(s is not None and (o, _negate(s)) in sides and o != i for i, s in sides for o, _ in sides)}
+
+
+def rank_findings(m: Module) -> Iterator[tuple[str, ast.AST, str]]:
+    """(code, node, detail) for every collective reached on some ranks only."""
+    branches = m.rank_branches()
+    summaries = _summaries(m)
+    paired = _paired(m, branches, summaries)
+    for call in m.calls():
+        enclosing = branches.get(id(call))
+        kind = _kind(m, call, summaries) if enclosing else None
+        if kind is None:
+            continue
+        code, label, line, via = kind
+        # innermost first; one unbalanced condition is enough. The innermost is balanced by its else branch, or by
+        # a separate if on the complementary ranks (if rank != 0: barrier() ... if rank == 0: barrier()).
+        for depth, branch in enumerate(reversed(enclosing)):
+            if depth == 0 and (id(m.scope_of(call)), label) in paired:
+                continue
+            if not m.other_branch_has(branch, call, lambda c, label=label: (_kind(m, c, summaries) or ("", ""))[1] == label):
+                what = f"{via}(), which runs {label} at line {line}," if via else label
+                yield code, call, f"{what} runs only on some ranks (rank condition at line {branch.lineno})"
+                break

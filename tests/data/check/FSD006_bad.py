@@ -1,0 +1,13 @@
+import os
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+from torch.distributed.fsdp import fully_shard
+
+
+def main(rank):
+    model = FSDP(nn.Linear(8, 8).cuda())
+    if rank == 0:
+        torch.save(model.state_dict(), "model.pt")  # <- FSD006

@@ -1,0 +1,13 @@
+import os
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+from torch.distributed.fsdp import fully_shard
+
+
+def log(model):
+    norm = model.weight.full_tensor().norm()
+    if dist.get_rank() == 0:
+        print(norm, model.weight.to_local().shape)

@@ -1,0 +1,10 @@
+import torch.distributed as dist
+
+
+def main():
+    dist.init_process_group(backend="nccl")  # <- FSD013
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

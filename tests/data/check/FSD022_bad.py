@@ -1,0 +1,14 @@
+import os
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+from torch.distributed.fsdp import fully_shard
+
+
+def main():
+    model = nn.Linear(8, 8)
+    fully_shard(model)
+    for p in model.parameters():
+        p.register_hook(lambda g: g * 2)  # <- FSD022

@@ -1,0 +1,199 @@
+"""``check``: every rule fires exactly where its failing fixture says (``# <- FSDxxx`` marks the line) and
+stays silent on its passing fixture; each rule points at a real section and verified snippet; noqa,
+select/ignore, the CLI's output and exit codes; the command never imports torch."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fsdp_skill.core.check import RULES, check_paths, check_source
+from fsdp_skill.core.knowledge import load_knowledge
+from fsdp_skill.errors import InvalidArgument
+from fsdp_skill.main import main
+
+DATA = Path(__file__).parent / "data" / "check"
+MARK = re.compile(r"#\s*<-\s*(FSD\d{3})")
+
+
+def _expected(path: Path) -> set[tuple[int, str]]:
+    return {(i, m.group(1)) for i, line in enumerate(path.read_text().splitlines(), 1) for m in MARK.finditer(line)}
+
+
+def test_at_least_25_rules_each_with_both_fixtures():
+    assert len(RULES) >= 25
+    for code in RULES:
+        assert (DATA / f"{code}_bad.py").is_file() and (DATA / f"{code}_good.py").is_file(), code
+
+
+@pytest.mark.parametrize("code", sorted(RULES))
+def test_rule_fires_on_bad_fixture(code):
+    path = DATA / f"{code}_bad.py"
+    expected = {e for e in _expected(path) if e[1] == code}
+    assert expected, f"{path} marks no line with '# <- {code}'"
+    found = {(f.line, f.code) for f in check_source(path.read_text(), str(path)) if f.code == code}
+    assert found == expected
+
+
+@pytest.mark.parametrize("code", sorted(RULES))
+def test_rule_silent_on_good_fixture(code):
+    path = DATA / f"{code}_good.py"
+    found = [f.line_text() for f in check_source(path.read_text(), str(path)) if f.code == code]
+    assert found == []
+
+
+PUBLIC = sorted((DATA / "public").glob("*.py"))
+
+
+def test_public_patterns_are_ten_or_more():
+    assert sum(1 for p in PUBLIC if _expected(p)) >= 10
+
+
+@pytest.mark.parametrize("path", PUBLIC, ids=lambda p: p.stem)
+def test_public_bug_pattern_caught_by_its_rule(path):
+    """Small scripts written from public bug reports (source in each header): each finding exactly where marked,
+    nothing else (the last one is a report where the plain API is right, and must stay silent)."""
+    found = {(f.line, f.code) for f in check_source(path.read_text(), str(path))}
+    assert found == _expected(path)
+
+
+def test_every_rule_points_at_existing_section_and_snippet():
+    kb = load_knowledge()
+    for rule in RULES.values():
+        assert kb.section(rule.section).id == rule.section, rule.code
+        assert rule.snippet in kb.snippets, (rule.code, rule.snippet)
+
+
+def test_readme_rule_table_matches_the_rules():
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    rows = {line.split(" | ")[0].strip("| "): line for line in readme.splitlines() if re.match(r"^\| FSD\d{3} \|", line)}
+    assert set(rows) == set(RULES)
+    for r in RULES.values():
+        assert rows[r.code] == f"| {r.code} | {r.severity} | {r.summary} | `{r.section}` | `{r.snippet}` |"
+
+
+def test_finding_carries_section_snippet_and_range():
+    (f,) = check_source("import torch.distributed as dist\nif dist.get_rank() == 0:\n    dist.barrier()\n", "t.py")
+    assert (f.code, f.severity, f.line, f.col, f.end_line, f.end_col) == ("FSD003", "error", 3, 5, 3, 19)
+    assert f.section == "debugging/distributed-debug-detail" and f.snippet == "debugging/distributed-debug-detail"
+    assert f.line_text().startswith("t.py:3:5: FSD003 dist.barrier() runs only on some ranks (rank condition at line 2)")
+    assert f.line_text().endswith("[debugging/distributed-debug-detail]")
+
+
+BARRIER = "import torch.distributed as dist\nif dist.get_rank() == 0:\n    dist.barrier(){}\n"
+
+
+@pytest.mark.parametrize("comment, silenced", [("  # noqa", True), ("  # noqa: FSD003", True), ("  # NOQA:FSD011,FSD003", True),
+                                               ("  # noqa: FSD011", False), ("", False)])
+def test_noqa(comment, silenced):
+    assert (check_source(BARRIER.format(comment)) == []) is silenced
+
+
+def test_select_and_ignore_by_prefix():
+    code = (DATA / "FSD003_bad.py").read_text() + "\nimport torch\nscaler = torch.amp.GradScaler()\nfully_shard(None)\n"
+    codes = {f.code for f in check_source(code)}
+    assert {"FSD003", "FSD011"} <= codes
+    assert {f.code for f in check_source(code, select=["FSD01"])} == {"FSD011"}
+    assert "FSD003" not in {f.code for f in check_source(code, ignore=["fsd003"])}
+    with pytest.raises(InvalidArgument, match="unknown rule code 'E501'"):
+        check_source(code, select=["E501"])
+
+
+def test_syntax_error_is_a_finding():
+    (f,) = check_source("def broken(:\n", "b.py")
+    assert (f.code, f.severity, f.line, f.section) == ("FSD000", "error", 1, None)
+
+
+def test_check_paths_walks_directories_and_rejects_bad_paths(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "train.py").write_text(BARRIER.format(""))
+    (tmp_path / ".venv").mkdir()
+    (tmp_path / ".venv" / "x.py").write_text(BARRIER.format(""))
+    (tmp_path / "notes.txt").write_text("hi")
+    assert [(Path(f.path).name, f.code) for f in check_paths([str(tmp_path)])] == [("train.py", "FSD003")]
+    with pytest.raises(InvalidArgument, match="no such file"):
+        check_paths([str(tmp_path / "missing.py")])
+    with pytest.raises(InvalidArgument, match="not a Python file"):
+        check_paths([str(tmp_path / "notes.txt")])
+    (tmp_path / "latin.py").write_bytes(b"x = '\xe9'\n")
+    with pytest.raises(InvalidArgument, match="not UTF-8"):
+        check_paths([str(tmp_path / "latin.py")])
+
+
+def test_knowledge_snippets_only_flag_their_deliberate_mistakes():
+    """Verified snippets are correct code, except where they demonstrate the mistake on purpose (each listed)."""
+    deliberate = {("debugging/monitored-barrier", "FSD003"), ("debugging/gloo-connection-closed-by-peer", "FSD003"),
+                  ("fsdp2/optimizer-order", "FSD001"), ("mixed-precision/fsdp1-fp16-sharded-grad-scaler", "FSD011"),
+                  ("mixed-precision/fsdp2-autocast", "FSD020"), ("model/model-dtype-vs-policy", "FSD020"),
+                  ("model/ac-reentrant-vs-nonreentrant", "FSD027"), ("parallelism/tp-fsdp2-2d", "FSD029"),
+                  ("sharding/bottom-up-order", "FSD015")}
+    kb = load_knowledge()
+    found = {(sp.id, f.code) for sp in kb.snippets.values()
+             for f in check_source(sp.code, sp.id) if RULES[f.code].severity != "info"}
+    assert found == deliberate
+
+
+# --- the CLI ---------------------------------------------------------------------------------------------
+
+def test_cli_clean_file_exits_0(capsys):
+    assert main(["check", str(DATA / "FSD014_good.py")]) == 0
+    assert capsys.readouterr().out == ""
+
+
+def test_cli_findings_exit_1_with_linter_lines(capsys):
+    path = str(DATA / "FSD014_bad.py")
+    assert main(["check", path]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == (f"{path}:5:5: FSD014 no destroy_process_group(): call it once at the end (in a finally:), "
+                      "or NCCL teardown can hang at exit [init/destroy-process-group]")
+
+
+def test_cli_json_select_ignore(capsys):
+    path = str(DATA / "FSD003_bad.py")
+    assert main(["check", "--json", path]) == 1
+    rows = json.loads(capsys.readouterr().out)
+    assert {r["code"] for r in rows} == {"FSD003"} and set(rows[0]) >= {"code", "severity", "message", "path", "line", "col",
+                                                                       "end_line", "end_col", "section", "snippet"}
+    assert main(["check", "--json", "--ignore", "FSD003", path]) == 0
+    assert json.loads(capsys.readouterr().out) == []
+    assert main(["check", "--select", "FSD011,FSD012", path]) == 0
+
+
+@pytest.mark.parametrize("args, message", [(["missing.py"], "no such file"), (["--select", "X1", "-"], "unknown rule code")])
+def test_cli_bad_input_exits_2(args, message, capsys):
+    assert main(["check", *args]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_cli_syntax_error_exits_1(tmp_path, capsys):
+    bad = tmp_path / "bad.py"
+    bad.write_text("def f(:\n")
+    assert main(["check", str(bad)]) == 1
+    assert "FSD000 file does not parse" in capsys.readouterr().out
+
+
+def test_cli_reads_stdin_and_never_imports_torch():
+    code = ("import runpy, sys\nsys.argv = ['fsdp-skill', 'check', '-']\n"
+            "from fsdp_skill.main import main\nrc = main(sys.argv[1:])\n"
+            "print('TORCH' if 'torch' in sys.modules else 'NO-TORCH', file=sys.stderr)\nsys.exit(rc)\n")
+    proc = subprocess.run([sys.executable, "-c", code], input=BARRIER.format(""), capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout.startswith("-:3:5: FSD003 ")
+    assert "NO-TORCH" in proc.stderr
+
+
+def test_cli_rules_lists_the_table(capsys):
+    assert main(["check", "--rules"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == len(RULES) and lines[0].startswith("FSD001\terror\t")
+
+
+def test_cli_check_needs_no_state_directory(tmp_path, monkeypatch, capsys):
+    home = tmp_path / "home"
+    home.write_text("not a directory")  # an unusable $FSDP_SKILL_HOME: ask/show exit 1, check does not care
+    monkeypatch.setenv("FSDP_SKILL_HOME", str(home))
+    assert main(["check", str(DATA / "FSD014_good.py")]) == 0
