@@ -210,12 +210,28 @@ def _verify(job: Job, *, launcher: str, use_cache: bool, facts: target.Facts) ->
         if hit is not None and not (hit.status == "timeout" and (hit.seconds or 0) < job.timeout):
             return hit.model_copy(update={"snippet_id": job.snippet_id, "checks": job.checks})
     verdict = _run(job, place, sha, launcher, facts)
+    if not job.debug and failed_only_in_teardown(verdict):
+        # torch 2.13's gloo teardown race (RankResult.teardown_crash) says nothing about the snippet, whose
+        # every rank finished; one more run decides, and the verdict keeps the first run's reason.
+        first = (verdict.reason or "").splitlines()[0]
+        again = _run(job, place, sha, launcher, facts)
+        verdict = again.model_copy(update={"teardown_retries": 1, "reason": (
+            f"{again.reason}; this is a second run: the first failed only in interpreter teardown ({first})")})
     if verdict.status == "timeout" and launcher == "warm" and not job.debug and os.environ.get(CONFIRM_ENV, "1") != "0":
         verdict = _confirm(job, place, sha, verdict, facts)
     verdict = verdict.model_copy(update={"checks": job.checks})
     if not (job.path or job.env):  # a script run in place also depends on its directory, cwd and arguments
         cache.store(key, verdict)
     return verdict
+
+
+def failed_only_in_teardown(verdict: Verdict) -> bool:
+    """Whether a failed run's only failures are teardown crashes (RankResult.teardown_crash): every rank
+    reported, at least one crashed in teardown, and each other one exited 0 or was stopped by the launcher
+    because of that crash."""
+    ranks = verdict.ranks
+    return (verdict.status == "failed" and len(ranks) == verdict.world_size and any(r.teardown_crash for r in ranks)
+            and all(r.teardown_crash or r.killed_by_harness or (r.exit_code == 0 and r.signal is None) for r in ranks))
 
 
 def _confirm(job: Job, place: host.Placement, sha: str, warm: Verdict, facts: target.Facts) -> Verdict:
@@ -370,6 +386,13 @@ def _across_nodes(verdict: Verdict, job: Job, raw: RawRun) -> Verdict:
     return verdict.model_copy(update={"world_size": total, "nnodes": nodes.nnodes, "reason": reason})
 
 
+def _int_or_none(text: str) -> int | None:
+    try:
+        return int(text.strip())
+    except ValueError:
+        return None
+
+
 def _raw_from_zygote(msg: dict, rundir: str) -> RawRun:
     ranks = []
     for r in msg["ranks"]:
@@ -383,6 +406,7 @@ def _raw_from_zygote(msg: dict, rundir: str) -> RawRun:
             log=read_text(os.path.join(rundir, f"rank{n}.log")),
             traceback=read_text(os.path.join(rundir, f"rank{n}.tb")) or None,
             stack=read_text(os.path.join(rundir, f"rank{n}.stack")) or None,
+            script_exit=_int_or_none(read_text(os.path.join(rundir, f"rank{n}.exit"))),
         ))
     return RawRun(seconds=msg["seconds"], timed_out=msg["timed_out"], ranks=ranks,
                   first_failure=msg["first_failure"], torch_version=msg.get("torch_version"))

@@ -28,6 +28,9 @@ class RankResult(BaseModel):
                               "(every line of it), or for a native crash the C++ message ('what()') or the fatal error")
     error_at: str | None = Field(None, description="Where in the user's script the rank failed: 'script.py:5' for an "
                                  "exception, 'all_gather at script.py:13' for a native crash")
+    teardown_crash: bool = Field(False, description="True when the rank finished its script with exit code 0 and then "
+                                 "died while the interpreter shut down (torch 2.13's gloo teardown race: 'terminate "
+                                 "called without an active exception'); what it computed and printed was complete")
 
 
 class Verdict(BaseModel):
@@ -67,3 +70,7 @@ class Verdict(BaseModel):
     ranks: list[RankResult] = Field(default_factory=list, description="Per-rank results, ordered by rank")
     cached: bool = Field(False, description="True when this verdict came from the cache instead of a fresh run")
     checked_at: str | None = Field(None, description="UTC ISO-8601 time the run finished")
+    teardown_retries: int = Field(0, ge=0, description="Runs of this knowledge snippet rerun because they failed only "
+                                  "by crashing in interpreter teardown after every rank's script exited 0 (see "
+                                  "RankResult.teardown_crash); the verdict is that of the last run, and 'reason' "
+                                  "quotes the first")

@@ -45,6 +45,7 @@ class RawRank:
     traceback: str | None = None
     stack: str | None = None
     order: int | None = None  # position in the order ranks were seen to exit (0 = first), if known
+    script_exit: int | None = None  # the script's own exit code, when the launcher saw it end (warm: before finalization)
 
 
 @dataclass
@@ -172,7 +173,7 @@ def root_cause(ranks: list[RankResult], order: dict[int, int], first_failure: in
     def key(r: RankResult):
         consequential = bool(r.traceback and _CONSEQUENTIAL.search(exception_message(r.traceback) or ""))
         position = order.get(r.rank, 1 << 30) if order else (0 if r.rank == first_failure else 1)
-        return (r.killed_by_harness, consequential, r.error_at is None, position, r.rank)
+        return (r.killed_by_harness, r.teardown_crash, consequential, r.error_at is None, position, r.rank)
     return min(bad, key=key)
 
 
@@ -198,6 +199,11 @@ def _failure(rr: RankResult) -> tuple[str, str | None]:
     if rr.traceback:
         what = msg.split(":", 1)[0] if multi else (msg or "an exception")
         text = f"rank {rr.rank} raised {what}" + (f" at {rr.error_at}" if rr.error_at else "")
+    elif rr.teardown_crash:
+        text = (f"rank {rr.rank} finished its script (exit 0), then was killed by {rr.signal} while the "
+                f"interpreter shut down (its results were complete)")
+        if msg and not multi:
+            text += f": {msg}"
     elif rr.signal:
         text = f"rank {rr.rank} was killed by {rr.signal}" + (f" in {rr.error_at}" if rr.error_at else "")
         if msg and not multi:
@@ -205,6 +211,30 @@ def _failure(rr: RankResult) -> tuple[str, str | None]:
     else:
         text = f"rank {rr.rank} exited with code {rr.exit_code}"
     return text, (msg if multi else None)
+
+
+_TERMINATE = "terminate called without an active exception"
+
+
+def teardown_crash(raw: RawRank) -> bool:
+    """Whether ``raw`` finished its script and then died while the interpreter shut down.
+
+    Warm ranks report their script's exit code before finalizing (``script_exit``): a signal after a 0 is a
+    teardown crash.  Under torchrun the exit code of the script is not seen, so only torch 2.13's known
+    teardown race counts: a SIGABRT from ``std::terminate`` ("terminate called without an active
+    exception") whose fatal-error dump shows the main thread outside any Python frame (or no dump: the
+    abort came after faulthandler was finalized).  A gloo worker thread that releases a finished
+    collective's tensors after ``Py_FinalizeEx`` began cannot take the GIL; CPython ends that thread with
+    ``pthread_exit``, whose unwinding through C++ code calls ``std::terminate``.
+    """
+    if not raw.signal or raw.killed_by_harness:
+        return False
+    if raw.script_exit is not None:
+        return raw.script_exit == 0
+    if raw.signal != "SIGABRT" or _TERMINATE not in raw.log:
+        return False
+    dump = raw.log[raw.log.find("Fatal Python error"):] if "Fatal Python error" in raw.log else ""
+    return not dump or ("<no Python frame>" in dump and 'File "' not in dump)
 
 
 def _own_error(raw: RawRank, tb: str | None, script: str, code: str) -> tuple[str | None, str | None, str | None]:
@@ -250,7 +280,7 @@ def make_verdict(run: RawRun, *, script: str, code: str, code_sha256: str, snipp
             rank=raw.rank, exit_code=raw.exit_code, signal=raw.signal, killed_by_harness=raw.killed_by_harness,
             output_tail=tail(scrub(raw.log) or ""), traceback=tb, stack=stack,
             blocked_at=None if raw.signal and error else blocked_at(stack, script, code),  # crashed, not blocked
-            error=error, error_at=error_at,
+            error=error, error_at=error_at, teardown_crash=teardown_crash(raw),
         ))
     bad = [r for r in ranks if r.exit_code != 0 or r.signal is not None]
     if run.timed_out:

@@ -660,6 +660,11 @@ class Zygote:
         except (AttributeError, OSError):
             pass
         code = run_script(job.script, os.path.join(job.rundir, f"rank{rank}.tb"), job.args)
+        try:  # the script is over: a crash from here on is the interpreter's teardown, not the script
+            with open(os.path.join(job.rundir, f"rank{rank}.exit"), "w") as f:
+                f.write(str(code))
+        except OSError:
+            pass
         if exit_mode != "fast":
             # The interpreter's own finalization, then exit(): C++ static destructors run as in a fresh
             # process, which reproduces torch's occasional crash at exit ("terminate called without an

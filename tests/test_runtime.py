@@ -134,6 +134,73 @@ def test_crash_in_interpreter_teardown_fails_the_run(launcher, monkeypatch):
     v = verify("abort_at_exit.py", launcher=launcher)
     assert v.status == "failed", v.reason
     assert v.ranks[1].signal == "SIGABRT" and "work done" in v.ranks[1].output_tail, v.reason
+    # recognised as a teardown crash: rerun once (it crashes again here), and the report says what it was
+    assert v.ranks[1].teardown_crash and not v.ranks[0].teardown_crash and v.teardown_retries == 1, v
+    assert v.reason.startswith("rank 1 finished its script (exit 0), then was killed by SIGABRT while the "
+                               "interpreter shut down"), v.reason
+    assert "this is a second run: the first failed only in interpreter teardown (rank 1 finished" in v.reason
+    from fsdp_skill.core.hints import hint_for
+
+    assert "init/destroy-process-group" in hint_for(v)
+
+
+@pytest.mark.parametrize("launcher", ["warm", "torchrun"])
+def test_a_users_script_crashing_in_teardown_is_reported_once_not_rerun(launcher, tmp_path, monkeypatch):
+    monkeypatch.delenv("FSDP_SKILL_WARM_EXIT", raising=False)
+    path = tmp_path / "abort_at_exit.py"
+    path.write_text(script("abort_at_exit.py"))
+    job = runtime.Job(code=path.read_text(), filename=path.name, debug=True, path=str(path), cwd=str(tmp_path))
+    (v,) = runtime.verify_many([job], launcher=launcher)
+    assert v.status == "failed" and v.ranks[1].teardown_crash and v.teardown_retries == 0, v.reason
+    assert "second run" not in v.reason
+
+
+def _teardown_verdict(status: str, *, crash: bool = True, other_exit: int = 0) -> Verdict:
+    ranks = [runtime.RankResult(rank=0, exit_code=other_exit),
+             runtime.RankResult(rank=1, signal="SIGABRT" if crash else None, exit_code=None if crash else 0,
+                                teardown_crash=crash)]
+    if status == "passed":
+        ranks = [runtime.RankResult(rank=r, exit_code=0) for r in (0, 1)]
+    return Verdict(status=status, reason=f"{status} run", world_size=2, backend="gloo", seconds=1.0,
+                   launcher="warm", ranks=ranks, torch_version="2.13.0+cpu")
+
+
+@pytest.mark.parametrize("case", ["teardown then pass", "user script", "real failure too"])
+def test_only_a_teardown_failure_of_a_snippet_is_rerun(case, monkeypatch):
+    runs = [_teardown_verdict("failed", other_exit=3 if case == "real failure too" else 0), _teardown_verdict("passed")]
+    calls = []
+
+    def fake_run(job, place, sha, launcher, facts):
+        calls.append(job)
+        return runs[len(calls) - 1]
+
+    monkeypatch.setattr(api, "_run", fake_run)
+    job = runtime.Job(code="print(1)\n", debug=case == "user script")
+    v = runtime.verify_many([job], use_cache=False)[0]
+    if case == "teardown then pass":
+        assert len(calls) == 2 and v.status == "passed" and v.teardown_retries == 1
+        assert v.reason == ("passed run; this is a second run: the first failed only in interpreter teardown "
+                            "(failed run)")
+    else:
+        assert len(calls) == 1 and v.status == "failed" and v.teardown_retries == 0
+
+
+def test_teardown_crash_needs_a_finished_script_or_torchs_signature():
+    from fsdp_skill.runtime.report import RawRank, teardown_crash
+
+    term = "terminate called without an active exception\n"
+    dump_no_frame = "Fatal Python error: Aborted\n\nThread 0x1 (most recent call first):\n  <no Python frame>\n"
+    dump_frame = 'Fatal Python error: Aborted\n\nCurrent thread 0x1 (most recent call first):\n  File "x.py", line 3 in f\n'
+    assert teardown_crash(RawRank(rank=1, signal="SIGABRT", script_exit=0))
+    assert teardown_crash(RawRank(rank=1, signal="SIGSEGV", script_exit=0))  # warm: anything after the script ended
+    assert not teardown_crash(RawRank(rank=1, signal="SIGABRT", script_exit=1))
+    assert not teardown_crash(RawRank(rank=1, signal="SIGABRT", script_exit=0, killed_by_harness=True))
+    assert not teardown_crash(RawRank(rank=1, exit_code=0, script_exit=0))
+    assert teardown_crash(RawRank(rank=1, signal="SIGABRT", log=term + dump_no_frame))  # torchrun: the signature
+    assert teardown_crash(RawRank(rank=1, signal="SIGABRT", log=term))
+    assert not teardown_crash(RawRank(rank=1, signal="SIGABRT", log=term + dump_frame))  # mid-script
+    assert not teardown_crash(RawRank(rank=1, signal="SIGABRT", log=dump_no_frame))
+    assert not teardown_crash(RawRank(rank=1, signal="SIGSEGV", log=term + dump_no_frame))
 
 
 @GLIBC

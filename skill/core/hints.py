@@ -20,6 +20,7 @@ HINTS: list[tuple[re.Pattern, str]] = [(re.compile(p, re.I), sid) for p, sid in 
     (r"Expected to have finished reduction in the prior iteration", "debugging/ddp-unused-parameters"),
     (r"expected scalar type \w+ but found|must have the same dtype", "debugging/dtype-mismatch"),
     (r"No backend type associated with device type|PREMUL_SUM", "debugging/backend-unsupported-op"),
+    (r"terminate called without an active exception|while the interpreter shut down", "init/destroy-process-group"),
 ]]
 _PEER_GONE = re.compile(r"Connection closed by peer|Connection reset by peer", re.I)
 
