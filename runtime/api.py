@@ -20,6 +20,8 @@ from fsdp_skill.runtime.report import RawRank, RawRun, make_verdict, read_text
 from fsdp_skill.runtime.torchrun import Nodes
 
 LAUNCHERS = ("warm", "torchrun")
+MAX_TIMEOUT_S = 86400.0  # a run's timeout is at most a day (seconds)
+MAX_WORLD_SIZE = 64  # ranks started on this host by one run (with several nodes: per node)
 KEEP_ENV = "FSDP_SKILL_KEEP_RUNS"  # set to keep each run's directory (script, per-rank logs) for debugging
 WARM_EXIT_ENV = "FSDP_SKILL_WARM_EXIT"  # 'fast': warm ranks end with os._exit (see verify_code)
 CONFIRM_ENV = "FSDP_SKILL_CONFIRM_TIMEOUTS"  # '0' reports warm timeouts without rerunning them under torchrun
@@ -91,8 +93,12 @@ def require_torch(python: str | None = None) -> target.Facts:
 def _check(job: Job, launcher: str) -> None:
     if launcher not in LAUNCHERS:
         raise InvalidArgument(f"launcher must be one of {', '.join(LAUNCHERS)}, not {launcher!r}")
-    if not isinstance(job.timeout, (int, float)) or job.timeout <= 0:
-        raise InvalidArgument(f"timeout must be a positive number of seconds, not {job.timeout!r}")
+    if not isinstance(job.timeout, (int, float)) or not 0 < job.timeout <= MAX_TIMEOUT_S:
+        raise InvalidArgument(f"timeout must be a positive number of seconds, at most {MAX_TIMEOUT_S:g} (a day), "
+                              f"not {job.timeout!r}")
+    if not isinstance(job.world_size, int) or not 1 <= job.world_size <= MAX_WORLD_SIZE:
+        raise InvalidArgument(f"world_size must be an integer from 1 to {MAX_WORLD_SIZE} (ranks on this host), "
+                              f"not {job.world_size!r}")
     if not isinstance(job.code, str):
         raise InvalidArgument("code must be a str")
     if job.nodes is not None:

@@ -31,8 +31,12 @@ _SCHEMA = 4
 # Environment variables that change how c10d, gloo or NCCL behave, so a verdict recorded under them says
 # nothing about a run without them (e.g. GLOO_SOCKET_IFNAME=nonexistent fails every gloo run), and the warm
 # launcher's exit mode (FSDP_SKILL_WARM_EXIT=fast cannot see a crash in interpreter teardown).
-OUTCOME_ENV = re.compile(r"^(?:[A-Z0-9_]*_SOCKET_IFNAME|NCCL_\w*|TORCH_NCCL_\w*|GLOO_\w*|TORCH_DISTRIBUTED_DEBUG"
-                         r"|MASTER_ADDR|FSDP_SKILL_WARM_EXIT)$")
+# What the ranks inherit that changes how a run ends: c10d/gloo/NCCL settings, what Python imports at start-up
+# (PYTHONPATH: a sitecustomize there runs in every rank), the dynamic loader's preloads and paths, thread
+# counts, visible devices, every TORCH_* switch, and the warm launcher's exit mode.
+OUTCOME_ENV = re.compile(r"^(?:[A-Z0-9_]*_SOCKET_IFNAME|NCCL_\w*|TORCH_\w*|GLOO_\w*|MASTER_ADDR|FSDP_SKILL_WARM_EXIT"
+                         r"|PYTHONPATH|PYTHONHOME|PYTHONUSERBASE|PYTHONNOUSERSITE|PYTHONSAFEPATH|PYTHONWARNINGS"
+                         r"|LD_PRELOAD|LD_LIBRARY_PATH|OMP_NUM_THREADS|MKL_NUM_THREADS|CUDA_VISIBLE_DEVICES)$")
 _SHA = re.compile(r"^[0-9a-f]{64}$")
 
 

@@ -179,10 +179,13 @@ def test_ask_dash_with_stdin_closed(tmp_path):
 
 @pytest.mark.parametrize("argv, phrase", [
     (["verify", "/etc/passwd"], "is not a Python script (.py)"),
-    (["verify", "--timeout", "inf", "join/ddp-join"], "positive, finite"),
-    (["verify", "--timeout", "nan", "join/ddp-join"], "positive, finite"),
-    (["verify", "--timeout", "-1", "join/ddp-join"], "positive, finite"),
-], ids=["not a .py", "timeout inf", "timeout nan", "timeout -1"])
+    (["verify", "--timeout", "inf", "join/ddp-join"], "positive number of seconds, at most 86400"),
+    (["verify", "--timeout", "nan", "join/ddp-join"], "positive number of seconds, at most 86400"),
+    (["verify", "--timeout", "-1", "join/ddp-join"], "positive number of seconds, at most 86400"),
+    (["verify", "--timeout", "1e12", "join/ddp-join"], "positive number of seconds, at most 86400"),
+    (["verify", "--world-size", "100000", "join/ddp-join"], "--world-size must be from 1 to 64"),
+    (["verify", "--world-size", "0", "join/ddp-join"], "--world-size must be from 1 to 64"),
+], ids=["not a .py", "timeout inf", "timeout nan", "timeout -1", "timeout 1e12", "world size 100000", "world size 0"])
 def test_verify_bad_arguments_are_exit_2(capsys, fake_verifier, argv, phrase):
     code = main(argv, verifier=fake_verifier)
     assert code == 2 and phrase in one_line(capsys.readouterr().err) and fake_verifier.runs == []

@@ -597,3 +597,12 @@ def test_segfault_shows_the_users_line(launcher):
     assert f'segv_rank1.py", line {line} in <module>' in v.ranks[1].output_tail
     assert "SIGUSR1" not in v.reason  # rank 0, asked for its stack while exiting, was ended by the harness
     assert_no_harness_frames(v)
+
+
+@pytest.mark.parametrize("kw", [{"timeout": 1e12}, {"timeout": float("nan")}, {"world_size": 65}, {"world_size": 0}],
+                         ids=["timeout 1e12", "timeout nan", "world size 65", "world size 0"])
+def test_runs_are_bounded(kw):
+    """A timeout over a day (time_t overflow in the launcher's waits) or more ranks than one host should start
+    is refused before anything runs."""
+    with pytest.raises(InvalidArgument, match="at most 86400|from 1 to 64"):
+        runtime.verify_code("print(1)\n", use_cache=False, **kw)

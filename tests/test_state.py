@@ -84,7 +84,8 @@ def test_a_warm_key_holds_the_torchrun_confirmation_but_a_torchrun_key_only_torc
 
 @pytest.mark.parametrize("name", ["GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "NCCL_DEBUG",
                                   "TORCH_NCCL_BLOCKING_WAIT", "GLOO_DEVICE_TRANSPORT", "TORCH_DISTRIBUTED_DEBUG",
-                                  "MASTER_ADDR", "FSDP_SKILL_WARM_EXIT"])
+                                  "MASTER_ADDR", "FSDP_SKILL_WARM_EXIT", "PYTHONPATH", "PYTHONHOME", "LD_PRELOAD",
+                                  "LD_LIBRARY_PATH", "OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "TORCH_LOGS"])
 def test_outcome_environment_changes_the_key(name):
     base = {"PATH": "/usr/bin", "HOME": "/home/u"}
     assert cache.outcome_env({**base, name: "x"}) != cache.outcome_env(base)
@@ -92,7 +93,8 @@ def test_outcome_environment_changes_the_key(name):
 
 
 def test_other_environment_does_not_change_the_key():
-    assert cache.outcome_env({"PATH": "/a", "NCCLX": "1", "MY_GLOO": "2"}) == cache.outcome_env({})
+    assert cache.outcome_env({"PATH": "/a", "NCCLX": "1", "MY_GLOO": "2", "MY_PYTHONPATH": "x", "HOME": "/h",
+                              "TORCHX": "1"}) == cache.outcome_env({})
     assert cache.outcome_env({"GLOO_A": "1", "NCCL_B": "2"}) == cache.outcome_env({"NCCL_B": "2", "GLOO_A": "1"})
 
 

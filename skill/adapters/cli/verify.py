@@ -98,10 +98,13 @@ def _jobs(args) -> list:
         raise QueryError("give snippet ids / paths or --topic, not both")
     if not (args.all or args.topic or args.targets):
         raise QueryError("nothing to verify: give SNIPPET_ID..., PATH.py..., --topic T or --all")
-    if args.world_size is not None and args.world_size < 1:
-        raise QueryError(f"--world-size must be at least 1, not {args.world_size}")
-    if args.timeout is not None and not 0 < args.timeout < float("inf"):
-        raise QueryError(f"--timeout must be a positive, finite number of seconds, not {args.timeout:g}")
+    from fsdp_skill.runtime.api import MAX_TIMEOUT_S, MAX_WORLD_SIZE
+
+    if args.world_size is not None and not 1 <= args.world_size <= MAX_WORLD_SIZE:
+        raise QueryError(f"--world-size must be from 1 to {MAX_WORLD_SIZE} (ranks on this host), not {args.world_size}")
+    if args.timeout is not None and not 0 < args.timeout <= MAX_TIMEOUT_S:
+        raise QueryError(f"--timeout must be a positive number of seconds, at most {MAX_TIMEOUT_S:g} (a day), "
+                         f"not {args.timeout:g}")
     nodes = _nodes(args)
     if nodes is not None and (args.all or args.topic or len(args.targets) != 1):
         raise QueryError(f"several nodes (--nnodes {nodes.nnodes}) verify one target at a time, the same on every node")
