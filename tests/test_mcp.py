@@ -459,6 +459,10 @@ def test_jsonrpc_errors_from_a_real_stdio_server(tmp_path):
         b'{"id":11,"method":"ping"}',                                               # no jsonrpc: -32600
         b'{"jsonrpc":"2.0","method":"notifications/initialized","params":5}',       # bad notification: no reply
         b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":5}}',      # the SDK's -32602
+        b'{"jsonrpc":"2.0","id":null,"method":"tools/list"}',                      # id null: -32600
+        (b'{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"ask","arguments":'
+         b'{"question":"fsdp \\ud800 shard","verify":false}}}'),                     # lone surrogate: -32602
+        b'{"jsonrpc":"2.0","id":13,"method":"tools/call\\udc00","params":{}}',      # in the method: -32600
         _call(3, "ask", {"question": "fsdp", "k": "3", "verify": False}),           # tool error, not coerced
         _call(4, "ask", {"question": "fsdp", "verify": False, "extra": 1}),         # tool error, unknown field
         b'{"jsonrpc":"2.0","id":6,"method":"tools/list"}',
@@ -467,8 +471,9 @@ def test_jsonrpc_errors_from_a_real_stdio_server(tmp_path):
     replies, code = _raw_session(lines, tmp_path)
     assert code == 0
     errors = [(r.get("id"), r["error"]["code"]) for r in replies if "error" in r]
-    assert errors == [(None, -32700), (None, -32700), (None, -32700), (None, -32600), (2, -32602), ("s", -32602),
-                      (11, -32600), (7, -32602)]
+    expected = [(None, -32700), (None, -32700), (None, -32700), (None, -32600), (2, -32602), ("s", -32602),
+                (11, -32600), (7, -32602), (None, -32600), (12, -32602), (13, -32600)]
+    assert sorted(errors, key=repr) == sorted(expected, key=repr)  # the SDK's own reply (id 7) may come later
     assert "Parse error" in next(r for r in replies if "error" in r)["error"]["message"]
     results = {r["id"]: r["result"] for r in replies if "result" in r}
     assert set(results) == {0, 3, 4, 5, 6}
@@ -499,3 +504,75 @@ def test_skill_md_documents_every_mcp_tool_and_script_verify(tmp_path):
     assert "--allow-run-scripts" in text and "-- --epochs 1" in text
     for phrase in ("--timeout S", "--launcher warm|torchrun", "working directory", "first on `sys.path`", "130"):
         assert phrase in text, phrase
+
+
+def test_script_server_session_directory_is_removed_on_sigterm_and_after_sigkill(tmp_path):
+    """SIGTERM: the server exits 0 and removes its session directory; a SIGKILLed server's directory (its pid
+    gone) is removed by the next server with --allow-run-scripts."""
+    import signal
+    import subprocess
+    import time
+
+    env = {"FSDP_SKILL_HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path)}
+    tmp = tmp_path  # TMPDIR: where tempfile puts the session directory
+
+    def start():
+        proc = subprocess.Popen([str(EXE), "mcp", "--allow-run-scripts"], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        proc.stdin.write(json.dumps(INIT).encode() + b"\n")
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 0  # initialized: the session directory exists
+        (session,) = tmp.glob(f"fsdp-skill-mcp-{proc.pid}-*")
+        return proc, session
+
+    proc, session = start()
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 0 and not session.exists()
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        stream.close()
+    killed, left = start()
+    killed.kill()
+    killed.wait(timeout=60)
+    for stream in (killed.stdin, killed.stdout, killed.stderr):
+        stream.close()
+    assert left.exists()  # SIGKILL leaves it ...
+    deadline = time.monotonic() + 60
+    while _pid_alive(killed.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    nxt, _ = start()  # ... and the next server removes it
+    try:
+        assert not left.exists()
+    finally:
+        nxt.stdin.close()
+        nxt.wait(timeout=60)
+        nxt.stdout.close()
+        nxt.stderr.close()
+
+
+def _pid_alive(pid: int) -> bool:
+    import os
+
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def test_sent_scripts_get_the_sessions_home(tmp_path, fake_verifier):
+    from fsdp_skill.core.scripts import run_sent_script
+
+    class Recording:
+        def __init__(self):
+            self.jobs = []
+
+        def run(self, jobs, *, launcher="warm", use_cache=True, progress=None):
+            self.jobs.extend(jobs)
+            return fake_verifier.run(jobs, launcher=launcher, use_cache=use_cache, progress=progress)
+
+    rec = Recording()
+    run_sent_script("print(1)\n", session_dir=str(tmp_path), verifier=rec)
+    run_sent_script("print(1)\n", session_dir=str(tmp_path), env={"HOME": "/elsewhere"}, verifier=rec)
+    first, second = (dict(j.env) for j in rec.jobs)
+    assert first["HOME"] == str(tmp_path / ".home") and first["XDG_CACHE_HOME"] == str(tmp_path / ".home" / ".cache")
+    assert second["HOME"] == "/elsewhere"  # the agent's own setting wins

@@ -47,7 +47,9 @@ def run_sent_script(code: str, *, session_dir: str, workdir: str = "default", fi
 
     ``timeout`` is in seconds; ``launcher`` is 'warm' or 'torchrun'; ``verifier`` as in
     :mod:`fsdp_skill.core.snippets` (None: the runtime's).  The working directory is created on first use
-    and kept, with whatever the script wrote, for later calls with the same ``workdir``.
+    and kept, with whatever the script wrote, for later calls with the same ``workdir``.  The ranks' ``HOME``
+    (and ``XDG_*_HOME``) is the session's own ``session_dir/.home`` unless ``env`` sets them, so sent code
+    never writes into the server user's home (its caches included).
     Raises InvalidArgument for a bad name, HarnessError when the run cannot happen.
     """
     from fsdp_skill.core.hints import hint_for
@@ -61,7 +63,12 @@ def run_sent_script(code: str, *, session_dir: str, workdir: str = "default", fi
     path = os.path.join(where, filename)
     with open(path, "w", encoding="utf-8") as f:
         f.write(code)
-    job = script_job(path, world_size=world_size, backend=backend, timeout=timeout, args=args or (), env=env,
-                     cwd=where)
+    home = os.path.join(session_dir, ".home")  # agent-sent code gets the session's own HOME and XDG dirs
+    private = {"HOME": home, **{f"XDG_{d}_HOME": os.path.join(home, sub) for d, sub in
+                                (("CACHE", ".cache"), ("CONFIG", ".config"), ("DATA", ".local/share"),
+                                 ("STATE", ".local/state"))}}
+    os.makedirs(home, exist_ok=True)
+    job = script_job(path, world_size=world_size, backend=backend, timeout=timeout, args=args or (),
+                     env={**private, **(env or {})}, cwd=where)
     verdict = _verifier(verifier).run([job], launcher=launcher)[0]
     return ScriptRun(workdir=where, script=path, args=list(args or ()), verification=verdict, hints=hint_for(verdict))

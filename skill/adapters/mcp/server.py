@@ -16,6 +16,7 @@ from its spec.  ``verify_script`` (code sent by the caller) is registered only w
 from __future__ import annotations
 
 import inspect
+import os
 from typing import Any
 
 import anyio
@@ -108,8 +109,10 @@ def run_stdio(*, allow_run_scripts: bool = False) -> None:
     """Serve MCP over this process's stdin/stdout until the client closes it and every request is answered.
 
     ``allow_run_scripts`` adds ``verify_script``, whose working directories live in a temporary session
-    directory removed when the server exits.
+    directory (``fsdp-skill-mcp-PID-*``) removed when the server exits, also on SIGTERM (exit 0); session
+    directories of servers that were SIGKILLed (their PID is gone) are removed when the next one starts.
     """
+    import signal
     import tempfile
 
     from fsdp_skill.adapters.mcp.stdio import run
@@ -117,5 +120,30 @@ def run_stdio(*, allow_run_scripts: bool = False) -> None:
     if not allow_run_scripts:
         run(build_server())
         return
-    with tempfile.TemporaryDirectory(prefix="fsdp-skill-mcp-") as session:
+    import shutil
+
+    _remove_dead_sessions(tempfile.gettempdir())
+    with tempfile.TemporaryDirectory(prefix=f"fsdp-skill-mcp-{os.getpid()}-") as session:
+        def stop(signum, frame):  # runs never outlive us: each shepherd ends its tree when our pipe closes
+            shutil.rmtree(session, ignore_errors=True)
+            os._exit(0)
+
+        signal.signal(signal.SIGTERM, stop)
         run(build_server(script_dir=session))
+
+
+def _remove_dead_sessions(tmp: str) -> None:
+    """Remove ``tmp/fsdp-skill-mcp-PID-*`` directories whose server process no longer exists."""
+    import re
+    import shutil
+
+    for name in os.listdir(tmp):
+        m = re.fullmatch(r"fsdp-skill-mcp-(\d+)-\w+", name)
+        if not m:
+            continue
+        try:
+            os.kill(int(m[1]), 0)
+        except ProcessLookupError:
+            shutil.rmtree(os.path.join(tmp, name), ignore_errors=True)
+        except (PermissionError, OverflowError):  # someone else's live process, or not a pid
+            pass

@@ -5,8 +5,10 @@ stdin closes.  JSON-RPC 2.0 asks for more, so every line passes :class:`Gate` fi
 
 * a line that is not JSON (or not UTF-8) gets ``-32700 Parse error`` (id null);
 * valid JSON that is not a JSON-RPC message gets ``-32600 Invalid Request`` (its id when it has one), a
-  request whose ``params`` is not an object ``-32602 Invalid params``; a malformed notification gets
-  nothing, as notifications never do;
+  request whose ``params`` is not an object ``-32602 Invalid params``, one whose id is null (or not a
+  string or integer) ``-32600``, one holding a string that is not valid Unicode (an escaped unpaired
+  surrogate) ``-32602`` (in ``params``) or ``-32600``; a malformed notification gets nothing, as
+  notifications never do;
 * at the end of stdin the gate waits until every request it let through has been answered (or cancelled
   by the client) before it reports EOF to the SDK, so a request written just before the client closes
   stdin still gets its reply.
@@ -33,6 +35,22 @@ PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
 def _id(value):
     """A JSON-RPC id usable in a reply (a string or an integer), else None."""
     return value if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)) else None
+
+
+def _valid_unicode(obj) -> bool:
+    """Whether every string (keys included) in parsed JSON ``obj`` is valid Unicode, i.e. encodable as UTF-8
+    (JSON's ``\\ud800`` escapes can carry unpaired surrogates)."""
+    if isinstance(obj, str):
+        try:
+            obj.encode("utf-8")
+            return True
+        except UnicodeEncodeError:
+            return False
+    if isinstance(obj, dict):
+        return all(_valid_unicode(k) and _valid_unicode(v) for k, v in obj.items())
+    if isinstance(obj, list):
+        return all(_valid_unicode(v) for v in obj)
+    return True
 
 
 def classify(obj) -> tuple[int, str] | None:
@@ -129,6 +147,13 @@ class Gate:
             return None
         problem = classify(obj)
         is_request = isinstance(obj, dict) and isinstance(obj.get("method"), str) and "id" in obj
+        if is_request and _id(obj["id"]) is None:  # the SDK would take {"id": null, ...} for a notification
+            problem = INVALID_REQUEST, "Invalid Request: id must be a string or an integer"
+        elif problem is None and not _valid_unicode(obj):  # the SDK never answers these
+            where = "params" if isinstance(obj, dict) and not _valid_unicode(obj.get("params")) else "message"
+            problem = (INVALID_PARAMS if where == "params" else INVALID_REQUEST,
+                       f"Invalid {'params' if where == 'params' else 'Request'}: a string is not valid Unicode "
+                       f"(an unpaired surrogate such as \\ud800)")
         if problem is not None:
             if is_request or not (isinstance(obj, dict) and "method" in obj):  # notifications get no reply
                 await self._wire.error(_id(obj.get("id")) if isinstance(obj, dict) else None, *problem)
