@@ -1,0 +1,74 @@
+"""The checker's other doors: the flake8 plugin (called directly, and through `flake8 --select FSD` when flake8
+is installed) and the pre-commit hook definition."""
+from __future__ import annotations
+
+import ast
+import importlib.util
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fsdp_skill.adapters.flake8 import Plugin
+from fsdp_skill.core.check import check_source
+from fsdp_skill.main import build_parser
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = Path(__file__).resolve().parent / "data" / "check"
+
+
+def test_flake8_plugin_yields_the_checkers_findings():
+    path = DATA / "FSD001_bad.py"
+    code = path.read_text(encoding="utf-8")
+    got = list(Plugin(ast.parse(code), str(path)).run())
+    want = check_source(code, str(path))
+    assert [(line, col + 1, msg.split(" ", 1)[0]) for line, col, msg, _ in got] == [(f.line, f.col, f.code) for f in want]
+    line, col, msg, kind = got[0]
+    assert kind is Plugin and msg.startswith("FSD001 ") and msg.endswith(f"[{want[0].section}]")
+    assert list(Plugin(ast.parse((DATA / "FSD001_good.py").read_text(encoding="utf-8"))).run()) == []
+    assert Plugin.name == "fsdp-skill" and Plugin.version
+
+
+def test_flake8_plugin_imports_neither_flake8_nor_torch():
+    code = ("import sys\nimport fsdp_skill.adapters.flake8 as p, ast\n"
+            "list(p.Plugin(ast.parse('import torch\\nx = 1\\n')).run())\n"
+            "bad = [m for m in ('torch', 'flake8') if m in sys.modules]\nassert not bad, bad\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+
+
+def test_flake8_entry_point_is_registered():
+    from importlib.metadata import entry_points
+
+    (ep,) = [e for e in entry_points(group="flake8.extension") if e.name == "FSD"]
+    assert ep.value == "fsdp_skill.adapters.flake8:Plugin" and ep.load() is Plugin
+
+
+@pytest.mark.skipif(importlib.util.find_spec("flake8") is None, reason="flake8 is not installed")
+def test_flake8_select_fsd_runs_the_rules(tmp_path):
+    bad = tmp_path / "train.py"
+    bad.write_text((DATA / "FSD001_bad.py").read_text(encoding="utf-8"), encoding="utf-8")
+    r = subprocess.run([sys.executable, "-m", "flake8", "--select", "FSD", str(bad)], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 1, r.stderr
+    want = [f"{bad}:{f.line}:{f.col}: {f.code} {f.message}" for f in check_source(bad.read_text(encoding="utf-8"), str(bad))]
+    assert [ln.rsplit(" [", 1)[0] for ln in r.stdout.splitlines()] == want
+    # flake8's own noqa applies
+    lines = bad.read_text(encoding="utf-8").splitlines()
+    bad.write_text("\n".join(ln.replace("# <- FSD001", "# noqa: FSD001") for ln in lines) + "\n", encoding="utf-8")
+    r = subprocess.run([sys.executable, "-m", "flake8", "--select", "FSD", str(bad)], capture_output=True, text=True,
+                       timeout=120)
+    assert (r.returncode, r.stdout) == (0, ""), r.stdout + r.stderr
+
+
+def test_pre_commit_hook_names_the_check_command():
+    (hook,) = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
+    assert hook["id"] == "fsdp-skill-check" and hook["language"] == "python" and hook["types"] == ["python"]
+    exe, *argv = shlex.split(hook["entry"])
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert f'{exe} = "fsdp_skill.main:main"' in pyproject  # a console script of this package
+    args = build_parser().parse_args([*argv, "a.py", "b.py"])  # pre-commit appends the staged files
+    assert args.command == "check" and args.paths == ["a.py", "b.py"]
