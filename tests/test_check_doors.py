@@ -1,9 +1,10 @@
 """The checker's other doors: the flake8 plugin (called directly, and through `flake8 --select FSD` when flake8
-is installed) and the pre-commit hook definition."""
+is installed), the pre-commit hook definition, and `check --run` (findings and the run's verdict in one report)."""
 from __future__ import annotations
 
 import ast
 import importlib.util
+import json
 import shlex
 import subprocess
 import sys
@@ -72,3 +73,95 @@ def test_pre_commit_hook_names_the_check_command():
     assert f'{exe} = "fsdp_skill.main:main"' in pyproject  # a console script of this package
     args = build_parser().parse_args([*argv, "a.py", "b.py"])  # pre-commit appends the staged files
     assert args.command == "check" and args.paths == ["a.py", "b.py"]
+
+
+# --- check --run: static findings and the run's verdict in one report -------------------------------------
+CLEAN_SCRIPT = """\
+import torch
+import torch.distributed as dist
+
+
+def main():
+    dist.init_process_group("gloo")
+    try:
+        t = torch.ones(1) * (dist.get_rank() + 1)
+        dist.all_reduce(t)
+        assert t.item() == sum(range(1, dist.get_world_size() + 1))
+    finally:
+        dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def _copy(tmp_path, name: str) -> str:
+    p = tmp_path / name
+    p.write_text((DATA / name).read_text(encoding="utf-8"), encoding="utf-8")
+    return str(p)
+
+
+def test_check_run_merges_findings_and_verdict_json(tmp_path, fake_verifier, capsys):
+    from fsdp_skill.main import main
+
+    path = _copy(tmp_path, "FSD001_bad.py")
+    assert main(["check", "--run", "--json", "--world-size", "3", "--timeout", "30", path], verifier=fake_verifier) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert set(out) == {"findings", "verdict"}
+    assert [f["code"] for f in out["findings"]] == ["FSD001", "FSD001"]
+    v = out["verdict"]
+    assert v["status"] == "passed" and v["world_size"] == 3 and v["script"] == path and v["hints"] == []
+    assert fake_verifier.runs == [None]  # the script ran once (a script job has no snippet id)
+
+
+def test_check_run_clean_and_passing_exits_0_failing_run_exits_1(tmp_path, fake_verifier, capsys):
+    from fsdp_skill.main import main
+
+    path = tmp_path / "train.py"
+    path.write_text(CLEAN_SCRIPT, encoding="utf-8")
+    assert main(["check", "--run", str(path)], verifier=fake_verifier) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"PASS  {path}  (") and "gloo x2" in out
+    fake_verifier.status[None] = "failed"
+    path.write_text(CLEAN_SCRIPT + "\n", encoding="utf-8")  # new code: not the cached verdict
+    assert main(["check", "--run", "--json", "--launcher", "torchrun", str(path)], verifier=fake_verifier) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["findings"] == [] and out["verdict"]["status"] == "failed" and out["verdict"]["launcher"] == "torchrun"
+
+
+def test_check_run_text_lists_findings_then_verdict(tmp_path, fake_verifier, capsys):
+    from fsdp_skill.main import main
+
+    path = _copy(tmp_path, "FSD001_bad.py")
+    assert main(["check", "--run", path], verifier=fake_verifier) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert [ln.split(": ", 2)[1].split()[0] for ln in lines[:2]] == ["FSD001", "FSD001"]
+    assert lines[2].startswith(f"PASS  {path}")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--run", "a.py", "b.py"], "exactly one PATH.py"),
+    (["--run", "-"], "exactly one PATH.py"),
+    (["--run", "--world-size", "0", "x.py"], "--world-size must be at least 1"),
+    (["--run", "--timeout", "0", "x.py"], "--timeout must be a positive"),
+    (["--world-size", "2", "x.py"], "--world-size only apply with --run"),
+], ids=["two paths", "stdin", "world size 0", "timeout 0", "no --run"])
+def test_check_run_bad_usage_exits_2(argv, message, fake_verifier, capsys):
+    from fsdp_skill.main import main
+
+    assert main(["check", *argv], verifier=fake_verifier) == 2
+    assert message in capsys.readouterr().err and fake_verifier.runs == []
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_check_run_for_real_on_gloo(tmp_path, capsys):
+    from fsdp_skill.main import main
+
+    path = tmp_path / "train.py"
+    path.write_text(CLEAN_SCRIPT, encoding="utf-8")
+    assert main(["check", "--run", "--json", "--world-size", "2", "--timeout", "60", str(path)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["findings"] == [] and out["verdict"]["status"] == "passed", out["verdict"].get("reason")
+    assert out["verdict"]["backend"] == "gloo" and out["verdict"]["world_size"] == 2
