@@ -165,3 +165,90 @@ def test_check_run_for_real_on_gloo(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["findings"] == [] and out["verdict"]["status"] == "passed", out["verdict"].get("reason")
     assert out["verdict"]["backend"] == "gloo" and out["verdict"]["world_size"] == 2
+
+
+# --- ask given code: the checks run on it and the sections of the findings come first ------------------
+OPTIMIZER_FIRST = """\
+Why does my loss never go down? Training runs without errors on 2 GPUs.
+
+```python
+import torch
+from torch.distributed.fsdp import fully_shard
+
+model = build_model()
+optim = torch.optim.AdamW(model.parameters(), lr=1e-4)
+for block in model.layers:
+    fully_shard(block)
+fully_shard(model)
+```
+"""
+QUESTION_SETS = [DATA.parent / "questions.jsonl", DATA.parent / "blind_questions.jsonl",
+                 DATA.parent / "public_blind.jsonl", DATA.parent / "public_tuning.jsonl"]
+
+
+def _questions() -> list[str]:
+    return [json.loads(ln)["question"] for p in QUESTION_SETS for ln in p.read_text(encoding="utf-8").splitlines()
+            if ln.strip()]
+
+
+def test_ask_with_a_code_block_ranks_the_findings_sections_first():
+    from fsdp_skill.core.answer import ask
+
+    a = ask(OPTIMIZER_FIRST, k=3, verify=False, with_api=False)
+    assert not a.abstained
+    assert a.sections[0].id == "fsdp2/optimizer-after-fully-shard"
+    (f,) = a.findings
+    assert (f.code, f.line, f.path, f.section) == ("FSD001", 5, "<code block>", "fsdp2/optimizer-after-fully-shard")
+    assert len(a.sections) == 3  # the rest are the routed sections
+
+
+def test_ask_on_a_pasted_script_without_fences():
+    from fsdp_skill.core.answer import ask
+
+    script = (DATA / "FSD003_bad.py").read_text(encoding="utf-8")
+    a = ask(script, k=2, verify=False, with_api=False)
+    assert {f.code for f in a.findings} == {"FSD003"} and a.sections[0].id == a.findings[0].section
+
+
+@pytest.mark.parametrize("text, blocks", [
+    ("How do I wrap a model with fully_shard(model)?", 0),
+    ("Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n    dist.barrier()\n"
+     "RuntimeError: NCCL error", 0),
+    ("```\nx = 1\n```\nand\n```py\ny = 2\n```", 2),
+    ("```bash\ntorchrun --nproc_per_node=2 train.py\n```", 0),
+    ("```python\ndef broken(:\n```", 0),  # does not parse: not checked
+    ("import torch\nmodel = Net()\nfully_shard(model)\n", 1),
+], ids=["prose", "traceback", "two fences", "shell fence", "broken fence", "bare script"])
+def test_code_blocks(text, blocks):
+    from fsdp_skill.core.check import code_blocks
+
+    assert len(code_blocks(text)) == blocks
+
+
+def test_questions_without_code_route_exactly_as_before(monkeypatch):
+    """Every question of the routing sets has no code, and routes the same with the checker taken out of ask."""
+    from fsdp_skill.core import answer as answer_mod
+    from fsdp_skill.core.check import code_blocks
+
+    questions = _questions()
+    assert len(questions) > 150 and not [q for q in questions if code_blocks(q)]
+    with_check = [answer_mod.ask(q, k=3, verify=False, with_api=False) for q in questions]
+    monkeypatch.setattr(answer_mod, "code_findings", lambda question: [])
+    without = [answer_mod.ask(q, k=3, verify=False, with_api=False) for q in questions]
+    for q, a, b in zip(questions, with_check, without, strict=True):
+        assert a.findings == [] and (a.abstained, [(s.id, s.score) for s in a.sections]) == \
+            (b.abstained, [(s.id, s.score) for s in b.sections]), q
+
+
+def test_ask_cli_shows_the_findings(capsys):
+    from fsdp_skill.main import main
+
+    assert main(["ask", "--no-verify", OPTIMIZER_FIRST]) == 0
+    out = capsys.readouterr().out
+    assert "mistakes found in your code" in out and "FSD001" in out
+    assert main(["ask", "--markdown", "--no-verify", OPTIMIZER_FIRST]) == 0
+    assert "**Mistakes found in your code**" in capsys.readouterr().out
+    assert main(["ask", "--json", "--no-verify", OPTIMIZER_FIRST]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [f["code"] for f in data["findings"]] == ["FSD001"]
+    assert data["sections"][0]["id"] == "fsdp2/optimizer-after-fully-shard"
