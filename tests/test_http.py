@@ -202,6 +202,14 @@ BAD_REQUESTS = [
     ("POST export", "post", "/v1/snippets/join/ddp-join/export", {}, 405, "method_not_allowed"),
     ("DELETE section", "delete", "/v1/sections/join/ddp-join", {}, 405, "method_not_allowed"),
     ("POST healthz", "post", "/healthz", {}, 405, "method_not_allowed"),
+    ("check: missing code", "post", "/v1/check", {"json": {"path": "x.py"}}, 422, "invalid_request"),
+    ("check: empty code", "post", "/v1/check", {"json": {"code": ""}}, 422, "invalid_request"),
+    ("check: code over limit", "post", "/v1/check", {"json": {"code": "x" * 200_001}}, 422, "invalid_request"),
+    ("check: code not a string", "post", "/v1/check", {"json": {"code": 42}}, 422, "invalid_request"),
+    ("check: select not a list", "post", "/v1/check", {"json": {"code": "x = 1", "select": "FSD0"}}, 422, "invalid_request"),
+    ("check: unknown field", "post", "/v1/check", {"json": {"code": "x = 1", "run": True}}, 422, "invalid_request"),
+    ("check: unknown code prefix", "post", "/v1/check", {"json": {"code": "x = 1", "select": ["E501"]}}, 400, "bad_input"),
+    ("GET /v1/check", "get", "/v1/check", {}, 405, "method_not_allowed"),
 ]
 
 
@@ -346,6 +354,54 @@ def test_real_verification_through_http(kb):
     assert v["code_sha256"] == hashlib.sha256(spec.code.encode()).hexdigest()
     again = client.get(f"/v1/snippets/{spec.id}").json()["verification"]
     assert again["status"] == "passed" and again["cached"] is True
+
+
+CHECK_DATA = Path(__file__).resolve().parent / "data" / "check"
+
+
+def test_check_route_finds_the_mistakes_and_runs_nothing(client, fake_verifier, capsys):
+    from fsdp_skill.main import main
+
+    code = (CHECK_DATA / "FSD001_bad.py").read_text(encoding="utf-8")
+    r = client.post("/v1/check", json={"code": code, "path": "train.py"})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert set(body) == {"findings", "counts"}
+    assert [f["code"] for f in body["findings"]] == ["FSD001", "FSD001"]
+    assert body["counts"] == {"error": 2, "warning": 0, "info": 0, "total": 2}
+    f = body["findings"][0]
+    assert f["path"] == "train.py" and f["line"] == 13 and f["section"] and f["snippet"]
+    # the same findings as the CLI's --json on the file
+    assert main(["check", "--json", str(CHECK_DATA / "FSD001_bad.py")]) == 1
+    cli = json.loads(capsys.readouterr().out)
+    assert [{**x, "path": "train.py"} for x in cli] == body["findings"]
+    assert fake_verifier.runs == []
+
+
+def test_check_route_select_ignore_default_path_and_syntax_error(client):
+    code = (CHECK_DATA / "FSD003_bad.py").read_text(encoding="utf-8")
+    every = client.post("/v1/check", json={"code": code}).json()
+    assert every["findings"] and {f["path"] for f in every["findings"]} == {"script.py"}
+    assert client.post("/v1/check", json={"code": code, "ignore": ["FSD003"]}).json()["counts"]["total"] == \
+        sum(f["code"] != "FSD003" for f in every["findings"])
+    assert client.post("/v1/check", json={"code": code, "select": ["FSD0"], "ignore": ["FSD0"]}).json() == \
+        {"findings": [], "counts": {"error": 0, "warning": 0, "info": 0, "total": 0}}
+    clean = client.post("/v1/check", json={"code": (CHECK_DATA / "FSD003_good.py").read_text(encoding="utf-8"),
+                                           "select": ["FSD003"]}).json()
+    assert clean["counts"]["total"] == 0
+    (f,) = client.post("/v1/check", json={"code": "def f(:\n"}).json()["findings"]
+    assert f["code"] == "FSD000" and f["severity"] == "error"
+
+
+def test_check_route_in_openapi(client):
+    spec = client.get("/openapi.json").json()
+    assert "/v1/check" in spec["paths"] and "422" in spec["paths"]["/v1/check"]["post"]["responses"]
+    body = spec["components"]["schemas"]["CheckRequest"]
+    assert set(body["properties"]) == {"code", "path", "select", "ignore"} and body["required"] == ["code"]
+    assert body["additionalProperties"] is False
+    assert (body["properties"]["code"]["minLength"], body["properties"]["code"]["maxLength"]) == (1, 200_000)
+    assert all(p.get("description") for p in body["properties"].values())
+    assert "findings" in spec["components"]["schemas"]["CheckReport"]["properties"]
 
 
 def test_wrong_json_types_are_not_coerced(client):

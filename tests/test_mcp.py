@@ -23,7 +23,7 @@ from fsdp_skill.errors import NotFoundError, QueryError
 from fsdp_skill.main import main
 
 EXE = Path(sys.executable).with_name("fsdp-skill")
-TOOLS = {"ask", "get_section", "list_sections", "verify_snippet", "export_snippet"}
+TOOLS = {"ask", "check_script", "get_section", "list_sections", "verify_snippet", "export_snippet"}
 # The README's MCP client configuration; test_stdio_server_from_readme_config launches exactly this.
 README_MCP_CONFIG = {"mcpServers": {"fsdp-skill": {"command": "fsdp-skill", "args": ["mcp"]}}}
 TERMS = ["FSDP", "fully_shard", "分片", "混合精度", "卸载", "FSDP2", "不均匀输入", "后端", "init_process_group", "初始化", "检查点"]
@@ -277,7 +277,7 @@ def test_tool_annotations(tmp_path):
             return await body(client)
 
     ann = asyncio.run(go())
-    for name in ("ask", "get_section", "list_sections"):
+    for name in ("ask", "check_script", "get_section", "list_sections"):
         assert ann[name].read_only_hint is True and ann[name].open_world_hint is False, name
     for name in ("verify_snippet", "export_snippet"):
         a = ann[name]
@@ -297,8 +297,13 @@ def test_tool_annotations(tmp_path):
     ("list_sections", {"topic": "join"}, "valid list"),
     ("list_sections", {"topic": '["join"]'}, "valid list"),
     ("export_snippet", {"id": "join/ddp-join", "include_unverified": 1}, "valid boolean"),
+    ("check_script", {"code": "x = 1", "select": "FSD0"}, "valid list"),
+    ("check_script", {"code": "x = 1", "run": True}, "Extra inputs are not permitted"),
+    ("check_script", {"path": "a.py"}, "Field required"),
+    ("check_script", {"code": ""}, "at least 1 character"),
 ], ids=["k str", "k float", "verify str", "unknown field", "question int", "get unknown field", "topic str",
-        "topic json str", "include_unverified int"])
+        "topic json str", "include_unverified int", "check select str", "check unknown field", "check no code",
+        "check empty code"])
 def test_arguments_are_strict(tool, args, message, fake_verifier):
     async def body(c):
         return await c.call_tool(tool, args)
@@ -306,6 +311,36 @@ def test_arguments_are_strict(tool, args, message, fake_verifier):
     res = run(body, verifier=fake_verifier)
     assert res.is_error and message in res.content[0].text, res.content[0].text
     assert fake_verifier.runs == []
+
+
+CHECK_DATA = Path(__file__).resolve().parent / "data" / "check"
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_check_script_tool(mode, fake_verifier):
+    from fsdp_skill.core.check import CheckReport, check_source
+
+    code = (CHECK_DATA / "FSD001_bad.py").read_text(encoding="utf-8")
+
+    async def body(c):
+        return (await c.call_tool("check_script", {"code": code, "path": "train.py"}),
+                await c.call_tool("check_script", {"code": code, "ignore": ["FSD001"]}),
+                await c.call_tool("check_script", {"code": code, "select": ["E501"]}))
+
+    found, ignored, bad = run(body, mode, verifier=fake_verifier)
+    assert not found.is_error
+    rep = CheckReport.model_validate(found.structured_content)
+    assert rep.findings == check_source(code, "train.py") and rep.counts["error"] == rep.counts["total"] == 2
+    assert CheckReport.model_validate(ignored.structured_content).counts["total"] == 0
+    assert bad.is_error and "unknown rule code 'E501'" in bad.content[0].text
+    assert fake_verifier.runs == []
+
+
+def test_check_script_through_function_calls():
+    rep = invoke("check_script", {"code": (CHECK_DATA / "FSD001_bad.py").read_text(encoding="utf-8")})
+    assert [f.code for f in rep.findings] == ["FSD001", "FSD001"] and rep.findings[0].path == "script.py"
+    (fn,) = [f for f in function_schemas("anthropic") if f["name"] == "check_script"]
+    assert fn["input_schema"]["required"] == ["code"] and "before running it" in fn["description"]
 
 
 def test_input_schema_forbids_extra_fields():

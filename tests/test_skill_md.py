@@ -59,7 +59,7 @@ def test_front_matter():
 
 def test_body_covers_commands_and_verdicts():
     body = TEXT.split("\n---\n", 1)[1]
-    for cmd in ["fsdp-skill ask --json", "fsdp-skill show", "fsdp-skill verify", "fsdp-skill export"]:
+    for cmd in ["fsdp-skill ask --json", "fsdp-skill show", "fsdp-skill verify", "fsdp-skill export", "fsdp-skill check"]:
         assert cmd in body, cmd
     for word in ["passed", "failed", "timeout", "skipped", "unverified", "`backend`", "`world_size`", "`cached`"]:
         assert word in body, word
@@ -68,7 +68,22 @@ def test_body_covers_commands_and_verdicts():
 def test_commands_are_found():
     cmds = fenced_commands()
     assert len(cmds) >= 8
-    assert {shlex.split(c)[1] for c in cmds} == {"ask", "show", "verify", "export"}
+    assert {shlex.split(c)[1] for c in cmds} == {"ask", "show", "verify", "export", "check"}
+
+
+def test_every_tool_is_in_the_mcp_table():
+    from fsdp_skill.core.toolspec import tool_specs
+
+    rows = TEXT.split("| tool | annotations | what it does |", 1)[1].split("\n\n", 1)[0]
+    table = set(re.findall(r"^\| `(\w+)` \|", rows, re.M))
+    assert {s.name for s in tool_specs()} | {"verify_script"} == table
+
+
+def test_check_is_documented_with_its_doors_and_exit_codes():
+    body = TEXT.split("\n---\n", 1)[1]
+    for text in ["fsdp-skill check --run", "POST /v1/check", "`check_script`", "Exit codes of `check`", "FSD000",
+                 "before running", "`findings[]`"]:
+        assert text in body, text
 
 
 @pytest.mark.slow
@@ -88,7 +103,10 @@ def test_every_fenced_command_works(tmp_path, monkeypatch, capsys):
                 assert "unverified" not in verdicts  # ask verified its snippets for real
             if argv[0] == "verify":
                 assert data and all(v["status"] == "passed" for v in data), data
-        else:
+            if argv[0] == "check":  # train.py is clean; --run adds the verdict of a real run
+                assert data == [] if "--run" not in argv else (data["findings"] == [] and
+                                                               data["verdict"]["status"] == "passed"), data
+        elif argv[0] != "check":  # a clean check prints nothing, like every linter
             assert out.strip(), f"`{cmd}` printed nothing"
     scripts = tmp_path / "fsdp_scripts"
     manifest = json.loads((scripts / "manifest.json").read_text(encoding="utf-8"))

@@ -4,12 +4,18 @@
 It never imports torch on the cached path: routing is pure Python, API signatures come from the
 per-torch-version cache (:mod:`fsdp_skill.core.apis`) and verdicts from the runtime's cache; only a cache miss
 imports torch (introspection) or launches ranks (verification).
+
+A question that holds Python code (a fenced block, or a pasted script) is checked statically
+(:mod:`fsdp_skill.core.check`, never run): the findings go into ``Answer.findings`` and the sections that
+explain them come first, as do the sections explaining a pasted error message.  A question without code
+routes exactly as if the checker did not exist.
 """
 from __future__ import annotations
 
 import time
 import unicodedata
 
+from fsdp_skill.core.check import Finding, check_source, code_blocks
 from fsdp_skill.core.knowledge import Knowledge, load_knowledge
 from fsdp_skill.core.messages import explain_messages
 from fsdp_skill.core.models import Answer, ApiInfo, SectionDoc, TopicScore
@@ -101,11 +107,27 @@ def _cover_parts(question: str, ranked: list[tuple[SectionDoc, float]], router: 
     return list(chosen.values())[: max(k, len(ranked))]
 
 
-def _explaining_first(ranked: list[tuple[SectionDoc, float]], errors, kb: Knowledge,
-                      k: int) -> list[tuple[SectionDoc, float]]:
-    """The sections that explain a message found in the question first (best message first), then the
-    rest of the routed sections; at most ``k``.  Explaining sections score above every routed one."""
-    explaining = list(dict.fromkeys(sid for e in errors for sid in e.sections))
+_SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+
+
+def code_findings(question: str) -> list[Finding]:
+    """What :func:`fsdp_skill.core.check.check_source` finds in the Python code of ``question`` (each
+    fenced block, or the whole question when it is a script), block by block; [] when there is no code."""
+    blocks = code_blocks(question)
+    out: list[Finding] = []
+    for i, block in enumerate(blocks, 1):
+        out += check_source(block, f"<code block {i}>" if len(blocks) > 1 else "<code block>")
+    return out
+
+
+def _explaining_first(ranked: list[tuple[SectionDoc, float]], errors, kb: Knowledge, k: int,
+                      findings: list[Finding] = ()) -> list[tuple[SectionDoc, float]]:
+    """The sections that explain a message found in the question first (best message first), then those
+    of the mistakes found in its code (errors before warnings before infos), then the rest of the routed
+    sections; at most ``k``.  Explaining sections score above every routed one."""
+    ordered = sorted(findings, key=lambda f: _SEVERITY_ORDER[f.severity])
+    explaining = list(dict.fromkeys([sid for e in errors for sid in e.sections] +
+                                    [f.section for f in ordered if f.section in kb.sections]))
     if not explaining:
         return ranked
     top = max((score for _, score in ranked), default=0.0)
@@ -129,13 +151,15 @@ def ask(question, k: int = 3, verify: bool = True, *, kb: Knowledge | None = Non
         raise QueryError(f"k must be an integer between 1 and {MAX_K} (got {k!r})")
     router = get_router(kb)
     errors = explain_messages(question, router.kb)
-    routing = router.route(question, k=k, in_field=bool(errors))
+    findings = code_findings(question)
+    explained = [f for f in findings if f.section in router.kb.sections]
+    routing = router.route(question, k=k, in_field=bool(errors or explained))
     answer = Answer(query=question, language=language_of(question), abstained=routing.abstain_reason is not None,
                     reason=routing.abstain_reason, torch_version=torch_version(), python=target_python(),
-                    errors=errors)
+                    errors=errors, findings=findings)
     if not answer.abstained:
-        if errors:  # a pasted message: its explaining sections first (its lines are not parts of a question)
-            routing.sections = _explaining_first(routing.sections, errors, router.kb, k)
+        if errors or explained:  # a pasted message or code: the explaining sections first (not parts of a question)
+            routing.sections = _explaining_first(routing.sections, errors, router.kb, k, explained)
         else:
             routing.sections = _cover_parts(question, routing.sections, router, k)
         sections = [s for s, _ in routing.sections]

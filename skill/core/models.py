@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from fsdp_skill.core.check.models import Finding
 from fsdp_skill.runtime.models import Verdict
 
 
@@ -172,6 +173,9 @@ class Answer(BaseModel):
     api: list[ApiInfo] = Field(default_factory=list, description="Live signatures of the APIs those sections list")
     errors: list[ErrorInfo] = Field(default_factory=list, description="Error/warning messages found in the question, "
                                     "located in the installed torch, with the sections that explain them")
+    findings: list[Finding] = Field(default_factory=list, description="Mistakes `check` found in Python code pasted in "
+                                    "the question (a fenced block, or a question that is a script); their sections "
+                                    "come first. Lines are counted within each block ('path' names the block)")
     torch_version: str | None = Field(None, description="torch version of the target interpreter (from package "
                                       "metadata); None when torch is not installed there")
     python: str | None = Field(None, description="Absolute path of the target interpreter whose torch answered "

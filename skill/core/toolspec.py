@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from fsdp_skill.core.answer import MAX_K, MAX_QUESTION_CHARS
+from fsdp_skill.core.check import MAX_CHECK_CHARS, CheckReport
 from fsdp_skill.core.models import Answer, SectionOut
 
 _TERMS = ("FSDP / FSDP2 (fully_shard, FullyShardedDataParallel), sharding 分片 (FULL_SHARD, SHARD_GRAD_OP, "
@@ -35,6 +36,22 @@ class AskInput(BaseModel):
     k: int = Field(3, ge=1, le=MAX_K, description=f"Number of knowledge sections to return, 1-{MAX_K}")
     verify: bool = Field(True, description="Attach a verdict to each code snippet, running it on a real process group "
                                            "when no cached verdict exists; false returns snippets as 'unverified' at once")
+
+
+class CheckInput(BaseModel):
+    """Arguments of the ``check_script`` tool (and the body of ``POST /v1/check``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    code: str = Field(min_length=1, max_length=MAX_CHECK_CHARS,
+                      description=f"The Python source to check (a training script; at most {MAX_CHECK_CHARS:,} "
+                                  f"characters). It is parsed, never imported or run")
+    path: str = Field("script.py", min_length=1, max_length=260,
+                      description="File name to show in the findings (display only; nothing is read or written)")
+    select: list[str] = Field(default_factory=list, description="Only findings whose code starts with one of these "
+                                                               "prefixes (e.g. ['FSD00', 'FSD011']); empty: all")
+    ignore: list[str] = Field(default_factory=list, description="Drop findings whose code starts with one of these "
+                                                               "prefixes (e.g. ['FSD03'])")
 
 
 class SectionInput(BaseModel):
@@ -122,6 +139,12 @@ def _ask(a: AskInput, verifier=None) -> Answer:
     return ask(a.question, k=a.k, verify=a.verify, verifier=verifier)
 
 
+def _check_script(a: CheckInput, verifier=None) -> CheckReport:
+    from fsdp_skill.core.check import check_code
+
+    return check_code(a.code, a.path, select=a.select, ignore=a.ignore)
+
+
 def _get_section(a: SectionInput, verifier=None) -> SectionOut:
     from fsdp_skill.core.snippets import get_section
 
@@ -162,6 +185,17 @@ def _tool_specs() -> list[ToolSpec]:
                 "(English or Chinese, 中文提问也可以). Recommend only snippets whose verification.status is 'passed'; "
                 "treat 'failed'/'timeout' as not recommended. If abstained is true the question is outside this field."),
             input=AskInput, output=Answer, call=_ask),
+        ToolSpec(
+            name="check_script", title="Check a training script for FSDP mistakes",
+            description=(
+                "Review Python code statically (parsed, never run) for FSDP / torch.distributed mistakes: the "
+                "optimizer built before fully_shard, a collective or barrier on only some ranks, GradScaler "
+                "instead of ShardedGradScaler, NCCL without set_device, a checkpoint saved or loaded on one rank, "
+                "and more (rules FSD001-FSD036). Each finding has code, severity (error: hangs, crashes or computes "
+                "wrong results; warning; info), message, line/col, the knowledge section that explains it "
+                "(get_section) and the verified snippet that shows the fix (export_snippet). Call it on every "
+                "training script you write or edit, before running it or giving it to the user; fix every error."),
+            input=CheckInput, output=CheckReport, call=_check_script),
         ToolSpec(
             name="get_section", title="Read a knowledge section",
             description=(

@@ -3,6 +3,11 @@
 Output is one linter line per finding, ``path:line:col: FSD0xx message [section-id]`` (``--json``: a list of
 findings), and a count on stderr. Exit 0 when clean, 1 when there are findings (a file that does not parse is
 finding FSD000), 2 for bad input (missing path, not a .py file, not UTF-8, unknown code in --select/--ignore).
+
+``check --run PATH.py`` also runs the one script under ``verify`` (``--world-size``, ``--backend``,
+``--timeout``, ``--launcher`` as there) and reports both: the findings, then the verdict (``--json``: an object
+``{"findings": [...], "verdict": {...}}``, the verdict as ``verify --json`` prints it, with its ``hints``).
+Exit 1 when there is a finding or the run failed or timed out (a run skipped on this host is not a failure).
 """
 from __future__ import annotations
 
@@ -10,6 +15,9 @@ import json
 import sys
 
 from fsdp_skill.adapters.exitcodes import EXIT_FAIL, EXIT_OK
+from fsdp_skill.errors import InvalidArgument
+
+_RUN_FLAGS = {"world_size": "--world-size", "backend": "--backend", "timeout": "--timeout", "launcher": "--launcher"}
 
 
 def cmd_check(args) -> int:
@@ -20,12 +28,19 @@ def cmd_check(args) -> int:
             print(f"{r.code}\t{r.severity}\t{r.summary}\t{r.section}\t{r.snippet}")
         return EXIT_OK
     if not args.paths:
-        from fsdp_skill.errors import InvalidArgument
-
         raise InvalidArgument("give at least one PATH (a file, a directory, or '-' for standard input)")
+    if args.run:
+        _validate_run(args)
+    else:
+        given = [flag for name, flag in _RUN_FLAGS.items() if getattr(args, name) is not None]
+        if given:
+            raise InvalidArgument(f"{', '.join(given)} only apply with --run (check alone never runs the script)")
     findings = check_paths(args.paths, select=args.select, ignore=args.ignore)
+    verdict, text = _run(args) if args.run else (None, "")
     if args.json:
-        sys.stdout.write(json.dumps([f.model_dump() for f in findings], ensure_ascii=False) + "\n")
+        found = [f.model_dump() for f in findings]
+        out = found if verdict is None else {"findings": found, "verdict": verdict}
+        sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
     else:
         for f in findings:
             print(f.line_text())
@@ -33,17 +48,51 @@ def cmd_check(args) -> int:
             files = len({f.path for f in findings})
             print(f"{len(findings)} finding(s) in {files} file(s); explain one with: fsdp-skill show SECTION-ID",
                   file=sys.stderr)
-    return EXIT_FAIL if findings else EXIT_OK
+        sys.stdout.write(text)
+    failed = verdict is not None and verdict["status"] in ("failed", "timeout")
+    return EXIT_FAIL if findings or failed else EXIT_OK
+
+
+def _validate_run(args) -> None:
+    if len(args.paths) != 1 or args.paths[0] == "-" or not args.paths[0].endswith(".py"):
+        raise InvalidArgument("--run runs one script: give exactly one PATH.py (not a directory or '-')")
+    if args.world_size is not None and args.world_size < 1:
+        raise InvalidArgument(f"--world-size must be at least 1, not {args.world_size}")
+    if args.timeout is not None and not 0 < args.timeout < float("inf"):
+        raise InvalidArgument(f"--timeout must be a positive, finite number of seconds, not {args.timeout:g}")
+
+
+def _run(args) -> tuple[dict, str]:
+    """Run the one script as ``verify PATH.py`` would: its verdict as ``verify --json`` prints it, and as text."""
+    from fsdp_skill.adapters.cli.verify import format_verdict
+    from fsdp_skill.core.hints import hint_for
+    from fsdp_skill.core.snippets import DEFAULT_VERIFIER, script_job
+
+    path = args.paths[0]
+    job = script_job(path, world_size=args.world_size, backend=args.backend, timeout=args.timeout)
+    v = (args.verifier or DEFAULT_VERIFIER).run([job], launcher=args.launcher or "warm", use_cache=False)[0]
+    hints = hint_for(v)
+    item = v.model_dump(mode="json")
+    item["hints"] = hints
+    item["script"] = path
+    return item, format_verdict(v, path, hints)
 
 
 def add_check_parser(sub) -> None:
     """Register ``check`` on the ``fsdp-skill`` subparsers."""
     c = sub.add_parser("check", help="find FSDP / torch.distributed mistakes in scripts, statically (no torch import)")
     c.add_argument("paths", nargs="*", metavar="PATH", help="files, directories (every *.py below) or '-' (stdin)")
-    c.add_argument("--json", action="store_true", help="print the findings as a JSON list")
+    c.add_argument("--json", action="store_true", help="print the findings as a JSON list "
+                   "(with --run: an object {findings, verdict})")
     c.add_argument("--select", action="append", default=[], metavar="CODES",
                    help="only these code prefixes, comma-separated (e.g. FSD00,FSD011); repeatable")
     c.add_argument("--ignore", action="append", default=[], metavar="CODES",
                    help="drop these code prefixes, comma-separated; repeatable")
     c.add_argument("--rules", action="store_true", help="list the rules (code, severity, what, section, snippet) and exit")
+    r = c.add_argument_group("--run: also run the one PATH.py on a real process group, as `verify PATH.py` does")
+    r.add_argument("--run", action="store_true", help="run the script under verify too and report both")
+    r.add_argument("--world-size", type=int, default=None, metavar="N", help="ranks to launch (default 2)")
+    r.add_argument("--backend", choices=("auto", "gloo", "nccl"), default=None, help="process-group backend (default auto)")
+    r.add_argument("--timeout", type=float, default=None, metavar="S", help="seconds before the run is killed as hung (default 60)")
+    r.add_argument("--launcher", choices=("warm", "torchrun"), default=None, help="warm (default) or torchrun")
     c.set_defaults(func=cmd_check)

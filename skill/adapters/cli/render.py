@@ -60,6 +60,9 @@ def answer_markdown(ans: Answer) -> str:
     if ans.errors:
         out.append(f"**{_errors_title(ans)}**\n")
         out += [f"- {line}" for line in error_lines(ans)] + [""]
+    if ans.findings:
+        out.append("**Mistakes found in your code** (`fsdp-skill check`)\n")
+        out += [f"- {f.line_text()}" for f in ans.findings] + [""]
     if ans.abstained:
         out.append(f"**Out of scope.** {ans.reason}\n")
         return "\n".join(out)
@@ -121,6 +124,9 @@ def print_answer(ans: Answer, console=None) -> None:
     for line in error_lines(ans):
         console.print(Panel(escape(line), title=_errors_title(ans).lower(), border_style="magenta",
                             title_align="left"))
+    if ans.findings:
+        console.print(Panel(escape("\n".join(f.line_text() for f in ans.findings)), title="mistakes found in your code",
+                            border_style="red", title_align="left"))
     topics = ", ".join(f"{t.id} {t.score:.2f}" for t in ans.topics[:3])
     console.print(f"[dim]topics: {topics} · torch {ans.torch_version or 'not available'} · {ans.elapsed_ms:.1f} ms[/dim]")
     for i, s in enumerate(ans.sections, 1):

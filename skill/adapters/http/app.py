@@ -1,6 +1,7 @@
 """HTTP adapter: a FastAPI app over the core (``fsdp-skill serve``).
 
     POST /v1/ask                          Answer            (the ``ask --json`` contract)
+    POST /v1/check                        CheckReport       (static findings for code in the body; never run)
     GET  /v1/sections/{id}                SectionOut        (latest verdicts; runs nothing)
     GET  /v1/snippets/{id}                SnippetInfo       (code + cached verdict, or 'unverified')
     POST /v1/snippets/{id}/verify         SnippetInfo       (cache, shared in-flight run, or a fresh run)
@@ -8,7 +9,8 @@
     GET  /healthz                         Health
     GET  /docs, /openapi.json             OpenAPI
 
-Ids contain one '/' (``topic/slug``).  Only knowledge snippets are ever executed; no route accepts code.
+Ids contain one '/' (``topic/slug``).  Only knowledge snippets are ever executed: ``/v1/check`` parses the
+code it is sent (:func:`fsdp_skill.core.check.check_code`) and never imports or runs it.
 Routes run the core in worker threads (FastAPI's threadpool; at most ``ASK_CONCURRENCY`` answers are
 computed at once, the rest wait on a semaphore), so verification never blocks the event loop; concurrent requests needing
 the same unverified snippet share one run (``ask`` verifies through :func:`fsdp_skill.core.snippets.shared_verdicts`).
@@ -16,8 +18,9 @@ the same unverified snippet share one run (``ask`` verifies through :func:`fsdp_
 Every error is JSON ``{"error": message, "code": code}``: 422 ``invalid_request`` when the body breaks the
 published schema (missing or malformed JSON, located by line and column; a body that is not UTF-8 or nested
 too deeply; wrong types; unknown fields; ``question`` empty, over 32,768 characters or not valid Unicode (an
-unpaired surrogate); ``k`` outside 1..20; with ``detail``), 400 ``bad_input`` when it is schema-valid but not
-a question (whitespace-only, binary), 404 ``not_found`` (unknown id or route), 405 ``method_not_allowed``, 409
+unpaired surrogate); ``k`` outside 1..20; ``/v1/check``: ``code`` empty or over 200,000 characters, ``select`` /
+``ignore`` not lists of strings; with ``detail``), 400 ``bad_input`` when it is schema-valid but not
+a question (whitespace-only, binary) or names an unknown rule code prefix, 404 ``not_found`` (unknown id or route), 405 ``method_not_allowed``, 409
 ``not_verified`` (export of a snippet that did not pass), 413 ``body_too_large`` (request body over 256 KiB),
 500 ``knowledge_error`` / ``state_error`` / ``internal_error``, 503 ``harness_error``.
 """
@@ -39,9 +42,10 @@ from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from fsdp_skill.core.answer import MAX_QUESTION_CHARS
+from fsdp_skill.core.check import CheckReport
 from fsdp_skill.core.models import Answer, SectionOut
 from fsdp_skill.core.snippets import SnippetInfo, stop_runs
-from fsdp_skill.core.toolspec import AskInput
+from fsdp_skill.core.toolspec import AskInput, CheckInput
 from fsdp_skill.errors import (
     ExportRefused,
     HarnessError,
@@ -88,6 +92,14 @@ class AskRequest(AskInput):
     language: Literal["auto", "en", "zh"] = Field(
         "auto", description="Language of the reader: 'auto' keeps the detected one; 'en' or 'zh' sets Answer.language, "
                             "which renderers use to decide whether to show the Chinese section summaries")
+
+
+class CheckRequest(CheckInput):
+    """Body of ``POST /v1/check``."""
+
+    # strict like AskRequest: "select": "FSD0" (not a list) is a 422, not coerced
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={
+        "examples": [{"code": "import torch\n...", "path": "train.py", "select": ["FSD0"], "ignore": []}]})
 
 
 class ErrorBody(BaseModel):
@@ -219,7 +231,7 @@ def create_app(verifier=None) -> FastAPI:
         title="fsdp-skill", version=version("fsdp-skill"), lifespan=lifespan,
         description="Expert answers on PyTorch FSDP and torch.distributed, with code snippets verified on a real "
                     "multi-process process group. Only knowledge snippets are ever executed; no route runs code "
-                    f"a client sends. Questions are limited to {MAX_QUESTION_CHARS:,} characters.")
+                    f"a client sends (/v1/check only parses it). Questions are limited to {MAX_QUESTION_CHARS:,} characters.")
 
     app.add_middleware(_BodyLimit, limit=MAX_BODY_BYTES)
 
@@ -257,6 +269,13 @@ def create_app(verifier=None) -> FastAPI:
         if body.language != "auto":
             answer.language = body.language
         return answer
+
+    @app.post("/v1/check", response_model=CheckReport, responses=errors, tags=["check"],
+              summary="Find FSDP / torch.distributed mistakes in code, statically (the code is parsed, never run)")
+    def check_route(body: CheckRequest) -> CheckReport:
+        from fsdp_skill.core.check import check_code
+
+        return check_code(body.code, body.path, select=body.select, ignore=body.ignore)
 
     @app.get("/v1/sections/{section_id:kid}", response_model=SectionOut, responses=errors, tags=["knowledge"],
              summary="One knowledge section with its snippets' latest verdicts (runs nothing)")

@@ -35,7 +35,8 @@ INSTRUCTIONS = (
     "CPU offload 卸载, Join 不均匀输入, backends 后端, init_process_group 初始化, checkpoint 检查点), whose code "
     "snippets are run on a real multi-process process group. Call `ask` first; recommend snippets whose "
     "verification.status is 'passed'; use `verify_snippet` for 'unverified' ones and `export_snippet` for a file; "
-    "`list_sections` lists section and snippet ids."
+    "`list_sections` lists section and snippet ids; `check_script` reviews a training script statically "
+    "(call it before running a script you wrote)."
 )
 
 

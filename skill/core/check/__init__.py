@@ -5,7 +5,9 @@ The code is parsed with :mod:`ast`, never imported or run, and torch is never im
 
 - :func:`check_source` checks one source text, :func:`check_tree` an already parsed module (what a flake8
   plugin gets); :func:`check_paths` checks files, directories (every
-  ``*.py`` below them) and ``'-'`` (standard input).
+  ``*.py`` below them) and ``'-'`` (standard input); :func:`check_code` checks code sent by a caller (HTTP,
+  MCP) and returns a :class:`CheckReport` with counts; :func:`code_blocks` finds the Python code pasted in a
+  question (``ask``).
 - A line's ``# noqa`` silences every finding on it, ``# noqa: FSD003,FSD011`` only those codes (a finding
   spanning several lines is silenced by a comment on any of them).
 - ``select`` / ``ignore`` keep or drop findings by code prefix (``FSD0`` selects all, ``FSD01`` FSD010-FSD019).
@@ -27,12 +29,15 @@ from pathlib import Path
 
 from fsdp_skill.core.check.facts import Module
 from fsdp_skill.core.check.finders import FINDERS
-from fsdp_skill.core.check.models import Finding, Rule
+from fsdp_skill.core.check.models import CheckReport, Finding, Rule
 from fsdp_skill.core.check.ranked import rank_findings
 from fsdp_skill.core.check.rules import RULES, SYNTAX
 from fsdp_skill.errors import InvalidArgument
 
-__all__ = ["Finding", "Rule", "RULES", "check_source", "check_tree", "check_paths", "validate_codes"]
+__all__ = ["CheckReport", "Finding", "Rule", "RULES", "MAX_CHECK_CHARS", "check_code", "check_source", "check_tree",
+           "check_paths", "code_blocks", "validate_codes"]
+
+MAX_CHECK_CHARS = 200_000  # code sent over HTTP / MCP (a 2,000-line script is about 80,000)
 
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Za-z]+[0-9]+(?:\s*,\s*[A-Za-z]+[0-9]+)*))?", re.IGNORECASE)
 _SKIP_DIRS = {"__pycache__", "node_modules", "site-packages"}
@@ -186,3 +191,51 @@ def check_paths(paths: Iterable[str], *, select: Iterable[str] | None = None,
     for p, label in targets:
         out += check_source(_read(p, label), label, select=sel, ignore=ign)
     return out
+
+
+def report(findings: list[Finding]) -> CheckReport:
+    """``findings`` with their counts per severity and in all."""
+    counts = {sev: sum(f.severity == sev for f in findings) for sev in ("error", "warning", "info")}
+    counts["total"] = len(findings)
+    return CheckReport(findings=findings, counts=counts)
+
+
+def check_code(code: str, path: str = "script.py", *, select: Iterable[str] | None = None,
+               ignore: Iterable[str] | None = None) -> CheckReport:
+    """Check code a caller sent (never run): the findings and their counts.
+
+    Raises InvalidArgument for code over :data:`MAX_CHECK_CHARS` characters or an unknown code prefix."""
+    if len(code) > MAX_CHECK_CHARS:
+        raise InvalidArgument(f"the code is {len(code):,} characters; the limit is {MAX_CHECK_CHARS:,}")
+    return report(check_source(code, path, select=select, ignore=ignore))
+
+
+_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*([\w+-]*)[^\n]*\n(.*?)^[ \t]*\1[ \t]*$", re.M | re.S)
+_CODE_LINE = re.compile(r"^\s*(import \w|from [\w.]+ import |def \w+\(|class \w+[(:]|for .+ in .+:\s*$|"
+                        r"if .+:\s*$|with .+:\s*$|\w[\w.\[\]]* = .+|[\w.]+\(.*\)\s*$|return\b)")
+_CODE_LANGS = {"", "python", "py", "python3", "py3", "ipython"}
+
+
+def code_blocks(text: str) -> list[str]:
+    """The Python code in a question: every fenced block (```python, ```py or unlabelled) that parses,
+    else, with no fence, the text itself when at least three of its lines are code and it parses whole
+    (a pasted script).  Prose, tracebacks and logs give no blocks."""
+    blocks = []
+    for m in _FENCE.finditer(text):
+        if m.group(2).lower() in _CODE_LANGS and _parses(m.group(3)):
+            blocks.append(m.group(3))
+    if blocks or _FENCE.search(text):
+        return blocks
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    code_lines = sum(bool(_CODE_LINE.match(ln)) for ln in lines)
+    if code_lines >= 3 and code_lines * 2 >= len(lines) and _parses(text):
+        return [text]
+    return []
+
+
+def _parses(code: str) -> bool:
+    try:
+        ast.parse(code)
+    except (SyntaxError, ValueError):
+        return False
+    return bool(code.strip())

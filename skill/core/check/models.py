@@ -38,3 +38,12 @@ class Finding(BaseModel):
         """The linter line ``path:line:col: CODE message [section]``."""
         ref = f" [{self.section}]" if self.section else ""
         return f"{self.path}:{self.line}:{self.col}: {self.code} {self.message}{ref}"
+
+
+class CheckReport(BaseModel):
+    """The result of checking one source text (``POST /v1/check``, the ``check_script`` tool)."""
+
+    findings: list[Finding] = Field(default_factory=list, description="The findings, sorted by position "
+                                    "(empty: nothing to report)")
+    counts: dict[str, int] = Field(default_factory=dict, description="Number of findings per severity "
+                                   "('error', 'warning', 'info') and in all ('total')")
