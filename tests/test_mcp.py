@@ -401,7 +401,8 @@ def test_verify_script_job_is_the_verify_cli_job(tmp_path, fake_verifier):
     where = tmp_path / "run-a"
     assert launcher == "torchrun" and job.path == str(where / "train.py") and job.cwd == str(where)
     assert (where / "train.py").read_text() == "print('hi')\n" and job.code == "print('hi')\n"
-    assert list(job.args) == ["--epochs", "1"] and dict(job.env) == {"SEED": "3"}
+    home = str(tmp_path / ".home")  # the session's own HOME, beside the agent's variables
+    assert list(job.args) == ["--epochs", "1"] and dict(job.env)["SEED"] == "3" and dict(job.env)["HOME"] == home
     assert job.world_size == 3 and job.timeout == 20 and job.debug and job.snippet_id is None
     out = ok.structured_content
     assert out["workdir"] == str(where) and out["args"] == ["--epochs", "1"]
