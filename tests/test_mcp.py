@@ -410,7 +410,7 @@ def test_verify_script_job_is_the_verify_cli_job(tmp_path, fake_verifier):
     assert all(r.is_error for r in bad), [r.content[0].text for r in bad if not r.is_error]
     assert "workdir must be a plain name" in bad[0].content[0].text
     assert "filename must be a plain name" in bad[1].content[0].text and "end in .py" in bad[2].content[0].text
-    assert len(rec.jobs) == 1 and sorted(p.name for p in tmp_path.iterdir()) == ["run-a"]
+    assert len(rec.jobs) == 1 and sorted(p.name for p in tmp_path.iterdir()) == [".home", "run-a"]
 
 
 RESUMABLE = """\
