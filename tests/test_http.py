@@ -302,6 +302,20 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _wait_until_up(proc: subprocess.Popen, base: str, seconds: float = 60.0) -> None:
+    """Poll ``base``/healthz until it answers 200; fails when the server exits or ``seconds`` pass."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        assert proc.poll() is None, proc.communicate()[1]
+        assert time.monotonic() < deadline, "server did not come up"
+        time.sleep(0.1)
+
+
 @pytest.mark.slow
 def test_serve_and_readme_curl_example(tmp_path):
     port = _free_port()
@@ -310,16 +324,7 @@ def test_serve_and_readme_curl_example(tmp_path):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert proc.poll() is None, proc.communicate()[1]
-            assert time.monotonic() < deadline, "server did not come up"
-            time.sleep(0.1)
+        _wait_until_up(proc, base)
         cmd = README_CURL.replace("127.0.0.1:8000", f"127.0.0.1:{port}")
         if shutil.which("curl"):
             out = subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=60, check=True).stdout
@@ -489,16 +494,7 @@ def test_serve_closes_connections_that_send_no_whole_request(tmp_path):
     with contextlib.ExitStack() as opened:  # every socket is closed, also when an assertion fails
         opened.callback(proc.communicate, timeout=30)  # runs after terminate (last in, first out)
         opened.callback(proc.terminate)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert proc.poll() is None, proc.communicate()[1]
-            assert time.monotonic() < deadline, "server did not come up"
-            time.sleep(0.1)
+        _wait_until_up(proc, f"http://127.0.0.1:{port}")
         body = b'{"question": "how to shard with fsdp", "verify": false}'
         partial = {
             "idle": b"",
