@@ -12,8 +12,6 @@ import json
 import os
 import sys
 
-from fsdp_skill.adapters import http, mcp, tools
-from fsdp_skill.adapters.cli import commands as cli
 from fsdp_skill.adapters.exitcodes import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, exit_for
 from fsdp_skill.errors import SkillError
 
@@ -24,11 +22,20 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argparse tree of every subcommand of every adapter."""
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The argparse tree of every subcommand of every adapter; with ``only="check"`` just ``check``, whose
+    static analysis then imports neither the router (numpy) nor the runtime (see benchmarks/bench_check.py)."""
     p = _Parser(prog="fsdp-skill", description="Expert answers on PyTorch FSDP and torch.distributed, "
                 "with code patterns run on a real process group.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    if only == "check":
+        from fsdp_skill.adapters.cli.check import add_check_parser
+
+        add_check_parser(sub)
+        return p
+    from fsdp_skill.adapters import http, mcp, tools
+    from fsdp_skill.adapters.cli import commands as cli
+
     for adapter in (cli, http, mcp, tools):
         adapter.add_commands(sub)
     return p
@@ -46,7 +53,7 @@ def main(argv: list[str] | None = None, *, verifier=None) -> int:
     if "verify" in argv and "--" in argv[argv.index("verify"):]:  # verify SCRIPT.py -- ARGS: the script's own
         cut = argv.index("--", argv.index("verify"))
         argv, script_args = argv[:cut], argv[cut + 1:]
-    args = build_parser().parse_args(argv)
+    args = build_parser("check" if argv[:1] == ["check"] else None).parse_args(argv)
     args.verifier = verifier
     args.script_args = script_args
     try:
@@ -54,7 +61,8 @@ def main(argv: list[str] | None = None, *, verifier=None) -> int:
             from fsdp_skill.core.state import state_dir
 
             state_dir()
-        if hasattr(args, "python"):  # commands that run or introspect torch: pick the target interpreter first
+        static = args.command == "check" and not getattr(args, "run", False)
+        if hasattr(args, "python") and not static:  # commands that run or introspect torch: the target interpreter
             from fsdp_skill.core.state import use_python
 
             use_python(args.python)
