@@ -292,6 +292,8 @@ def make_verdict(run: RawRun, *, script: str, code: str, code_sha256: str, snipp
         first = root_cause(ranks, order, run.first_failure)
         if first is None:
             reason = run.error or f"only {len(ranks)} of {world_size} ranks reported"
+        elif first.killed_by_harness and run.error:  # no rank failed by itself: the launcher's error says why
+            reason = run.error + ": " + "; ".join(f"rank {r.rank} {_describe(r)}" for r in ranks)
         else:
             reason = _reason(ranks, first, in_torch_distributed(frames_of.get(first.rank)))
     else:

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fsdp_skill.errors import HarnessError, InvalidArgument
+from fsdp_skill.runtime import orphans
 from fsdp_skill.runtime.report import RawRank, RawRun, read_text
 
 DUMP_WAIT_S = 2.0
@@ -185,6 +186,17 @@ _aborted: set[subprocess.Popen] = set()
 _live_lock = threading.Lock()
 
 
+SUPERVISOR_KILLED = ("the run's supervisor was killed during the run (torchrun exited with code {code}): does the "
+                     "script, or a process it starts, kill its parent processes? Ranks without an exit code were "
+                     "killed by the harness")
+
+
+def _died_by_signal(returncode: int | None) -> bool:
+    """Whether the agent (or, on Linux, its shepherd) was killed by a signal: a negative status, or the
+    shepherd's ``128+N`` for an agent killed by signal N."""
+    return returncode is not None and (returncode < 0 or (SHEPHERD and returncode > 128))
+
+
 def _kill_and_reap(proc: subprocess.Popen) -> None:
     """End the run: the shepherd kills and reaps every process of it (or, without one, kill the agent's
     process group); returns once ``proc`` is reaped."""
@@ -299,7 +311,15 @@ def run_torchrun(*, script: str, workdir: str, rundir: str, world_size: int, tim
     (for several nodes it includes waiting for the others at the rendezvous).  Raises OSError when the
     interpreter cannot be started (the caller turns it into HarnessError) and HarnessError when
     :func:`abort_all` stopped the run; a failing script is reported in the returned RawRun, never raised.
+    If a rank kills the shepherd, what it leaves is killed and reaped by this process (:mod:`.orphans`).
     """
+    with orphans.watching():
+        return _run(script=script, workdir=workdir, rundir=rundir, world_size=world_size, timeout=timeout,
+                    env=env, python=python, args=args, nodes=nodes)
+
+
+def _run(*, script: str, workdir: str, rundir: str, world_size: int, timeout: float, env: dict[str, str],
+         python: str | None, args: list[str] | None, nodes: Nodes | None) -> RawRun:
     logdir = os.path.join(rundir, "torchrun-logs")
     console = os.path.join(rundir, "torchrun.log")
     env = dict(env, PYTHONFAULTHANDLER="1")
@@ -313,6 +333,7 @@ def run_torchrun(*, script: str, workdir: str, rundir: str, world_size: int, tim
     t0 = time.monotonic()
     if SHEPHERD:
         cmd = [cmd[0], "-I", SHEPHERD_SCRIPT, "--rmtree", rundir, "--", *cmd]  # -I: stdlib only, whatever the env
+        env.update(orphans.owner_env())  # marks every process of the run as this process's
     with open(console, "wb") as out:
         proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdin=subprocess.PIPE if SHEPHERD else subprocess.DEVNULL,
                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
@@ -326,6 +347,8 @@ def run_torchrun(*, script: str, workdir: str, rundir: str, world_size: int, tim
             timed_out = True
             signalled, ignored = _abort_workers(proc, seen)
     finally:
+        if SHEPHERD and _exited(proc.pid):  # unreaped: its session id still names this run
+            orphans.sweep(sessions=(proc.pid,))  # a dead shepherd (a rank killed it) left the rest to us
         _kill_and_reap(proc)
     with _live_lock:
         if proc in _aborted:
@@ -344,6 +367,7 @@ def run_torchrun(*, script: str, workdir: str, rundir: str, world_size: int, tim
         m = _SUMMARY.search(text[text.index("Root Cause"):])
         root = int(m[1]) if m else None
     launched = bool(glob.glob(os.path.join(logdir, "*", "attempt_*")))
+    supervisor_killed = not timed_out and _died_by_signal(proc.returncode)
     ranks = []
     for r in range(world_size):
         g = glob_of[r]
@@ -362,19 +386,32 @@ def run_torchrun(*, script: str, workdir: str, rundir: str, world_size: int, tim
                 raw.killed_by_harness = root is not None and g != root and -code in (signal.SIGTERM, signal.SIGKILL)
             else:
                 raw.exit_code = code
+        elif supervisor_killed and launched:  # the agent died without a summary: whatever still ran was killed with it
+            raw.signal, raw.killed_by_harness = "SIGKILL", True
         elif proc.returncode == 0 or timed_out or launched:
             raw.exit_code = 0
         else:
             continue
         ranks.append(raw)
-    error = None
-    if nodes is not None and timed_out and not launched:
-        ranks, error = [], (f"timed out after {timeout:g} s waiting for the rendezvous of {nodes.describe()}: "
-                            "start every node with the same --nnodes, --rdzv-endpoint and --rdzv-id")
-    elif not ranks or (proc.returncode not in (0, None) and not codes and not timed_out):
-        lines = [ln for ln in text.splitlines() if ln.strip() and not _PREFIX.match(ln)]
-        error = f"torchrun exited with code {proc.returncode}: " + (lines[-1] if lines else "no output")
+    ranks, error = _run_error(text, proc.returncode, ranks, bool(codes), timed_out=timed_out, launched=launched,
+                              nodes=nodes, timeout=timeout)
     return RawRun(seconds=seconds, timed_out=timed_out, ranks=ranks, first_failure=root, error=error)
+
+
+def _run_error(text: str, returncode: int | None, ranks: list[RawRank], summary: bool, *, timed_out: bool,
+               launched: bool, nodes: Nodes | None, timeout: float) -> tuple[list[RawRank], str | None]:
+    """``(ranks, error)``: the launcher-level error of a run (None when the ranks tell it all), and the ranks
+    to report (none when the rendezvous of several nodes timed out).  ``summary``: the agent printed exit
+    codes; ``timeout`` in seconds."""
+    if nodes is not None and timed_out and not launched:
+        return [], (f"timed out after {timeout:g} s waiting for the rendezvous of {nodes.describe()}: "
+                    "start every node with the same --nnodes, --rdzv-endpoint and --rdzv-id")
+    if launched and not timed_out and _died_by_signal(returncode):
+        return ranks, SUPERVISOR_KILLED.format(code=returncode)
+    if not ranks or (returncode not in (0, None) and not summary and not timed_out):
+        lines = [ln for ln in text.splitlines() if ln.strip() and not _PREFIX.match(ln)]
+        return ranks, f"torchrun exited with code {returncode}: " + (lines[-1] if lines else "no output")
+    return ranks, None
 
 
 def _console(text: str, nproc: int, seen: dict[int, int] | None) -> tuple[dict[int, list[str]], dict[int, int]]:

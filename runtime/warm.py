@@ -23,9 +23,11 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 from fsdp_skill.errors import HarnessError
+from fsdp_skill.runtime import orphans
 
 START_TIMEOUT_S = 300.0  # importing torch on a loaded 2-core machine can take a while
 # Started as a file, not as a module of this package: the zygote and the ranks it forks hold none of the
@@ -66,6 +68,7 @@ class WarmLauncher:
         env.setdefault("OPENBLAS_NUM_THREADS", "1")
         cmd = [self.python, ZYGOTE_SCRIPT, "--fd", str(theirs.fileno()), "--workdir", self.workdir]
         if SHEPHERD:
+            env.update(orphans.owner_env())  # marks every process of its jobs as this process's
             cmd = [self.python, "-I", SHEPHERD_SCRIPT, "--rmtree", self.workdir, "--fd", str(theirs.fileno()), "--", *cmd]
         try:
             with open(self._log_path, "wb") as log:
@@ -111,13 +114,21 @@ class WarmLauncher:
         the zygote's raw ``result`` message.
 
         Blocks at most ``timeout`` seconds plus a margin for stack dumps and reaping.  Raises HarnessError
-        when the zygote dies, answers with an error or does not answer.  On KeyboardInterrupt the whole
+        when the zygote dies (LauncherDied, once whatever it left is killed and reaped, see
+        :mod:`.orphans`), answers with an error or does not answer.  On KeyboardInterrupt the whole
         launcher is closed (every rank killed) and the interrupt is re-raised.
         """
+        with orphans.watching():  # if a rank kills the shepherd, what it leaves comes to this process
+            return self._run(script=script, workdir=workdir, rundir=rundir, world_size=world_size,
+                             timeout=timeout, env=env, args=args)
+
+    def _run(self, *, script: str, workdir: str, rundir: str, world_size: int, timeout: float,
+             env: dict[str, str], args: list[str] | None) -> dict:
         job_id = f"j{next(self._ids)}-{os.getpid()}"
         slot = {"event": threading.Event(), "msg": None}
         request = {"type": "run", "id": job_id, "script": script, "workdir": workdir, "rundir": rundir,
-                   "world_size": world_size, "timeout": timeout, "env": env, "args": list(args or ())}
+                   "world_size": world_size, "timeout": timeout, "env": {**env, **orphans.owner_env()},
+                   "args": list(args or ())}
         with self._lock:
             if self._closed:
                 raise HarnessError("the warm launcher is closed")
@@ -140,10 +151,30 @@ class WarmLauncher:
         if msg is None:
             if self._closing:
                 raise HarnessError("the run was stopped: the warm launcher was closed (the harness is shutting down)")
+            self._sweep()
             raise LauncherDied(f"the warm launcher exited during the run{self._log_tail()}")
         if not msg.get("ok"):
             raise HarnessError(f"the warm launcher could not run the job: {msg.get('error')}")
         return msg
+
+    def _sweep(self, limit: float = 10.0) -> None:
+        """After the zygote died: wait up to ``limit`` seconds for the shepherd to exit (it normally kills
+        and reaps everything first), then, if it is dead but unreaped (a rank killed it), kill and reap
+        what it left (:func:`orphans.sweep`; its session id still names this launcher's processes)."""
+        if not SHEPHERD:
+            return
+        deadline = time.monotonic() + limit
+        while time.monotonic() < deadline:
+            try:
+                if os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                    break
+            except ChildProcessError:  # already reaped (another thread closed this launcher)
+                break
+            time.sleep(0.01)
+        if self.proc.returncode is None:
+            orphans.sweep(sessions=(self.proc.pid,))
+        else:
+            orphans.sweep()
 
     def _read_loop(self) -> None:
         try:

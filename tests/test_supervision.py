@@ -241,3 +241,22 @@ def test_shepherd_kills_its_whole_tree(tmp_path, end):
         proc.wait()
         proc.stdin.close()
         proc.stdout.close()
+
+
+@pytest.mark.parametrize("launcher", ["warm", "torchrun"])
+def test_rank_killing_the_shepherd_leaves_no_process(pids_dir, launcher):
+    """A rank that SIGKILLs the shepherd (its supervisor, found among its ancestors): the orphans come to
+    the caller, which kills and reaps them, so once the verdict is returned no rank and no sleeper (in a
+    session of its own) is left; the verdict is failed, and under torchrun no rank is reported as having
+    exited 0 (its agent died with the shepherd, before any exit code was known)."""
+    v = runtime.verify_code(script("kill_supervisor.py"), filename="kill_supervisor.py", launcher=launcher,
+                            use_cache=False, timeout=60)
+    pids = pids_in(pids_dir)
+    assert pids and len(pids) % 4 == 0, pids  # rank and sleeper, two ranks, once or twice (warm reruns)
+    assert [p for p in pids if exists(p)] == []
+    assert v.status == "failed", v.reason
+    if launcher == "torchrun":
+        assert [(r.exit_code, r.signal, r.killed_by_harness) for r in v.ranks] == [(None, "SIGKILL", True)] * 2
+        assert "supervisor was killed during the run" in v.reason, v.reason
+    else:
+        assert v.reason == api.ZYGOTE_DIED, v.reason
