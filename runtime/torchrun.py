@@ -197,6 +197,28 @@ def _died_by_signal(returncode: int | None) -> bool:
     return returncode is not None and (returncode < 0 or (SHEPHERD and returncode > 128))
 
 
+def _remove_elastic_tmp(logdir: str, tmpdir: str | None) -> None:
+    """Remove the ``torchelastic_*`` directories torch elastic made in ``tmpdir`` (default: the system's) for
+    this run and left behind (an agent stopped before its own clean-up).  They are recognised by the run's
+    ``<run_id>_<suffix>`` entries, named as in ``logdir``; nobody else's are touched."""
+    import shutil
+    import tempfile
+
+    runs = {name.rsplit("_", 1)[0] for name in _listdir(logdir)}
+    if not runs:
+        return
+    for d in glob.glob(os.path.join(tmpdir or tempfile.gettempdir(), "torchelastic_*")):
+        if any(name.rsplit("_", 1)[0] in runs for name in _listdir(d)):
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def _listdir(path: str) -> list[str]:
+    try:
+        return os.listdir(path)
+    except OSError:
+        return []
+
+
 def _kill_and_reap(proc: subprocess.Popen) -> None:
     """End the run: the shepherd kills and reaps every process of it (or, without one, kill the agent's
     process group); returns once ``proc`` is reaped."""
@@ -350,6 +372,7 @@ def _run(*, script: str, workdir: str, rundir: str, world_size: int, timeout: fl
         if SHEPHERD and _exited(proc.pid):  # unreaped: its session id still names this run
             orphans.sweep(sessions=(proc.pid,))  # a dead shepherd (a rank killed it) left the rest to us
         _kill_and_reap(proc)
+        _remove_elastic_tmp(logdir, env.get("TMPDIR"))
     with _live_lock:
         if proc in _aborted:
             _aborted.discard(proc)

@@ -606,3 +606,23 @@ def test_runs_are_bounded(kw):
     is refused before anything runs."""
     with pytest.raises(InvalidArgument, match="at most 86400|from 1 to 64"):
         runtime.verify_code("print(1)\n", use_cache=False, **kw)
+
+
+def test_torch_elastic_temporary_directories_of_a_run_are_removed(tmp_path, monkeypatch):
+    """torch elastic leaves ``torchelastic_*`` in TMPDIR when its agent is stopped before its clean-up; the
+    launcher removes those of its own run (named like the run's log directory) and no one else's."""
+    from fsdp_skill.runtime.torchrun import _remove_elastic_tmp
+
+    logdir, tmp = tmp_path / "logs", tmp_path / "tmp"
+    (logdir / "0a1b-run_k2j3").mkdir(parents=True)
+    (tmp / "torchelastic_ours" / "0a1b-run_zz9q" / "attempt_0").mkdir(parents=True)
+    (tmp / "torchelastic_theirs" / "ffff-other_abcd").mkdir(parents=True)
+    _remove_elastic_tmp(str(logdir), str(tmp))
+    assert sorted(p.name for p in tmp.iterdir()) == ["torchelastic_theirs"]
+    # and a real run under torchrun leaves none in its TMPDIR
+    real = tmp_path / "real"
+    real.mkdir()
+    monkeypatch.setenv("TMPDIR", str(real))
+    v = verify("allreduce_env.py", launcher="torchrun")
+    assert v.status == "passed", v.reason
+    assert not list(real.glob("torchelastic_*"))
