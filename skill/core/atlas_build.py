@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from fsdp_skill.core.check.facts import last_name  # the same ast helper as the checker's
+
 FORMAT = 2  # bump whenever the builder or the stored layout changes
 # Where Python messages are catalogued (relative to the torch package): the distributed stack, plus the
 # few files outside it whose messages FSDP users meet (activation checkpointing, SyncBatchNorm, AMP,
@@ -103,17 +105,6 @@ def _sub_fields(parts: Parts, pattern: re.Pattern, literal: dict[str, str]) -> P
             pos = m.end()
         out.append(part[pos:])
     return out
-
-
-def _name(node: ast.AST) -> str | None:
-    """``ValueError`` for ``ValueError`` / ``errors.ValueError`` / ``ValueError(...)``."""
-    if isinstance(node, ast.Call):
-        node = node.func
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return None
 
 
 class _Module:
@@ -225,7 +216,7 @@ class _Module:
             self._walk(node.orelse, qual, guard, func, in_class)
         elif isinstance(node, ast.Raise):
             if isinstance(node.exc, ast.Call) and node.exc.args:
-                self._add(node.exc.args[0], "raise", _name(node.exc), node, qual, guard, func)
+                self._add(node.exc.args[0], "raise", last_name(node.exc), node, qual, guard, func)
         elif isinstance(node, ast.Assert):
             if node.msg is not None:
                 self._add(node.msg, "assert", "AssertionError", node, qual,
@@ -243,13 +234,13 @@ class _Module:
     def _call(self, call: ast.Call, qual: tuple, guard: str | None, func) -> None:
         f, args = call.func, call.args
         attr = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
-        owner = _name(f.value) if isinstance(f, ast.Attribute) else None
+        owner = last_name(f.value) if isinstance(f, ast.Attribute) else None
         kw = {k.arg: k.value for k in call.keywords if k.arg}
         if attr in ("warn", "warn_explicit") and (owner == "warnings" or (owner is None and attr == "warn")):
             msg = args[0] if args else kw.get("message")
             cat = args[1] if len(args) > 1 else kw.get("category")
             if msg is not None:
-                self._add(msg, "warn", (_name(cat) if cat is not None else None) or "UserWarning",
+                self._add(msg, "warn", (last_name(cat) if cat is not None else None) or "UserWarning",
                           call, qual, guard, func)
         elif attr in _LOG_LEVELS and owner and _LOGGER.match(owner) and args:
             parts = self._template(args[0], func, call.lineno)
@@ -259,7 +250,7 @@ class _Module:
         elif attr in _CHECKS or attr == "_check_with":
             exc = _CHECK_EXC.get(attr)
             if attr == "_check_with":
-                exc, args = (_name(args[0]) if args else None), args[1:]
+                exc, args = (last_name(args[0]) if args else None), args[1:]
             msg = args[1] if len(args) > 1 else kw.get("message")
             if args and msg is not None:
                 self._add(msg, "check", exc, call, qual, f"not ({self._segment(args[0])})", func)

@@ -42,6 +42,8 @@ MAX_CHECK_CHARS = 200_000  # code sent over HTTP / MCP (a 2,000-line script is a
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Za-z]+[0-9]+(?:\s*,\s*[A-Za-z]+[0-9]+)*))?", re.IGNORECASE)
 _SKIP_DIRS = {"__pycache__", "node_modules", "site-packages"}
 
+_PY = f"{sys.version_info.major}.{sys.version_info.minor}"
+
 
 def validate_codes(prefixes: Iterable[str] | None) -> list[str]:
     """Upper-cased code prefixes; raises InvalidArgument for one that matches no rule (e.g. 'E501')."""
@@ -96,13 +98,13 @@ def check_source(code: str, path: str = "<string>", *, select: Iterable[str] | N
                  ignore: Iterable[str] | None = None) -> list[Finding]:
     """Findings for one source text, sorted by position (``path`` only labels them); ``# noqa`` applies."""
     sel, ign = validate_codes(select), validate_codes(ignore)
-    try:
+    try:  # the grammar is the running interpreter's: a 3.12 f-string does not parse under 3.11
         tree = ast.parse(code, filename=path)
     except (SyntaxError, ValueError) as exc:  # ValueError: null bytes
         line = getattr(exc, "lineno", None) or 1
         col = getattr(exc, "offset", None) or 1
         msg = getattr(exc, "msg", None) or str(exc)
-        found = [Finding(code=SYNTAX, severity="error", message=f"file does not parse: {msg}", path=path,
+        found = [Finding(code=SYNTAX, severity="error", message=f"file does not parse with Python {_PY}: {msg}", path=path,
                          line=line, col=col, end_line=line, end_col=col)]
         return [f for f in found if _keep(f.code, sel, ign)]
     noqa = _noqa(code)

@@ -137,10 +137,30 @@ def _device_helper(m: Module, call: ast.Call) -> bool:
     return "device" in name.lower() and not q.startswith("torch.") and name != "device"
 
 
+def _uses_gpu_here(m: Module) -> bool:
+    """Does the file itself do the work that needs the GPU binding (a collective, a DDP/FSDP wrap, ``.cuda()``,
+    a ``"cuda"`` device)? A script that only sets up the group and hands over to code in another file may bind
+    the device there (OLMo's ``ladder.py`` calling ``train.main``), so it is not judged on this file alone."""
+    from fsdp_skill.core.check.ranked import COLLECTIVES
+
+    for c in m.calls():
+        q, name = m.qual(c) or "", last_name(c) or ""
+        if q.startswith("torch.distributed.") and q.rsplit(".", 1)[-1] in COLLECTIVES or name == "cuda" \
+                or q in (FULLY_SHARD, FSDP1, "torch.nn.parallel.DistributedDataParallel"):
+            return True
+        # a "cuda" device given to torch: torch.device("cuda"), x.to("cuda"), torch.randn(..., device="cuda")
+        args = list(c.args) if q == "torch.device" or name == "to" else []
+        args += [k.value for k in c.keywords if k.arg == "device" and (q.startswith("torch.") or name == "to")]
+        if any(s.startswith("cuda") for a in args for s in m.strings(a)):
+            return True
+    return False
+
+
 @finder("FSD013")
 def fsd013(m: Module) -> Found:
     if not _is_script(m) or any(last_name(c) in ("set_device", "set_device_index", "set_default_device") or
-                                m.qual(c) == "torch.cuda.device" or _device_helper(m, c) for c in m.calls()):
+                                m.qual(c) == "torch.cuda.device" or _device_helper(m, c) for c in m.calls()) \
+            or not _uses_gpu_here(m):
         return
     for call in m.calls():
         q = m.qual(call)
@@ -155,9 +175,15 @@ def fsd014(m: Module) -> Found:
     if not _is_script(m) or m.uses("torch.distributed.destroy_process_group"):
         return
     for call in m.calls():
-        if m.qual(call) == "torch.distributed.init_process_group":
-            yield call, None
-            return
+        if m.qual(call) != "torch.distributed.init_process_group":
+            continue
+        backends = m.strings(kwarg(call, "backend", 0))
+        ws = kwarg(call, "world_size")
+        # a gloo-only group, or a one-process group (world_size=1 over a HashStore), has no NCCL teardown to get wrong
+        if backends and not any("nccl" in b for b in backends) or isinstance(ws, ast.Constant) and ws.value == 1:
+            continue
+        yield call, None
+        return
 
 
 @finder("FSD015")
@@ -274,8 +300,18 @@ def fsd020(m: Module) -> Found:
         if not _low_cast(m, call):
             continue
         c = m.chain(call.func.value) or _assigned_chain(m, call)
-        if c and any(_ordered(m, call, w) and (c.covers(wc) or wc.covers(c)) for w, wc in wraps):
+        hit = next((w for w, wc in wraps if c and _ordered(m, call, w) and (c.covers(wc) or wc.covers(c))), None)
+        if hit is not None and _trained(m, [c, _assigned_chain(m, hit)]):
             yield call, None
+
+
+def _trained(m: Module, chains: list[Chain | None]) -> bool:
+    """Is an optimizer built in this file from the parameters of one of these modules? A model cast to bf16 and
+    sharded only for inference (verl's reward model) has no master weights or optimizer state to lose."""
+    chains = [c for c in chains if c]
+    return any(_is_optimizer(m, call) and any(src.covers(c) or c.covers(src) for c in chains
+                                              for src in _param_sources(m, kwarg(call, "params", 0)))
+               for call in m.calls())
 
 
 @finder("FSD021")
@@ -337,6 +373,12 @@ def fsd025(m: Module) -> Found:
 
 @finder("FSD026")
 def fsd026(m: Module) -> Found:
+    texts = [n.value for n in m.nodes if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    # the DeepSpeed launcher passes --local_rank (underscore): right for a DeepSpeed script; a script that reads
+    # LOCAL_RANK from the environment works under torchrun whatever argparse declares
+    if any("deepspeed" in t.lower() or t == "LOCAL_RANK" for t in texts) \
+            or any(a.startswith("deepspeed") for a in m.aliases.values()):
+        return
     for call in m.calls():
         if last_name(call) == "add_argument":
             flags = {a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)}
@@ -436,12 +478,19 @@ def fsd032(m: Module) -> Found:
     meta_with = [w for w in m.nodes if isinstance(w, (ast.With, ast.AsyncWith)) and any(
         isinstance(i.context_expr, ast.Call) and m.qual(i.context_expr) == "torch.device"
         and "meta" in m.strings(kwarg(i.context_expr, "type", 0)) for i in w.items)]
+    if any(a.split(".")[0] in _MATERIALISING for a in m.aliases.values()):
+        return
     built = {dotted(t) for w in meta_with for s in w.body for n in ast.walk(s)
              if isinstance(n, ast.Assign) for t in n.targets if dotted(t)}
     for call in m.calls():
         if m.qual(call) == FULLY_SHARD and call.args and dotted(call.args[0]) in built:
             yield call, None
             return
+
+
+# frameworks that materialise a meta-device model themselves when they set it up (Lightning's strategies call
+# ``to_empty`` and ``reset_parameters``), so the script does not
+_MATERIALISING = {"lightning", "pytorch_lightning", "lightning_fabric"}
 
 
 def _offloading(m: Module, call: ast.Call) -> bool:

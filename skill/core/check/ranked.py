@@ -51,17 +51,50 @@ def _sharded_by_default(m: Module) -> bool:
                in ("SHARDED_STATE_DICT", "LOCAL_STATE_DICT") for c in m.calls())
 
 
+def _on_subgroup(m: Module, call: ast.Call) -> bool:
+    """Is the call given an explicit process group other than the default (``group=g``, ``process_group=pg``)?"""
+    for key in ("group", "process_group"):
+        g = kwarg(call, key)
+        if g is None or isinstance(g, ast.Constant) and g.value is None or "WORLD" in (dotted(g) or ""):
+            continue
+        made = m.resolve(g)  # new_group() without ranks is every rank again, not a subgroup
+        if isinstance(made, ast.Call) and last_name(made) == "new_group" and not (made.args or kwarg(made, "ranks")):
+            continue
+        return True
+    return False
+
+
+_SHARDING_WORDS = ("shard", "fsdp", "parallelize")
+
+
+def _sharded_later(m: Module, call: ast.Call) -> bool:
+    """Is the model of ``get_*_state_dict(model, ...)`` sharded only after this call, in the same function
+    (``fully_shard(model)``, ``FSDP(model)`` or a helper named like ``prepare_fully_shard(model, ...)``)? Then
+    the call reads a plain module on that rank and runs no collective (composer's rank-0 init before sharding)."""
+    model = dotted(call.args[0]) if call.args else None
+    if model is None:
+        return False
+    scope = m.scope_of(call)
+    for later in m.calls():
+        if m.scope_of(later) is scope and later.lineno > (call.end_lineno or call.lineno) and later.args \
+                and dotted(later.args[0]) == model and any(w in (last_name(later) or "").lower() for w in _SHARDING_WORDS):
+            return True
+    return False
+
+
 def collective_kind(m: Module, call: ast.Call) -> tuple[str, str] | None:
     """(rule code, label) when every rank must make ``call`` together, else None."""
     q = m.qual(call) or ""
     name = q.rsplit(".", 1)[-1]
+    if _on_subgroup(m, call):
+        return None  # the rank condition may select the members of that group (composer's per-replica dcp.save)
     if q == f"torch.distributed.{name}" and name in COLLECTIVES:
         return "FSD003", f"dist.{name}()"
     if q.startswith("torch.distributed.checkpoint.") and q.count(".") == 3 and name in DCP \
             and not is_true(kwarg(call, "no_dist")):  # no_dist=True: one process, no collective
         return "FSD004", f"dcp.{name}()"
     if q.startswith("torch.distributed.checkpoint.state_dict.") and (
-            name in SD_GET and _options_flag(m, call, "full_state_dict")
+            name in SD_GET and _options_flag(m, call, "full_state_dict") and not _sharded_later(m, call)
             or name in SD_SET and _options_flag(m, call, "broadcast_from_rank0")):
         return "FSD005", f"{name}(full_state_dict/broadcast_from_rank0)"
     if q in (f"{FSDP1}.optim_state_dict", f"{FSDP1}.full_optim_state_dict"):

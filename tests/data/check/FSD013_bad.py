@@ -3,6 +3,7 @@ import torch.distributed as dist
 
 def main():
     dist.init_process_group(backend="nccl")  # <- FSD013
+    dist.barrier()
     dist.destroy_process_group()
 
 

@@ -1,8 +1,12 @@
+import os
+
+import torch
 import torch.distributed as dist
 
 
 def main():
-    dist.init_process_group("gloo")  # <- FSD014
+    torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+    dist.init_process_group("nccl")  # <- FSD014
     dist.barrier()
 
 
