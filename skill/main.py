@@ -50,8 +50,9 @@ def main(argv: list[str] | None = None, *, verifier=None) -> int:
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     script_args: list[str] = []
-    if "verify" in argv and "--" in argv[argv.index("verify"):]:  # verify SCRIPT.py -- ARGS: the script's own
-        cut = argv.index("--", argv.index("verify"))
+    command = next((c for c in ("verify", "check") if c in argv), None)
+    if command and "--" in argv[argv.index(command):]:  # verify / check --run SCRIPT.py -- ARGS: the script's own
+        cut = argv.index("--", argv.index(command))
         argv, script_args = argv[:cut], argv[cut + 1:]
     args = build_parser("check" if argv[:1] == ["check"] else None).parse_args(argv)
     args.verifier = verifier

@@ -43,7 +43,8 @@ class FakeVerifier:
     """A :class:`fsdp_skill.core.snippets.Verifier` that runs nothing.
 
     ``status`` maps snippet ids to the verdict status a run gives (default 'passed'); ``gate(jobs)`` is
-    called before each batch (to hold runs in flight); ``runs`` records the snippet ids run, in order;
+    called before each batch (to hold runs in flight); ``runs`` records the snippet ids run, in order (``jobs``
+    the jobs);
     verdicts are cached in memory by code hash, like the real cache.
     """
 
@@ -51,6 +52,7 @@ class FakeVerifier:
         self.status = dict(status or {})
         self.gate = gate
         self.runs: list[str | None] = []
+        self.jobs: list = []  # the jobs run (not those answered from the cache), in order
         self.cache: dict[str, Verdict] = {}
         self.lock = threading.Lock()
 
@@ -71,6 +73,7 @@ class FakeVerifier:
             if hit is None:
                 with self.lock:
                     self.runs.append(job.snippet_id)
+                    self.jobs.append(job)
                 status = self.status.get(job.snippet_id, "passed")
                 hit = Verdict(status=status, reason=None if status == "passed" else f"fake {status}",
                               snippet_id=job.snippet_id, code_sha256=self.sha(job.code), backend="gloo",

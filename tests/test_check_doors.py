@@ -143,10 +143,15 @@ def test_check_run_text_lists_findings_then_verdict(tmp_path, fake_verifier, cap
 @pytest.mark.parametrize("argv, message", [
     (["--run", "a.py", "b.py"], "exactly one PATH.py"),
     (["--run", "-"], "exactly one PATH.py"),
-    (["--run", "--world-size", "0", "x.py"], "--world-size must be at least 1"),
+    (["--run", "--world-size", "0", "x.py"], "--world-size must be from 1 to 64"),
+    (["--run", "--world-size", "100000", "x.py"], "--world-size must be from 1 to 64"),
     (["--run", "--timeout", "0", "x.py"], "--timeout must be a positive"),
+    (["--run", "--timeout", "1e12", "x.py"], "at most 86400"),
     (["--world-size", "2", "x.py"], "--world-size only apply with --run"),
-], ids=["two paths", "stdin", "world size 0", "timeout 0", "no --run"])
+    (["--python", "/usr/bin/python3", "x.py"], "--python only apply with --run"),
+    (["x.py", "--", "--steps", "3"], "arguments after '--' only apply with --run"),
+], ids=["two paths", "stdin", "world size 0", "world size 100000", "timeout 0", "timeout 1e12", "no --run",
+        "python without --run", "script args without --run"])
 def test_check_run_bad_usage_exits_2(argv, message, fake_verifier, capsys):
     from fsdp_skill.main import main
 
@@ -154,14 +159,26 @@ def test_check_run_bad_usage_exits_2(argv, message, fake_verifier, capsys):
     assert message in capsys.readouterr().err and fake_verifier.runs == []
 
 
-@pytest.mark.slow
-@pytest.mark.torch
-def test_check_run_for_real_on_gloo(tmp_path, capsys):
+def test_check_run_passes_the_scripts_own_arguments(tmp_path, fake_verifier, capsys):
     from fsdp_skill.main import main
 
     path = tmp_path / "train.py"
     path.write_text(CLEAN_SCRIPT, encoding="utf-8")
-    assert main(["check", "--run", "--json", "--world-size", "2", "--timeout", "60", str(path)]) == 0
+    assert main(["check", "--run", str(path), "--", "--steps", "3", "--", "x"], verifier=fake_verifier) == 0
+    assert [list(j.args) for j in fake_verifier.jobs] == [["--steps", "3", "--", "x"]]
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_check_run_for_real_on_gloo(tmp_path, capsys):
+    """The script asserts its own arguments on every rank: ``check --run PATH -- ARGS`` runs it as torchrun would."""
+    from fsdp_skill.main import main
+
+    path = tmp_path / "train.py"
+    path.write_text("import sys\n" + CLEAN_SCRIPT.replace(
+        "def main():\n", "def main():\n    assert sys.argv[1:] == ['--steps', '3'], sys.argv\n"), encoding="utf-8")
+    assert main(["check", "--run", "--json", "--world-size", "2", "--timeout", "60", str(path),
+                 "--", "--steps", "3"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["findings"] == [] and out["verdict"]["status"] == "passed", out["verdict"].get("reason")
     assert out["verdict"]["backend"] == "gloo" and out["verdict"]["world_size"] == 2

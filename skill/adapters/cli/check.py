@@ -4,8 +4,8 @@ Output is one linter line per finding, ``path:line:col: FSD0xx message [section-
 findings), and a count on stderr. Exit 0 when clean, 1 when there are findings (a file that does not parse is
 finding FSD000), 2 for bad input (missing path, not a .py file, not UTF-8, unknown code in --select/--ignore).
 
-``check --run PATH.py`` also runs the one script under ``verify`` (``--world-size``, ``--backend``,
-``--timeout``, ``--launcher`` as there) and reports both: the findings, then the verdict (``--json``: an object
+``check --run PATH.py [-- ARGS]`` also runs the one script under ``verify`` (``--world-size``, ``--backend``,
+``--timeout``, ``--launcher``, ``--python`` and the script's own arguments after ``--``, as there) and reports both: the findings, then the verdict (``--json``: an object
 ``{"findings": [...], "verdict": {...}}``, the verdict as ``verify --json`` prints it, with its ``hints``).
 Exit 1 when there is a finding or the run failed or timed out (a run skipped on this host is not a failure).
 """
@@ -17,7 +17,8 @@ import sys
 from fsdp_skill.adapters.exitcodes import EXIT_FAIL, EXIT_OK
 from fsdp_skill.errors import InvalidArgument
 
-_RUN_FLAGS = {"world_size": "--world-size", "backend": "--backend", "timeout": "--timeout", "launcher": "--launcher"}
+_RUN_FLAGS = {"world_size": "--world-size", "backend": "--backend", "timeout": "--timeout", "launcher": "--launcher",
+              "python": "--python"}
 
 
 def cmd_check(args) -> int:
@@ -33,6 +34,7 @@ def cmd_check(args) -> int:
         _validate_run(args)
     else:
         given = [flag for name, flag in _RUN_FLAGS.items() if getattr(args, name) is not None]
+        given += ["arguments after '--'"] if getattr(args, "script_args", None) else []
         if given:
             raise InvalidArgument(f"{', '.join(given)} only apply with --run (check alone never runs the script)")
     findings = check_paths(args.paths, select=args.select, ignore=args.ignore)
@@ -56,10 +58,13 @@ def cmd_check(args) -> int:
 def _validate_run(args) -> None:
     if len(args.paths) != 1 or args.paths[0] == "-" or not args.paths[0].endswith(".py"):
         raise InvalidArgument("--run runs one script: give exactly one PATH.py (not a directory or '-')")
-    if args.world_size is not None and args.world_size < 1:
-        raise InvalidArgument(f"--world-size must be at least 1, not {args.world_size}")
-    if args.timeout is not None and not 0 < args.timeout < float("inf"):
-        raise InvalidArgument(f"--timeout must be a positive, finite number of seconds, not {args.timeout:g}")
+    from fsdp_skill.runtime.api import MAX_TIMEOUT_S, MAX_WORLD_SIZE
+
+    if args.world_size is not None and not 1 <= args.world_size <= MAX_WORLD_SIZE:
+        raise InvalidArgument(f"--world-size must be from 1 to {MAX_WORLD_SIZE} (ranks on this host), not {args.world_size}")
+    if args.timeout is not None and not 0 < args.timeout <= MAX_TIMEOUT_S:
+        raise InvalidArgument(f"--timeout must be a positive number of seconds, at most {MAX_TIMEOUT_S:g} (a day), "
+                              f"not {args.timeout:g}")
 
 
 def _run(args) -> tuple[dict, str]:
@@ -69,7 +74,8 @@ def _run(args) -> tuple[dict, str]:
     from fsdp_skill.core.snippets import DEFAULT_VERIFIER, script_job
 
     path = args.paths[0]
-    job = script_job(path, world_size=args.world_size, backend=args.backend, timeout=args.timeout)
+    job = script_job(path, world_size=args.world_size, backend=args.backend, timeout=args.timeout,
+                     args=getattr(args, "script_args", None) or [])
     v = (args.verifier or DEFAULT_VERIFIER).run([job], launcher=args.launcher or "warm", use_cache=False)[0]
     hints = hint_for(v)
     item = v.model_dump(mode="json")
@@ -95,4 +101,6 @@ def add_check_parser(sub) -> None:
     r.add_argument("--backend", choices=("auto", "gloo", "nccl"), default=None, help="process-group backend (default auto)")
     r.add_argument("--timeout", type=float, default=None, metavar="S", help="seconds before the run is killed as hung (default 60)")
     r.add_argument("--launcher", choices=("warm", "torchrun"), default=None, help="warm (default) or torchrun")
+    r.add_argument("--python", metavar="PATH", default=None, help="the Python interpreter (with torch) that runs the script "
+                   "(default: $FSDP_SKILL_PYTHON, else this one)")
     c.set_defaults(func=cmd_check)
