@@ -107,7 +107,8 @@ def load_knowledge(directory: str | Path | None = None) -> Knowledge:
     if not directory.is_dir():
         raise KnowledgeError(str(directory), 0, "knowledge directory does not exist")
     files = sorted(p for p in directory.glob("*.md") if not p.name.startswith(("_", ".")))
-    key = (str(directory), tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files))
+    zh_files = sorted((directory / "zh").glob("*.md"))  # the Chinese bodies (fsdp_skill.core.zh)
+    key = (str(directory), tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files + zh_files))
     if key in _CACHE:
         return _CACHE[key]
     if not files:
@@ -116,14 +117,49 @@ def load_knowledge(directory: str | Path | None = None) -> Knowledge:
     digest = hashlib.sha256(str(PARSED_FORMAT).encode())
     for p, data in sources:
         digest.update(p.name.encode() + b"\0" + data + b"\0")
+    zh_sources = [(p, p.read_bytes()) for p in zh_files]
+    for p, data in zh_sources:  # not in the parsed cache, but in the digest: the router indexes them
+        digest.update(b"zh/" + p.name.encode() + b"\0" + data + b"\0")
     kb = _read_parsed(directory, digest.hexdigest()[:24], sources)
     if kb is None:
         kb = _parse_all(directory, sources)
+        _attach_zh(kb, zh_sources)
         _write_parsed(kb, digest.hexdigest()[:24])
+    else:
+        _attach_zh(kb, zh_sources)  # from the files, whatever the cache file holds
     kb.digest = digest.hexdigest()[:24]
     _CACHE.clear()
     _CACHE[key] = kb
     return kb
+
+
+def _attach_zh(kb: Knowledge, zh_sources: list[tuple[Path, bytes]]) -> None:
+    """Give each section its Chinese title and body (``title_zh``, ``text_zh``) from ``zh/*.md``.
+
+    A section without a Chinese body keeps None (the answer falls back to English). Raises
+    KnowledgeError for a Chinese file that does not parse, a Chinese section whose id has no English
+    section, or one whose ``{{code}}`` lines do not match the English section's code blocks.
+    """
+    from fsdp_skill.core.zh import GLOSSARY_FILE, parse_zh, render
+
+    for section in kb.sections.values():
+        section.title_zh = section.text_zh = None
+    for path, data in zh_sources:
+        if path.name == GLOSSARY_FILE:
+            continue
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise KnowledgeError(str(path), 1, f"Chinese card is not UTF-8: {exc}") from None
+        for zh in parse_zh(text, path):
+            section = kb.sections.get(zh.id)
+            if section is None:
+                raise KnowledgeError(str(path), zh.line, f"Chinese section {zh.id!r} has no English section")
+            try:
+                section.text_zh = render(section.text, zh.template).strip()
+            except ValueError as exc:
+                raise KnowledgeError(str(path), zh.line, f"{zh.id}: {exc}") from None
+            section.title_zh = zh.title
 
 
 def _parsed_path(digest: str) -> Path:

@@ -71,6 +71,9 @@ class SectionDoc(BaseModel):
     sources: list[str] = Field(default_factory=list, description="Official documentation URLs the section rests on")
     aliases: list[str] = Field(default_factory=list, description="Extra search terms (English and Chinese)")
     zh: str | None = Field(None, description="One-sentence Chinese summary")
+    title_zh: str | None = Field(None, description="Chinese heading (knowledge/zh/<card>.md); None: none written")
+    text_zh: str | None = Field(None, description="Full Chinese body, same facts as `text`, its code blocks byte for "
+                                "byte the English ones; None: none written")
     errors: list[str] = Field(default_factory=list, description="Error/warning message templates this section explains ('*' = any text)")
     torch: str | None = Field(None, description="torch versions the section applies to (PEP 440 specifier, e.g. '>=2.6'); None: no bound declared")
     snippets: list[SnippetSpec] = Field(default_factory=list, description="Runnable scripts of this section")
@@ -117,6 +120,9 @@ class SectionOut(BaseModel):
     score: float = Field(description="BM25 score of the section for this question (higher is better)")
     text: str = Field(description="Markdown body of the section")
     zh: str | None = Field(None, description="One-sentence Chinese summary of the section")
+    title_zh: str | None = Field(None, description="Chinese heading of the section")
+    text_zh: str | None = Field(None, description="Full Chinese markdown body of the section: the same facts, steps, "
+                                "caveats and numbers as `text`, code blocks identical (snippets are in `snippets`)")
     sources: list[str] = Field(default_factory=list, description="Official documentation URLs")
     apis: list[str] = Field(default_factory=list, description="APIs the section discusses")
     torch_requires: str | None = Field(None, description="torch versions the section applies to, e.g. '>=2.6' (None: no bound declared)")
