@@ -3,6 +3,7 @@ stays silent on its passing fixture; each rule points at a real section and veri
 select/ignore, the CLI's output and exit codes; the command never imports torch."""
 from __future__ import annotations
 
+import ast
 import json
 import re
 import subprocess
@@ -206,3 +207,41 @@ def test_cli_check_needs_no_state_directory(tmp_path, monkeypatch, capsys):
     home.write_text("not a directory")  # an unusable $FSDP_SKILL_HOME: ask/show exit 1, check does not care
     monkeypatch.setenv("FSDP_SKILL_HOME", str(home))
     assert main(["check", str(DATA / "FSD014_good.py")]) == 0
+
+
+def test_unhashable_comparisons_do_not_crash_the_checker():
+    """huggingface/trl compares a set with a list of sets; the rank-condition code once called set() on it."""
+    code = "import torch.distributed as dist\nx = 1\nif x != [{1}]:\n    dist.barrier()\nif x not in [{'a'}, {'b'}]:\n    pass\n"
+    assert check_source(code, "t.py") == []
+
+
+def test_a_checker_failure_on_one_file_is_reported_for_that_file_and_the_others_are_checked(tmp_path, monkeypatch):
+    import fsdp_skill.core.check as check
+
+    def broken(m):
+        if any(isinstance(n, ast.Name) and n.id == "trigger" for n in m.nodes):
+            raise TypeError("unhashable type: 'set'")
+        return iter(())
+
+    monkeypatch.setitem(check.FINDERS, "FSD026", broken)
+    (tmp_path / "a.py").write_text("trigger = 1\n")
+    (tmp_path / "b.py").write_text((DATA / "FSD003_bad.py").read_text())
+    found = check_paths([str(tmp_path)])
+    bad = [f for f in found if f.path.endswith("a.py")]
+    assert [(f.code, f.line) for f in bad] == [("FSD000", 1)] and "TypeError: unhashable type" in bad[0].message
+    assert any(f.code == "FSD003" and f.path.endswith("b.py") for f in found)
+
+
+@pytest.mark.slow
+def test_the_installed_torch_library_is_checked_without_a_failure_or_a_finding():
+    """Every file of torch (about 2,300, its own tests included) is analysed; torch's library code, which is right,
+    gets no finding (torch/testing holds deliberate mistakes and 3.12-only files, so only failures count there)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("torch is not installed")
+    root = Path(next(iter(spec.submodule_search_locations)))
+    found = check_paths([str(root)])
+    assert not [f for f in found if "checker failed" in f.message]
+    assert [f.line_text() for f in found if "/testing/" not in f.path] == []

@@ -12,7 +12,8 @@ The code is parsed with :mod:`ast`, never imported or run, and torch is never im
   spanning several lines is silenced by a comment on any of them).
 - ``select`` / ``ignore`` keep or drop findings by code prefix (``FSD0`` selects all, ``FSD01`` FSD010-FSD019).
 - A file that does not parse is a finding (``FSD000``, an error at the syntax error), so one broken file
-  does not hide the others; a missing path, a non-Python file or text that is not UTF-8 raises
+  does not hide the others; so is a file the checker itself fails on (``FSD000`` at line 1, naming the
+  exception); a missing path, a non-Python file or text that is not UTF-8 raises
   :class:`fsdp_skill.errors.InvalidArgument` (exit 2 on the CLI).
 
 The rules are listed in :data:`RULES` (:mod:`fsdp_skill.core.check.rules`).
@@ -108,7 +109,13 @@ def check_source(code: str, path: str = "<string>", *, select: Iterable[str] | N
                          line=line, col=col, end_line=line, end_col=col)]
         return [f for f in found if _keep(f.code, sel, ign)]
     noqa = _noqa(code)
-    return [f for f in check_tree(tree, path, select=sel, ignore=ign) if not _silenced(f, noqa)]
+    try:
+        found = check_tree(tree, path, select=sel, ignore=ign)
+    except Exception as exc:  # noqa: BLE001 - a checker bug on one file must not hide the findings of the others
+        found = [Finding(code=SYNTAX, severity="error", path=path, line=1, col=1, end_line=1, end_col=1,
+                         message=f"file not analysed: the checker failed on it ({type(exc).__name__}: {exc}); "
+                                 "please report this with the file")]
+    return [f for f in found if not _silenced(f, noqa) and _keep(f.code, sel, ign)]
 
 
 def check_tree(tree: ast.Module, path: str = "<string>", *, select: Iterable[str] | None = None,

@@ -91,7 +91,7 @@ def _every_rank(test: ast.Compare) -> bool:
         return False
     op, value = test.ops[0], _const(test.comparators[0])
     if isinstance(op, (ast.NotEq, ast.NotIn)):
-        return value == -1 or isinstance(value, (list, tuple, set)) and set(value) == {-1}
+        return value == -1 or isinstance(value, (list, tuple, set)) and len(value) > 0 and all(v == -1 for v in value)
     return isinstance(op, ast.GtE) and value == 0 or isinstance(op, ast.Gt) and value == -1
 
 
@@ -454,8 +454,22 @@ class Module:
     def is_main_predicate(self, node: ast.AST) -> bool:
         if isinstance(node, ast.Name) and node.id in self.main_flags:
             return True
+        if isinstance(node, ast.Name) and self._flag_parameter(node):
+            return False  # def load(..., rank0=False): the caller's choice, the same on every rank
         name = last_name(node) if isinstance(node, (ast.Name, ast.Attribute, ast.Call)) else None
         return bool(name and main_name(name))
+
+    def _flag_parameter(self, name: ast.Name) -> bool:
+        """Is ``name`` a parameter of its function with a constant default (``rank0=False``)?"""
+        fn = self.scope_of(name)
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return False
+        args = fn.args
+        positional = args.posonlyargs + args.args
+        defaults = dict(zip([a.arg for a in positional[len(positional) - len(args.defaults):]], args.defaults, strict=True))
+        defaults |= {a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None}
+        default = defaults.get(name.id)
+        return isinstance(default, ast.Constant) and isinstance(default.value, (bool, type(None)))
 
     def is_rank_test(self, test: ast.AST) -> bool:
         """Is ``test`` true on some ranks and false on others? (``and``/``or``/``not`` of rank comparisons,
@@ -465,6 +479,10 @@ class Module:
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             return self.is_rank_test(test.operand)
         if isinstance(test, ast.Compare):
+            if any(isinstance(op, (ast.In, ast.NotIn)) for op in test.ops) and not all(
+                    isinstance(c, (ast.List, ast.Tuple, ast.Set)) and all(_const(e) is not None for e in c.elts)
+                    for c in test.comparators):
+                return False  # rank in get_process_group_ranks(g) / in ranks: the members of a group, together
             return not any(isinstance(op, (ast.Is, ast.IsNot)) for op in test.ops) and not _every_rank(test) and \
                 any(self.is_rank_expr(x) for x in [test.left, *test.comparators])
         if isinstance(test, (ast.Name, ast.Attribute, ast.Call)):
@@ -502,12 +520,33 @@ class Module:
                         out.setdefault(id(sub), []).append(branch)
 
     def other_branch_has(self, branch: ast.AST, node: ast.AST, key) -> bool:
-        """For ``if c: A else: B``: does the other branch than the one holding ``node`` contain a call with ``key``?"""
-        if not isinstance(branch, ast.If) or not branch.orelse:
+        """Do the ranks that do not take ``node``'s path reach a call with ``key`` too?
+
+        For ``if c: A else: B`` the other path is the other branch; when ``node``'s branch ends in an exit
+        (``return``, ``continue``, ``break``), the statements after the ``if`` belong to the other path too.
+        For ``node`` after ``if c: ...; return``, the other path is that exiting branch.
+        """
+        if not isinstance(branch, ast.If):
             return False
-        in_body = any(node is sub for stmt in branch.body for sub in ast.walk(stmt))
-        other = branch.orelse if in_body else branch.body
+        def holds(block):
+            return any(node is sub for stmt in block for sub in ast.walk(stmt))
+        if holds(branch.body) or holds(branch.orelse):
+            mine, other = (branch.body, branch.orelse) if holds(branch.body) else (branch.orelse, branch.body)
+            other = list(other) + (self._after(branch) if mine and isinstance(mine[-1], _EXITS) else [])
+        else:
+            other = branch.body  # node follows an early exit
         return any(key(sub) for stmt in other for sub in ast.walk(stmt) if isinstance(sub, ast.Call))
+
+    def _after(self, stmt: ast.AST) -> list[ast.AST]:
+        """The statements after ``stmt`` in its block."""
+        parent = self.parents.get(id(stmt))
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(parent, name, None)
+            if isinstance(block, list):
+                for i, s in enumerate(block):
+                    if s is stmt:
+                        return block[i + 1:]
+        return []
 
     def ancestors(self, node: ast.AST) -> Iterator[ast.AST]:
         cur = self.parents.get(id(node))

@@ -156,11 +156,32 @@ def _uses_gpu_here(m: Module) -> bool:
     return False
 
 
+def _explicit_devices(m: Module) -> bool:
+    """Does the file name each rank's GPU itself (``DDP(..., device_ids=[rank])``, ``.to(rank)``, ``.cuda(rank)``,
+    ``torch.device("cuda", rank)``, ``f"cuda:{rank}"``)? Then NCCL finds the device from the tensors."""
+    for c in m.calls():
+        name = last_name(c) or ""
+        if kwarg(c, "device_ids") is not None or name == "cuda" and c.args \
+                or name == "to" and c.args and _indexed_device(m, c.args[0]) \
+                or m.qual(c) == "torch.device" and len(c.args) > 1:
+            return True
+    return any(isinstance(n, ast.JoinedStr) and n.values and isinstance(n.values[0], ast.Constant)
+               and str(n.values[0].value).startswith("cuda:") for n in m.nodes)
+
+
+def _indexed_device(m: Module, arg: ast.AST) -> bool:
+    """``x.to(rank)`` / ``x.to(device)`` with a device that is not the bare ``"cuda"`` (nor a dtype)."""
+    value = m.resolve(arg)
+    if isinstance(value, ast.Attribute) or m.strings(value):
+        return False  # torch.float16, "cuda" / "cpu"
+    return not (isinstance(value, ast.Call) and m.qual(value) == "torch.device" and len(value.args) == 1)
+
+
 @finder("FSD013")
 def fsd013(m: Module) -> Found:
     if not _is_script(m) or any(last_name(c) in ("set_device", "set_device_index", "set_default_device") or
                                 m.qual(c) == "torch.cuda.device" or _device_helper(m, c) for c in m.calls()) \
-            or not _uses_gpu_here(m):
+            or not _uses_gpu_here(m) or _explicit_devices(m):
         return
     for call in m.calls():
         q = m.qual(call)

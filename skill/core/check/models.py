@@ -23,7 +23,7 @@ class Rule(BaseModel):
 class Finding(BaseModel):
     """One mistake found in a checked file."""
 
-    code: str = Field(description="Rule code, e.g. 'FSD001' ('FSD000': the file does not parse)")
+    code: str = Field(description="Rule code, e.g. 'FSD001' ('FSD000': the file was not analysed: it does not parse, or the checker failed on it)")
     severity: Severity = Field(description="'error', 'warning' or 'info'")
     message: str = Field(description="What is wrong here and what to do instead")
     path: str = Field(description="The checked file as given ('-' for standard input)")

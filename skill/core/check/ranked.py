@@ -51,10 +51,20 @@ def _sharded_by_default(m: Module) -> bool:
                in ("SHARDED_STATE_DICT", "LOCAL_STATE_DICT") for c in m.calls())
 
 
+# where a collective takes its group positionally: dist.barrier(group), dist.all_reduce(tensor, op, group), ...
+_GROUP_ARG = {"barrier": 0, "monitored_barrier": 0, "all_reduce": 2, "all_gather": 2, "all_gather_into_tensor": 2,
+              "all_gather_object": 2, "broadcast": 2, "broadcast_object_list": 2, "reduce": 3, "reduce_scatter": 3,
+              "reduce_scatter_tensor": 3, "gather": 3, "gather_object": 3, "scatter": 3, "scatter_object_list": 3,
+              "all_to_all": 2, "all_to_all_single": 4}
+
+
 def _on_subgroup(m: Module, call: ast.Call) -> bool:
-    """Is the call given an explicit process group other than the default (``group=g``, ``process_group=pg``)?"""
-    for key in ("group", "process_group"):
-        g = kwarg(call, key)
+    """Is the call given an explicit process group other than the default (``group=g``, ``process_group=pg``, or
+    the group in its positional place)?"""
+    name = (m.qual(call) or "").rsplit(".", 1)[-1]
+    at = _GROUP_ARG.get(name)
+    for key in ("group", "process_group", None):
+        g = kwarg(call, key) if key else (call.args[at] if at is not None and len(call.args) > at else None)
         if g is None or isinstance(g, ast.Constant) and g.value is None or "WORLD" in (dotted(g) or ""):
             continue
         made = m.resolve(g)  # new_group() without ranks is every rank again, not a subgroup
@@ -198,6 +208,23 @@ def _paired(m: Module, branches: dict, summaries: dict) -> set[tuple[int, str]]:
             if any(s is not None and (o, _negate(s)) in sides and o != i for i, s in sides for o, _ in sides)}
 
 
+def _guarded_by_the_rest(m: Module, branch: ast.AST, call: ast.Call) -> bool:
+    """``if not A and rank != 0: return`` ... ``if A: collective()``: the ranks that left did so only when A is
+    false, and the collective runs only when A is true, so every rank of the job reaches it."""
+    if not (isinstance(branch, ast.If) and isinstance(branch.test, ast.BoolOp) and isinstance(branch.test.op, ast.And)):
+        return False
+    rest = [v for v in branch.test.values if not m.is_rank_test(v)]
+    guards = [a.test for a in m.ancestors(call) if isinstance(a, ast.If) and a is not branch]
+    return any(_complement(x, g) for x in rest for g in guards)
+
+
+def _complement(a: ast.AST, b: ast.AST) -> bool:
+    """Is ``b`` written as ``not a`` (or ``a`` as ``not b``)?"""
+    def neg(x):
+        return x.operand if isinstance(x, ast.UnaryOp) and isinstance(x.op, ast.Not) else None
+    return any(x is not None and ast.dump(x) == ast.dump(y) for x, y in ((neg(a), b), (neg(b), a)))
+
+
 def rank_findings(m: Module) -> Iterator[tuple[str, ast.AST, str]]:
     """(code, node, detail) for every collective reached on some ranks only."""
     branches = m.rank_branches()
@@ -213,6 +240,8 @@ def rank_findings(m: Module) -> Iterator[tuple[str, ast.AST, str]]:
         # a separate if on the complementary ranks (if rank != 0: barrier() ... if rank == 0: barrier()).
         for depth, branch in enumerate(reversed(enclosing)):
             if depth == 0 and (id(m.scope_of(call)), label) in paired:
+                continue
+            if _guarded_by_the_rest(m, branch, call):
                 continue
             if not m.other_branch_has(branch, call, lambda c, label=label: (_kind(m, c, summaries) or ("", ""))[1] == label):
                 what = f"{via}(), which runs {label} at line {line}," if via else label

@@ -124,4 +124,4 @@ RULES: dict[str, Rule] = {r.code: r for r in [
        "rank through model.module", "join/joinable-interface", "join/join-config-after-exit"),
 ]}
 
-SYNTAX = "FSD000"  # the file does not parse: reported as a finding, not a rule of the table
+SYNTAX = "FSD000"  # the file was not analysed (does not parse, or the checker failed on it): a finding, not a rule
