@@ -48,9 +48,18 @@ def test_ask_k_and_markdown(capsys):
     assert code == 0 and out.startswith("# Join uneven inputs") and "Sources: https://docs.pytorch.org/" in out
 
 
-def test_chinese_answer_shows_chinese_summaries(capsys):
+def test_chinese_answer_shows_the_chinese_bodies_and_english_on_request(capsys):
+    from fsdp_skill.core.knowledge import load_knowledge
+
+    kb = load_knowledge()
     code, out, _ = run_cli(capsys, "ask", "--markdown", "--no-verify", "不均匀输入怎么处理？")
-    assert code == 0 and "中文摘要" in out
+    first = kb.sections[out.split("`", 2)[1]]  # the id line of section 1
+    assert code == 0 and f"## 1. {first.title_zh}" in out and first.text_zh in out and first.text not in out
+    assert "中文摘要" not in out  # the full body says it all
+    code, out, _ = run_cli(capsys, "ask", "--markdown", "--no-verify", "--lang", "en", "不均匀输入怎么处理？")
+    assert code == 0 and f"## 1. {first.title}" in out and first.text in out and first.text_zh not in out
+    code, out, _ = run_cli(capsys, "ask", "--markdown", "--no-verify", "--lang", "zh", "How do I handle uneven inputs?")
+    assert code == 0 and "## 1. " in out and out.count("中文摘要") == 0 and "输入" in out
 
 
 def test_abstention_exit_code_and_reason(capsys):

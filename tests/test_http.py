@@ -92,8 +92,11 @@ def test_ask_unverified_matches_cli_contract(client, capsys):
 def test_ask_language_override(client):
     r = client.post("/v1/ask", json={"question": "Join uneven inputs", "verify": False, "language": "zh"})
     assert r.status_code == 200 and r.json()["language"] == "zh"
+    assert all(s["text"] and s["text_zh"] for s in r.json()["sections"])  # both bodies, whatever the language
     r = client.post("/v1/ask", json={"question": "不均匀输入怎么处理？", "verify": False})
     assert r.json()["language"] == "zh"
+    r = client.post("/v1/ask", json={"question": "不均匀输入怎么处理？", "verify": False, "language": "en"})
+    assert r.json()["language"] == "en"
 
 
 def test_ask_abstains_out_of_scope(client):

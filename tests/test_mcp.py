@@ -88,7 +88,15 @@ def test_call_ask_chinese():
         return await c.call_tool("ask", {"question": "不均匀输入怎么处理？", "verify": False})
 
     ans = Answer.model_validate(run(body).structured_content)
-    assert ans.language == "zh" and ans.sections and ans.sections[0].zh
+    assert ans.language == "zh" and ans.sections and ans.sections[0].zh and ans.sections[0].text_zh
+
+
+def test_call_ask_language_argument():
+    async def body(c):
+        return await c.call_tool("ask", {"question": "Join uneven inputs", "verify": False, "language": "zh"})
+
+    ans = Answer.model_validate(run(body).structured_content)
+    assert ans.language == "zh" and all(s.text and s.text_zh for s in ans.sections)
 
 
 def test_call_get_section(kb):

@@ -106,7 +106,8 @@ def test_router_cache_is_keyed_by_how_documents_are_built(monkeypatch, fsdp_skil
     router_mod.Router(kb)  # writes the cache for the current format
     written = sorted(p.name for p in fsdp_skill_home.glob("router-*.json"))
     assert written == [f"router-{kb.digest}-t{router_mod.TOKENIZER_VERSION}-d{router_mod.DOCUMENTS_FORMAT}.json"]
-    poisoned = {"ids": list(kb.sections), "docs": [["poison"]] * len(kb.sections), "strong": []}
+    poisoned = {"ids": list(kb.sections), "docs": [["poison"]] * len(kb.sections), "strong": [],
+                "zh_docs": [[]] * len(kb.sections)}
     (fsdp_skill_home / written[0]).write_text(json.dumps(poisoned))
     assert router_mod.Router(kb).docs[0] == ["poison"]  # same format: the cache is used (so the check below can fail)
     monkeypatch.setattr(router_mod, "DOCUMENTS_FORMAT", router_mod.DOCUMENTS_FORMAT + 1)

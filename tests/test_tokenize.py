@@ -49,6 +49,10 @@ def test_language_detection():
     assert language_of("How do I shard?") == "en"
     assert language_of("各个进程的数据量不一样怎么办") == "zh"
     assert language_of("FSDP2 怎么开启 bf16 混合精度？") == "zh"
+    assert language_of("FSDP2 怎么用 bf16 训练但用 fp32 做梯度归约？") == "zh"
+    # English carrying a Chinese term follows English; a Chinese sentence over a pasted log follows Chinese
+    assert language_of("How do I combine fully_shard with 梯度累积 and a bf16 policy?") == "mixed"
+    assert language_of("训练卡住了，下面是日志，怎么办？\n" + TRACEBACK) == "zh"
 
 
 TRACEBACK = '''Traceback (most recent call last):

@@ -37,6 +37,8 @@ def test_wheel_carries_every_card(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     cards = sorted(p.name for p in (ROOT / "knowledge").glob("*.md"))
     assert cards and all(f"fsdp_skill/knowledge/{c}" in names for c in cards), cards
+    zh = sorted(p.name for p in (ROOT / "knowledge" / "zh").glob("*.md"))  # the Chinese bodies and glossary
+    assert "glossary.md" in zh and all(f"fsdp_skill/knowledge/zh/{c}" in names for c in zh), zh
     assert "fsdp_skill/runtime/zygote.py" in names and "fsdp_skill/SKILL.md" in names
     assert not any(n.startswith(("skill/", "runtime/", "knowledge/", "tests/")) for n in names)
 
@@ -54,6 +56,7 @@ def test_installed_wheel_answers_shows_and_verifies_outside_the_checkout(wheel, 
     assert ask.returncode == 0, ask.stderr
     answer = json.loads(ask.stdout)
     assert answer["sections"] and not answer["abstained"]
+    assert all(s["text_zh"] for s in answer["sections"])  # the installed wheel has the Chinese bodies too
 
     kb = load_knowledge()
     listing = run(bin_dir, "show", "--list", cwd=elsewhere, home=home)

@@ -136,11 +136,20 @@ def _explaining_first(ranked: list[tuple[SectionDoc, float]], errors, kb: Knowle
     return (first + rest)[:k]
 
 
+LANGUAGES = ("auto", "en", "zh")
+
+
 def ask(question, k: int = 3, verify: bool = True, *, kb: Knowledge | None = None,
-        progress: Progress | None = None, with_api: bool = True, verifier: Verifier | None = None) -> Answer:
+        progress: Progress | None = None, with_api: bool = True, verifier: Verifier | None = None,
+        language: str = "auto") -> Answer:
     """Answer ``question`` with the ``k`` best sections.
 
-    Raises QueryError for bad input (see :func:`validate_question`) or ``k`` outside 1..MAX_K.
+    ``language`` is the reader's: 'auto' takes the question's main language (:func:`language_of`: 'en',
+    'zh' or 'mixed'), 'en' / 'zh' override it. ``Answer.language`` carries it; renderers show the Chinese
+    bodies for 'zh'. Every section carries both bodies (``text``, ``text_zh``) whatever the language.
+
+    Raises QueryError for bad input (see :func:`validate_question`), ``k`` outside 1..MAX_K or a language
+    not in :data:`LANGUAGES`.
     An out-of-scope question is not an error: the Answer has ``abstained=True`` and a ``reason``.
     ``verify=False`` returns snippets as ``unverified`` without touching the harness; otherwise each
     snippet's verdict comes from ``verifier`` (its cache, else a run; see :mod:`fsdp_skill.core.snippets`).
@@ -149,12 +158,14 @@ def ask(question, k: int = 3, verify: bool = True, *, kb: Knowledge | None = Non
     question = validate_question(question)
     if not isinstance(k, int) or not 1 <= k <= MAX_K:
         raise QueryError(f"k must be an integer between 1 and {MAX_K} (got {k!r})")
+    if language not in LANGUAGES:
+        raise QueryError(f"language must be one of {', '.join(LANGUAGES)} (got {language!r})")
     router = get_router(kb)
     errors = explain_messages(question, router.kb)
     findings = code_findings(question)
     explained = [f for f in findings if f.section in router.kb.sections]
     routing = router.route(question, k=k, in_field=bool(errors or explained))
-    answer = Answer(query=question, language=language_of(question), abstained=routing.abstain_reason is not None,
+    answer = Answer(query=question, language=language_of(question) if language == "auto" else language, abstained=routing.abstain_reason is not None,
                     reason=routing.abstain_reason, torch_version=torch_version(), python=target_python(),
                     errors=errors, findings=findings)
     if not answer.abstained:

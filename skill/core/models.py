@@ -171,7 +171,9 @@ class Answer(BaseModel):
     """Answer to one question: the ``ask --json`` contract."""
 
     query: str = Field(description="The question as received (trimmed)")
-    language: str = Field(description="'en', 'zh' or 'mixed'")
+    language: str = Field(description="The reader's language: 'en', 'zh' or 'mixed' (English with a few Chinese words), "
+                          "detected from the question's main language unless set (--lang, HTTP/MCP 'language'). "
+                          "Renderers show sections[].text_zh for 'zh', sections[].text otherwise")
     abstained: bool = Field(description="True when the question is outside FSDP / torch.distributed")
     reason: str | None = Field(None, description="Why the assistant abstained, or None")
     topics: list[TopicScore] = Field(default_factory=list, description="Topics ranked by score")

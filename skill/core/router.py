@@ -17,7 +17,7 @@ import numpy as np
 from fsdp_skill.core import scope
 from fsdp_skill.core.knowledge import Knowledge
 from fsdp_skill.core.models import SectionDoc
-from fsdp_skill.core.tokenize import TOKENIZER_VERSION, is_traceback, reduce_traceback, tokenize
+from fsdp_skill.core.tokenize import TOKENIZER_VERSION, has_cjk, is_traceback, reduce_traceback, tokenize
 
 MAX_QUERY_TOKENS = 400
 # Complete recipes (topic 'recipes') repeat the terms of many focused sections; for a question that is
@@ -25,11 +25,13 @@ MAX_QUERY_TOKENS = 400
 RECIPE_WEIGHT = 0.8
 # Version of how a section becomes a routing document (which fields, how weighted, which anchors):
 # part of the on-disk cache key, so bump it with any change to Router._documents.
-DOCUMENTS_FORMAT = 2  # 2: the cache file names the section ids it was built for
+DOCUMENTS_FORMAT = 3  # 2: the cache file names the section ids it was built for; 3: Chinese bodies indexed
 # Relative match (top BM25 score / the best score the question's terms could reach) needed to answer
 # a question that names only general ML terms (REL_WEAK) or no term of the field at all (REL_NONE).
 REL_WEAK = 0.30
 REL_NONE = 0.55
+# Weight of the Chinese-body index against the main one for a question's Chinese words (Router.route).
+ZH_BODY_WEIGHT = 0.1
 
 
 @dataclass
@@ -49,19 +51,23 @@ def _code_identifiers(code: str) -> list[str]:
     return sorted(n for n in names if len(n) > 2)
 
 
-def _cached_documents(data, ids: list[str]) -> tuple[list[list[str]], list[str]] | None:
-    """(docs, strong) of a router cache file's JSON ``data`` when it was built for the section ``ids`` and
-    its shape is right (one non-empty list of strings per section, a list of string anchors); else None."""
+def _cached_documents(data, ids: list[str]) -> tuple[list[list[str]], list[str], list[list[str]]] | None:
+    """(docs, strong, zh_docs) of a router cache file's JSON ``data`` when it was built for the section ``ids``
+    and its shape is right (one non-empty list of strings per section, a list of string anchors, one list of
+    strings per section for the Chinese bodies, empty where a section has none); else None."""
     if not isinstance(data, dict) or data.get("ids") != ids:
         return None
-    docs, strong = data.get("docs"), data.get("strong")
+    docs, strong, zh_docs = data.get("docs"), data.get("strong"), data.get("zh_docs")
     if not isinstance(docs, list) or len(docs) != len(ids) or not isinstance(strong, list):
         return None
     if not all(isinstance(d, list) and d and all(isinstance(t, str) for t in d) for d in docs):
         return None
     if not all(isinstance(t, str) for t in strong):
         return None
-    return docs, strong
+    if not isinstance(zh_docs, list) or len(zh_docs) != len(ids) \
+            or not all(isinstance(d, list) and all(isinstance(t, str) for t in d) for d in zh_docs):
+        return None
+    return docs, strong, zh_docs
 
 
 class Router:
@@ -72,9 +78,12 @@ class Router:
 
         self.kb = kb
         self.sections: list[SectionDoc] = list(kb.sections.values())
-        self.docs, strong = self._documents(kb)
+        self.docs, strong, zh_docs = self._documents(kb)
         self.strong = frozenset(strong) | scope.STRONG_ANCHORS
         self.bm25 = BM25Okapi(self.docs, k1=k1, b=b)
+        # the Chinese bodies, a second index that only Chinese words of a question reach (see route)
+        self.zh_bm25 = BM25Okapi(zh_docs, k1=k1, b=b) if any(zh_docs) else None
+        self._zh_term_scores: dict[str, np.ndarray] = {}
         self._term_scores: dict[str, np.ndarray] = {}
         self._focus = np.array([RECIPE_WEIGHT if s.topic == "recipes" else 1.0 for s in self.sections])
         self.k1 = k1
@@ -83,8 +92,9 @@ class Router:
             if len(word) >= 4 and word.isascii() and word.isalpha():
                 self._spelling.setdefault((word[0], len(word)), []).append(word)
 
-    def _documents(self, kb: Knowledge) -> tuple[list[list[str]], list[str]]:
-        """Token lists of the sections and the anchors the cards add; cached on disk per knowledge digest,
+    def _documents(self, kb: Knowledge) -> tuple[list[list[str]], list[str], list[list[str]]]:
+        """Token lists of the sections, the anchors the cards add, and the Chinese tokens of each section's
+        Chinese title and body (empty without one); cached on disk per knowledge digest,
         tokenizer version and :data:`DOCUMENTS_FORMAT` (tokenizing all cards takes a few hundred ms,
         loading them a few).  A cache file is used only when it is for these section ids in this order
         and holds a non-empty token list per section (:func:`_cached_documents`); else it is rebuilt."""
@@ -98,6 +108,7 @@ class Router:
             return cached
         card_aliases = {c.topic: " ".join(c.aliases) + " " + c.title for c in kb.cards}
         docs: list[list[str]] = []
+        zh_docs = [tokenize(_chinese(f"{s.title_zh or ''}\n{s.title_zh or ''}\n{s.text_zh or ''}")) for s in self.sections]
         strong: set[str] = set()
         for s in self.sections:
             code_ids = " ".join(_code_identifiers("\n".join(sn.code for sn in s.snippets)))
@@ -111,10 +122,10 @@ class Router:
                     strong.add(whole)
         if path:
             try:
-                write_json_atomic(path, {"ids": ids, "docs": docs, "strong": sorted(strong)})
+                write_json_atomic(path, {"ids": ids, "docs": docs, "strong": sorted(strong), "zh_docs": zh_docs})
             except OSError:
                 pass
-        return docs, sorted(strong)
+        return docs, sorted(strong), zh_docs
 
     def correct(self, tokens: list[str]) -> list[str]:
         """Replace misspelt tokens (``shrad``, ``precison``, ``fullyshrad``) by the closest word the
@@ -153,6 +164,21 @@ class Router:
             total += vec
         return total
 
+    def zh_scores(self, tokens: list[str]) -> np.ndarray:
+        """BM25 score of every section's Chinese body for the Chinese ``tokens`` (shape: [sections]; zeros when
+        no section has a Chinese body or no token is Chinese)."""
+        total = np.zeros(len(self.sections))
+        if self.zh_bm25 is None:
+            return total
+        for t in tokens:
+            if t not in self.zh_bm25.idf or not has_cjk(t):
+                continue
+            vec = self._zh_term_scores.get(t)
+            if vec is None:
+                vec = self._zh_term_scores[t] = self.zh_bm25.get_scores([t])
+            total += vec
+        return total
+
     def route(self, question: str, k: int = 3, *, in_field: bool = False) -> Routing:
         """Rank sections for ``question``; returns at most ``k`` sections, or an abstention reason.
 
@@ -173,13 +199,16 @@ class Router:
             if not in_field:
                 routing.abstain_reason = _no_field_reason(question)
             return routing
-        scores = self.scores(known)
+        # Chinese words of the question also meet the Chinese bodies; weighted low, so they reorder close
+        # sections, and never decide alone whether the question is in the field (relative is the main index's)
+        scores, zh = self.scores(known), self.zh_scores(tokens)
         if setup_facets(question) < 2 and not _WANTS_SCRIPT.search(question):
             # a focused question wants the focused section, not a long recipe that repeats its terms
-            scores = scores * self._focus
+            scores, zh = scores * self._focus, zh * self._focus
+        routing.relative = float(scores.max()) / max(self._attainable(list(dict.fromkeys(tokens))), 1e-9)
+        scores = scores + ZH_BODY_WEIGHT * zh
         order = np.lexsort((np.arange(len(scores)), -scores)).tolist()  # best first, ties by card order
         top = float(scores[order[0]])
-        routing.relative = top / max(self._attainable(list(dict.fromkeys(tokens))), 1e-9)
         # several general terms together (Join + 卡住 + 训练) need less of a match than one alone (梯度)
         weak_needed = REL_WEAK / min(len(set(weak)), 3) if weak else REL_NONE
         in_field = in_field or bool(strong) or routing.relative >= min(weak_needed, REL_NONE)
@@ -244,3 +273,9 @@ def question_parts(question: str, min_tokens: int = 4) -> list[str]:
 def _no_field_reason(question: str) -> str:
     return ("the question names no term of PyTorch distributed training (FSDP, sharding, mixed precision, "
             "offload, Join, backends, process groups, checkpoints) and no knowledge section matches it well")
+
+
+def _chinese(text: str | None) -> str:
+    """The Chinese runs of a Chinese body, for the index: its Latin words (API names, code) repeat the English
+    body's, and indexing them twice would tilt English questions toward sections with long Chinese bodies."""
+    return " ".join(re.findall(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+", text or ""))

@@ -276,7 +276,7 @@ def section_out(section: SectionDoc, score: float, verdicts: dict[str, Verdict])
     ok, note = applies(section.torch, torch_version()) if section.torch else (None, None)
     return SectionOut(
         id=section.id, title=section.title, topic=section.topic, score=round(score, 4), text=section.text,
-        zh=section.zh, sources=section.sources, apis=section.apis,
+        zh=section.zh, title_zh=section.title_zh, text_zh=section.text_zh, sources=section.sources, apis=section.apis,
         torch_requires=section.torch, applies=ok, applicability=note,
         snippets=[SnippetOut(id=s.id, code=s.code, launch=s.launch, world_size=s.world_size, requires=s.requires,
                              checks=s.checks, proves=s.proves, verification=verdicts.get(s.id) or unverified(s))

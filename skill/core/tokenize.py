@@ -170,12 +170,20 @@ def reduce_traceback(text: str) -> str:
 
 
 def language_of(text: str) -> str:
-    """'zh' when Chinese characters carry the text, 'mixed' when they are a small part, else 'en'."""
-    cjk = len(_CJK_CHAR.findall(text))
-    if not cjk:
+    """The question's main language: 'en' (no Chinese), 'zh' or 'mixed' (English carrying a few Chinese words).
+
+    Only the lines that hold Chinese are weighed (the asker's own sentences; a pasted traceback or log has
+    none): they are 'zh' when their Chinese characters number at least 1.5 times their Latin words, which
+    keeps ``FSDP2 怎么用 bf16 训练？`` Chinese and ``How do I combine fully_shard with 梯度累积?`` English.
+    Answers are written in Chinese for 'zh' only.
+    """
+    lines = [line for line in text.splitlines() if _CJK_CHAR.search(line)]
+    if not lines:
         return "en"
-    latin_words = len(re.findall(r"[A-Za-z]{2,}", text))
-    return "zh" if cjk >= 2 * latin_words or cjk >= 4 else "mixed"
+    own = "\n".join(lines)
+    cjk = len(_CJK_CHAR.findall(own))
+    latin_words = len(re.findall(r"[A-Za-z]{2,}", own))
+    return "zh" if cjk >= 1.5 * latin_words else "mixed"
 
 
 def has_cjk(text: str) -> bool:

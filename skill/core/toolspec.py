@@ -36,6 +36,10 @@ class AskInput(BaseModel):
     k: int = Field(3, ge=1, le=MAX_K, description=f"Number of knowledge sections to return, 1-{MAX_K}")
     verify: bool = Field(True, description="Attach a verdict to each code snippet, running it on a real process group "
                                            "when no cached verdict exists; false returns snippets as 'unverified' at once")
+    language: Literal["auto", "en", "zh"] = Field(
+        "auto", description="The reader's language: 'auto' follows the question's main language; 'zh' marks the "
+                            "answer for Chinese rendering (sections[].text_zh, the full Chinese body), 'en' for English "
+                            "(sections[].text). Both bodies are always returned")
 
 
 class CheckInput(BaseModel):
@@ -136,7 +140,7 @@ class ToolSpec:
 def _ask(a: AskInput, verifier=None) -> Answer:
     from fsdp_skill.core.answer import ask
 
-    return ask(a.question, k=a.k, verify=a.verify, verifier=verifier)
+    return ask(a.question, k=a.k, verify=a.verify, verifier=verifier, language=a.language)
 
 
 def _check_script(a: CheckInput, verifier=None) -> CheckReport:
@@ -200,7 +204,7 @@ def _tool_specs() -> list[ToolSpec]:
             name="get_section", title="Read a knowledge section",
             description=(
                 "Fetch one knowledge section by id (from sections[].id of an ask answer, e.g. 'join/ddp-join') with "
-                "its full markdown text, Chinese summary, official sources and snippets with their latest verdicts "
+                "its full markdown text, full Chinese body (text_zh), Chinese summary, official sources and snippets with their latest verdicts "
                 "(cached runs only; nothing is executed). Call it to read or quote a section in full, or to follow "
                 f"up on a topic ask already found ({_TERMS})."),
             input=SectionInput, output=SectionOut, call=_get_section),

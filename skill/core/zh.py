@@ -46,11 +46,13 @@ class ZhSection:
 
 @dataclass(frozen=True)
 class Term:
-    """One glossary row: the English term, its Chinese rendering and the pattern finding it in English."""
+    """One glossary row: the English term, its Chinese rendering, the pattern finding it in English prose, and
+    the pattern of forms a Chinese body must not use for it (None: no such form)."""
 
     english: str
     chinese: str
     pattern: re.Pattern
+    avoid: re.Pattern | None = None
 
 
 def parse_zh(source: str, path: str | Path = "<zh>") -> list[ZhSection]:
@@ -109,24 +111,29 @@ def load_zh(directory: str | Path) -> dict[str, ZhSection]:
 
 
 def load_glossary(directory: str | Path) -> list[Term]:
-    """The rows of ``directory/zh/glossary.md`` (columns English | 中文 | pattern); empty when missing.
+    """The rows of ``directory/zh/glossary.md`` (columns English | 中文 | pattern | avoid, a ``|`` inside a
+    cell written ``\\|``); empty when the file is missing.
 
     Raises:
-        KnowledgeError: a row whose pattern is not a valid regular expression.
+        KnowledgeError: a row without the four cells, or whose patterns are not valid regular expressions.
     """
     path = Path(directory) / "zh" / GLOSSARY_FILE
     if not path.is_file():
         return []
     terms = []
     for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        cells = [c.strip() for c in line.strip().strip("|").split("|")] if line.startswith("|") else []
-        if len(cells) < 3 or cells[0] in ("English", "") or set(cells[0]) <= {"-"}:
+        if not line.startswith("|"):
             continue
-        pattern = "|".join(cells[2:])  # a '|' inside the pattern splits it into more cells
+        cells = [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
+        if cells[0] in ("English", "") or set(cells[0]) <= {"-"}:
+            continue
+        if len(cells) != 4:
+            raise KnowledgeError(str(path), n, f"a glossary row has 4 cells (English | 中文 | pattern | avoid), not {len(cells)}")
         try:
-            terms.append(Term(cells[0], cells[1], re.compile(pattern, re.IGNORECASE)))
+            terms.append(Term(cells[0], cells[1], re.compile(cells[2], re.IGNORECASE),
+                              re.compile(cells[3]) if cells[3] else None))
         except re.error as exc:
-            raise KnowledgeError(str(path), n, f"bad pattern {pattern!r}: {exc}") from None
+            raise KnowledgeError(str(path), n, f"bad pattern in {line.strip()!r}: {exc}") from None
     return terms
 
 
@@ -218,6 +225,9 @@ def problems(english: str, zh: ZhSection, glossary: list[Term]) -> list[str]:
     for term in glossary:
         if term.pattern.search(en_prose) and term.chinese not in zh.template:
             out.append(f"glossary term {term.english!r} should be written {term.chinese!r}")
+        bad = term.avoid.search(zh_prose) if term.avoid else None
+        if bad:
+            out.append(f"glossary term {term.english!r}: write {term.chinese!r}, not {bad.group()!r}")
     cjk = len(re.findall(r"[\u4e00-\u9fff]", zh_prose))
     if cjk < 0.25 * len(re.sub(r"\s", "", zh_prose)):
         out.append(f"the body is not mostly Chinese ({cjk} CJK characters)")
@@ -226,48 +236,3 @@ def problems(english: str, zh: ZhSection, glossary: list[Term]) -> list[str]:
 
 def _digits_in(spans: set[str]) -> set[str]:
     return {d for s in spans for d in re.findall(r"\d+(?:\.\d+)*", s)}
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m fsdp_skill.core.zh [--dump] [ID_PREFIX...]``: list every problem of the Chinese bodies.
-
-    Prints ``path:line: id: problem`` lines and the sections still missing a Chinese body (only those
-    under the given id prefixes, e.g. ``fsdp2/``); exit 1 when anything is listed, else 0. ``--dump``
-    prints the English text of those sections instead, as the Chinese body must follow it (verified
-    snippets are not part of it: they are shown after the body, in every language).
-    """
-    import sys
-
-    from fsdp_skill.core.knowledge import load_knowledge
-
-    args = list(argv if argv is not None else sys.argv[1:])
-    dump = "--dump" in args
-    prefixes = tuple(a for a in args if a != "--dump") or ("",)
-    kb = load_knowledge()
-    if dump:
-        for sid, sec in kb.sections.items():
-            if sid.startswith(prefixes):
-                print(f"## {sec.title}\n<!-- id: {sid} -->\n\n{sec.text}\n")
-        return 0
-    zh, glossary = load_zh(kb.directory), load_glossary(kb.directory)
-    bad = 0
-    for sid, sec in kb.sections.items():
-        if not sid.startswith(prefixes):
-            continue
-        if sid not in zh:
-            print(f"{sid}: no Chinese body")
-            bad += 1
-            continue
-        for p in problems(sec.text, zh[sid], glossary):
-            print(f"{zh[sid].path}:{zh[sid].line}: {sid}: {p}")
-            bad += 1
-    for sid, sec in zh.items():
-        if sid not in kb.sections and sid.startswith(prefixes):
-            print(f"{sec.path}:{sec.line}: {sid}: no English section has this id")
-            bad += 1
-    print(f"{bad} problem(s)", file=sys.stderr)
-    return 1 if bad else 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -43,7 +43,8 @@ def cmd_ask(args) -> int:
     from fsdp_skill.core.answer import ask
 
     question = _read_question(args.question)
-    answer = ask(question, k=args.k, verify=not args.no_verify, progress=_progress, verifier=args.verifier)
+    answer = ask(question, k=args.k, verify=not args.no_verify, progress=_progress, verifier=args.verifier,
+                 language=args.lang)
     if args.json:
         sys.stdout.write(answer.model_dump_json(indent=None) + "\n")
     elif args.markdown:
@@ -74,7 +75,7 @@ def cmd_show(args) -> int:
     if args.json:
         sys.stdout.write(section.model_dump_json() + "\n")
     else:
-        sys.stdout.write(section_markdown(section))
+        sys.stdout.write(section_markdown(section, args.lang))
     return EXIT_OK
 
 
@@ -152,6 +153,9 @@ def add_commands(sub) -> None:
     fmt.add_argument("--markdown", action="store_true", help="print the answer as markdown")
     a.add_argument("--no-verify", action="store_true", help="return snippets as 'unverified' without running them")
     a.add_argument("--python", metavar="PATH", help=PYTHON_HELP)
+    a.add_argument("--lang", choices=("auto", "en", "zh"), default="auto",
+                   help="language of the answer: auto (default) follows the question's main language; zh shows the "
+                        "full Chinese bodies, en the English ones (--json always carries both: text and text_zh)")
     a.set_defaults(func=cmd_ask)
     s = sub.add_parser("show", help="print one knowledge section, or list section / snippet ids")
     s.add_argument("section_id", nargs="?", help="section id, e.g. fsdp2/meta-device-init")
@@ -159,6 +163,7 @@ def add_commands(sub) -> None:
     s.add_argument("--snippets", action="store_true", help="with --list: list snippet ids and their sections instead")
     s.add_argument("--topic", action="append", default=[], metavar="T", help="with --list: only topic T (repeatable)")
     s.add_argument("--json", action="store_true", help="print the section (or the --list) as JSON")
+    s.add_argument("--lang", choices=("en", "zh"), default="en", help="zh: the section's Chinese title and body")
     s.set_defaults(func=cmd_show)
     add_verify_parser(sub)
     add_check_parser(sub)

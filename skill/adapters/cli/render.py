@@ -5,7 +5,7 @@ shown as *not recommended* with the reason instead of being offered; skipped say
 """
 from __future__ import annotations
 
-from fsdp_skill.core.models import Answer, SectionDoc, SnippetOut
+from fsdp_skill.core.models import Answer, SectionDoc, SectionOut, SnippetOut
 from fsdp_skill.runtime.models import Verdict
 
 
@@ -67,12 +67,13 @@ def answer_markdown(ans: Answer) -> str:
         out.append(f"**Out of scope.** {ans.reason}\n")
         return "\n".join(out)
     for i, s in enumerate(ans.sections, 1):
-        out.append(f"## {i}. {s.title}  \n`{s.id}` · score {s.score:.2f}\n")
-        if s.zh and ans.language != "en":
-            out.append(f"> 中文摘要：{s.zh}\n")
+        title, text, summary = localized(s, ans.language)
+        out.append(f"## {i}. {title}  \n`{s.id}` · score {s.score:.2f}\n")
+        if summary:
+            out.append(f"> 中文摘要：{summary}\n")
         if s.applies is False:
             out.append(f"> **Not for your torch:** {s.applicability}\n")
-        out.append(s.text + "\n")
+        out.append(text + "\n")
         for sn in s.snippets:
             out.append(f"**Snippet `{sn.id}`** — {verdict_line(sn.verification)}  \n"
                        f"{_proof(sn)}Launch: `{sn.launch}`\n")
@@ -90,12 +91,25 @@ def answer_markdown(ans: Answer) -> str:
     return "\n".join(out)
 
 
-def section_markdown(s: SectionDoc) -> str:
-    """One knowledge section as markdown, with its snippets and metadata (for ``fsdp-skill show``)."""
-    out = [f"## {s.title}", f"`{s.id}` · {s.card}:{s.line}", ""]
-    if s.zh:
+def localized(s: SectionOut | SectionDoc, language: str) -> tuple[str, str, str | None]:
+    """(title, body, short Chinese summary to show or None) of a section for a reader of ``language``.
+
+    'zh' gets the full Chinese body when the section has one (no summary then: the body says it all);
+    'mixed' gets the English body with the Chinese summary; 'en' the English body alone.
+    """
+    if language == "zh" and s.text_zh:
+        return s.title_zh or s.title, s.text_zh, None
+    return s.title, s.text, s.zh if language != "en" else None
+
+
+def section_markdown(s: SectionDoc, language: str = "en") -> str:
+    """One knowledge section as markdown, with its snippets and metadata (for ``fsdp-skill show``); ``language``
+    'zh' gives the Chinese title and body (the English ones when the section has none)."""
+    title, text, _ = localized(s, language)
+    out = [f"## {title}", f"`{s.id}` · {s.card}:{s.line}", ""]
+    if s.zh and text is s.text:
         out += [f"> 中文摘要：{s.zh}", ""]
-    out += [s.text, ""]
+    out += [text, ""]
     for sn in s.snippets:
         out += [f"**Snippet `{sn.id}`** (world_size {sn.world_size}{', requires ' + ','.join(sn.requires) if sn.requires else ''})",
                 f"Launch: `{sn.launch}`", "", f"```python\n{sn.code}```", ""]
@@ -130,14 +144,15 @@ def print_answer(ans: Answer, console=None) -> None:
     topics = ", ".join(f"{t.id} {t.score:.2f}" for t in ans.topics[:3])
     console.print(f"[dim]topics: {topics} · torch {ans.torch_version or 'not available'} · {ans.elapsed_ms:.1f} ms[/dim]")
     for i, s in enumerate(ans.sections, 1):
-        body = [Markdown(s.text)]
-        if s.zh and ans.language != "en":
-            body.insert(0, Markdown(f"> 中文摘要：{s.zh}"))
+        title, text, summary = localized(s, ans.language)
+        body = [Markdown(text)]
+        if summary:
+            body.insert(0, Markdown(f"> 中文摘要：{summary}"))
         if s.applies is False:
             body.insert(0, Markdown(f"> **Not for your torch:** {s.applicability}"))
         from rich.console import Group
 
-        console.print(Panel(Group(*body), title=f"{i}. {s.title}", subtitle=f"{s.id} · score {s.score:.2f}",
+        console.print(Panel(Group(*body), title=f"{i}. {escape(title)}", subtitle=f"{s.id} · score {s.score:.2f}",
                             title_align="left", subtitle_align="right"))
         for sn in s.snippets:
             _print_snippet(console, sn, Syntax, Panel)

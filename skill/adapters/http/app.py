@@ -89,9 +89,6 @@ class AskRequest(AskInput):
     # the schema says what the server enforces: an empty or over-long question is a 422 like "k": 6.0
     question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS,
                           description=AskInput.model_fields["question"].description)
-    language: Literal["auto", "en", "zh"] = Field(
-        "auto", description="Language of the reader: 'auto' keeps the detected one; 'en' or 'zh' sets Answer.language, "
-                            "which renderers use to decide whether to show the Chinese section summaries")
 
 
 class CheckRequest(CheckInput):
@@ -265,10 +262,7 @@ def create_app(verifier=None) -> FastAPI:
         from fsdp_skill.core.answer import ask
 
         with ask_slots:
-            answer = ask(body.question, k=body.k, verify=body.verify, verifier=verifier)
-        if body.language != "auto":
-            answer.language = body.language
-        return answer
+            return ask(body.question, k=body.k, verify=body.verify, verifier=verifier, language=body.language)
 
     @app.post("/v1/check", response_model=CheckReport, responses=errors, tags=["check"],
               summary="Find FSDP / torch.distributed mistakes in code, statically (the code is parsed, never run)")
