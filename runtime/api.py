@@ -276,13 +276,15 @@ def _job_env(job: Job, place: host.Placement, facts: target.Facts, rundir: str) 
     """The ranks' environment: the caller's, less the tool's own state (every ``FSDP_SKILL_*`` variable, so
     a script cannot find the state directory or the cards) and any torchrun variables of the caller.
     Code without a file of its own (knowledge snippets, code sent over HTTP/MCP) also gets a private
-    ``HOME`` (and XDG dirs under it) inside ``rundir``, removed with the run; a user's script file keeps
-    the caller's ``HOME``, as under torchrun."""
+    ``HOME`` (and XDG dirs under it) and ``TMPDIR`` inside ``rundir``, removed with the run (snippets that
+    start torch elastic agents of their own leave ``torchelastic_*`` directories in TMPDIR); a user's script
+    file keeps the caller's ``HOME`` and ``TMPDIR``, as under torchrun."""
     env = scrubbed_env(os.environ)
     if not job.path:
-        home = os.path.join(rundir, "home")
+        home, tmp = os.path.join(rundir, "home"), os.path.join(rundir, "tmp")
         os.mkdir(home)
-        env["HOME"] = home
+        os.mkdir(tmp)
+        env["HOME"], env["TMPDIR"] = home, tmp
         for name in _XDG_VARS:
             env.pop(name, None)
     if job.world_size > 1:

@@ -61,6 +61,7 @@ import selectors
 import signal
 import socket
 import sys
+import tempfile
 import time
 
 
@@ -628,6 +629,7 @@ class Zygote:
         env.update(rank_env(rank, job.world_size, int(port), run_id=job.id))
         os.environ.clear()
         os.environ.update(env)
+        tempfile.tempdir = None  # a fresh interpreter reads TMPDIR when first asked; the zygote may have cached its own
         stack_file = open(os.path.join(job.rundir, f"rank{rank}.stack"), "w")
         faulthandler.register(signal.SIGUSR1, file=stack_file, all_threads=True, chain=False)
         faulthandler.enable(file=sys.stderr, all_threads=True)

@@ -155,6 +155,26 @@ def test_a_users_script_crashing_in_teardown_is_reported_once_not_rerun(launcher
     assert "second run" not in v.reason
 
 
+TEMP_PROBE = """\
+import os
+import tempfile
+
+made = tempfile.mkdtemp(prefix="torchelastic_")  # what a snippet that starts its own elastic agent leaves
+assert os.path.dirname(made) == os.environ["TMPDIR"] == tempfile.gettempdir(), (made, os.environ.get("TMPDIR"))
+print("TEMP", made)
+"""
+
+
+@pytest.mark.parametrize("launcher", ["warm", "torchrun"])
+def test_code_without_a_file_gets_a_private_tmpdir_removed_with_the_run(launcher):
+    """Knowledge snippets (and code sent over HTTP/MCP) write temporary files inside their run directory, so
+    nothing they leave in TMPDIR (torch elastic's torchelastic_* directories) outlives the run."""
+    (v,) = runtime.verify_many([runtime.Job(code=TEMP_PROBE, world_size=2, debug=True)], launcher=launcher)
+    assert v.status == "passed", v.reason
+    made = {line.split()[1] for r in v.ranks for line in r.output_tail.splitlines() if line.startswith("TEMP ")}
+    assert len(made) == 2 and all("/run-" in p and not os.path.exists(p) for p in made), made
+
+
 def _teardown_verdict(status: str, *, crash: bool = True, other_exit: int = 0) -> Verdict:
     ranks = [runtime.RankResult(rank=0, exit_code=other_exit),
              runtime.RankResult(rank=1, signal="SIGABRT" if crash else None, exit_code=None if crash else 0,

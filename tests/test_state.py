@@ -153,10 +153,12 @@ def test_ranks_get_no_tool_variables_and_snippets_a_private_home(facts, tmp_path
     env = api._job_env(api.Job(code=CODE), place, facts, str(tmp_path))
     assert not [k for k in env if k.startswith("FSDP_SKILL_")] and "XDG_CACHE_HOME" not in env
     assert env["HOME"] == str(tmp_path / "home") and (tmp_path / "home").is_dir()
+    assert env["TMPDIR"] == str(tmp_path / "tmp") and (tmp_path / "tmp").is_dir()
     script = tmp_path / "train.py"
     user = api._job_env(api.Job(code=CODE, path=str(script)), place, facts, str(tmp_path / "x"))
     assert not [k for k in user if k.startswith("FSDP_SKILL_")]
     assert user["HOME"] == os.environ["HOME"] and user["XDG_CACHE_HOME"] == "/xdg"  # as under torchrun
+    assert user.get("TMPDIR") == os.environ.get("TMPDIR")
 
 
 # ---- parsed knowledge and router caches ----------------------------------------------------------------
