@@ -526,16 +526,46 @@ class Module:
         (``return``, ``continue``, ``break``), the statements after the ``if`` belong to the other path too.
         For ``node`` after ``if c: ...; return``, the other path is that exiting branch.
         """
+        return any(key(sub) for stmt in self.other_path(branch, node) for sub in ast.walk(stmt)
+                   if isinstance(sub, ast.Call))
+
+    def other_path(self, branch: ast.AST, node: ast.AST) -> list[ast.AST]:
+        """The statements the ranks that do not run ``node`` under ``branch`` run instead (see other_branch_has)."""
         if not isinstance(branch, ast.If):
-            return False
+            return []
         def holds(block):
             return any(node is sub for stmt in block for sub in ast.walk(stmt))
         if holds(branch.body) or holds(branch.orelse):
-            mine, other = (branch.body, branch.orelse) if holds(branch.body) else (branch.orelse, branch.body)
-            other = list(other) + (self._after(branch) if mine and isinstance(mine[-1], _EXITS) else [])
-        else:
-            other = branch.body  # node follows an early exit
-        return any(key(sub) for stmt in other for sub in ast.walk(stmt) if isinstance(sub, ast.Call))
+            other = list(branch.orelse if holds(branch.body) else branch.body)
+            return other + (self._after(branch) if self._leaves_after(node, branch) else [])
+        return list(branch.body)  # node follows an early exit
+
+    def _leaves_after(self, node: ast.AST, branch: ast.If) -> bool:
+        """Does the path through ``node`` leave ``branch``'s block after it (a ``return``, or a ``continue`` /
+        ``break`` of a loop around ``branch``), so that it never reaches the statements after ``branch``?"""
+        outer_loops = {id(a) for a in self.ancestors(branch) if isinstance(a, (ast.For, ast.While, ast.AsyncFor))}
+        cur = node
+        while cur is not None and cur is not branch:
+            parent = self.parents.get(id(cur))
+            for name in ("body", "orelse", "finalbody"):
+                block = getattr(parent, name, None)
+                if isinstance(block, list) and any(st is cur for st in block):
+                    later = block[[i for i, st in enumerate(block) if st is cur][0] + 1:]
+                    for st in later:
+                        if isinstance(st, ast.Return) or isinstance(st, (ast.Continue, ast.Break)) and \
+                                self._loop_of(st) in outer_loops:
+                            return True
+            cur = parent
+        return False
+
+    def _loop_of(self, stmt: ast.AST) -> int | None:
+        """id of the loop a ``continue`` / ``break`` belongs to."""
+        for anc in self.ancestors(stmt):
+            if isinstance(anc, (ast.For, ast.While, ast.AsyncFor)):
+                return id(anc)
+            if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                return None
+        return None
 
     def _after(self, stmt: ast.AST) -> list[ast.AST]:
         """The statements after ``stmt`` in its block."""

@@ -231,8 +231,17 @@ def _is(pred, node: ast.AST | None) -> bool:
 def _per_rank_file(m: Module, save: ast.Call) -> bool:
     """``torch.save(sd, f"shard_{rank}.pt")``: each rank writes its own file on purpose."""
     target = kwarg(save, "f", 1)
-    return target is not None and any(isinstance(n, (ast.Name, ast.Attribute, ast.Call)) and m.is_rank_expr(n)
-                                      for n in ast.walk(target))
+    if target is None:
+        return False
+    todo, seen = [target], 0
+    while todo and seen < 8:  # through names: fn = f"optim.{get_rank():05d}.pt"; torch.save(sd, join(d, fn))
+        node, seen = todo.pop(), seen + 1
+        for n in ast.walk(node):
+            if isinstance(n, (ast.Name, ast.Attribute, ast.Call)) and m.is_rank_expr(n):
+                return True
+            if isinstance(n, ast.Name) and (value := m.resolve(n)) is not n and value is not None:
+                todo.append(value)
+    return False
 
 
 @finder("FSD016")
@@ -392,13 +401,29 @@ def fsd025(m: Module) -> Found:
             yield call, None
 
 
+_INIT_HELPER = ("init_distributed", "setup_distributed", "init_dist", "setup_dist", "distributed_init")
+
+
+def _entry_point(m: Module) -> bool:
+    """A program's entry module: ``if __name__ == "__main__":``, ``parse_args()`` at module level, or one that
+    forms the process group; not a module that only defines the arguments for another one."""
+    top_parse = any(isinstance(st, (ast.Assign, ast.Expr)) and any(
+        isinstance(n, ast.Call) and last_name(n) in ("parse_args", "parse_known_args") for n in ast.walk(st))
+        for st in m.tree.body)
+    return _is_script(m) or top_parse or m.uses("torch.distributed.init_process_group")
+
+
 @finder("FSD026")
 def fsd026(m: Module) -> Found:
     texts = [n.value for n in m.nodes if isinstance(n, ast.Constant) and isinstance(n.value, str)]
     # the DeepSpeed launcher passes --local_rank (underscore): right for a DeepSpeed script; a script that reads
-    # LOCAL_RANK from the environment works under torchrun whatever argparse declares
+    # LOCAL_RANK from the environment (itself, or through an init_distributed_mode(args)-style helper) works under
+    # torchrun whatever argparse declares; one that starts its workers itself (mp.spawn) gets no flag at all
     if any("deepspeed" in t.lower() or t == "LOCAL_RANK" for t in texts) \
-            or any(a.startswith("deepspeed") for a in m.aliases.values()):
+            or any(a.startswith("deepspeed") for a in m.aliases.values()) or not _entry_point(m) \
+            or any(any(h in (last_name(c) or "").lower() for h in _INIT_HELPER) for c in m.calls()) \
+            or any((m.qual(c) or "").startswith(("torch.multiprocessing.", "multiprocessing."))
+                   and last_name(c) in ("spawn", "Process", "start_processes") for c in m.calls()):
         return
     for call in m.calls():
         if last_name(call) == "add_argument":
@@ -407,10 +432,23 @@ def fsd026(m: Module) -> Found:
                 yield call, None
 
 
+def _under_version_check(m: Module, call: ast.AST) -> bool:
+    """Inside ``if is_torch_version(">=", "1.11"): ... else: ...`` (or any test naming a version): the call without
+    ``use_reentrant`` is the fallback for an old torch, where the keyword does not exist."""
+    for anc in m.ancestors(call):
+        if isinstance(anc, ast.If) and any(
+                "version" in ((last_name(n) if isinstance(n, (ast.Name, ast.Attribute, ast.Call)) else None) or "").lower()
+                for n in ast.walk(anc.test)):
+            return True
+    return False
+
+
 @finder("FSD027")
 def fsd027(m: Module) -> Found:
     for call in m.calls():
         q = m.qual(call) or ""
+        if q == "torch.utils.checkpoint.checkpoint" and _under_version_check(m, call):
+            continue
         if q == "torch.utils.checkpoint.checkpoint":
             v = kwarg(call, "use_reentrant")
             if v is None and any(k.arg is None for k in call.keywords):

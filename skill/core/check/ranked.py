@@ -218,6 +218,25 @@ def _guarded_by_the_rest(m: Module, branch: ast.AST, call: ast.Call) -> bool:
     return any(_complement(x, g) for x in rest for g in guards)
 
 
+def _other_path_references(m: Module, branch: ast.AST, call: ast.Call, label: str, summaries: dict) -> bool:
+    """The other ranks' path hands a local function that runs the same collective to something that calls it
+    (``if rank == 0: button.click(fn=generate)`` ... ``else: worker()``, both running barrier + broadcast)."""
+    return _reaches(m, m.other_path(branch, call), label, summaries, set())
+
+
+def _reaches(m: Module, stmts: list[ast.AST], label: str, summaries: dict, seen: set[str]) -> bool:
+    """Do ``stmts`` name (call or pass along) a local function that runs ``label``, directly or through the local
+    functions that function names (``create_demo()`` wiring ``button.click(fn=generate)``)?"""
+    for n in (n for stmt in stmts for n in ast.walk(stmt)):
+        if not (isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)) or n.id in seen or n.id not in m.functions:
+            continue
+        seen.add(n.id)
+        if n.id in summaries and summaries[n.id][1] == label or \
+                len(seen) < 8 and _reaches(m, m.functions[n.id].body, label, summaries, seen):
+            return True
+    return False
+
+
 def _complement(a: ast.AST, b: ast.AST) -> bool:
     """Is ``b`` written as ``not a`` (or ``a`` as ``not b``)?"""
     def neg(x):
@@ -241,7 +260,7 @@ def rank_findings(m: Module) -> Iterator[tuple[str, ast.AST, str]]:
         for depth, branch in enumerate(reversed(enclosing)):
             if depth == 0 and (id(m.scope_of(call)), label) in paired:
                 continue
-            if _guarded_by_the_rest(m, branch, call):
+            if _guarded_by_the_rest(m, branch, call) or _other_path_references(m, branch, call, label, summaries):
                 continue
             if not m.other_branch_has(branch, call, lambda c, label=label: (_kind(m, c, summaries) or ("", ""))[1] == label):
                 what = f"{via}(), which runs {label} at line {line}," if via else label

@@ -2,3 +2,4 @@ import argparse
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--local_rank", type=int, default=0)  # <- FSD026
+args = parser.parse_args()

@@ -1,0 +1,37 @@
+# Each path makes the collective exactly once: one branch calls it and leaves the iteration, every other path
+# calls it after the if; and rank 0 drives a serving loop through a callback that runs the same collectives as
+# the workers' loop.
+import torch.distributed as dist
+
+
+def step(params, pads, rank, world_size, state):
+    for base in range(0, len(params), world_size):
+        if base + rank < len(params):
+            if not state:
+                dist.all_gather(pads[base:base + world_size], pads[base + rank])
+                continue
+            pads[base + rank].mul_(0.5)
+        dist.all_gather(pads[base:base + world_size], pads[base + rank])
+
+
+def generate(prompt):
+    dist.barrier()
+    dist.broadcast_object_list([prompt], src=0)
+
+
+def worker():
+    while True:
+        dist.barrier()
+        box = [None]
+        dist.broadcast_object_list(box, src=0)
+
+
+def create_demo(button):
+    button.click(fn=generate)
+
+
+def serve(button):
+    if dist.get_rank() == 0:
+        create_demo(button)
+    else:
+        worker()

@@ -1,0 +1,11 @@
+# The call without use_reentrant is the fallback for a torch older than 1.11, where the keyword does not exist.
+import torch
+import torch.utils.checkpoint
+from packaging import version
+
+
+def run(block, x):
+    if version.parse(torch.__version__) >= version.parse("1.11"):
+        return torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False)
+    else:
+        return torch.utils.checkpoint.checkpoint(block, x)
