@@ -423,7 +423,8 @@ def fsd026(m: Module) -> Found:
             or any(a.startswith("deepspeed") for a in m.aliases.values()) or not _entry_point(m) \
             or any(any(h in (last_name(c) or "").lower() for h in _INIT_HELPER) for c in m.calls()) \
             or any((m.qual(c) or "").startswith(("torch.multiprocessing.", "multiprocessing."))
-                   and last_name(c) in ("spawn", "Process", "start_processes") for c in m.calls()):
+                   and last_name(c) in ("spawn", "Process", "start_processes") for c in m.calls()) \
+            or any(last_name(c) == "parse_known_args" for c in m.calls()):  # an unknown --local-rank=N is ignored
         return
     for call in m.calls():
         if last_name(call) == "add_argument":
@@ -443,11 +444,18 @@ def _under_version_check(m: Module, call: ast.AST) -> bool:
     return False
 
 
+def _grad_guarded(m: Module, call: ast.AST) -> bool:
+    """Under ``if self.with_cp and x.requires_grad:``: the reentrant variant's failure (no gradients when no input
+    requires grad) cannot happen there."""
+    return any(isinstance(anc, ast.If) and any(isinstance(n, ast.Attribute) and n.attr == "requires_grad"
+                                               for n in ast.walk(anc.test)) for anc in m.ancestors(call))
+
+
 @finder("FSD027")
 def fsd027(m: Module) -> Found:
     for call in m.calls():
         q = m.qual(call) or ""
-        if q == "torch.utils.checkpoint.checkpoint" and _under_version_check(m, call):
+        if q == "torch.utils.checkpoint.checkpoint" and (_under_version_check(m, call) or _grad_guarded(m, call)):
             continue
         if q == "torch.utils.checkpoint.checkpoint":
             v = kwarg(call, "use_reentrant")

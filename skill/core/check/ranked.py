@@ -159,7 +159,7 @@ def _kind(m: Module, call: ast.Call, summaries: dict, exclude: str | None = None
     return None
 
 
-def _side(m: Module, test: ast.AST) -> tuple[str, frozenset] | None:
+def _side(m: Module, test: ast.AST) -> tuple | None:
     """The ranks a simple rank test selects: ('in', {0}) for ``rank == 0`` / ``is_main_process()``, ('notin', {-1, 0})
     for ``local_rank not in [-1, 0]``; None when the test is not that simple."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
@@ -176,14 +176,21 @@ def _side(m: Module, test: ast.AST) -> tuple[str, frozenset] | None:
         return (kind, consts) if kind else None
     if isinstance(test, (ast.Name, ast.Attribute, ast.Call)) and m.is_main_predicate(test):
         return ("in", frozenset({0}))
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        # `not is_leader and num_gpus > 1`: the rank part decides the side; the rest, the same on every rank,
+        # travels with it so that only a test with the same rest pairs with it
+        ranked = [v for v in test.values if m.is_rank_test(v)]
+        rest = tuple(ast.dump(v) for v in test.values if not m.is_rank_test(v))
+        inner = _side(m, ranked[0]) if len(ranked) == 1 else None
+        return (inner[0], inner[1], rest) if inner and len(inner) == 2 else None
     return None
 
 
-def _negate(side: tuple[str, frozenset]) -> tuple[str, frozenset]:
-    return ("notin" if side[0] == "in" else "in", side[1])
+def _negate(side: tuple) -> tuple:
+    return ("notin" if side[0] == "in" else "in", *side[1:])
 
 
-def _node_side(m: Module, branch: ast.AST, node: ast.AST) -> tuple[str, frozenset] | None:
+def _node_side(m: Module, branch: ast.AST, node: ast.AST) -> tuple | None:
     if not isinstance(branch, ast.If):
         return ("in", frozenset({0}))  # @rank_zero_only
     side = _side(m, branch.test)

@@ -35,3 +35,13 @@ def serve(button):
         create_demo(button)
     else:
         worker()
+
+
+def load_once(url, rank, num_gpus):
+    is_leader = rank == 0
+    if not is_leader and num_gpus > 1:
+        dist.barrier()  # the leader downloads first
+    data = open(url).read()
+    if is_leader and num_gpus > 1:
+        dist.barrier()  # then the others read its copy
+    return data
