@@ -97,8 +97,35 @@ def fsd011(m: Module) -> Found:
         return
     for call in m.calls():
         enabled = kwarg(call, "enabled")
-        if m.qual(call) == "torch.amp.GradScaler" and not (isinstance(enabled, ast.Constant) and enabled.value is False):
+        if m.qual(call) == "torch.amp.GradScaler" and not (isinstance(enabled, ast.Constant) and enabled.value is False) \
+                and not _fsdp_excluded(m, call):
             yield call, None
+
+
+def _mentions_fsdp(node: ast.AST) -> bool:
+    return any("fsdp" in (dotted(n) or "").lower() for n in ast.walk(node) if isinstance(n, (ast.Name, ast.Attribute)))
+
+
+def _fsdp_excluded(m: Module, node: ast.AST) -> bool:
+    """Is ``node`` on a path where FSDP is off: after ``assert not args.fsdp`` in its block, under ``if not
+    use_fsdp:``, or in the ``else`` of ``if args.fsdp:`` (open_lm's amp path refuses FSDP)?"""
+    cur = node
+    while cur is not None:
+        parent = m.parents.get(id(cur))
+        if isinstance(parent, ast.If) and _mentions_fsdp(parent.test):
+            negated = isinstance(parent.test, ast.UnaryOp) and isinstance(parent.test.op, ast.Not)
+            in_body = any(cur is st for st in parent.body)
+            if in_body == negated:
+                return True
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(parent, name, None)
+            if isinstance(block, list) and any(st is cur for st in block):
+                before = block[:[i for i, st in enumerate(block) if st is cur][0]]
+                if any(isinstance(st, ast.Assert) and isinstance(st.test, ast.UnaryOp) and isinstance(st.test.op, ast.Not)
+                       and _mentions_fsdp(st.test) for st in before):
+                    return True
+        cur = parent
+    return False
 
 
 def _param_owners(m: Module, expr: ast.AST | None, depth: int = 0) -> Iterator[ast.AST]:
@@ -404,6 +431,24 @@ def fsd025(m: Module) -> Found:
 _INIT_HELPER = ("init_distributed", "setup_distributed", "init_dist", "setup_dist", "distributed_init")
 
 
+_LOCAL_RANK_ENV = {"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"}
+
+
+def _local_rank_from_env(m: Module) -> bool:
+    """``args.local_rank = int(os.getenv("RANK", 0))``: the script overwrites the flag from the environment."""
+    return any(isinstance(n, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == "local_rank"
+                                                 for t in n.targets) and m.is_rank_expr(n.value) for n in m.nodes)
+
+
+def _distributed_here(m: Module) -> bool:
+    """Does the module call into torch.distributed itself (an import alone is not use; an Accelerate script's
+    launcher passes no flag)?"""
+    quals = {m.qual(c) or "" for c in m.calls()}
+    if any(q.rsplit(".", 1)[-1] == "Accelerator" for q in quals):
+        return False
+    return any(q.startswith(("torch.distributed.", "torch.nn.parallel.")) for q in quals)
+
+
 def _entry_point(m: Module) -> bool:
     """A program's entry module: ``if __name__ == "__main__":``, ``parse_args()`` at module level, or one that
     forms the process group; not a module that only defines the arguments for another one."""
@@ -419,7 +464,8 @@ def fsd026(m: Module) -> Found:
     # the DeepSpeed launcher passes --local_rank (underscore): right for a DeepSpeed script; a script that reads
     # LOCAL_RANK from the environment (itself, or through an init_distributed_mode(args)-style helper) works under
     # torchrun whatever argparse declares; one that starts its workers itself (mp.spawn) gets no flag at all
-    if any("deepspeed" in t.lower() or t == "LOCAL_RANK" for t in texts) \
+    if any("deepspeed" in t.lower() or t in _LOCAL_RANK_ENV for t in texts) or _local_rank_from_env(m) \
+            or not _distributed_here(m) \
             or any(a.startswith("deepspeed") for a in m.aliases.values()) or not _entry_point(m) \
             or any(any(h in (last_name(c) or "").lower() for h in _INIT_HELPER) for c in m.calls()) \
             or any((m.qual(c) or "").startswith(("torch.multiprocessing.", "multiprocessing."))
@@ -461,7 +507,7 @@ def fsd027(m: Module) -> Found:
             v = kwarg(call, "use_reentrant")
             if v is None and any(k.arg is None for k in call.keywords):
                 continue  # checkpoint(fn, **kwargs): the flag may be in kwargs
-            if v is None or is_true(v):
+            if v is None:  # use_reentrant=True written out is a choice (torch warns only when it is missing)
                 yield call, None
         elif q.endswith("checkpoint_wrapper.checkpoint_wrapper") or q.endswith("checkpoint_wrapper"):
             impl = kwarg(call, "checkpoint_impl")

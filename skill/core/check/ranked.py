@@ -215,6 +215,26 @@ def _paired(m: Module, branches: dict, summaries: dict) -> set[tuple[int, str]]:
             if any(s is not None and (o, _negate(s)) in sides and o != i for i, s in sides for o, _ in sides)}
 
 
+def _not_distributed_side(m: Module, branch: ast.AST, node: ast.AST) -> bool:
+    """Is ``node`` on the side of ``if rank == -1`` (or ``... and rank == -1``) that no rank of a distributed job
+    takes (-1: "not launched distributed")?"""
+    if not isinstance(branch, ast.If):
+        return False
+    tests = branch.test.values if isinstance(branch.test, ast.BoolOp) and isinstance(branch.test.op, ast.And) \
+        else [branch.test]
+    minus_one = any(isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], (ast.Eq, ast.In))
+                    and m.is_rank_expr(t.left) and _all_minus_one(t.comparators[0]) for t in tests)
+    return minus_one and any(node is sub for st in branch.body for sub in ast.walk(st))
+
+
+def _all_minus_one(node: ast.AST) -> bool:
+    values = node.elts if isinstance(node, (ast.List, ast.Tuple, ast.Set)) else [node]
+    try:
+        return bool(values) and all(ast.literal_eval(v) == -1 for v in values)
+    except (ValueError, TypeError, SyntaxError):
+        return False
+
+
 def _guarded_by_the_rest(m: Module, branch: ast.AST, call: ast.Call) -> bool:
     """``if not A and rank != 0: return`` ... ``if A: collective()``: the ranks that left did so only when A is
     false, and the collective runs only when A is true, so every rank of the job reaches it."""
@@ -264,6 +284,8 @@ def rank_findings(m: Module) -> Iterator[tuple[str, ast.AST, str]]:
         code, label, line, via = kind
         # innermost first; one unbalanced condition is enough. The innermost is balanced by its else branch, or by
         # a separate if on the complementary ranks (if rank != 0: barrier() ... if rank == 0: barrier()).
+        if any(_not_distributed_side(m, branch, call) for branch in enclosing):
+            continue  # under `if local_rank == -1:` no process group exists: the job is not distributed there
         for depth, branch in enumerate(reversed(enclosing)):
             if depth == 0 and (id(m.scope_of(call)), label) in paired:
                 continue
