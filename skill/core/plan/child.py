@@ -211,6 +211,30 @@ def make_inputs(spec, setting):
     return (torch.randint(0, vocab, (setting["batch"], setting["seq"])),)
 
 
+def local_bytes(tensors):
+    """Bytes of the distinct storages behind ``tensors`` (a DTensor counts its local shard's storage, padding
+    included): what this rank holds for them."""
+    from torch.distributed.tensor import DTensor
+
+    seen, total = set(), 0
+    for t in tensors:
+        st = (t.to_local() if isinstance(t, DTensor) else t).untyped_storage()
+        key = st._cdata  # the StorageImpl itself (fake storages have no data pointer)
+        if key not in seen:
+            seen.add(key)
+            total += st.nbytes()
+    return total
+
+
+def held_bytes(model, optimizer):
+    """(sharded parameter, sharded gradient, optimizer state) bytes this rank holds after the step."""
+    import torch
+
+    params = list(model.parameters())
+    state = [t for st in optimizer.state.values() for t in st.values() if isinstance(t, torch.Tensor)]
+    return (local_bytes(params), local_bytes([p.grad for p in params if p.grad is not None]), local_bytes(state))
+
+
 def _snapshot(tracker, which):
     snap = tracker.get_tracker_snapshot(which)
     out = {v: 0 for v in CATEGORIES.values()}
@@ -258,7 +282,7 @@ def plan_one(spec, setting):
             with tracker:
                 train_step(model, optimizer, inputs, builtin,
                            marks=lambda phase: peaks.setdefault(phase, sum(tracker._peak_mem.values())))
-                steady = _snapshot(tracker, "current")
+                steady = held_bytes(model, optimizer)
             peak = _snapshot(tracker, "peak")
     except PlanFailure:
         raise
@@ -270,8 +294,8 @@ def plan_one(spec, setting):
     phase = next(p for p in ("forward", "backward", "optimizer step") if peaks[p] >= total)
     return {"ok": True, "setting": setting, "world_size": world, "params": params, "blocks": len(blocks),
             "peak_bytes": total, "peak_phase": phase, "peak_by_category": peak,
-            "sharded_param_bytes": steady["sharded_param"], "sharded_grad_bytes": steady["sharded_grad"],
-            "optimizer_state_bytes": steady["optimizer_state"], "seconds": time.perf_counter() - started,
+            "sharded_param_bytes": steady[0], "sharded_grad_bytes": steady[1],
+            "optimizer_state_bytes": steady[2], "seconds": time.perf_counter() - started,
             "torch_version": torch.__version__}
 
 
