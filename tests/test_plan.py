@@ -132,3 +132,35 @@ def test_plan_user_factory_and_its_errors(tmp_path, capsys, monkeypatch):
     assert err[-1] == "fsdp-skill: error: net.py:broken() failed: RuntimeError: no weights here"
     assert main(["plan", "--model", "net.py:missing", "--world-size", "2"]) == 2
     assert "has no callable 'missing'" in capsys.readouterr().err
+
+
+def test_http_plan_route_validates_and_refuses_code():
+    from fastapi.testclient import TestClient
+
+    from fsdp_skill.adapters.http.app import create_app
+
+    with TestClient(create_app()) as client:
+        body = {"transformer": {"layers": 2, "dim": 66, "heads": 4, "kv_heads": 2, "ffn": 128, "vocab": 256}}
+        r = client.post("/v1/plan", json=body)
+        assert r.status_code == 400 and "dim(66) is not a multiple of heads(4)" in r.json()["error"]
+        r = client.post("/v1/plan", json={**body, "model": "evil.py:f"})
+        assert r.status_code == 422 and r.json()["code"] == "invalid_request"
+
+
+@pytest.mark.torch
+def test_plan_memory_tool_and_http_route_plan_the_same():
+    from fastapi.testclient import TestClient
+
+    from fsdp_skill.adapters.http.app import create_app
+    from fsdp_skill.adapters.tools import invoke
+
+    args = {"transformer": dict(x.split("=") for x in SMALL.split(",")), "world_size": 2, "seq": 16,
+            "gpu_memory_gib": 0.001}
+    args["transformer"] = {k: int(v) for k, v in args["transformer"].items()}
+    tool = invoke("plan_memory", args)
+    with TestClient(create_app()) as client:
+        r = client.post("/v1/plan", json=args)
+    assert r.status_code == 200
+    http = r.json()["rows"][0]
+    assert http["peak_bytes"] == tool.rows[0].peak_bytes
+    assert http["fit"]["status"] == "does not fit"  # 1 MiB: under the CUDA-context estimate alone
