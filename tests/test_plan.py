@@ -140,7 +140,7 @@ def test_http_plan_route_validates_and_refuses_code():
     from fsdp_skill.adapters.http.app import create_app
 
     with TestClient(create_app()) as client:
-        body = {"transformer": {"layers": 2, "dim": 66, "heads": 4, "kv_heads": 2, "ffn": 128, "vocab": 256}}
+        body = {"transformer": SMALL.replace("dim=64", "dim=66")}
         r = client.post("/v1/plan", json=body)
         assert r.status_code == 400 and "dim(66) is not a multiple of heads(4)" in r.json()["error"]
         r = client.post("/v1/plan", json={**body, "model": "evil.py:f"})
@@ -154,9 +154,7 @@ def test_plan_memory_tool_and_http_route_plan_the_same():
     from fsdp_skill.adapters.http.app import create_app
     from fsdp_skill.adapters.tools import invoke
 
-    args = {"transformer": dict(x.split("=") for x in SMALL.split(",")), "world_size": 2, "seq": 16,
-            "gpu_memory_gib": 0.001}
-    args["transformer"] = {k: int(v) for k, v in args["transformer"].items()}
+    args = {"transformer": SMALL, "world_size": 2, "seq": 16, "gpu_memory_gib": 0.001}
     tool = invoke("plan_memory", args)
     with TestClient(create_app()) as client:
         r = client.post("/v1/plan", json=args)
@@ -164,3 +162,17 @@ def test_plan_memory_tool_and_http_route_plan_the_same():
     http = r.json()["rows"][0]
     assert http["peak_bytes"] == tool.rows[0].peak_bytes
     assert http["fit"]["status"] == "does not fit"  # 1 MiB: under the CUDA-context estimate alone
+
+
+@pytest.mark.parametrize("question, expect", [
+    ("Will a 70B model fit on 16 GPUs with 80GB each using FSDP?", "layers=80,dim=8192"),
+    ("How much memory does FSDP need for an 8B model?", "layers=32,dim=4096"),
+    ("用 FSDP 训练 70B 模型 8 张卡 显存够吗", "layers=80"),
+])
+def test_ask_points_fit_questions_at_plan(question, expect):
+    from fsdp_skill.core.answer import ask
+
+    ans = ask(question, verify=False, with_api=False)
+    assert ans.plan and ans.plan.startswith("fsdp-skill plan --transformer") and expect in ans.plan
+    assert "16" not in question or "--world-size 16" in ans.plan
+    assert ask("How do I use FSDP2 mixed precision with bf16?", verify=False, with_api=False).plan is None

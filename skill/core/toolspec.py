@@ -19,7 +19,6 @@ from fsdp_skill.core.answer import MAX_K, MAX_QUESTION_CHARS
 from fsdp_skill.core.check import MAX_CHECK_CHARS, CheckReport
 from fsdp_skill.core.models import Answer, SectionOut
 from fsdp_skill.core.plan.models import PlanReport
-from fsdp_skill.core.plan.spec import TransformerSpec
 
 MAX_PLAN_WORLD_SIZE = 65536
 PLAN_TIMEOUT_S = 300.0  # a plan asked over HTTP/MCP (seconds)
@@ -128,42 +127,44 @@ class PlanInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    transformer: TransformerSpec = Field(description="Sizes of the built-in Llama-style decoder-only transformer, e.g. "
-                                                     "{layers: 32, dim: 4096, heads: 32, kv_heads: 8, ffn: 14336, vocab: 128256}")
-    world_size: int | None = Field(None, ge=1, le=MAX_PLAN_WORLD_SIZE, description="Ranks of a 1-D mesh (default 8)")
-    mesh: list[int] | None = Field(None, min_length=2, max_length=2, description="HSDP mesh [replicate, shard] "
-                                                                                  "instead of world_size")
+    transformer: str = Field(min_length=1, max_length=200, description="Sizes of the built-in Llama-style decoder, as "
+                             "the CLI takes them: 'layers=32,dim=4096,heads=32,kv_heads=8,ffn=14336,vocab=128256'")
+    world_size: int = Field(8, ge=1, le=MAX_PLAN_WORLD_SIZE, description="Ranks of a 1-D mesh (ignored with mesh)")
+    mesh: str = Field("", max_length=20, description="HSDP mesh 'RxS' (R replicas of S-way shards), e.g. '2x8'; "
+                                                     "empty: the 1-D mesh of world_size")
     batch: int = Field(1, ge=1, le=4096, description="Micro-batch per rank")
     seq: int = Field(2048, ge=2, le=1_048_576, description="Sequence length")
-    param_dtype: Literal["fp32", "bf16", "fp16"] | None = Field("bf16", description="MixedPrecisionPolicy.param_dtype")
-    reduce_dtype: Literal["fp32", "bf16", "fp16"] | None = Field("fp32", description="MixedPrecisionPolicy.reduce_dtype")
+    param_dtype: Literal["fp32", "bf16", "fp16", "none"] = Field("bf16", description="MixedPrecisionPolicy.param_dtype "
+                                                                 "(none: no mixed precision)")
+    reduce_dtype: Literal["fp32", "bf16", "fp16", "none"] = Field("fp32", description="MixedPrecisionPolicy.reduce_dtype")
     optimizer: Literal["adamw", "adam", "sgd"] = Field("adamw", description="Optimizer (adamw/adam: 2 states, sgd: 1)")
     activation_checkpointing: Literal["none", "per-block"] = Field("none", description="Checkpoint every block")
-    reshard_after_forward: bool | int = Field(True, description="fully_shard reshard_after_forward for the blocks")
-    cpu_offload: bool = Field(False, description="CPUOffloadPolicy")
-    gpu_memory_gib: float | None = Field(None, gt=0, le=4096, description="GPU memory in GiB for a fit verdict")
+    reshard_after_forward: str = Field("true", max_length=10, description="For the blocks: 'true', 'false' or an int "
+                                                                          "shard size after forward")
+    cpu_offload: bool = Field(False, description="CPUOffloadPolicy (sharded state in host memory)")
+    gpu_memory_gib: float = Field(0, ge=0, le=4096, description="GPU memory in GiB for a fit verdict; 0: no verdict")
     sweep: list[str] = Field(default_factory=list, max_length=4, description="One row per value, as the CLI's --sweep: "
                              "e.g. ['world-size=8,16,32,64', 'ac=none,per-block'] (at most 16 rows)")
 
     def settings(self) -> list:
         """The validated settings of this request (InvalidArgument when one is wrong)."""
-        from fsdp_skill.core.plan.spec import settings_for
+        from fsdp_skill.core.plan.spec import parse_mesh, parse_reshard, settings_for
 
-        if self.world_size is not None and self.mesh is not None:
-            from fsdp_skill.errors import InvalidArgument
-
-            raise InvalidArgument("give world_size or mesh, not both")
-        base = self.model_dump(exclude={"transformer", "world_size", "mesh", "gpu_memory_gib", "sweep"})
-        base["mesh"] = self.mesh or [self.world_size or 8]
+        base = {"mesh": parse_mesh(self.mesh) if self.mesh else [self.world_size], "batch": self.batch, "seq": self.seq,
+                "param_dtype": None if self.param_dtype == "none" else self.param_dtype,
+                "reduce_dtype": None if self.reduce_dtype == "none" else self.reduce_dtype, "optimizer": self.optimizer,
+                "activation_checkpointing": self.activation_checkpointing, "cpu_offload": self.cpu_offload,
+                "reshard_after_forward": parse_reshard(self.reshard_after_forward)}
         return settings_for(base, self.sweep)
 
 
 def run_plan(a: PlanInput) -> PlanReport:
     """Plan ``a`` (the built-in transformer in a child process); errors as :func:`fsdp_skill.core.plan.plan_memory`."""
     from fsdp_skill.core.plan import plan_memory
+    from fsdp_skill.core.plan.spec import parse_transformer
 
     gpu = int(a.gpu_memory_gib * 2**30) if a.gpu_memory_gib else None
-    return plan_memory(a.settings(), transformer=a.transformer, gpu_memory=gpu, timeout=PLAN_TIMEOUT_S)
+    return plan_memory(a.settings(), transformer=parse_transformer(a.transformer), gpu_memory=gpu, timeout=PLAN_TIMEOUT_S)
 
 
 @dataclass(frozen=True)

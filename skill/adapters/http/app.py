@@ -105,7 +105,7 @@ class PlanRequest(PlanInput):
     """Body of ``POST /v1/plan`` (built-in transformer sizes only: no client code is run)."""
 
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{
-        "transformer": {"layers": 32, "dim": 4096, "heads": 32, "kv_heads": 8, "ffn": 14336, "vocab": 128256},
+        "transformer": "layers=32,dim=4096,heads=32,kv_heads=8,ffn=14336,vocab=128256",
         "world_size": 8, "seq": 4096, "gpu_memory_gib": 80, "sweep": ["ac=none,per-block"]}]})
 
 
