@@ -176,3 +176,11 @@ def test_ask_points_fit_questions_at_plan(question, expect):
     assert ans.plan and ans.plan.startswith("fsdp-skill plan --transformer") and expect in ans.plan
     assert "16" not in question or "--world-size 16" in ans.plan
     assert ask("How do I use FSDP2 mixed precision with bf16?", verify=False, with_api=False).plan is None
+
+
+def test_markdown_answer_shows_the_plan_command():
+    from fsdp_skill.adapters.cli.render import answer_markdown
+    from fsdp_skill.core.answer import ask
+
+    text = answer_markdown(ask("Will a 70B model fit on 64 GPUs with FSDP?", verify=False, with_api=False))
+    assert "```sh\nfsdp-skill plan --transformer layers=80" in text and "--world-size 64" in text

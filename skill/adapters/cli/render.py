@@ -66,6 +66,8 @@ def answer_markdown(ans: Answer) -> str:
     if ans.abstained:
         out.append(f"**Out of scope.** {ans.reason}\n")
         return "\n".join(out)
+    if ans.plan:
+        out.append(f"**Measure it** (per-GPU peak memory for your setting):\n\n```sh\n{ans.plan}\n```\n")
     for i, s in enumerate(ans.sections, 1):
         title, text, summary = localized(s, ans.language)
         out.append(f"## {i}. {title}  \n`{s.id}` · score {s.score:.2f}\n")
