@@ -57,6 +57,7 @@ def main(argv: list[str] | None = None, *, verifier=None) -> int:
     args = build_parser("check" if argv[:1] == ["check"] else None).parse_args(argv)
     args.verifier = verifier
     args.script_args = script_args
+    args.argv = argv
     try:
         if args.command not in ("tools", "check"):  # an unusable $FSDP_SKILL_HOME is one line (exit 1) before any work
             from fsdp_skill.core.state import state_dir

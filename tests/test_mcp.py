@@ -23,7 +23,7 @@ from fsdp_skill.errors import NotFoundError, QueryError
 from fsdp_skill.main import main
 
 EXE = Path(sys.executable).with_name("fsdp-skill")
-TOOLS = {"ask", "check_script", "get_section", "list_sections", "verify_snippet", "export_snippet"}
+TOOLS = {"ask", "check_script", "get_section", "list_sections", "verify_snippet", "export_snippet", "plan_memory"}
 # The README's MCP client configuration; test_stdio_server_from_readme_config launches exactly this.
 README_MCP_CONFIG = {"mcpServers": {"fsdp-skill": {"command": "fsdp-skill", "args": ["mcp"]}}}
 TERMS = ["FSDP", "fully_shard", "分片", "混合精度", "卸载", "FSDP2", "不均匀输入", "后端", "init_process_group", "初始化", "检查点"]

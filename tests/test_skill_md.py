@@ -68,7 +68,7 @@ def test_body_covers_commands_and_verdicts():
 def test_commands_are_found():
     cmds = fenced_commands()
     assert len(cmds) >= 8
-    assert {shlex.split(c)[1] for c in cmds} == {"ask", "show", "verify", "export", "check"}
+    assert {shlex.split(c)[1] for c in cmds} == {"ask", "show", "verify", "export", "check", "plan"}
 
 
 def test_every_tool_is_in_the_mcp_table():

@@ -180,5 +180,9 @@ def ask(question, k: int = 3, verify: bool = True, *, kb: Knowledge | None = Non
         answer.topics = [TopicScore(id=t, score=round(v, 4)) for t, v in routing.topics]
         if with_api:
             answer.api = api_infos(sections)
+    if not answer.abstained:
+        from fsdp_skill.core.plan_hint import plan_command
+
+        answer.plan = plan_command(question)
     answer.elapsed_ms = round((time.perf_counter() - t0) * 1000, 3)
     return answer

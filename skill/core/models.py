@@ -188,4 +188,6 @@ class Answer(BaseModel):
                                       "metadata); None when torch is not installed there")
     python: str | None = Field(None, description="Absolute path of the target interpreter whose torch answered "
                                "(signatures, verdicts): the tool's own, or --python / $FSDP_SKILL_PYTHON")
+    plan: str | None = Field(None, description="For a 'will it fit' / 'how much memory' question: a ready "
+                             "`fsdp-skill plan` command line that measures per-GPU peak memory (else None)")
     elapsed_ms: float = Field(0.0, description="Time spent answering, in milliseconds")

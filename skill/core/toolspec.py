@@ -18,6 +18,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from fsdp_skill.core.answer import MAX_K, MAX_QUESTION_CHARS
 from fsdp_skill.core.check import MAX_CHECK_CHARS, CheckReport
 from fsdp_skill.core.models import Answer, SectionOut
+from fsdp_skill.core.plan.models import PlanReport
+
+MAX_PLAN_WORLD_SIZE = 65536
+PLAN_TIMEOUT_S = 300.0  # a plan asked over HTTP/MCP (seconds)
 
 _TERMS = ("FSDP / FSDP2 (fully_shard, FullyShardedDataParallel), sharding 分片 (FULL_SHARD, SHARD_GRAD_OP, "
           "HYBRID_SHARD, reshard_after_forward), mixed precision 混合精度 (MixedPrecisionPolicy, bf16/fp16), "
@@ -117,6 +121,52 @@ class VerifyScriptInput(BaseModel):
                                                 "the first one wrote (e.g. to test resuming from a checkpoint)")
 
 
+class PlanInput(BaseModel):
+    """Arguments of the ``plan_memory`` tool (and the body of ``POST /v1/plan``): the built-in transformer only,
+    never the caller's code."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    transformer: str = Field(min_length=1, max_length=200, description="Sizes of the built-in Llama-style decoder, as "
+                             "the CLI takes them: 'layers=32,dim=4096,heads=32,kv_heads=8,ffn=14336,vocab=128256'")
+    world_size: int = Field(8, ge=1, le=MAX_PLAN_WORLD_SIZE, description="Ranks of a 1-D mesh (ignored with mesh)")
+    mesh: str = Field("", max_length=20, description="HSDP mesh 'RxS' (R replicas of S-way shards), e.g. '2x8'; "
+                                                     "empty: the 1-D mesh of world_size")
+    batch: int = Field(1, ge=1, le=4096, description="Micro-batch per rank")
+    seq: int = Field(2048, ge=2, le=1_048_576, description="Sequence length")
+    param_dtype: Literal["fp32", "bf16", "fp16", "none"] = Field("bf16", description="MixedPrecisionPolicy.param_dtype "
+                                                                 "(none: no mixed precision)")
+    reduce_dtype: Literal["fp32", "bf16", "fp16", "none"] = Field("fp32", description="MixedPrecisionPolicy.reduce_dtype")
+    optimizer: Literal["adamw", "adam", "sgd"] = Field("adamw", description="Optimizer (adamw/adam: 2 states, sgd: 1)")
+    activation_checkpointing: Literal["none", "per-block"] = Field("none", description="Checkpoint every block")
+    reshard_after_forward: str = Field("true", max_length=10, description="For the blocks: 'true', 'false' or an int "
+                                                                          "shard size after forward")
+    cpu_offload: bool = Field(False, description="CPUOffloadPolicy (sharded state in host memory)")
+    gpu_memory_gib: float = Field(0, ge=0, le=4096, description="GPU memory in GiB for a fit verdict; 0: no verdict")
+    sweep: list[str] = Field(default_factory=list, max_length=4, description="One row per value, as the CLI's --sweep: "
+                             "e.g. ['world-size=8,16,32,64', 'ac=none,per-block'] (at most 16 rows)")
+
+    def settings(self) -> list:
+        """The validated settings of this request (InvalidArgument when one is wrong)."""
+        from fsdp_skill.core.plan.spec import parse_mesh, parse_reshard, settings_for
+
+        base = {"mesh": parse_mesh(self.mesh) if self.mesh else [self.world_size], "batch": self.batch, "seq": self.seq,
+                "param_dtype": None if self.param_dtype == "none" else self.param_dtype,
+                "reduce_dtype": None if self.reduce_dtype == "none" else self.reduce_dtype, "optimizer": self.optimizer,
+                "activation_checkpointing": self.activation_checkpointing, "cpu_offload": self.cpu_offload,
+                "reshard_after_forward": parse_reshard(self.reshard_after_forward)}
+        return settings_for(base, self.sweep)
+
+
+def run_plan(a: PlanInput) -> PlanReport:
+    """Plan ``a`` (the built-in transformer in a child process); errors as :func:`fsdp_skill.core.plan.plan_memory`."""
+    from fsdp_skill.core.plan import plan_memory
+    from fsdp_skill.core.plan.spec import parse_transformer
+
+    gpu = int(a.gpu_memory_gib * 2**30) if a.gpu_memory_gib else None
+    return plan_memory(a.settings(), transformer=parse_transformer(a.transformer), gpu_memory=gpu, timeout=PLAN_TIMEOUT_S)
+
+
 @dataclass(frozen=True)
 class ToolSpec:
     """One agent tool: its name, when to call it, its typed input and output, and the core call behind it."""
@@ -171,6 +221,10 @@ def _list_sections(a: ListInput, verifier=None):
     from fsdp_skill.core.catalogue import catalogue
 
     return catalogue(a.topic)
+
+
+def _plan_memory(a: PlanInput, verifier=None) -> PlanReport:
+    return run_plan(a)
 
 
 def _tool_specs() -> list[ToolSpec]:
@@ -236,6 +290,18 @@ def _tool_specs() -> list[ToolSpec]:
                 "wants a runnable FSDP / FSDP2 / torch.distributed example file (示例脚本) to launch with torchrun. "
                 "Snippets that did not pass are refused unless include_unverified is true."),
             input=ExportInput, output=ExportedScript, call=_export_snippet, read_only=False),
+        ToolSpec(
+            name="plan_memory", title="Plan FSDP2 memory per GPU",
+            description=(
+                "Answer 'will it fit?' / 'how much GPU memory?' for FSDP2 training of a Llama-style transformer "
+                "(given by its sizes; no code is sent or run): acts as one rank of any world size or HSDP mesh on a "
+                "fake process group with fake tensors and measures one training step with FSDPMemTracker, returning "
+                "per-rank peak bytes by category (sharded/unsharded params, grads, activations, all-gather and "
+                "reduce-scatter buffers, optimizer state), the phase of the peak, a fit verdict for gpu_memory_gib, "
+                "rough estimates of what is not measured (CUDA context, NCCL, fragmentation) and knobs that lower "
+                "the peak with their knowledge sections. Use sweep to compare world sizes, activation checkpointing, "
+                "reshard_after_forward or dtypes. Takes seconds to a minute."),
+            input=PlanInput, output=PlanReport, call=_plan_memory),
     ]
 
 

@@ -9,6 +9,7 @@ import os
 import sys
 
 from fsdp_skill.adapters.cli.check import add_check_parser
+from fsdp_skill.adapters.cli.plan import add_plan_parser
 from fsdp_skill.adapters.cli.verify import add_verify_parser
 from fsdp_skill.adapters.exitcodes import EXIT_ABSTAINED, EXIT_FAIL, EXIT_OK
 from fsdp_skill.core.state import PYTHON_HELP
@@ -144,7 +145,7 @@ def cmd_export(args) -> int:
 
 
 def add_commands(sub) -> None:
-    """Register ``ask``, ``show``, ``verify``, ``check`` and ``export`` on the ``fsdp-skill`` subparsers."""
+    """Register ``ask``, ``show``, ``verify``, ``check``, ``plan`` and ``export`` on the ``fsdp-skill`` subparsers."""
     a = sub.add_parser("ask", help="answer a question (English or Chinese, or a pasted traceback)")
     a.add_argument("question", nargs="+", help="the question; '-' reads it from standard input")
     a.add_argument("-k", type=int, default=3, help="number of sections to return (1-20, default 3)")
@@ -167,6 +168,7 @@ def add_commands(sub) -> None:
     s.set_defaults(func=cmd_show)
     add_verify_parser(sub)
     add_check_parser(sub)
+    add_plan_parser(sub)
     e = sub.add_parser("export", help="write verified snippets as torchrun-ready scripts with a manifest and a test runner")
     e.add_argument("snippet_ids", nargs="*", metavar="SNIPPET_ID",
                    help="snippet ids, e.g. join/ddp-join, or section ids (all their snippets)")

@@ -66,6 +66,8 @@ def answer_markdown(ans: Answer) -> str:
     if ans.abstained:
         out.append(f"**Out of scope.** {ans.reason}\n")
         return "\n".join(out)
+    if ans.plan:
+        out.append(f"**Measure it** (per-GPU peak memory for your setting):\n\n```sh\n{ans.plan}\n```\n")
     for i, s in enumerate(ans.sections, 1):
         title, text, summary = localized(s, ans.language)
         out.append(f"## {i}. {title}  \n`{s.id}` · score {s.score:.2f}\n")
@@ -141,6 +143,9 @@ def print_answer(ans: Answer, console=None) -> None:
     if ans.findings:
         console.print(Panel(escape("\n".join(f.line_text() for f in ans.findings)), title="mistakes found in your code",
                             border_style="red", title_align="left"))
+    if ans.plan:
+        console.print(Panel(escape(ans.plan), title="measure it: per-GPU peak memory for your setting",
+                            border_style="cyan", title_align="left"))
     topics = ", ".join(f"{t.id} {t.score:.2f}" for t in ans.topics[:3])
     console.print(f"[dim]topics: {topics} · torch {ans.torch_version or 'not available'} · {ans.elapsed_ms:.1f} ms[/dim]")
     for i, s in enumerate(ans.sections, 1):

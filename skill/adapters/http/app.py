@@ -2,6 +2,7 @@
 
     POST /v1/ask                          Answer            (the ``ask --json`` contract)
     POST /v1/check                        CheckReport       (static findings for code in the body; never run)
+    POST /v1/plan                         PlanReport        (per-rank peak memory of the built-in transformer)
     GET  /v1/sections/{id}                SectionOut        (latest verdicts; runs nothing)
     GET  /v1/snippets/{id}                SnippetInfo       (code + cached verdict, or 'unverified')
     POST /v1/snippets/{id}/verify         SnippetInfo       (cache, shared in-flight run, or a fresh run)
@@ -44,8 +45,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from fsdp_skill.core.answer import MAX_QUESTION_CHARS
 from fsdp_skill.core.check import CheckReport
 from fsdp_skill.core.models import Answer, SectionOut
+from fsdp_skill.core.plan.models import PlanReport
 from fsdp_skill.core.snippets import SnippetInfo, stop_runs
-from fsdp_skill.core.toolspec import AskInput, CheckInput
+from fsdp_skill.core.toolspec import AskInput, CheckInput, PlanInput
 from fsdp_skill.errors import (
     ExportRefused,
     HarnessError,
@@ -97,6 +99,14 @@ class CheckRequest(CheckInput):
     # strict like AskRequest: "select": "FSD0" (not a list) is a 422, not coerced
     model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={
         "examples": [{"code": "import torch\n...", "path": "train.py", "select": ["FSD0"], "ignore": []}]})
+
+
+class PlanRequest(PlanInput):
+    """Body of ``POST /v1/plan`` (built-in transformer sizes only: no client code is run)."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{
+        "transformer": "layers=32,dim=4096,heads=32,kv_heads=8,ffn=14336,vocab=128256",
+        "world_size": 8, "seq": 4096, "gpu_memory_gib": 80, "sweep": ["ac=none,per-block"]}]})
 
 
 class ErrorBody(BaseModel):
@@ -270,6 +280,16 @@ def create_app(verifier=None) -> FastAPI:
         from fsdp_skill.core.check import check_code
 
         return check_code(body.code, body.path, select=body.select, ignore=body.ignore)
+
+    plan_slots = threading.BoundedSemaphore(1)  # a plan takes a CPU core for seconds: one at a time
+
+    @app.post("/v1/plan", response_model=PlanReport, responses={**errors, 503: {"model": ErrorBody}}, tags=["plan"],
+              summary="Per-rank peak memory of FSDP2 training for the built-in transformer (no client code is run)")
+    def plan_route(body: PlanRequest) -> PlanReport:
+        from fsdp_skill.core.toolspec import run_plan
+
+        with plan_slots:
+            return run_plan(body)
 
     @app.get("/v1/sections/{section_id:kid}", response_model=SectionOut, responses=errors, tags=["knowledge"],
              summary="One knowledge section with its snippets' latest verdicts (runs nothing)")

@@ -1,0 +1,94 @@
+"""What a plan adds to the measured figures: the estimates it does not measure, the fit verdict, the
+knobs that would lower the peak (each with its knowledge section) and the honesty lines."""
+from __future__ import annotations
+
+from fsdp_skill.core.plan.models import Estimate, Fit, PlanRow, Suggestion
+from fsdp_skill.core.plan.spec import Setting
+
+GIB, MIB = 2**30, 2**20
+FRAGMENTATION_HIGH = 0.15  # share of the peak
+
+MEASURED = ("Measured: FSDP2 (fully_shard) as implemented in the installed torch, on this model, acting as one rank "
+            "of the fake process group with fake tensors (nothing allocated), with FSDPMemTracker over one "
+            "steady-state training step (optimizer state created first): every tensor the step holds at its peak, "
+            "by category. The plan runs on the CPU device type: FSDP2's sharding, all-gather and reduce-scatter "
+            "buffers and the tensors of the step are the same on a GPU, but CUDA stream overlap is not modelled.")
+NOT_MEASURED = [
+    "CUDA context and kernel images, NCCL communicator buffers and caching-allocator fragmentation: not tensors, so "
+    "not measured; rough ranges are given separately as estimates",
+    "memory of other processes on the GPU, CUDA graphs, torch.compile workspaces and cuBLAS/cuDNN workspaces",
+    "the fake backend completes every collective at once, so its buffers die as soon as FSDP2 drops them; on a "
+    "real backend they can live until the work is waited on (tests/test_plan_exact.py: the plan was 7-9% under "
+    "a real gloo run's peak on a tiny model, where buffers are a large share)",
+    "FSDP1 (FullyShardedDataParallel) is out of scope: its FlatParameter memory is not what FSDP2 allocates",
+    "with cpu_offload the plan runs on one device type: device_peak_bytes subtracts the offloaded sharded state "
+    "(derived, not measured apart)",
+]
+
+
+def estimates(row: PlanRow) -> list[Estimate]:
+    """Rough ranges (bytes, per GPU) of what the plan does not measure, for ``row``; marked as estimates."""
+    comms = 2 if len(row.setting.mesh) == 2 else 1
+    return [
+        Estimate(name="CUDA context (estimate)", low_bytes=300 * MIB, high_bytes=1 * GIB,
+                 basis="the CUDA runtime's context and loaded kernels of a PyTorch process, outside the caching "
+                       "allocator (torch.cuda.memory_allocated does not count it); varies with GPU, driver and CUDA"),
+        Estimate(name=f"NCCL buffers (estimate, {comms} communicator{'s' if comms > 1 else ''})",
+                 low_bytes=comms * 200 * MIB, high_bytes=comms * 1 * GIB,
+                 basis="per communicator: NCCL_BUFFSIZE (default 4 MiB, NCCL docs) per channel and peer "
+                       "connection, plus proxy and NVLS buffers; grows with channels and peers"),
+        Estimate(name="allocator fragmentation (estimate)", low_bytes=0,
+                 high_bytes=int(row.device_peak_bytes * FRAGMENTATION_HIGH),
+                 basis="reserved minus allocated in PyTorch's caching allocator, 0-15% of the peak; "
+                       "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True keeps it low"),
+    ]
+
+
+def fit(row: PlanRow, gpu_memory: int) -> Fit:
+    """The fit verdict of ``row`` for a GPU of ``gpu_memory`` bytes."""
+    ests = estimates(row)
+    low = row.device_peak_bytes + sum(e.low_bytes for e in ests)
+    high = row.device_peak_bytes + sum(e.high_bytes for e in ests)
+    status = "fits" if high <= gpu_memory else "tight" if low <= gpu_memory else "does not fit"
+    return Fit(status=status, gpu_memory_bytes=gpu_memory, headroom_bytes=gpu_memory - row.device_peak_bytes,
+               headroom_after_estimates_bytes=gpu_memory - high)
+
+
+def _gib(n: int) -> str:
+    return f"{n / GIB:.1f} GiB"
+
+
+def suggestions(rows: list[PlanRow]) -> list[Suggestion]:
+    """Knobs that would lower the peak of the largest row, each with the section that explains it."""
+    row = max(rows, key=lambda r: r.device_peak_bytes)
+    s: Setting = row.setting
+    cat = row.peak_by_category
+    out = []
+    acts = cat.get("activation", 0) + cat.get("temp", 0)
+    if s.activation_checkpointing == "none":
+        out.append(Suggestion(text=f"activation checkpointing per block (--activation-checkpointing per-block): "
+                                   f"activations and temporaries are {_gib(acts)} of the peak", section="model/ac-fsdp2"))
+    else:
+        out.append(Suggestion(text=f"selective activation checkpointing saves compute at a memory cost; activations "
+                                   f"and temporaries are {_gib(acts)} of the peak", section="model/selective-ac"))
+    if s.reshard_after_forward is not True:
+        out.append(Suggestion(text=f"--reshard-after-forward true frees each block's unsharded parameters after "
+                                   f"forward (unsharded now {_gib(cat.get('unsharded_param', 0))})",
+                              section="sharding/fsdp2-reshard-after-forward"))
+    if s.param_dtype in (None, "fp32"):
+        out.append(Suggestion(text="--param-dtype bf16 --reduce-dtype fp32 halves the all-gathered parameters and "
+                                   "the activations", section="mixed-precision/fsdp2-bf16-fp32-reduce"))
+    held = row.sharded_param_bytes + row.sharded_grad_bytes + row.optimizer_state_bytes
+    if not s.cpu_offload:
+        out.append(Suggestion(text=f"--cpu-offload moves the sharded parameters, gradients and optimizer state "
+                                   f"({_gib(held)}) to host memory, at a cost in step time",
+                              section="offload/fsdp2-cpu-offload-policy"))
+    if len(s.mesh) == 2:
+        out.append(Suggestion(text=f"HSDP keeps a full copy per replica: shard over more ranks (shard dim "
+                                   f"{s.mesh[1]} now) to divide the {_gib(held)} of sharded state further",
+                              section="sharding/hybrid-sharding-hsdp"))
+    out.append(Suggestion(text="more ranks divide the parameters, gradients and optimizer state, not the "
+                               "activations (try --sweep world-size=...)", section="parallelism/memory-per-parameter"))
+    out.append(Suggestion(text="a smaller --batch or --seq (with gradient accumulation) lowers the activations",
+                          section="offload/offload-alternatives"))
+    return out

@@ -1,0 +1,340 @@
+"""The planner's child process: ``python child.py < request.json`` prints one JSON line per setting.
+
+Runs under the target interpreter as a file (standard library and torch only; the built-in model is
+loaded by path from ``transformer.py`` beside it).  For each setting it acts as one rank (default 0) of
+the requested world size through torch's ``fake`` process-group backend, builds the model under
+``FakeTensorMode`` (nothing is allocated), applies activation checkpointing and ``fully_shard`` per
+block and on the root, creates the optimizer state as the first step would (so it is held throughout,
+as in every later step) and then runs one training step measured by ``FSDPMemTracker``: peak bytes per category and the phase of the
+peak.  The device mesh is created outside ``FakeTensorMode`` (inside it fails).
+
+Request (stdin JSON)::
+
+    {"model": {"transformer": {"layers": 2, ...}} | {"factory": "path.py:fn" | "pkg.mod:fn", "input": null | "..."},
+     "settings": [{"mesh": [8] | [2, 4], "reshard_after_forward": true | false | 2, "param_dtype": "bf16" | null,
+                   "reduce_dtype": "fp32" | null, "optimizer": "adamw", "activation_checkpointing": "per-block",
+                   "cpu_offload": false, "batch": 1, "seq": 2048, "rank": 0}, ...]}
+
+Each output line is ``{"ok": true, ...figures...}`` or ``{"ok": false, "kind": "model" | "setting" |
+"torch", "error": "one line"}`` (then the child exits 3).  Bytes everywhere.
+"""
+import importlib
+import importlib.util
+import json
+import os
+import sys
+import time
+import traceback
+
+DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+CATEGORIES = {"Sharded Param": "sharded_param", "Unsharded Param": "unsharded_param", "Buffer": "buffer",
+              "Sharded Grad": "sharded_grad", "Unsharded Grad": "unsharded_grad", "Activation": "activation",
+              "Temp": "temp", "All Gather": "all_gather", "Reduce Scatter": "reduce_scatter",
+              "OptState": "optimizer_state", "Inputs": "inputs"}
+
+
+class PlanFailure(Exception):
+    """A setting or model the planner cannot run; ``kind`` is 'model', 'setting' or 'torch'."""
+
+    def __init__(self, kind, message):
+        super().__init__(message)
+        self.kind = kind
+
+
+def load_sibling(name):
+    """The module ``name`` from the file ``name.py`` beside this one, under a private module name."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py")
+    key = "_fsdp_skill_plan_" + name
+    if key in sys.modules:
+        return sys.modules[key]
+    spec = importlib.util.spec_from_file_location(key, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[key] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def resolve_factory(ref):
+    """The callable named by ``path/to/file.py:name`` or ``package.module:name``; raises PlanFailure('model')."""
+    target, _, attr = ref.rpartition(":")
+    if not target or not attr:
+        raise PlanFailure("model", f"{ref!r} is not FILE.py:FUNCTION or package.module:FUNCTION")
+    try:
+        if target.endswith(".py"):
+            if not os.path.isfile(target):
+                raise PlanFailure("model", f"{target}: no such file")
+            folder = os.path.dirname(os.path.abspath(target))
+            if folder not in sys.path:
+                sys.path.insert(0, folder)
+            spec = importlib.util.spec_from_file_location("_fsdp_skill_user_model", target)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(target)
+    except PlanFailure:
+        raise
+    except BaseException as exc:  # the user's module failed to import: report it as one line
+        raise PlanFailure("model", f"importing {target} failed: {_line(exc)}") from exc
+    fn = getattr(module, attr, None)
+    if not callable(fn):
+        raise PlanFailure("model", f"{target} has no callable {attr!r}")
+    return fn
+
+
+def _line(exc):
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}".strip()
+
+
+def blocks_of(model):
+    """The model's blocks: the children of its largest ``nn.ModuleList`` (e.g. ``model.layers``), or []."""
+    from torch import nn
+
+    lists = [m for m in model.modules() if isinstance(m, nn.ModuleList)]
+    return list(max(lists, key=len)) if lists else []
+
+
+def dtype(name):
+    """torch dtype for 'fp32' / 'bf16' / 'fp16', None for None."""
+    import torch
+
+    return None if name is None else getattr(torch, DTYPES[name])
+
+
+def shard(model, mesh, setting):
+    """Apply activation checkpointing (per block, when asked) and fully_shard per block and on the root,
+    with the setting's MixedPrecisionPolicy, reshard_after_forward and CPUOffloadPolicy; returns the blocks."""
+    from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, OffloadPolicy, fully_shard
+
+    mp = MixedPrecisionPolicy(param_dtype=dtype(setting.get("param_dtype")),
+                              reduce_dtype=dtype(setting.get("reduce_dtype")))
+    offload = CPUOffloadPolicy(pin_memory=False) if setting.get("cpu_offload") else OffloadPolicy()
+    blocks = blocks_of(model)
+    if setting.get("activation_checkpointing") == "per-block":
+        from torch.distributed._composable import checkpoint
+
+        for block in blocks:
+            checkpoint(block)
+    reshard = setting.get("reshard_after_forward", True)
+    for block in blocks:
+        fully_shard(block, mesh=mesh, mp_policy=mp, offload_policy=offload, reshard_after_forward=reshard)
+    fully_shard(model, mesh=mesh, mp_policy=mp, offload_policy=offload)
+    return blocks
+
+
+def make_optimizer(model, name):
+    """AdamW / Adam (lr 1e-4, two fp32 states per parameter) or SGD (momentum 0.9, one), ``foreach=True``
+    as torch picks on CUDA."""
+    import torch
+
+    params = [p for p in model.parameters() if p.requires_grad]
+    if name == "adamw":
+        return torch.optim.AdamW(params, lr=1e-4, foreach=True)
+    if name == "adam":
+        return torch.optim.Adam(params, lr=1e-4, foreach=True)
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=1e-2, momentum=0.9, foreach=True)
+    raise PlanFailure("setting", f"unknown optimizer {name!r}; use adamw, adam or sgd")
+
+
+def compute_loss(model, inputs, builtin):
+    """The scalar loss of one forward: next-token cross-entropy for the built-in transformer, else the
+    output's ``.loss`` when it has one, else the sum of its (first) tensor output."""
+    import torch
+
+    out = model(*inputs)
+    if builtin:
+        return load_sibling("transformer").loss_fn(out, inputs[0])
+    loss = getattr(out, "loss", None)
+    if loss is None:
+        if isinstance(out, (tuple, list)):
+            out = next((o for o in out if isinstance(o, torch.Tensor)), None)
+        if not isinstance(out, torch.Tensor):
+            raise PlanFailure("model", "the model's output has no .loss and no tensor to sum")
+        loss = out.sum()
+    return loss
+
+
+def train_step(model, optimizer, inputs, builtin, marks=None):
+    """One step: forward, backward, optimizer step; ``marks(phase)`` is called after each phase.  The
+    gradients stay set (the caller zeroes them)."""
+    loss = compute_loss(model, inputs, builtin)
+    marks and marks("forward")
+    loss.backward()
+    marks and marks("backward")
+    optimizer.step()
+    marks and marks("optimizer step")
+
+
+def warm_up(model, optimizer):
+    """Create the optimizer state as the first step would (zero gradients, one ``step``), then drop the
+    gradients: the measured step is then a steady-state one, with optimizer state held throughout."""
+    import torch
+
+    for p in model.parameters():
+        if p.requires_grad:
+            p.grad = torch.zeros_like(p)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+
+
+def build_model(spec):
+    """The model of the request: the built-in transformer or the user's factory (called with no arguments)."""
+    from torch import nn
+
+    if "transformer" in spec:
+        return load_sibling("transformer").Transformer(**spec["transformer"])
+    try:
+        model = resolve_factory(spec["factory"])()
+    except PlanFailure:
+        raise
+    except BaseException as exc:
+        raise PlanFailure("model", f"{spec['factory']}() failed: {_line(exc)}") from exc
+    if not isinstance(model, nn.Module):
+        raise PlanFailure("model", f"{spec['factory']}() returned {type(model).__name__}, not an nn.Module")
+    return model
+
+
+def make_inputs(spec, setting):
+    """The step's inputs as a tuple: the input factory's result, else int64 tokens of batch x seq."""
+    import torch
+
+    if spec.get("input"):
+        try:
+            made = resolve_factory(spec["input"])()
+        except PlanFailure:
+            raise
+        except BaseException as exc:
+            raise PlanFailure("model", f"{spec['input']}() failed: {_line(exc)}") from exc
+        return tuple(made) if isinstance(made, (tuple, list)) else (made,)
+    vocab = spec.get("transformer", {}).get("vocab", 2)
+    return (torch.randint(0, vocab, (setting["batch"], setting["seq"])),)
+
+
+def local_bytes(tensors):
+    """Bytes of the distinct storages behind ``tensors`` (a DTensor counts its local shard's storage, padding
+    included): what this rank holds for them."""
+    from torch.distributed.tensor import DTensor
+
+    seen, total = set(), 0
+    for t in tensors:
+        st = (t._local_tensor if isinstance(t, DTensor) else t).untyped_storage()  # to_local() without autograd
+        key = st._cdata  # the StorageImpl itself (fake storages have no data pointer)
+        if key not in seen:
+            seen.add(key)
+            total += st.nbytes()
+    return total
+
+
+def held_bytes(model, optimizer):
+    """(sharded parameter, sharded gradient, optimizer state) bytes this rank holds after the step."""
+    import torch
+
+    params = list(model.parameters())
+    state = [t for st in optimizer.state.values() for t in st.values() if isinstance(t, torch.Tensor)]
+    return (local_bytes(params), local_bytes([p.grad for p in params if p.grad is not None]), local_bytes(state))
+
+
+def make_tracker(model, optimizer):
+    """An ``FSDPMemTracker`` for ``model`` and ``optimizer`` that keeps only the global peak.
+
+    The stock tracker also updates every module's own peak on every operator, a loop over all modules per
+    op (quadratic in depth: 22 s of a 70B plan's 40).  The plan reads only the global peak and its category
+    snapshot, which this override keeps exactly as the stock code does."""
+    from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
+
+    class GlobalPeakTracker(FSDPMemTracker):
+        def _update_peak_stats(self, peak_state):
+            for dev, dev_snap in self._curr_mem_snap.items():
+                if self._peak_mem.get(dev, 0) < dev_snap["Total"]:
+                    self._peak_mem[dev] = dev_snap["Total"]
+                    self._peak_mem_snap[dev] = dict(dev_snap)
+
+    return GlobalPeakTracker(model, optimizer)
+
+
+def _snapshot(tracker, which):
+    snap = tracker.get_tracker_snapshot(which)
+    out = {v: 0 for v in CATEGORIES.values()}
+    for per_device in snap.values():
+        for key, value in per_device.items():
+            name = CATEGORIES.get(getattr(key, "value", key))
+            if name:
+                out[name] += int(value)
+    return out
+
+
+def plan_one(spec, setting):
+    """Figures of one setting (a dict, bytes), acting as rank ``setting['rank']``; raises PlanFailure."""
+    import torch
+    import torch.distributed as dist
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+
+    started = time.perf_counter()
+    shape = tuple(setting["mesh"])
+    world = 1
+    for n in shape:
+        world *= n
+    dist.init_process_group("fake", store=FakeStore(), rank=setting.get("rank", 0), world_size=world)
+    try:
+        names = ("replicate", "shard") if len(shape) == 2 else ("shard",)
+        mesh = init_device_mesh("cpu", shape, mesh_dim_names=names)  # outside FakeTensorMode
+        fake = FakeTensorMode()
+        with fake:
+            model = build_model(spec)
+            params = sum(p.numel() for p in model.parameters())
+        # outside the mode (the fake parameters still dispatch to it): an int reshard_after_forward builds
+        # its smaller device mesh here, which fails inside FakeTensorMode
+        blocks = shard(model, mesh, setting)
+        with fake:
+            optimizer = make_optimizer(model, setting["optimizer"])
+            inputs = make_inputs(spec, setting)
+            builtin = "transformer" in spec
+            warm_up(model, optimizer)
+            tracker = make_tracker(model, optimizer)
+            tracker.track_inputs(inputs)
+            peaks = {}
+            with tracker:
+                train_step(model, optimizer, inputs, builtin,
+                           marks=lambda phase: peaks.setdefault(phase, sum(tracker._peak_mem.values())))
+                steady = held_bytes(model, optimizer)
+            peak = _snapshot(tracker, "peak")
+    except PlanFailure:
+        raise
+    except Exception as exc:
+        raise PlanFailure("setting", f"planning failed: {_line(exc)}") from exc
+    finally:
+        dist.destroy_process_group()
+    total = sum(peak.values())
+    phase = next(p for p in ("forward", "backward", "optimizer step") if peaks[p] >= total)
+    return {"ok": True, "setting": setting, "world_size": world, "params": params, "blocks": len(blocks),
+            "peak_bytes": total, "peak_phase": phase, "peak_by_category": peak,
+            "sharded_param_bytes": steady[0], "sharded_grad_bytes": steady[1],
+            "optimizer_state_bytes": steady[2], "seconds": time.perf_counter() - started,
+            "torch_version": torch.__version__}
+
+
+def main():
+    """Read the request on stdin, print one JSON line per setting; exit 0, or 3 after a failure line."""
+    import warnings
+
+    warnings.simplefilter("ignore")
+    request = json.loads(sys.stdin.read())
+    for setting in request["settings"]:
+        try:
+            result = plan_one(request["model"], setting)
+        except PlanFailure as exc:
+            print(json.dumps({"ok": False, "kind": exc.kind, "error": str(exc),
+                              "traceback": traceback.format_exc(limit=-8)}), flush=True)
+            return 3
+        print(json.dumps(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    here = sys.path[0]
+    sys.path[:] = [p for p in sys.path if p != here]  # `python child.py` put the plan folder first
+    sys.path.insert(0, os.getcwd())  # `--model pkg.module:fn` resolves from the caller's directory
+    sys.exit(main())

@@ -1,0 +1,205 @@
+"""What to plan: the model (built-in transformer sizes or a user factory) and the run settings, parsed
+from the CLI's strings and validated with the numbers in the message (InvalidArgument, exit 2 / HTTP 400)."""
+from __future__ import annotations
+
+import itertools
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from fsdp_skill.errors import InvalidArgument
+
+MAX_WORLD_SIZE = 65536  # ranks one plan may simulate (the fake process group allocates nothing per rank)
+MAX_SWEEP_ROWS = 16
+DTYPE_NAMES = ("fp32", "bf16", "fp16")
+_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+
+
+class TransformerSpec(BaseModel):
+    """Sizes of the built-in Llama-style decoder-only transformer."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    layers: int = Field(ge=1, le=1024, description="Number of decoder blocks")
+    dim: int = Field(ge=1, le=65536, description="Hidden size (model dimension)")
+    heads: int = Field(ge=1, le=1024, description="Attention heads (dim must be a multiple of heads)")
+    kv_heads: int = Field(ge=1, le=1024, description="Key/value heads for grouped-query attention (divides heads)")
+    ffn: int = Field(ge=1, le=1_000_000, description="Hidden size of the SwiGLU MLP")
+    vocab: int = Field(ge=2, le=10_000_000, description="Vocabulary size (embedding and untied output layer)")
+
+    def check(self) -> TransformerSpec:
+        """Self, after the cross-field checks; raises InvalidArgument with the numbers."""
+        if self.dim % self.heads:
+            raise InvalidArgument(f"transformer dim({self.dim}) is not a multiple of heads({self.heads})")
+        if self.heads % self.kv_heads:
+            raise InvalidArgument(f"transformer heads({self.heads}) is not a multiple of kv_heads({self.kv_heads})")
+        return self
+
+    def text(self) -> str:
+        """The spec as the CLI takes it: ``layers=32,dim=4096,...``."""
+        return ",".join(f"{k}={v}" for k, v in self.model_dump().items())
+
+
+class Setting(BaseModel):
+    """One run to plan: mesh, FSDP2 options, optimizer and input size."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mesh: list[int] = Field(description="Device mesh shape: [world_size] (FSDP) or [replicate, shard] (HSDP)")
+    reshard_after_forward: bool | int = Field(True, description="fully_shard's reshard_after_forward for the blocks: "
+                                              "true, false, or an int shard size after forward")
+    param_dtype: Literal["fp32", "bf16", "fp16"] | None = Field("bf16", description="MixedPrecisionPolicy.param_dtype "
+                                                                "(None: no mixed precision)")
+    reduce_dtype: Literal["fp32", "bf16", "fp16"] | None = Field("fp32", description="MixedPrecisionPolicy.reduce_dtype")
+    optimizer: Literal["adamw", "adam", "sgd"] = Field("adamw", description="adamw/adam: two fp32 states per "
+                                                       "parameter; sgd: momentum 0.9, one")
+    activation_checkpointing: Literal["none", "per-block"] = Field("none", description="Checkpoint every block")
+    cpu_offload: bool = Field(False, description="CPUOffloadPolicy: sharded parameters, gradients and optimizer "
+                                                 "state in host memory")
+    batch: int = Field(1, ge=1, le=1_000_000, description="Micro-batch size per rank")
+    seq: int = Field(2048, ge=2, le=10_000_000, description="Sequence length (tokens per sample)")
+    rank: int = Field(0, ge=0, description="The rank the plan acts as")
+
+    @property
+    def world_size(self) -> int:
+        """Ranks in the mesh (the product of its shape)."""
+        n = 1
+        for d in self.mesh:
+            n *= d
+        return n
+
+    def check(self) -> Setting:
+        """Self, after the cross-field checks; raises InvalidArgument with the numbers."""
+        if not 1 <= len(self.mesh) <= 2 or any(d < 1 for d in self.mesh):
+            raise InvalidArgument(f"mesh {self.mesh} must be [world_size] or [replicate, shard], each >= 1")
+        if self.world_size > MAX_WORLD_SIZE:
+            raise InvalidArgument(f"world_size({self.world_size}) is over {MAX_WORLD_SIZE}")
+        if self.rank >= self.world_size:
+            raise InvalidArgument(f"rank({self.rank}) >= world_size({self.world_size})")
+        shard = self.mesh[-1]
+        r = self.reshard_after_forward
+        if not isinstance(r, bool) and (r < 1 or shard % r):
+            raise InvalidArgument(f"reshard_after_forward({r}) must be a positive divisor of the shard size({shard})")
+        return self
+
+    def label(self) -> str:
+        """A short description for a table row, e.g. ``ws=64 bf16/fp32 adamw ac=per-block``."""
+        mesh = "x".join(map(str, self.mesh))
+        parts = [f"mesh={mesh}" if len(self.mesh) == 2 else f"ws={mesh}", f"b{self.batch}xs{self.seq}",
+                 f"{self.param_dtype or 'fp32'}/{self.reduce_dtype or self.param_dtype or 'fp32'}", self.optimizer]
+        parts += [f"ac={self.activation_checkpointing}", f"reshard={str(self.reshard_after_forward).lower()}"]
+        return " ".join(parts + (["cpu-offload"] if self.cpu_offload else []))
+
+
+def parse_bytes(text: str) -> int:
+    """``80GiB`` / ``80GB`` / ``1.5TiB`` / ``4096`` -> bytes; raises InvalidArgument."""
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([a-zA-Z]*)\s*", text or "")
+    if not m or m.group(2).lower() not in _UNITS:
+        raise InvalidArgument(f"memory size {text!r} is not a number with a unit such as 80GiB, 80GB or 24576MiB")
+    value = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    if value <= 0:
+        raise InvalidArgument(f"memory size {text!r} must be > 0")
+    return value
+
+
+def parse_transformer(text: str) -> TransformerSpec:
+    """``layers=32,dim=4096,heads=32,kv_heads=8,ffn=14336,vocab=128256`` -> TransformerSpec (all six keys)."""
+    fields: dict[str, int] = {}
+    for part in (text or "").split(","):
+        key, eq, value = part.strip().partition("=")
+        if not eq or not value.strip().isdigit():
+            raise InvalidArgument(f"--transformer part {part.strip()!r} is not KEY=INTEGER "
+                                  "(e.g. layers=32,dim=4096,heads=32,kv_heads=8,ffn=14336,vocab=128256)")
+        fields[key.strip().replace("-", "_")] = int(value)
+    missing = [k for k in TransformerSpec.model_fields if k not in fields]
+    unknown = [k for k in fields if k not in TransformerSpec.model_fields]
+    if missing or unknown:
+        raise InvalidArgument(f"--transformer needs exactly layers, dim, heads, kv_heads, ffn, vocab"
+                              f"{'; missing ' + ', '.join(missing) if missing else ''}"
+                              f"{'; unknown ' + ', '.join(unknown) if unknown else ''}")
+    try:
+        return TransformerSpec(**fields).check()
+    except ValueError as exc:
+        raise InvalidArgument(f"--transformer: {_first_error(exc)}") from None
+
+
+def parse_mesh(text: str) -> list[int]:
+    """``2x8`` -> [2, 8] (HSDP: replicate x shard); ``64`` -> [64]."""
+    parts = (text or "").lower().split("x")
+    if not 1 <= len(parts) <= 2 or not all(p.strip().isdigit() and int(p) >= 1 for p in parts):
+        raise InvalidArgument(f"mesh {text!r} is not N or RxS with positive integers (e.g. 2x8: 2 replicas of 8-way shards)")
+    return [int(p) for p in parts]
+
+
+def parse_reshard(text: str) -> bool | int:
+    """``true`` / ``false`` / an int shard size."""
+    low = str(text).strip().lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low.isdigit() and int(low) >= 1:
+        return int(low)
+    raise InvalidArgument(f"reshard_after_forward {text!r} is not true, false or a positive integer")
+
+
+def _dtype(text: str) -> str | None:
+    low = text.strip().lower()
+    if low in ("none", "no"):
+        return None
+    if low not in DTYPE_NAMES:
+        raise InvalidArgument(f"dtype {text!r} is not one of {', '.join(DTYPE_NAMES)} or none")
+    return low
+
+
+def _positive(text: str) -> int:
+    if not text.strip().isdigit() or int(text) < 1:
+        raise InvalidArgument(f"{text!r} is not a positive integer")
+    return int(text)
+
+
+# --sweep KEY=V1,V2,...: the setting field each key sets, and how a value is read
+SWEEP_KEYS = {
+    "world-size": ("mesh", lambda v: [_positive(v)]), "mesh": ("mesh", parse_mesh),
+    "ac": ("activation_checkpointing", lambda v: {"none": "none", "per-block": "per-block"}.get(v.strip(), v)),
+    "reshard": ("reshard_after_forward", parse_reshard), "dtype": ("param_dtype", _dtype),
+    "reduce-dtype": ("reduce_dtype", _dtype), "optimizer": ("optimizer", str.strip),
+    "batch": ("batch", _positive), "seq": ("seq", _positive),
+    "cpu-offload": ("cpu_offload", lambda v: parse_reshard(v) is True),
+}
+
+
+def parse_sweep(items: list[str]) -> list[dict]:
+    """``["world-size=8,16", "ac=none,per-block"]`` -> the list of field overrides of every combination
+    (the product, in order); raises InvalidArgument for an unknown key or over MAX_SWEEP_ROWS rows."""
+    axes = []
+    for item in items:
+        key, eq, values = item.partition("=")
+        key = key.strip().replace("_", "-")
+        if not eq or key not in SWEEP_KEYS or not values.strip():
+            raise InvalidArgument(f"--sweep {item!r} is not KEY=V1,V2,... with KEY one of {', '.join(SWEEP_KEYS)}")
+        field, read = SWEEP_KEYS[key]
+        axes.append([(field, read(v)) for v in values.split(",") if v.strip()])
+    rows = [dict(combo) for combo in itertools.product(*axes)] if axes else [{}]
+    if len(rows) > MAX_SWEEP_ROWS:
+        raise InvalidArgument(f"--sweep gives {len(rows)} settings; at most {MAX_SWEEP_ROWS}")
+    return rows
+
+
+def settings_for(base: dict, sweep: list[str]) -> list[Setting]:
+    """The settings of a plan: ``base`` fields with each sweep combination applied; raises InvalidArgument."""
+    out = []
+    for overrides in parse_sweep(sweep):
+        try:
+            out.append(Setting(**{**base, **overrides}).check())
+        except ValueError as exc:
+            raise InvalidArgument(f"setting {overrides or base}: {_first_error(exc)}") from None
+    return out
+
+
+def _first_error(exc: Exception) -> str:
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        e = errors()[0]
+        return f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg', '')}".strip(": ")
+    return str(exc)

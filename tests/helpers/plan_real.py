@@ -1,0 +1,79 @@
+"""A real gloo run of the planner's model and step, for the exactness test (tests/test_plan_exact.py).
+
+``run(world_size, setting, spec, out_dir)`` spawns ``world_size`` processes; each builds the built-in
+transformer for real, shards it with the planner's own ``shard`` / ``make_optimizer`` / ``warm_up`` /
+``train_step`` (:mod:`fsdp_skill.core.plan.child`), and writes ``rank<r>.json``: the bytes of its local
+parameter shards, gradient shards and optimizer state (summed over distinct storages, as the tracker
+counts them) and the peak of the measured step by ``MemTracker``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _storage_bytes(tensors) -> int:
+    from torch.distributed.tensor import DTensor
+
+    seen, total = set(), 0
+    for t in tensors:
+        local = t.to_local() if isinstance(t, DTensor) else t
+        st = local.untyped_storage()
+        if st.data_ptr() not in seen:
+            seen.add(st.data_ptr())
+            total += st.nbytes()
+    return total
+
+
+def _rank(rank: int, world_size: int, port: int, setting: dict, spec: dict, out_dir: str) -> None:
+    import torch
+    import torch.distributed as dist
+    from torch.distributed._tools.mem_tracker import MemTracker
+    from torch.distributed.device_mesh import init_device_mesh
+
+    from fsdp_skill.core.plan import child
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=world_size)
+    try:
+        torch.manual_seed(0)
+        shape = tuple(setting["mesh"])
+        mesh = init_device_mesh("cpu", shape, mesh_dim_names=("replicate", "shard") if len(shape) == 2 else ("shard",))
+        model = child.build_model(spec)
+        child.shard(model, mesh, setting)
+        opt = child.make_optimizer(model, setting["optimizer"])
+        inputs = child.make_inputs(spec, setting)
+        child.warm_up(model, opt)
+        tracker = MemTracker()
+        tracker.track_external(model, opt)
+        with tracker:
+            child.train_step(model, opt, inputs, True)
+        peak = sum(s["Total"] for s in tracker.get_tracker_snapshot("peak").values())
+        params = list(model.parameters())
+        state = [t for st in opt.state.values() for t in st.values() if isinstance(t, torch.Tensor)]
+        result = {"sharded_param_bytes": _storage_bytes(params),
+                  "sharded_grad_bytes": _storage_bytes([p.grad for p in params if p.grad is not None]),
+                  "optimizer_state_bytes": _storage_bytes(state), "peak_bytes": int(peak)}
+        with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
+            json.dump(result, f)
+    finally:
+        dist.destroy_process_group()
+
+
+def run(world_size: int, setting: dict, spec: dict, out_dir: str) -> list[dict]:
+    """Each rank's real figures (bytes), rank order; raises when a rank fails."""
+    import torch.multiprocessing as mp
+
+    mp.spawn(_rank, args=(world_size, _free_port(), setting, spec, out_dir), nprocs=world_size, join=True)
+    out = []
+    for r in range(world_size):
+        with open(os.path.join(out_dir, f"rank{r}.json")) as f:
+            out.append(json.load(f))
+    return out

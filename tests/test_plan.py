@@ -1,0 +1,186 @@
+"""fsdp-skill plan: spec parsing and validation (no torch), the CLI's exit codes and one-line errors, and
+small plans through the child process (built-in transformer and a user factory)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fsdp_skill.core.knowledge import load_knowledge
+from fsdp_skill.core.plan.advice import suggestions
+from fsdp_skill.core.plan.models import PlanRow
+from fsdp_skill.core.plan.spec import Setting, parse_bytes, parse_mesh, parse_transformer, settings_for
+from fsdp_skill.errors import InvalidArgument
+from fsdp_skill.main import main
+
+SMALL = "layers=2,dim=64,heads=4,kv_heads=2,ffn=128,vocab=256"
+
+
+def test_parse_bytes_units():
+    assert parse_bytes("80GiB") == 80 * 2**30
+    assert parse_bytes("80GB") == 80 * 10**9
+    assert parse_bytes("1.5TiB") == int(1.5 * 2**40)
+    assert parse_bytes("4096") == 4096
+    with pytest.raises(InvalidArgument, match="80 parsecs"):
+        parse_bytes("80 parsecs")
+
+
+def test_parse_transformer_names_missing_keys_and_checks_heads():
+    assert parse_transformer(SMALL).heads == 4
+    with pytest.raises(InvalidArgument, match="missing kv_heads, ffn, vocab"):
+        parse_transformer("layers=2,dim=64,heads=4")
+    with pytest.raises(InvalidArgument, match=r"dim\(66\) is not a multiple of heads\(4\)"):
+        parse_transformer(SMALL.replace("dim=64", "dim=66"))
+    with pytest.raises(InvalidArgument, match=r"heads\(4\) is not a multiple of kv_heads\(3\)"):
+        parse_transformer(SMALL.replace("kv_heads=2", "kv_heads=3"))
+
+
+def test_mesh_and_sweep():
+    assert parse_mesh("2x8") == [2, 8] and parse_mesh("64") == [64]
+    with pytest.raises(InvalidArgument):
+        parse_mesh("2x0")
+    rows = settings_for({"mesh": [8]}, ["world-size=8,16", "ac=none,per-block"])
+    assert [(s.world_size, s.activation_checkpointing) for s in rows] == [
+        (8, "none"), (8, "per-block"), (16, "none"), (16, "per-block")]
+    with pytest.raises(InvalidArgument, match="at most 16"):
+        settings_for({"mesh": [8]}, ["world-size=" + ",".join(map(str, range(1, 18)))])
+    with pytest.raises(InvalidArgument, match=r"reshard_after_forward\(3\) must be a positive divisor of the shard size\(8\)"):
+        settings_for({"mesh": [2, 8], "reshard_after_forward": 3}, [])
+
+
+def test_every_suggestion_links_an_existing_section():
+    ids = set(load_knowledge().sections)
+    cats = dict.fromkeys(("activation", "temp", "unsharded_param"), 1)
+    for setting in (Setting(mesh=[8]), Setting(mesh=[2, 4], param_dtype=None, reshard_after_forward=False,
+                                                activation_checkpointing="per-block")):
+        row = PlanRow(setting=setting, label="x", world_size=8, peak_bytes=1, device_peak_bytes=1, peak_phase="backward",
+                      peak_by_category=cats, sharded_param_bytes=1, sharded_grad_bytes=1, optimizer_state_bytes=1,
+                      blocks=1, seconds=0.0)
+        for s in suggestions([row]):
+            assert s.section in ids, s
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["plan"], "give exactly one model"),
+    (["plan", "--transformer", "layers=2"], "missing dim"),
+    (["plan", "--transformer", SMALL, "--mesh", "2x"], "is not N or RxS"),
+    (["plan", "--transformer", SMALL, "--gpu-memory", "lots"], "is not a number with a unit"),
+    (["plan", "--transformer", SMALL, "--sweep", "colour=red"], "is not KEY=V1,V2"),
+    (["plan", "--transformer", SMALL, "--world-size", "4", "--mesh", "2x2"], "not both"),
+    (["plan", "--transformer", SMALL, "--input", "x.py:f"], "--input goes with --model"),
+], ids=["no-model", "missing-keys", "bad-mesh", "bad-size", "bad-sweep", "ws-and-mesh", "input-without-model"])
+def test_bad_specs_exit_2_with_one_line(argv, message, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0] and "Traceback" not in err[0]
+
+
+@pytest.mark.torch
+def test_plan_small_transformer_json(capsys):
+    code = main(["plan", "--transformer", SMALL, "--world-size", "4", "--seq", "32", "--gpu-memory", "80GiB",
+                 "--sweep", "ac=none,per-block", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert report["params"] == 2 * 256 * 64 + 2 * (2 * 64 * 64 + 2 * 64 * 32 + 3 * 64 * 128 + 2 * 64) + 64
+    a, b = report["rows"]
+    assert a["setting"]["activation_checkpointing"] == "none" and b["setting"]["activation_checkpointing"] == "per-block"
+    for row in (a, b):
+        assert row["peak_bytes"] == sum(row["peak_by_category"].values())
+        assert row["fit"]["status"] == "fits" and row["peak_phase"] in ("forward", "backward", "optimizer step")
+        # AdamW: two fp32 states per sharded fp32 parameter, plus one 4-byte step counter per parameter tensor
+        assert row["optimizer_state_bytes"] == 2 * row["sharded_param_bytes"] + 4 * (2 + 2 * 9 + 1)
+    assert b["peak_by_category"]["activation"] < a["peak_by_category"]["activation"]
+    assert report["command"].startswith("fsdp-skill plan --transformer")
+    assert any("estimate" in e["name"] for e in report["estimates"])
+
+
+MODEL_FILE = '''
+import torch
+from torch import nn
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(64, 64) for _ in range(3))
+    def forward(self, x):
+        for layer in self.layers:
+            x = torch.relu(layer(x))
+        return x
+
+def make():
+    return Net()
+
+def inputs():
+    return torch.randn(4, 64)
+
+def broken():
+    raise RuntimeError("no weights here")
+'''
+
+
+@pytest.mark.torch
+def test_plan_user_factory_and_its_errors(tmp_path, capsys, monkeypatch):
+    (tmp_path / "net.py").write_text(MODEL_FILE)
+    monkeypatch.chdir(tmp_path)
+    assert main(["plan", "--model", "net.py:make", "--input", "net.py:inputs", "--world-size", "2", "--json",
+                 "--param-dtype", "none"]) == 0
+    row = json.loads(capsys.readouterr().out)["rows"][0]
+    assert row["blocks"] == 3
+    assert row["sharded_param_bytes"] == 3 * (64 * 64 + 64) * 4 // 2
+    assert main(["plan", "--model", "net.py:broken", "--world-size", "2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == "fsdp-skill: error: net.py:broken() failed: RuntimeError: no weights here"
+    assert main(["plan", "--model", "net.py:missing", "--world-size", "2"]) == 2
+    assert "has no callable 'missing'" in capsys.readouterr().err
+
+
+def test_http_plan_route_validates_and_refuses_code():
+    from fastapi.testclient import TestClient
+
+    from fsdp_skill.adapters.http.app import create_app
+
+    with TestClient(create_app()) as client:
+        body = {"transformer": SMALL.replace("dim=64", "dim=66")}
+        r = client.post("/v1/plan", json=body)
+        assert r.status_code == 400 and "dim(66) is not a multiple of heads(4)" in r.json()["error"]
+        r = client.post("/v1/plan", json={**body, "model": "evil.py:f"})
+        assert r.status_code == 422 and r.json()["code"] == "invalid_request"
+
+
+@pytest.mark.torch
+def test_plan_memory_tool_and_http_route_plan_the_same():
+    from fastapi.testclient import TestClient
+
+    from fsdp_skill.adapters.http.app import create_app
+    from fsdp_skill.adapters.tools import invoke
+
+    args = {"transformer": SMALL, "world_size": 2, "seq": 16, "gpu_memory_gib": 0.001}
+    tool = invoke("plan_memory", args)
+    with TestClient(create_app()) as client:
+        r = client.post("/v1/plan", json=args)
+    assert r.status_code == 200
+    http = r.json()["rows"][0]
+    assert http["peak_bytes"] == tool.rows[0].peak_bytes
+    assert http["fit"]["status"] == "does not fit"  # 1 MiB: under the CUDA-context estimate alone
+
+
+@pytest.mark.parametrize("question, expect", [
+    ("Will a 70B model fit on 16 GPUs with 80GB each using FSDP?", "layers=80,dim=8192"),
+    ("How much memory does FSDP need for an 8B model?", "layers=32,dim=4096"),
+    ("用 FSDP 训练 70B 模型 8 张卡 显存够吗", "layers=80"),
+])
+def test_ask_points_fit_questions_at_plan(question, expect):
+    from fsdp_skill.core.answer import ask
+
+    ans = ask(question, verify=False, with_api=False)
+    assert ans.plan and ans.plan.startswith("fsdp-skill plan --transformer") and expect in ans.plan
+    assert "16" not in question or "--world-size 16" in ans.plan
+    assert ask("How do I use FSDP2 mixed precision with bf16?", verify=False, with_api=False).plan is None
+
+
+def test_markdown_answer_shows_the_plan_command():
+    from fsdp_skill.adapters.cli.render import answer_markdown
+    from fsdp_skill.core.answer import ask
+
+    text = answer_markdown(ask("Will a 70B model fit on 64 GPUs with FSDP?", verify=False, with_api=False))
+    assert "```sh\nfsdp-skill plan --transformer layers=80" in text and "--world-size 64" in text
