@@ -218,12 +218,21 @@ def fsd013(m: Module) -> Found:
             yield call, None
 
 
+_HARNESS_BASES = ("MultiProcessTestCase", "DistributedTestBase", "MultiProcContinuousTest", "MultiProcContinousTest")
+
+
+def _in_test_harness(m: Module, node: ast.AST) -> bool:
+    """Inside a class built on torch's multi-process test harness, which destroys the group after each test."""
+    return any(isinstance(anc, ast.ClassDef) and any((last_name(b) or "").endswith(_HARNESS_BASES) for b in anc.bases)
+               for anc in m.ancestors(node))
+
+
 @finder("FSD014")
 def fsd014(m: Module) -> Found:
     if not _is_script(m) or m.uses("torch.distributed.destroy_process_group"):
         return
     for call in m.calls():
-        if m.qual(call) != "torch.distributed.init_process_group":
+        if m.qual(call) != "torch.distributed.init_process_group" or _in_test_harness(m, call):
             continue
         backends = m.strings(kwarg(call, "backend", 0))
         ws = kwarg(call, "world_size")

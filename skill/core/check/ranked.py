@@ -172,6 +172,12 @@ def _side(m: Module, test: ast.AST) -> tuple | None:
                    for v in values):
             return None
         consts = frozenset(ast.literal_eval(v) for v in values) - {-1}  # -1: "not distributed", no rank has it
+        bound = next(iter(consts)) if len(consts) == 1 else None
+        # ranks are never negative: rank > 0 / rank >= 1 is "not rank 0", rank < 1 / rank <= 0 is "rank 0"
+        if (isinstance(op, ast.Gt) and bound == 0) or (isinstance(op, ast.GtE) and bound == 1):
+            return ("notin", frozenset({0}))
+        if (isinstance(op, ast.Lt) and bound == 1) or (isinstance(op, ast.LtE) and bound == 0):
+            return ("in", frozenset({0}))
         kind = {ast.Eq: "in", ast.In: "in", ast.NotEq: "notin", ast.NotIn: "notin"}.get(type(op))
         return (kind, consts) if kind else None
     if isinstance(test, (ast.Name, ast.Attribute, ast.Call)) and m.is_main_predicate(test):

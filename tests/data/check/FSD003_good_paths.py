@@ -45,3 +45,10 @@ def load_once(url, rank, num_gpus):
     if is_leader and num_gpus > 1:
         dist.barrier()  # then the others read its copy
     return data
+
+
+def prepare_once(rank):
+    if rank > 0:
+        dist.barrier()  # the other ranks wait for rank 0
+    if rank == 0:
+        dist.barrier()  # rank 0 has prepared the data and releases them
