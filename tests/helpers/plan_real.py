@@ -68,12 +68,31 @@ def _rank(rank: int, world_size: int, port: int, setting: dict, spec: dict, out_
 
 
 def run(world_size: int, setting: dict, spec: dict, out_dir: str) -> list[dict]:
-    """Each rank's real figures (bytes), rank order; raises when a rank fails."""
-    import torch.multiprocessing as mp
+    """Each rank's real figures (bytes), rank order; raises when a rank fails.
 
-    mp.spawn(_rank, args=(world_size, _free_port(), setting, spec, out_dir), nprocs=world_size, join=True)
+    The ranks are spawned from a child interpreter, not from the test process: ``mp.spawn`` starts
+    multiprocessing's resource tracker, which would otherwise outlive the test as a child of pytest (and
+    fail the tests that check the harness leaves no process behind).
+    """
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])))
+    subprocess.run([sys.executable, "-m", "tests.helpers.plan_real", json.dumps([world_size, setting, spec, out_dir])],
+                   cwd=root, env=env, check=True, timeout=900)
     out = []
     for r in range(world_size):
         with open(os.path.join(out_dir, f"rank{r}.json")) as f:
             out.append(json.load(f))
     return out
+
+
+if __name__ == "__main__":
+    import sys
+
+    import torch.multiprocessing as mp
+
+    ws, setting_, spec_, out_dir_ = json.loads(sys.argv[1])
+    mp.spawn(_rank, args=(ws, _free_port(), setting_, spec_, out_dir_), nprocs=ws, join=True)
