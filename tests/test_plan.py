@@ -20,9 +20,11 @@ def test_parse_bytes_units():
     assert parse_bytes("80GiB") == 80 * 2**30
     assert parse_bytes("80GB") == 80 * 10**9
     assert parse_bytes("1.5TiB") == int(1.5 * 2**40)
-    assert parse_bytes("4096") == 4096
+    assert parse_bytes("4096B") == 4096
     with pytest.raises(InvalidArgument, match="80 parsecs"):
         parse_bytes("80 parsecs")
+    with pytest.raises(InvalidArgument, match="'80' is not a number with a unit"):
+        parse_bytes("80")  # meant as GiB, it would be 80 bytes: refused
 
 
 def test_parse_transformer_names_missing_keys_and_checks_heads():
@@ -33,6 +35,8 @@ def test_parse_transformer_names_missing_keys_and_checks_heads():
         parse_transformer(SMALL.replace("dim=64", "dim=66"))
     with pytest.raises(InvalidArgument, match=r"heads\(4\) is not a multiple of kv_heads\(3\)"):
         parse_transformer(SMALL.replace("kv_heads=2", "kv_heads=3"))
+    with pytest.raises(InvalidArgument, match="head size dim/heads = 65 must be even"):
+        parse_transformer("layers=2,dim=260,heads=4,kv_heads=2,ffn=512,vocab=1000")
 
 
 def test_mesh_and_sweep():
@@ -132,6 +136,32 @@ def test_plan_user_factory_and_its_errors(tmp_path, capsys, monkeypatch):
     assert err[-1] == "fsdp-skill: error: net.py:broken() failed: RuntimeError: no weights here"
     assert main(["plan", "--model", "net.py:missing", "--world-size", "2"]) == 2
     assert "has no callable 'missing'" in capsys.readouterr().err
+
+
+@pytest.mark.torch
+def test_a_factory_that_starts_a_process_neither_hangs_the_plan_nor_leaves_it(tmp_path, capsys, monkeypatch):
+    """The planner's output goes to files and its whole session is killed when it exits: a process the user's
+    factory started (and keeps) holds no pipe the plan would wait on, and does not outlive the plan."""
+    import os
+    import signal
+    import subprocess
+
+    marker = f"sleep {os.getpid() % 1000 + 5000}"
+    (tmp_path / "net.py").write_text(MODEL_FILE + f"""
+
+def forks():
+    import subprocess
+    subprocess.Popen({marker.split()!r})
+    return make()
+""")
+    monkeypatch.chdir(tmp_path)
+    assert main(["plan", "--model", "net.py:forks", "--input", "net.py:inputs", "--world-size", "2", "--json",
+                 "--timeout", "120"]) == 0
+    assert json.loads(capsys.readouterr().out)["rows"][0]["blocks"] == 3
+    left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
+    for pid in left:
+        os.kill(int(pid), signal.SIGKILL)
+    assert left == []
 
 
 def test_http_plan_route_validates_and_refuses_code():

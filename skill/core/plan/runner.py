@@ -34,20 +34,50 @@ def run_child(request: dict, *, timeout: float = DEFAULT_TIMEOUT_S) -> list[dict
     facts = require_torch()
     tmp = tempfile.mkdtemp(prefix="fsdp-skill-plan-")
     env = {**scrubbed_env(os.environ), "TMPDIR": tmp, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1"}
+    out_path, err_path = os.path.join(tmp, "stdout"), os.path.join(tmp, "stderr")
+    restore = _terminate_as_exit()
     try:
-        proc = subprocess.Popen([facts.python, CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, env=env, start_new_session=True, text=True)
+        # output to files, not pipes: a process the user's factory starts (and keeps) would hold a pipe open, and
+        # reading it to the end would wait for that process instead of the planner
+        with open(out_path, "w") as out_f, open(err_path, "w") as err_f:
+            proc = subprocess.Popen([facts.python, CHILD], stdin=subprocess.PIPE, stdout=out_f, stderr=err_f,
+                                    env=env, start_new_session=True, text=True)
         try:
-            out, err = proc.communicate(json.dumps(request), timeout=timeout)
+            try:
+                proc.stdin.write(json.dumps(request))
+                proc.stdin.close()
+            except BrokenPipeError:
+                pass  # the child died before reading: its exit code and stderr say why
+            proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            _kill(proc)
-            raise HarnessError(f"the plan did not finish in {timeout:g} s (a larger model or sweep needs --timeout)") from None
-        except BaseException:
-            _kill(proc)
-            raise
+            raise HarnessError(f"the plan did not finish in {timeout:g} s (a larger model or sweep needs --timeout; "
+                               "a --model factory that never returns ends the same way)") from None
+        finally:
+            _kill(proc)  # the planner's whole session: anything the user's code started goes with it
+        with open(out_path) as f_out, open(err_path) as f_err:
+            out, err = f_out.read(), f_err.read()
     finally:
+        restore()
         shutil.rmtree(tmp, ignore_errors=True)
     return _results(out, err, proc.returncode)
+
+
+def _terminate_as_exit():
+    """While a plan runs in the main thread, SIGTERM raises SystemExit (so the child's session is killed on the
+    way out, as on Ctrl-C); returns the function that restores the previous handler."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous not in (signal.SIG_DFL, None):
+        return lambda: None  # the caller (serve) handles SIGTERM itself
+
+    def _exit(signum, frame):
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, _exit)
+    return lambda: signal.signal(signal.SIGTERM, previous)
 
 
 def _kill(proc: subprocess.Popen) -> None:
@@ -55,7 +85,10 @@ def _kill(proc: subprocess.Popen) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-    proc.communicate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
 
 
 def _results(out: str, err: str, code: int) -> list[dict]:

@@ -35,6 +35,9 @@ class TransformerSpec(BaseModel):
             raise InvalidArgument(f"transformer dim({self.dim}) is not a multiple of heads({self.heads})")
         if self.heads % self.kv_heads:
             raise InvalidArgument(f"transformer heads({self.heads}) is not a multiple of kv_heads({self.kv_heads})")
+        if (self.dim // self.heads) % 2:
+            raise InvalidArgument(f"transformer head size dim/heads = {self.dim // self.heads} must be even (rotary "
+                                  "embedding rotates pairs of features)")
         return self
 
     def text(self) -> str:
@@ -94,9 +97,10 @@ class Setting(BaseModel):
 
 
 def parse_bytes(text: str) -> int:
-    """``80GiB`` / ``80GB`` / ``1.5TiB`` / ``4096`` -> bytes; raises InvalidArgument."""
+    """``80GiB`` / ``80GB`` / ``1.5TiB`` / ``4096B`` -> bytes; a bare number is refused (``80`` meant as GiB would
+    be 80 bytes); raises InvalidArgument."""
     m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([a-zA-Z]*)\s*", text or "")
-    if not m or m.group(2).lower() not in _UNITS:
+    if not m or not m.group(2) or m.group(2).lower() not in _UNITS:
         raise InvalidArgument(f"memory size {text!r} is not a number with a unit such as 80GiB, 80GB or 24576MiB")
     value = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
     if value <= 0:
