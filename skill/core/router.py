@@ -17,7 +17,7 @@ import numpy as np
 from fsdp_skill.core import scope
 from fsdp_skill.core.knowledge import Knowledge
 from fsdp_skill.core.models import SectionDoc
-from fsdp_skill.core.tokenize import TOKENIZER_VERSION, has_cjk, is_traceback, reduce_traceback, tokenize
+from fsdp_skill.core.tokenize import CJK_RUN, TOKENIZER_VERSION, has_cjk, is_traceback, reduce_traceback, tokenize
 
 MAX_QUERY_TOKENS = 400
 # Complete recipes (topic 'recipes') repeat the terms of many focused sections; for a question that is
@@ -278,4 +278,4 @@ def _no_field_reason(question: str) -> str:
 def _chinese(text: str | None) -> str:
     """The Chinese runs of a Chinese body, for the index: its Latin words (API names, code) repeat the English
     body's, and indexing them twice would tilt English questions toward sections with long Chinese bodies."""
-    return " ".join(re.findall(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+", text or ""))
+    return " ".join(CJK_RUN.findall(text or ""))

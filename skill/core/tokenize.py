@@ -23,7 +23,7 @@ import re
 TOKENIZER_VERSION = 1  # bump whenever tokens change, so cached indexes are rebuilt
 
 _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_CJK_RUN = re.compile(f"[{_CJK}]+")
+CJK_RUN = _CJK_RUN = re.compile(f"[{_CJK}]+")  # runs of Chinese characters (the router indexes them too)
 _CJK_CHAR = re.compile(f"[{_CJK}]")
 # identifiers, dotted names, hyphenated terms and numbers with letters (bf16, fp32, v1.8)
 _WORD = re.compile(r"[A-Za-z0-9_]+(?:[.\-][A-Za-z0-9_]+)*")

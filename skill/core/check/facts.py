@@ -510,14 +510,9 @@ class Module:
 
     def _after_exit(self, branch: ast.If, out: dict[int, list[ast.AST]]) -> None:
         """``if rank != 0: return`` — what follows in the same block runs on the other ranks only."""
-        parent = self.parents.get(id(branch))
-        for name in ("body", "orelse", "finalbody", "handlers"):
-            block = getattr(parent, name, None)
-            if isinstance(block, list) and any(stmt is branch for stmt in block):
-                after = block[[i for i, stmt in enumerate(block) if stmt is branch][0] + 1:]
-                for stmt in after:
-                    for sub in ast.walk(stmt):
-                        out.setdefault(id(sub), []).append(branch)
+        for stmt in self._after(branch):
+            for sub in ast.walk(stmt):
+                out.setdefault(id(sub), []).append(branch)
 
     def other_branch_has(self, branch: ast.AST, node: ast.AST, key) -> bool:
         """Do the ranks that do not take ``node``'s path reach a call with ``key`` too?

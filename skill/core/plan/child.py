@@ -178,18 +178,23 @@ def warm_up(model, optimizer):
     optimizer.zero_grad(set_to_none=True)
 
 
+def _call_factory(ref):
+    """The user's ``file.py:fn`` / ``pkg.mod:fn`` called with no arguments; any failure is a PlanFailure naming it."""
+    try:
+        return resolve_factory(ref)()
+    except PlanFailure:
+        raise
+    except BaseException as exc:
+        raise PlanFailure("model", f"{ref}() failed: {_line(exc)}") from exc
+
+
 def build_model(spec):
     """The model of the request: the built-in transformer or the user's factory (called with no arguments)."""
     from torch import nn
 
     if "transformer" in spec:
         return load_sibling("transformer").Transformer(**spec["transformer"])
-    try:
-        model = resolve_factory(spec["factory"])()
-    except PlanFailure:
-        raise
-    except BaseException as exc:
-        raise PlanFailure("model", f"{spec['factory']}() failed: {_line(exc)}") from exc
+    model = _call_factory(spec["factory"])
     if not isinstance(model, nn.Module):
         raise PlanFailure("model", f"{spec['factory']}() returned {type(model).__name__}, not an nn.Module")
     return model
@@ -200,12 +205,7 @@ def make_inputs(spec, setting):
     import torch
 
     if spec.get("input"):
-        try:
-            made = resolve_factory(spec["input"])()
-        except PlanFailure:
-            raise
-        except BaseException as exc:
-            raise PlanFailure("model", f"{spec['input']}() failed: {_line(exc)}") from exc
+        made = _call_factory(spec["input"])
         return tuple(made) if isinstance(made, (tuple, list)) else (made,)
     vocab = spec.get("transformer", {}).get("vocab", 2)
     return (torch.randint(0, vocab, (setting["batch"], setting["seq"])),)
