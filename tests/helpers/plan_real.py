@@ -32,10 +32,64 @@ def _storage_bytes(tensors) -> int:
     return total
 
 
+def _tracker(model, optimizer):
+    """A ``MemTracker`` that also keeps the peak without the gloo backend's own staging copies.
+
+    gloo's reduce-scatter copies its whole input before reducing it (NCCL reduces in place into the
+    output), and the tracker first sees that copy inside ``dist.reduce_scatter_single``. The plan is made
+    for NCCL, so the comparison subtracts the storages first seen inside that call; ``staging_peak`` is
+    the most such bytes alive at once, for the report."""
+    import torch.distributed as dist
+    from torch.distributed._tools.mem_tracker import MemTracker
+
+    class RealTracker(MemTracker):
+        def __init__(self):
+            super().__init__()
+            self.in_collective = False
+            self.staging = {}  # id(winfo) -> bytes, while alive
+            self.peak_without_staging = 0
+            self.staging_peak = 0
+
+        def _track(self, reftype, t):
+            before = len(self._WINFO) if self.in_collective else None
+            super()._track(reftype, t)
+            if before is not None and len(self._WINFO) > before:
+                from torch.distributed._tools.mem_tracker import get_untyped_storages
+
+                for st in get_untyped_storages(t):
+                    winfo, _ = self._WINFO.get(st, (None, None))
+                    if winfo is not None and id(winfo) not in self.staging:
+                        self.staging[id(winfo)] = winfo.mem_consumed
+
+        def _delete_callback(self, winfo, w_st):
+            self.staging.pop(id(winfo), None)
+            super()._delete_callback(winfo, w_st)
+
+        def _update_peak_stats(self, peak_state):
+            super()._update_peak_stats(peak_state)
+            total = sum(snap["Total"] for snap in self._curr_mem_snap.values())
+            staged = sum(self.staging.values())
+            self.staging_peak = max(self.staging_peak, staged)
+            self.peak_without_staging = max(self.peak_without_staging, total - staged)
+
+    tracker = RealTracker()
+    original = dist.reduce_scatter_single
+
+    def reduce_scatter_single(*args, **kwargs):
+        tracker.in_collective = True
+        try:
+            return original(*args, **kwargs)
+        finally:
+            tracker.in_collective = False
+
+    dist.reduce_scatter_single = reduce_scatter_single
+    tracker.track_external(model, optimizer)
+    return tracker
+
+
 def _rank(rank: int, world_size: int, port: int, setting: dict, spec: dict, out_dir: str) -> None:
     import torch
     import torch.distributed as dist
-    from torch.distributed._tools.mem_tracker import MemTracker
     from torch.distributed.device_mesh import init_device_mesh
 
     from fsdp_skill.core.plan import child
@@ -51,8 +105,7 @@ def _rank(rank: int, world_size: int, port: int, setting: dict, spec: dict, out_
         opt = child.make_optimizer(model, setting["optimizer"])
         inputs = child.make_inputs(spec, setting)
         child.warm_up(model, opt)
-        tracker = MemTracker()
-        tracker.track_external(model, opt)
+        tracker = _tracker(model, opt)
         with tracker:
             child.train_step(model, opt, inputs, True)
         peak = sum(s["Total"] for s in tracker.get_tracker_snapshot("peak").values())
@@ -60,7 +113,9 @@ def _rank(rank: int, world_size: int, port: int, setting: dict, spec: dict, out_
         state = [t for st in opt.state.values() for t in st.values() if isinstance(t, torch.Tensor)]
         result = {"sharded_param_bytes": _storage_bytes(params),
                   "sharded_grad_bytes": _storage_bytes([p.grad for p in params if p.grad is not None]),
-                  "optimizer_state_bytes": _storage_bytes(state), "peak_bytes": int(peak)}
+                  "optimizer_state_bytes": _storage_bytes(state), "peak_bytes": int(peak),
+                  "peak_without_staging_bytes": int(tracker.peak_without_staging),
+                  "staging_peak_bytes": int(tracker.staging_peak)}
         with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
             json.dump(result, f)
     finally:

@@ -17,9 +17,11 @@ NOT_MEASURED = [
     "CUDA context and kernel images, NCCL communicator buffers and caching-allocator fragmentation: not tensors, so "
     "not measured; rough ranges are given separately as estimates",
     "memory of other processes on the GPU, CUDA graphs, torch.compile workspaces and cuBLAS/cuDNN workspaces",
-    "the fake backend completes every collective at once, so its buffers die as soon as FSDP2 drops them; on a "
-    "real backend they can live until the work is waited on (tests/test_plan_exact.py: the plan was 7-9% under "
-    "a real gloo run's peak on a tiny model, where buffers are a large share)",
+    "collectives are counted as NCCL runs them, in place in FSDP2's own buffers (the fake backend completes "
+    "each at once; FSDP2 frees its buffers at the same points either way). gloo, the CPU backend, also copies "
+    "each reduce-scatter's whole input first; the plan does not count that copy (tests/test_plan_exact.py: "
+    "against real gloo runs the plan equals MemTracker's peak without it to the byte, and was 0-14% under the "
+    "peak with it on a tiny model)",
     "FSDP1 (FullyShardedDataParallel) is out of scope: its FlatParameter memory is not what FSDP2 allocates",
     "with cpu_offload the plan runs on one device type: device_peak_bytes subtracts the offloaded sharded state "
     "(derived, not measured apart)",
