@@ -4,7 +4,8 @@
 transformer for real, shards it with the planner's own ``shard`` / ``make_optimizer`` / ``warm_up`` /
 ``train_step`` (:mod:`fsdp_skill.core.plan.child`), and writes ``rank<r>.json``: the bytes of its local
 parameter shards, gradient shards and optimizer state (summed over distinct storages, as the tracker
-counts them) and the peak of the measured step by ``MemTracker``.
+counts them) and the peak of the measured step by ``MemTracker``, with and without the storages gloo's
+reduce-scatter makes for itself (see ``_tracker``).
 """
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ def _tracker(model, optimizer):
     for NCCL, so the comparison subtracts the storages first seen inside that call; ``staging_peak`` is
     the most such bytes alive at once, for the report."""
     import torch.distributed as dist
-    from torch.distributed._tools.mem_tracker import MemTracker
+    from torch.distributed._tools.mem_tracker import MemTracker, get_untyped_storages
 
     class RealTracker(MemTracker):
         def __init__(self):
@@ -54,8 +55,6 @@ def _tracker(model, optimizer):
             before = len(self._WINFO) if self.in_collective else None
             super()._track(reftype, t)
             if before is not None and len(self._WINFO) > before:
-                from torch.distributed._tools.mem_tracker import get_untyped_storages
-
                 for st in get_untyped_storages(t):
                     winfo, _ = self._WINFO.get(st, (None, None))
                     if winfo is not None and id(winfo) not in self.staging:
