@@ -37,6 +37,46 @@ def test_parse_transformer_names_missing_keys_and_checks_heads():
         parse_transformer(SMALL.replace("kv_heads=2", "kv_heads=3"))
     with pytest.raises(InvalidArgument, match="head size dim/heads = 65 must be even"):
         parse_transformer("layers=2,dim=260,heads=4,kv_heads=2,ffn=512,vocab=1000")
+    with pytest.raises(InvalidArgument, match=r"gives layers twice \(2 and 80\)"):
+        parse_transformer(SMALL + ",layers=80")
+
+
+def test_labels_say_what_was_planned():
+    assert Setting(mesh=[8]).label() == "ws=8 b1xs2048 bf16/fp32 adamw ac=none reshard=true"
+    assert Setting(mesh=[2, 4], param_dtype=None, reduce_dtype=None).label().startswith("mesh=2x4 b1xs2048 no-mp ")
+    assert " orig/fp32 " in Setting(mesh=[8], param_dtype=None).label()
+    assert " bf16/bf16 " in Setting(mesh=[8], reduce_dtype=None).label()
+    assert " input=factory " in Setting(mesh=[8]).label(custom_input=True)
+
+
+def test_sizes_in_the_terminal_follow_the_model():
+    from fsdp_skill.adapters.cli.plan_render import count, size
+
+    assert size(49 * 2**30 + 2**29) == "49.50 GiB" and size(3 * 2**20) == "3.00 MiB" and size(512) == "512 B"
+    assert size(2**20, unit=2**30) == "0.00 GiB"
+    assert count(8_030_261_248) == "8.03 B" and count(33_088) == "33.09 K" and count(12) == "12"
+
+
+def test_honesty_lines_note_an_integer_reshard():
+    from fsdp_skill.core.plan.advice import NOT_MEASURED, RESHARD_INT_NOTE, not_measured
+
+    rows = [_row(Setting(mesh=[8])), _row(Setting(mesh=[8], reshard_after_forward=2))]
+    assert not_measured(rows[:1]) == NOT_MEASURED
+    assert not_measured(rows) == NOT_MEASURED + [RESHARD_INT_NOTE]
+
+
+def test_a_model_without_blocks_is_told_so_not_offered_per_block_checkpointing():
+    texts = [s.text for s in suggestions([_row(Setting(mesh=[8]), blocks=0)])]
+    assert any("no nn.ModuleList" in t for t in texts)
+    assert not any("--activation-checkpointing per-block" in t for t in texts)
+    assert any("--activation-checkpointing per-block" in s.text for s in suggestions([_row(Setting(mesh=[8]))]))
+
+
+def _row(setting, blocks=1):
+    cats = dict.fromkeys(("activation", "temp", "unsharded_param"), 1)
+    return PlanRow(setting=setting, label="x", world_size=setting.world_size, peak_bytes=1, device_peak_bytes=1,
+                   peak_phase="backward", peak_by_category=cats, sharded_param_bytes=1, sharded_grad_bytes=1,
+                   optimizer_state_bytes=1, blocks=blocks, seconds=0.0)
 
 
 def test_mesh_and_sweep():
@@ -54,13 +94,10 @@ def test_mesh_and_sweep():
 
 def test_every_suggestion_links_an_existing_section():
     ids = set(load_knowledge().sections)
-    cats = dict.fromkeys(("activation", "temp", "unsharded_param"), 1)
-    for setting in (Setting(mesh=[8]), Setting(mesh=[2, 4], param_dtype=None, reshard_after_forward=False,
-                                                activation_checkpointing="per-block")):
-        row = PlanRow(setting=setting, label="x", world_size=8, peak_bytes=1, device_peak_bytes=1, peak_phase="backward",
-                      peak_by_category=cats, sharded_param_bytes=1, sharded_grad_bytes=1, optimizer_state_bytes=1,
-                      blocks=1, seconds=0.0)
-        for s in suggestions([row]):
+    for setting, blocks in ((Setting(mesh=[8]), 1), (Setting(mesh=[8]), 0),
+                            (Setting(mesh=[2, 4], param_dtype=None, reshard_after_forward=False,
+                                     activation_checkpointing="per-block"), 1)):
+        for s in suggestions([_row(setting, blocks)]):
             assert s.section in ids, s
 
 
@@ -119,6 +156,9 @@ def inputs():
 
 def broken():
     raise RuntimeError("no weights here")
+
+def flat():
+    return nn.Sequential(nn.Linear(64, 64), nn.ReLU())
 '''
 
 
@@ -136,6 +176,14 @@ def test_plan_user_factory_and_its_errors(tmp_path, capsys, monkeypatch):
     assert err[-1] == "fsdp-skill: error: net.py:broken() failed: RuntimeError: no weights here"
     assert main(["plan", "--model", "net.py:missing", "--world-size", "2"]) == 2
     assert "has no callable 'missing'" in capsys.readouterr().err
+    assert main(["plan", "--model", "net.py:flat", "--input", "net.py:inputs", "--world-size", "2",
+                 "--activation-checkpointing", "per-block"]) == 2
+    assert "per block needs blocks, and the model has no nn.ModuleList" in capsys.readouterr().err
+    monkeypatch.setenv("COLUMNS", "240")
+    assert main(["plan", "--model", "net.py:flat", "--input", "net.py:inputs", "--world-size", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "on the root only: no nn.ModuleList of blocks" in out and "4.16 K parameters" in out
+    assert "input=factory" in out and "a smaller input from your --input factory" in out and "--batch" not in out
 
 
 @pytest.mark.torch
@@ -175,6 +223,11 @@ def test_http_plan_route_validates_and_refuses_code():
         assert r.status_code == 400 and "dim(66) is not a multiple of heads(4)" in r.json()["error"]
         r = client.post("/v1/plan", json={**body, "model": "evil.py:f"})
         assert r.status_code == 422 and r.json()["code"] == "invalid_request"
+        r = client.post("/v1/plan", json={"transformer": {"layers": 2, "dim": 66, "heads": 4, "kv_heads": 2,
+                                                          "ffn": 128, "vocab": 256}})
+        assert r.status_code == 400 and "dim(66) is not a multiple of heads(4)" in r.json()["error"]
+        r = client.post("/v1/plan", json={"transformer": {"layers": 2}})
+        assert r.status_code == 422 and r.json()["code"] == "invalid_request"
 
 
 @pytest.mark.torch
@@ -188,7 +241,9 @@ def test_plan_memory_tool_and_http_route_plan_the_same():
     tool = invoke("plan_memory", args)
     with TestClient(create_app()) as client:
         r = client.post("/v1/plan", json=args)
-    assert r.status_code == 200
+        assert r.status_code == 200
+        again = client.post("/v1/plan", json={**args, "transformer": r.json()["transformer"]})  # the report's object
+    assert again.status_code == 200 and again.json()["rows"][0]["peak_bytes"] == tool.rows[0].peak_bytes
     http = r.json()["rows"][0]
     assert http["peak_bytes"] == tool.rows[0].peak_bytes
     assert http["fit"]["status"] == "does not fit"  # 1 MiB: under the CUDA-context estimate alone

@@ -164,7 +164,8 @@ def run_plan(a: PlanInput) -> PlanReport:
     from fsdp_skill.core.plan.spec import parse_transformer
 
     gpu = int(a.gpu_memory_gib * 2**30) if a.gpu_memory_gib else None
-    return plan_memory(a.settings(), transformer=parse_transformer(a.transformer), gpu_memory=gpu, timeout=PLAN_TIMEOUT_S)
+    spec = parse_transformer(a.transformer) if isinstance(a.transformer, str) else a.transformer  # HTTP: an object too
+    return plan_memory(a.settings(), transformer=spec, gpu_memory=gpu, timeout=PLAN_TIMEOUT_S)
 
 
 @dataclass(frozen=True)

@@ -6,50 +6,79 @@ from rich.table import Table
 
 from fsdp_skill.core.plan.models import CATEGORY_ORDER, PlanReport
 
-GIB = 2**30
+_UNITS = ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"))
 _SHORT = {"sharded_param": "sharded params", "unsharded_param": "unsharded params", "buffer": "buffers",
           "sharded_grad": "sharded grads", "unsharded_grad": "unsharded grads", "activation": "activations",
           "temp": "temporaries", "all_gather": "all-gather buffers", "reduce_scatter": "reduce-scatter buffers",
           "optimizer_state": "optimizer state", "inputs": "inputs"}
 
 
-def gib(n: int) -> str:
-    """Bytes as GiB with two decimals."""
-    return f"{n / GIB:.2f}"
+def size(n: int, unit: int | None = None) -> str:
+    """Bytes in the unit given (a power of 1024), else the largest of GiB / MiB / KiB that ``n`` reaches, e.g.
+    ``49.31 GiB``, ``3.2 MiB``; below 1 KiB, ``512 B``."""
+    for factor, name in _UNITS:
+        if unit == factor or (unit is None and abs(n) >= factor):
+            return f"{n / factor:.2f} {name}"
+    return f"{n} B"
+
+
+def _unit(report: PlanReport) -> int:
+    """The unit of the report's tables: the one the largest peak reaches (GiB for any real model)."""
+    top = max(max(r.device_peak_bytes for r in report.rows), report.gpu_memory_bytes or 0)
+    return next((factor for factor, _ in _UNITS if top >= factor), 1)
+
+
+def _wrapping(report: PlanReport) -> str:
+    blocks = report.rows[0].blocks
+    return f"on {blocks} blocks and the root" if blocks else "on the root only: no nn.ModuleList of blocks"
+
+
+def _num(n: int, unit: int) -> str:
+    return f"{n / unit:.2f}" if unit > 1 else str(n)
+
+
+def count(n: int) -> str:
+    """A parameter count: ``8.03 B``, ``12.4 M``, ``5.1 K`` or the number."""
+    for factor, name in ((10**9, "B"), (10**6, "M"), (10**3, "K")):
+        if n >= factor:
+            return f"{n / factor:.2f} {name}"
+    return str(n)
 
 
 def print_plan(report: PlanReport, console: Console | None = None) -> None:
     """Print the per-rank table (one row per setting), the fit verdicts, estimates, honesty lines and suggestions."""
     console = console or Console()
-    console.print(f"[bold]{report.model}[/bold]  {report.params / 1e9:.2f} B parameters  (torch {report.torch_version}, "
-                  f"FSDP2 fully_shard per block and root)")
+    unit = _unit(report)
+    name = dict((f, n) for f, n in _UNITS).get(unit, "B")
+    console.print(f"[bold]{report.model}[/bold]  {count(report.params)} parameters  (torch {report.torch_version}, "
+                  f"FSDP2 fully_shard {_wrapping(report)})")
     cats = [c for c in CATEGORY_ORDER if any(r.peak_by_category.get(c) for r in report.rows)]
     rows = Table(title="per-rank peak memory of one training step", title_justify="left")
-    for col in ("#", "setting", "peak GiB", "phase"):
-        rows.add_column(col, justify="right" if col in ("#", "peak GiB") else "left")
+    for col in ("#", "setting", f"peak {name}", "phase"):
+        rows.add_column(col, justify="right" if col in ("#", f"peak {name}") else "left")
     if report.gpu_memory_bytes:
-        rows.add_column(f"fit in {gib(report.gpu_memory_bytes)} GiB (left after estimates)")
+        rows.add_column(f"fit in {size(report.gpu_memory_bytes)} (left after estimates)")
     for i, r in enumerate(report.rows, 1):
-        cells = [str(i), r.label, gib(r.device_peak_bytes), r.peak_phase]
+        cells = [str(i), r.label, _num(r.device_peak_bytes, unit), r.peak_phase]
         if r.fit:
             color = {"fits": "green", "tight": "yellow", "does not fit": "red"}[r.fit.status]
-            cells.append(f"[{color}]{r.fit.status}[/{color}] ({gib(r.fit.headroom_after_estimates_bytes)})")
+            cells.append(f"[{color}]{r.fit.status}[/{color}] ({size(r.fit.headroom_after_estimates_bytes)})")
         rows.add_row(*cells)
     console.print(rows)
-    by_cat = Table(title="at the peak, by category (GiB)", title_justify="left")
+    by_cat = Table(title=f"at the peak, by category ({name})", title_justify="left")
     by_cat.add_column("category")
     for i in range(1, len(report.rows) + 1):
         by_cat.add_column(f"#{i}", justify="right")
     for c in cats:
-        by_cat.add_row(_SHORT[c], *(gib(r.peak_by_category.get(c, 0)) for r in report.rows))
+        by_cat.add_row(_SHORT[c], *(_num(r.peak_by_category.get(c, 0), unit) for r in report.rows))
     console.print(by_cat)
     for i, r in enumerate(report.rows, 1):
-        console.print(f"  #{i} steady shards per rank: params {gib(r.sharded_param_bytes)}, grads "
-                      f"{gib(r.sharded_grad_bytes)}, optimizer {gib(r.optimizer_state_bytes)} GiB ({r.seconds:.1f} s)",
+        console.print(f"  #{i} steady shards per rank: params {size(r.sharded_param_bytes, unit)}, grads "
+                      f"{size(r.sharded_grad_bytes, unit)}, optimizer {size(r.optimizer_state_bytes, unit)} ({r.seconds:.1f} s)",
                       highlight=False)
     console.print("[bold]not measured — estimates[/bold] (per GPU, for the largest row):")
     for e in report.estimates:
-        console.print(f"  {e.name}: {gib(e.low_bytes)}–{gib(e.high_bytes)} GiB — {e.basis}", highlight=False)
+        console.print(f"  {e.name}: {size(e.low_bytes)}–{size(e.high_bytes)} — {e.basis}", highlight=False)
     console.print(report.measured, highlight=False)
     for line in report.not_measured:
         console.print(f"  - {line}", highlight=False)

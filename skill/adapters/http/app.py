@@ -32,7 +32,7 @@ import os
 import signal
 import threading
 from contextlib import asynccontextmanager
-from typing import Literal
+from typing import Annotated, Literal
 
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -46,6 +46,7 @@ from fsdp_skill.core.answer import MAX_QUESTION_CHARS
 from fsdp_skill.core.check import CheckReport
 from fsdp_skill.core.models import Answer, SectionOut
 from fsdp_skill.core.plan.models import PlanReport
+from fsdp_skill.core.plan.spec import TransformerSpec
 from fsdp_skill.core.snippets import SnippetInfo, stop_runs
 from fsdp_skill.core.toolspec import AskInput, CheckInput, PlanInput
 from fsdp_skill.errors import (
@@ -102,7 +103,12 @@ class CheckRequest(CheckInput):
 
 
 class PlanRequest(PlanInput):
-    """Body of ``POST /v1/plan`` (built-in transformer sizes only: no client code is run)."""
+    """Body of ``POST /v1/plan`` (built-in transformer sizes only: no client code is run).  ``transformer`` is the
+    CLI's text or the object a PlanReport's ``transformer`` holds, so a report's sizes can be sent back as they are."""
+
+    transformer: TransformerSpec | Annotated[str, Field(min_length=1, max_length=200)] = Field(
+        description="Sizes of the built-in Llama-style decoder: an object with layers, dim, heads, kv_heads, ffn and "
+                    "vocab, or the CLI's text 'layers=32,dim=4096,heads=32,kv_heads=8,ffn=14336,vocab=128256'")
 
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{
         "transformer": "layers=32,dim=4096,heads=32,kv_heads=8,ffn=14336,vocab=128256",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import shlex
 
-from fsdp_skill.core.plan.advice import MEASURED, NOT_MEASURED, estimates, fit, suggestions
+from fsdp_skill.core.plan.advice import MEASURED, estimates, fit, not_measured, suggestions
 from fsdp_skill.core.plan.models import PlanReport, PlanRow
 from fsdp_skill.core.plan.spec import Setting, TransformerSpec
 from fsdp_skill.errors import HarnessError, InvalidArgument
@@ -40,18 +40,18 @@ def plan_memory(settings: list[Setting], *, transformer: TransformerSpec | None 
     results = run_child({"model": model, "settings": [s.check().model_dump() for s in settings]}, timeout=timeout)
     if len(results) != len(settings):
         raise HarnessError(f"the planner returned {len(results)} result(s) for {len(settings)} setting(s)")
-    rows = [_row(s, r, gpu_memory) for s, r in zip(settings, results, strict=True)]
+    rows = [_row(s, r, gpu_memory, bool(input_factory)) for s, r in zip(settings, results, strict=True)]
     name = f"transformer {transformer.text()}" if transformer else factory
     return PlanReport(model=name, transformer=transformer, params=results[0]["params"], rows=rows,
                       gpu_memory_bytes=gpu_memory, estimates=estimates(max(rows, key=lambda r: r.device_peak_bytes)),
-                      measured=MEASURED, not_measured=NOT_MEASURED, suggestions=suggestions(rows),
+                      measured=MEASURED, not_measured=not_measured(rows), suggestions=suggestions(rows, bool(input_factory)),
                       command=command or command_line(settings, transformer, factory, gpu_memory),
                       torch_version=results[0]["torch_version"])
 
 
-def _row(setting: Setting, r: dict, gpu_memory: int | None) -> PlanRow:
+def _row(setting: Setting, r: dict, gpu_memory: int | None, custom_input: bool) -> PlanRow:
     held = r["peak_by_category"]["sharded_param"] + r["peak_by_category"]["sharded_grad"] + r["peak_by_category"]["optimizer_state"]
-    row = PlanRow(setting=setting, label=setting.label(), world_size=r["world_size"], peak_bytes=r["peak_bytes"],
+    row = PlanRow(setting=setting, label=setting.label(custom_input), world_size=r["world_size"], peak_bytes=r["peak_bytes"],
                   device_peak_bytes=r["peak_bytes"] - held if setting.cpu_offload else r["peak_bytes"],
                   peak_phase=r["peak_phase"], peak_by_category=r["peak_by_category"],
                   sharded_param_bytes=r["sharded_param_bytes"], sharded_grad_bytes=r["sharded_grad_bytes"],

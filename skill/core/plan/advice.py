@@ -28,21 +28,36 @@ NOT_MEASURED = [
 ]
 
 
+RESHARD_INT_NOTE = ("with an integer reshard_after_forward, FSDPMemTracker counts each block's smaller copy of its "
+                    "parameters, kept from forward to backward, under activation (it is in the peak either way)")
+
+
+def not_measured(rows: list[PlanRow]) -> list[str]:
+    """The honesty lines of a plan of ``rows``: NOT_MEASURED, plus a note on categories a setting shifts."""
+    ints = any(not isinstance(r.setting.reshard_after_forward, bool) for r in rows)
+    return NOT_MEASURED + ([RESHARD_INT_NOTE] if ints else [])
+
+
 def estimates(row: PlanRow) -> list[Estimate]:
     """Rough ranges (bytes, per GPU) of what the plan does not measure, for ``row``; marked as estimates."""
     comms = 2 if len(row.setting.mesh) == 2 else 1
     return [
         Estimate(name="CUDA context (estimate)", low_bytes=300 * MIB, high_bytes=1 * GIB,
                  basis="the CUDA runtime's context and loaded kernels of a PyTorch process, outside the caching "
-                       "allocator (torch.cuda.memory_allocated does not count it); varies with GPU, driver and CUDA"),
+                       "allocator (torch.cuda.memory_allocated does not count it: docs.pytorch.org/docs/stable/"
+                       "generated/torch.cuda.memory.memory_allocated.html); the docs give no size: this range is what "
+                       "users report (e.g. 781 MB for a bare process, github.com/pytorch/pytorch/issues/34323) and "
+                       "varies with GPU, driver, CUDA and CUDA_MODULE_LOADING"),
         Estimate(name=f"NCCL buffers (estimate, {comms} communicator{'s' if comms > 1 else ''})",
                  low_bytes=comms * 200 * MIB, high_bytes=comms * 1 * GIB,
-                 basis="per communicator: NCCL_BUFFSIZE (default 4 MiB, NCCL docs) per channel and peer "
-                       "connection, plus proxy and NVLS buffers; grows with channels and peers"),
+                 basis="per communicator: NCCL_BUFFSIZE (default 4 MiB, docs.nvidia.com/deeplearning/nccl/"
+                       "user-guide/docs/env.html#nccl-buffsize) per channel and peer connection, plus proxy and NVLS "
+                       "buffers; grows with channels and peers. The range is our estimate, not a documented figure"),
         Estimate(name="allocator fragmentation (estimate)", low_bytes=0,
                  high_bytes=int(row.device_peak_bytes * FRAGMENTATION_HIGH),
-                 basis="reserved minus allocated in PyTorch's caching allocator, 0-15% of the peak; "
-                       "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True keeps it low"),
+                 basis="reserved minus allocated in PyTorch's caching allocator (docs.pytorch.org/docs/stable/"
+                       "notes/cuda.html#memory-management); 0-15% of the peak is our rule of thumb, not a documented "
+                       "figure; PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True keeps it low"),
     ]
 
 
@@ -60,14 +75,20 @@ def _gib(n: int) -> str:
     return f"{n / GIB:.1f} GiB"
 
 
-def suggestions(rows: list[PlanRow]) -> list[Suggestion]:
-    """Knobs that would lower the peak of the largest row, each with the section that explains it."""
+def suggestions(rows: list[PlanRow], custom_input: bool = False) -> list[Suggestion]:
+    """Knobs that would lower the peak of the largest row, each with the section that explains it
+    (``custom_input``: the input came from the user's factory, so --batch/--seq do not apply)."""
     row = max(rows, key=lambda r: r.device_peak_bytes)
     s: Setting = row.setting
     cat = row.peak_by_category
     out = []
     acts = cat.get("activation", 0) + cat.get("temp", 0)
-    if s.activation_checkpointing == "none":
+    if not row.blocks:
+        out.append(Suggestion(text="the model has no nn.ModuleList of blocks, so fully_shard went on the root alone: "
+                                   "every parameter is all-gathered at once. Keep the blocks in an nn.ModuleList (or "
+                                   "call fully_shard on each block yourself) to gather one block at a time, and to "
+                                   "plan per-block activation checkpointing", section="sharding/fully-shard-order-root"))
+    elif s.activation_checkpointing == "none":
         out.append(Suggestion(text=f"activation checkpointing per block (--activation-checkpointing per-block): "
                                    f"activations and temporaries are {_gib(acts)} of the peak", section="model/ac-fsdp2"))
     else:
@@ -91,6 +112,7 @@ def suggestions(rows: list[PlanRow]) -> list[Suggestion]:
                               section="sharding/hybrid-sharding-hsdp"))
     out.append(Suggestion(text="more ranks divide the parameters, gradients and optimizer state, not the "
                                "activations (try --sweep world-size=...)", section="parallelism/memory-per-parameter"))
-    out.append(Suggestion(text="a smaller --batch or --seq (with gradient accumulation) lowers the activations",
+    smaller = "a smaller input from your --input factory" if custom_input else "a smaller --batch or --seq"
+    out.append(Suggestion(text=f"{smaller} (with gradient accumulation) lowers the activations",
                           section="offload/offload-alternatives"))
     return out

@@ -110,6 +110,9 @@ def shard(model, mesh, setting):
                               reduce_dtype=dtype(setting.get("reduce_dtype")))
     offload = CPUOffloadPolicy(pin_memory=False) if setting.get("cpu_offload") else OffloadPolicy()
     blocks = blocks_of(model)
+    if setting.get("activation_checkpointing") == "per-block" and not blocks:
+        raise PlanFailure("setting", "activation checkpointing per block needs blocks, and the model has no "
+                                     "nn.ModuleList (the planner checkpoints and shards the children of the largest one)")
     if setting.get("activation_checkpointing") == "per-block":
         from torch.distributed._composable import checkpoint
 

@@ -87,11 +87,19 @@ class Setting(BaseModel):
             raise InvalidArgument(f"reshard_after_forward({r}) must be a positive divisor of the shard size({shard})")
         return self
 
-    def label(self) -> str:
-        """A short description for a table row, e.g. ``ws=64 bf16/fp32 adamw ac=per-block``."""
+    def label(self, custom_input: bool = False) -> str:
+        """A short description for a table row, e.g. ``ws=64 b1xs2048 bf16/fp32 adamw ac=none reshard=true``.
+
+        The dtypes read param/reduce; ``no-mp`` is no mixed precision (the model's own dtypes), and ``orig``
+        a dtype left at the parameter's own.  ``custom_input``: the input came from an input factory, so
+        batch and seq do not apply."""
         mesh = "x".join(map(str, self.mesh))
-        parts = [f"mesh={mesh}" if len(self.mesh) == 2 else f"ws={mesh}", f"b{self.batch}xs{self.seq}",
-                 f"{self.param_dtype or 'fp32'}/{self.reduce_dtype or self.param_dtype or 'fp32'}", self.optimizer]
+        if self.param_dtype is None and self.reduce_dtype is None:
+            dtypes = "no-mp"
+        else:
+            dtypes = f"{self.param_dtype or 'orig'}/{self.reduce_dtype or self.param_dtype or 'orig'}"
+        parts = [f"mesh={mesh}" if len(self.mesh) == 2 else f"ws={mesh}",
+                 "input=factory" if custom_input else f"b{self.batch}xs{self.seq}", dtypes, self.optimizer]
         parts += [f"ac={self.activation_checkpointing}", f"reshard={str(self.reshard_after_forward).lower()}"]
         return " ".join(parts + (["cpu-offload"] if self.cpu_offload else []))
 
@@ -116,7 +124,10 @@ def parse_transformer(text: str) -> TransformerSpec:
         if not eq or not value.strip().isdigit():
             raise InvalidArgument(f"--transformer part {part.strip()!r} is not KEY=INTEGER "
                                   "(e.g. layers=32,dim=4096,heads=32,kv_heads=8,ffn=14336,vocab=128256)")
-        fields[key.strip().replace("-", "_")] = int(value)
+        name = key.strip().replace("-", "_")
+        if name in fields:
+            raise InvalidArgument(f"--transformer gives {name} twice ({fields[name]} and {int(value)})")
+        fields[name] = int(value)
     missing = [k for k in TransformerSpec.model_fields if k not in fields]
     unknown = [k for k in fields if k not in TransformerSpec.model_fields]
     if missing or unknown:
