@@ -246,6 +246,10 @@ def make_tracker(model, optimizer):
     snapshot, which this override keeps exactly as the stock code does."""
     from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
 
+    stock = FSDPMemTracker(model, optimizer)
+    if not all(hasattr(stock, a) for a in ("_update_peak_stats", "_curr_mem_snap", "_peak_mem", "_peak_mem_snap")):
+        return stock  # another torch's private layout: the stock tracker gives the same peak, only slower
+
     class GlobalPeakTracker(FSDPMemTracker):
         def _update_peak_stats(self, peak_state):
             for dev, dev_snap in self._curr_mem_snap.items():
@@ -267,13 +271,29 @@ def _snapshot(tracker, which):
     return out
 
 
+def _needs():
+    """The torch pieces the planner needs (FakeTensorMode, init_device_mesh, FakeStore); raises PlanFailure('torch')
+    naming the installed torch when one is missing."""
+    import torch
+
+    try:
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker  # noqa: F401
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.fsdp import fully_shard  # noqa: F401
+        from torch.testing._internal.distributed.fake_pg import FakeStore
+    except ImportError as exc:
+        raise PlanFailure("torch", f"the planner needs torch's fully_shard, FSDPMemTracker and fake process group "
+                                   f"(torch 2.6 or later); torch {torch.__version__} here: {_line(exc)}") from exc
+    return FakeTensorMode, init_device_mesh, FakeStore
+
+
 def plan_one(spec, setting):
     """Figures of one setting (a dict, bytes), acting as rank ``setting['rank']``; raises PlanFailure."""
     import torch
     import torch.distributed as dist
-    from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.distributed.device_mesh import init_device_mesh
-    from torch.testing._internal.distributed.fake_pg import FakeStore
+
+    FakeTensorMode, init_device_mesh, FakeStore = _needs()
 
     started = time.perf_counter()
     shape = tuple(setting["mesh"])
@@ -301,7 +321,7 @@ def plan_one(spec, setting):
             peaks = {}
             with tracker:
                 train_step(model, optimizer, inputs, builtin,
-                           marks=lambda phase: peaks.setdefault(phase, sum(tracker._peak_mem.values())))
+                           marks=lambda phase: peaks.setdefault(phase, sum(_snapshot(tracker, "peak").values())))
                 steady = held_bytes(model, optimizer)
             peak = _snapshot(tracker, "peak")
     except PlanFailure:
