@@ -72,11 +72,33 @@ def test_a_model_without_blocks_is_told_so_not_offered_per_block_checkpointing()
     assert any("--activation-checkpointing per-block" in s.text for s in suggestions([_row(Setting(mesh=[8]))]))
 
 
-def _row(setting, blocks=1):
-    cats = dict.fromkeys(("activation", "temp", "unsharded_param"), 1)
+def test_a_peak_in_the_optimizer_step_is_told_so_not_offered_activation_knobs():
+    row = _row(Setting(mesh=[8], activation_checkpointing="per-block"), phase="optimizer step",
+               cats={"optimizer_state": 3 * 2**30, "activation": 0}, optimizer_state_bytes=2 * 2**30)
+    texts = [s.text for s in suggestions([row])]
+    assert any("peak is in the optimizer step" in t and "add 1.0 GiB to the 2.0 GiB" in t for t in texts)
+    assert not any("checkpointing" in t or "--batch" in t for t in texts)
+
+
+@pytest.mark.torch
+def test_cpu_offload_gpu_peak_is_measured_and_does_not_shrink_with_more_ranks(capsys):
+    """Under CPUOffloadPolicy the GPU holds no sharded state, so its own peak (activations, unsharded
+    parameters, buffers) cannot fall as ranks are added; the whole peak minus the held state at its moment could."""
+    assert main(["plan", "--transformer", SMALL, "--seq", "64", "--cpu-offload", "--activation-checkpointing",
+                 "per-block", "--sweep", "world-size=2,8", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    for r in rows:
+        device = r["device_peak_by_category"]
+        assert r["device_peak_bytes"] == sum(device.values()) < r["peak_bytes"]
+        assert device["sharded_param"] == device["sharded_grad"] == device["optimizer_state"] == 0
+    assert rows[1]["device_peak_bytes"] >= rows[0]["device_peak_bytes"]
+
+
+def _row(setting, blocks=1, phase="backward", cats=None, optimizer_state_bytes=1):
+    cats = cats or dict.fromkeys(("activation", "temp", "unsharded_param"), 1)
     return PlanRow(setting=setting, label="x", world_size=setting.world_size, peak_bytes=1, device_peak_bytes=1,
-                   peak_phase="backward", peak_by_category=cats, sharded_param_bytes=1, sharded_grad_bytes=1,
-                   optimizer_state_bytes=1, blocks=blocks, seconds=0.0)
+                   peak_phase=phase, peak_by_category=cats, sharded_param_bytes=1, sharded_grad_bytes=1,
+                   optimizer_state_bytes=optimizer_state_bytes, blocks=blocks, seconds=0.0)
 
 
 def test_mesh_and_sweep():

@@ -65,15 +65,19 @@ def print_plan(report: PlanReport, console: Console | None = None) -> None:
             cells.append(f"[{color}]{r.fit.status}[/{color}] ({size(r.fit.headroom_after_estimates_bytes)})")
         rows.add_row(*cells)
     console.print(rows)
-    by_cat = Table(title=f"at the peak, by category ({name})", title_justify="left")
+    offload = any(r.device_peak_by_category for r in report.rows)
+    by_cat = Table(title=f"at the peak, by category ({name})" + (
+        "; cpu-offload rows: on the GPU at its own peak, host state below" if offload else ""), title_justify="left")
     by_cat.add_column("category")
     for i in range(1, len(report.rows) + 1):
         by_cat.add_column(f"#{i}", justify="right")
     for c in cats:
-        by_cat.add_row(_SHORT[c], *(_num(r.peak_by_category.get(c, 0), unit) for r in report.rows))
+        by_cat.add_row(_SHORT[c], *(_num((r.device_peak_by_category or r.peak_by_category).get(c, 0), unit)
+                                    for r in report.rows))
     console.print(by_cat)
     for i, r in enumerate(report.rows, 1):
-        console.print(f"  #{i} steady shards per rank: params {size(r.sharded_param_bytes, unit)}, grads "
+        where = "in host memory (cpu-offload)" if r.device_peak_by_category else "per rank"
+        console.print(f"  #{i} steady shards {where}: params {size(r.sharded_param_bytes, unit)}, grads "
                       f"{size(r.sharded_grad_bytes, unit)}, optimizer {size(r.optimizer_state_bytes, unit)} ({r.seconds:.1f} s)",
                       highlight=False)
     console.print("[bold]not measured — estimates[/bold] (per GPU, for the largest row):")

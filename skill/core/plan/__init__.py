@@ -50,9 +50,14 @@ def plan_memory(settings: list[Setting], *, transformer: TransformerSpec | None 
 
 
 def _row(setting: Setting, r: dict, gpu_memory: int | None, custom_input: bool) -> PlanRow:
-    held = r["peak_by_category"]["sharded_param"] + r["peak_by_category"]["sharded_grad"] + r["peak_by_category"]["optimizer_state"]
+    device_peak = r["peak_bytes"]
+    if setting.cpu_offload:
+        if r.get("device_peak_bytes") is None:
+            raise HarnessError("this torch's FSDPMemTracker does not let the planner measure the GPU's own peak "
+                               "under --cpu-offload; plan without it")
+        device_peak = r["device_peak_bytes"]
     row = PlanRow(setting=setting, label=setting.label(custom_input), world_size=r["world_size"], peak_bytes=r["peak_bytes"],
-                  device_peak_bytes=r["peak_bytes"] - held if setting.cpu_offload else r["peak_bytes"],
+                  device_peak_bytes=device_peak, device_peak_by_category=r.get("device_peak_by_category"),
                   peak_phase=r["peak_phase"], peak_by_category=r["peak_by_category"],
                   sharded_param_bytes=r["sharded_param_bytes"], sharded_grad_bytes=r["sharded_grad_bytes"],
                   optimizer_state_bytes=r["optimizer_state_bytes"], blocks=r["blocks"], seconds=round(r["seconds"], 3))

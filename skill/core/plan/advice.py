@@ -23,8 +23,10 @@ NOT_MEASURED = [
     "against real gloo runs the plan equals MemTracker's peak without it to the byte, and was 0-14% under the "
     "peak with it on a tiny model)",
     "FSDP1 (FullyShardedDataParallel) is out of scope: its FlatParameter memory is not what FSDP2 allocates",
-    "with cpu_offload the plan runs on one device type: device_peak_bytes subtracts the offloaded sharded state "
-    "(derived, not measured apart)",
+    "with cpu_offload the plan runs on one device type and counts the sharded parameters, gradients and optimizer "
+    "state as host memory; device_peak_bytes is the step's own peak of everything else, measured op by op. On a GPU "
+    "FSDP2 also copies each block's parameter shards to the GPU before its all-gather and holds each reduce-scatter "
+    "output there until it is copied back (a 1/world_size share of one block at a time): not counted",
 ]
 
 
@@ -80,20 +82,24 @@ def suggestions(rows: list[PlanRow], custom_input: bool = False) -> list[Suggest
     (``custom_input``: the input came from the user's factory, so --batch/--seq do not apply)."""
     row = max(rows, key=lambda r: r.device_peak_bytes)
     s: Setting = row.setting
-    cat = row.peak_by_category
+    cat = row.device_peak_by_category or row.peak_by_category
     out = []
     acts = cat.get("activation", 0) + cat.get("temp", 0)
+    in_step = row.peak_phase == "optimizer step"
+    if in_step and not s.cpu_offload:
+        extra = cat.get("optimizer_state", 0) - row.optimizer_state_bytes
+        out.append(Suggestion(text=f"the peak is in the optimizer step: the foreach {s.optimizer} update's temporaries "
+                                   f"add {_gib(max(extra, 0))} to the {_gib(row.optimizer_state_bytes)} of optimizer "
+                                   "state (the plan models foreach=True, torch's default on CUDA); fused=True or "
+                                   "foreach=False avoids most of them", section="offload/offload-optimizer-choice"))
     if not row.blocks:
         out.append(Suggestion(text="the model has no nn.ModuleList of blocks, so fully_shard went on the root alone: "
                                    "every parameter is all-gathered at once. Keep the blocks in an nn.ModuleList (or "
                                    "call fully_shard on each block yourself) to gather one block at a time, and to "
                                    "plan per-block activation checkpointing", section="sharding/fully-shard-order-root"))
-    elif s.activation_checkpointing == "none":
+    elif s.activation_checkpointing == "none" and acts:
         out.append(Suggestion(text=f"activation checkpointing per block (--activation-checkpointing per-block): "
                                    f"activations and temporaries are {_gib(acts)} of the peak", section="model/ac-fsdp2"))
-    else:
-        out.append(Suggestion(text=f"selective activation checkpointing saves compute at a memory cost; activations "
-                                   f"and temporaries are {_gib(acts)} of the peak", section="model/selective-ac"))
     if s.reshard_after_forward is not True:
         out.append(Suggestion(text=f"--reshard-after-forward true frees each block's unsharded parameters after "
                                    f"forward (unsharded now {_gib(cat.get('unsharded_param', 0))})",
@@ -112,7 +118,8 @@ def suggestions(rows: list[PlanRow], custom_input: bool = False) -> list[Suggest
                               section="sharding/hybrid-sharding-hsdp"))
     out.append(Suggestion(text="more ranks divide the parameters, gradients and optimizer state, not the "
                                "activations (try --sweep world-size=...)", section="parallelism/memory-per-parameter"))
-    smaller = "a smaller input from your --input factory" if custom_input else "a smaller --batch or --seq"
-    out.append(Suggestion(text=f"{smaller} (with gradient accumulation) lowers the activations",
-                          section="offload/offload-alternatives"))
+    if cat.get("activation", 0):
+        smaller = "a smaller input from your --input factory" if custom_input else "a smaller --batch or --seq"
+        out.append(Suggestion(text=f"{smaller} (with gradient accumulation) lowers the activations "
+                                   f"({_gib(cat['activation'])} at the peak)", section="offload/offload-alternatives"))
     return out

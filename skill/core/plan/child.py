@@ -238,30 +238,46 @@ def held_bytes(model, optimizer):
     return (local_bytes(params), local_bytes([p.grad for p in params if p.grad is not None]), local_bytes(state))
 
 
+HOST_WITH_OFFLOAD = ("Sharded Param", "Sharded Grad", "OptState")  # in host memory under CPUOffloadPolicy
+
+
 def make_tracker(model, optimizer):
-    """An ``FSDPMemTracker`` for ``model`` and ``optimizer`` that keeps only the global peak.
+    """An ``FSDPMemTracker`` for ``model`` and ``optimizer`` that keeps only the global peak, and also the peak of
+    what is not in HOST_WITH_OFFLOAD (``device_peak``, bytes, with its category snapshot ``device_peak_snap``):
+    the GPU's own peak under CPUOffloadPolicy, which can come at another moment than the whole peak.
 
     The stock tracker also updates every module's own peak on every operator, a loop over all modules per
     op (quadratic in depth: 22 s of a 70B plan's 40).  The plan reads only the global peak and its category
-    snapshot, which this override keeps exactly as the stock code does."""
+    snapshot, which this override keeps exactly as the stock code does.  Under a torch whose tracker has
+    another private layout, the stock tracker is returned (``device_peak`` None)."""
     from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
 
     stock = FSDPMemTracker(model, optimizer)
     if not all(hasattr(stock, a) for a in ("_update_peak_stats", "_curr_mem_snap", "_peak_mem", "_peak_mem_snap")):
+        stock.device_peak = stock.device_peak_snap = None
         return stock  # another torch's private layout: the stock tracker gives the same peak, only slower
 
     class GlobalPeakTracker(FSDPMemTracker):
+        device_peak, device_peak_snap = 0, {}
+
         def _update_peak_stats(self, peak_state):
+            device = 0
             for dev, dev_snap in self._curr_mem_snap.items():
                 if self._peak_mem.get(dev, 0) < dev_snap["Total"]:
                     self._peak_mem[dev] = dev_snap["Total"]
                     self._peak_mem_snap[dev] = dict(dev_snap)
+                device += dev_snap["Total"] - sum(v for k, v in dev_snap.items()
+                                                  if getattr(k, "value", k) in HOST_WITH_OFFLOAD)
+            if device > self.device_peak:
+                self.device_peak = device
+                self.device_peak_snap = {k: dict(v) for k, v in self._curr_mem_snap.items()}
 
     return GlobalPeakTracker(model, optimizer)
 
 
-def _snapshot(tracker, which):
-    snap = tracker.get_tracker_snapshot(which)
+def _snapshot(tracker, which, snap=None):
+    """Bytes per category (our names) of the tracker's ``which`` snapshot, or of ``snap`` when given."""
+    snap = tracker.get_tracker_snapshot(which) if snap is None else snap
     out = {v: 0 for v in CATEGORIES.values()}
     for per_device in snap.values():
         for key, value in per_device.items():
@@ -321,9 +337,15 @@ def plan_one(spec, setting):
             peaks = {}
             with tracker:
                 train_step(model, optimizer, inputs, builtin,
-                           marks=lambda phase: peaks.setdefault(phase, sum(_snapshot(tracker, "peak").values())))
+                           marks=lambda phase: peaks.setdefault(phase, (sum(_snapshot(tracker, "peak").values()),
+                                                                        tracker.device_peak or 0)))
                 steady = held_bytes(model, optimizer)
             peak = _snapshot(tracker, "peak")
+            device = None
+            if setting.get("cpu_offload") and tracker.device_peak is not None:
+                device = _snapshot(tracker, "", tracker.device_peak_snap)
+                for name in ("sharded_param", "sharded_grad", "optimizer_state"):
+                    device[name] = 0  # in host memory
     except PlanFailure:
         raise
     except Exception as exc:
@@ -331,9 +353,12 @@ def plan_one(spec, setting):
     finally:
         dist.destroy_process_group()
     total = sum(peak.values())
-    phase = next(p for p in ("forward", "backward", "optimizer step") if peaks[p] >= total)
+    on_device = sum(device.values()) if device else None
+    which, top = (1, on_device) if device else (0, total)  # with offload, the phase of the GPU's own peak
+    phase = next(p for p in ("forward", "backward", "optimizer step") if peaks[p][which] >= top)
     return {"ok": True, "setting": setting, "world_size": world, "params": params, "blocks": len(blocks),
             "peak_bytes": total, "peak_phase": phase, "peak_by_category": peak,
+            "device_peak_bytes": on_device, "device_peak_by_category": device,
             "sharded_param_bytes": steady[0], "sharded_grad_bytes": steady[1],
             "optimizer_state_bytes": steady[2], "seconds": time.perf_counter() - started,
             "torch_version": torch.__version__}

@@ -28,10 +28,14 @@ class PlanRow(BaseModel):
     label: str = Field(description="The setting in a few words, for a table row")
     world_size: int = Field(description="Ranks in the mesh")
     peak_bytes: int = Field(description="Peak tensor memory of the planned rank during one steady-state step, bytes")
-    device_peak_bytes: int = Field(description="peak_bytes on the GPU: with cpu_offload, the peak minus the sharded "
-                                               "parameters, gradients and optimizer state (derived), else peak_bytes")
+    device_peak_bytes: int = Field(description="Peak on the GPU, bytes: peak_bytes, or with cpu_offload the step's "
+                                               "own peak of everything but the sharded parameters, gradients and "
+                                               "optimizer state (host memory), measured op by op")
+    device_peak_by_category: dict[str, int] | None = Field(None, description="With cpu_offload: bytes per category at "
+                                                                             "the GPU's own peak (host categories 0)")
     peak_phase: Literal["forward", "backward", "optimizer step"] = Field(description="Phase of the step whose end first "
-                                                                          "saw the peak")
+                                                                          "saw the peak (with cpu_offload: the GPU's "
+                                                                          "own peak, device_peak_bytes)")
     peak_by_category: dict[str, int] = Field(description="Bytes per FSDPMemTracker category at the peak")
     sharded_param_bytes: int = Field(description="This rank's sharded parameters after the step, bytes")
     sharded_grad_bytes: int = Field(description="This rank's sharded gradients after backward, bytes")
