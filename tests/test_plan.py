@@ -112,6 +112,11 @@ def test_mesh_and_sweep():
         settings_for({"mesh": [8]}, ["world-size=" + ",".join(map(str, range(1, 18)))])
     with pytest.raises(InvalidArgument, match=r"reshard_after_forward\(3\) must be a positive divisor of the shard size\(8\)"):
         settings_for({"mesh": [2, 8], "reshard_after_forward": 3}, [])
+    with pytest.raises(InvalidArgument, match="would replace the HSDP mesh 2x4 with a 1-D one"):
+        settings_for({"mesh": [2, 4]}, ["world-size=2,4"])
+    assert [s.mesh for s in settings_for({"mesh": [2, 4]}, ["mesh=2x4,4x4"])] == [[2, 4], [4, 4]]
+    with pytest.raises(InvalidArgument, match="cpu-offload 'maybe' is not true or false"):
+        settings_for({"mesh": [8]}, ["cpu-offload=true,maybe"])
 
 
 def test_every_suggestion_links_an_existing_section():
@@ -181,6 +186,19 @@ def broken():
 
 def flat():
     return nn.Sequential(nn.Linear(64, 64), nn.ReLU())
+
+
+class Masked(Net):
+    def forward(self, x, *, mask):
+        return super().forward(x * mask)
+
+
+def masked():
+    return Masked()
+
+
+def masked_inputs():
+    return {"x": torch.randn(4, 64), "mask": torch.ones(4, 64)}
 '''
 
 
@@ -201,6 +219,9 @@ def test_plan_user_factory_and_its_errors(tmp_path, capsys, monkeypatch):
     assert main(["plan", "--model", "net.py:flat", "--input", "net.py:inputs", "--world-size", "2",
                  "--activation-checkpointing", "per-block"]) == 2
     assert "per block needs blocks, and the model has no nn.ModuleList" in capsys.readouterr().err
+    assert main(["plan", "--model", "net.py:masked", "--input", "net.py:masked_inputs", "--world-size", "2",
+                 "--json"]) == 0  # a dict from the input factory: keyword arguments
+    assert json.loads(capsys.readouterr().out)["rows"][0]["peak_by_category"]["inputs"] == 2 * 4 * 64 * 4
     monkeypatch.setenv("COLUMNS", "240")
     assert main(["plan", "--model", "net.py:flat", "--input", "net.py:inputs", "--world-size", "2"]) == 0
     out = capsys.readouterr().out
@@ -250,6 +271,9 @@ def test_http_plan_route_validates_and_refuses_code():
         assert r.status_code == 400 and "dim(66) is not a multiple of heads(4)" in r.json()["error"]
         r = client.post("/v1/plan", json={"transformer": {"layers": 2}})
         assert r.status_code == 422 and r.json()["code"] == "invalid_request"
+        for wrong in ({"world_size": "8"}, {"world_size": 8.0}, {"cpu_offload": "true"}):  # not coerced, as MCP
+            r = client.post("/v1/plan", json={"transformer": SMALL, **wrong})
+            assert r.status_code == 422 and r.json()["code"] == "invalid_request", wrong
 
 
 @pytest.mark.torch

@@ -125,7 +125,7 @@ class PlanInput(BaseModel):
     """Arguments of the ``plan_memory`` tool (and the body of ``POST /v1/plan``): the built-in transformer only,
     never the caller's code."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     transformer: str = Field(min_length=1, max_length=200, description="Sizes of the built-in Llama-style decoder, as "
                              "the CLI takes them: 'layers=32,dim=4096,heads=32,kv_heads=8,ffn=14336,vocab=128256'")

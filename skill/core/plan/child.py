@@ -145,7 +145,8 @@ def compute_loss(model, inputs, builtin):
     output's ``.loss`` when it has one, else the sum of its (first) tensor output."""
     import torch
 
-    out = model(*inputs)
+    has_kwargs = bool(inputs) and isinstance(inputs[-1], dict)
+    out = model(*(inputs[:-1] if has_kwargs else inputs), **(inputs[-1] if has_kwargs else {}))
     if builtin:
         return load_sibling("transformer").loss_fn(out, inputs[0])
     loss = getattr(out, "loss", None)
@@ -204,11 +205,16 @@ def build_model(spec):
 
 
 def make_inputs(spec, setting):
-    """The step's inputs as a tuple: the input factory's result, else int64 tokens of batch x seq."""
+    """The step's inputs as a tuple: the input factory's result (a tuple or list: positional arguments; a dict:
+    keyword arguments, kept as the tuple's last item; else one argument), else int64 tokens of batch x seq."""
     import torch
 
     if spec.get("input"):
         made = _call_factory(spec["input"])
+        if isinstance(made, dict):
+            if not all(isinstance(k, str) for k in made):
+                raise PlanFailure("model", f"{spec['input']}() returned a dict whose keys are not all strings")
+            return (made,)
         return tuple(made) if isinstance(made, (tuple, list)) else (made,)
     vocab = spec.get("transformer", {}).get("vocab", 2)
     return (torch.randint(0, vocab, (setting["batch"], setting["seq"])),)

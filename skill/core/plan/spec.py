@@ -167,6 +167,13 @@ def _dtype(text: str) -> str | None:
     return low
 
 
+def _flag(text: str) -> bool:
+    low = text.strip().lower()
+    if low not in ("true", "false"):
+        raise InvalidArgument(f"cpu-offload {text!r} is not true or false")
+    return low == "true"
+
+
 def _positive(text: str) -> int:
     if not text.strip().isdigit() or int(text) < 1:
         raise InvalidArgument(f"{text!r} is not a positive integer")
@@ -180,7 +187,7 @@ SWEEP_KEYS = {
     "reshard": ("reshard_after_forward", parse_reshard), "dtype": ("param_dtype", _dtype),
     "reduce-dtype": ("reduce_dtype", _dtype), "optimizer": ("optimizer", str.strip),
     "batch": ("batch", _positive), "seq": ("seq", _positive),
-    "cpu-offload": ("cpu_offload", lambda v: parse_reshard(v) is True),
+    "cpu-offload": ("cpu_offload", _flag),
 }
 
 
@@ -205,6 +212,9 @@ def settings_for(base: dict, sweep: list[str]) -> list[Setting]:
     """The settings of a plan: ``base`` fields with each sweep combination applied; raises InvalidArgument."""
     out = []
     for overrides in parse_sweep(sweep):
+        if len(base.get("mesh", ())) == 2 and len(overrides.get("mesh", (0, 0))) == 1:
+            raise InvalidArgument(f"--sweep world-size would replace the HSDP mesh {'x'.join(map(str, base['mesh']))} "
+                                  "with a 1-D one; sweep mesh=RxS,... instead")
         try:
             out.append(Setting(**{**base, **overrides}).check())
         except ValueError as exc:
