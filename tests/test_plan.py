@@ -299,6 +299,11 @@ def test_plan_memory_tool_and_http_route_plan_the_same():
     ("Will a 70B model fit on 16 GPUs with 80GB each using FSDP?", "layers=80,dim=8192"),
     ("How much memory does FSDP need for an 8B model?", "layers=32,dim=4096"),
     ("用 FSDP 训练 70B 模型 8 张卡 显存够吗", "layers=80"),
+    ("Will a 13B model fit on 16 H100s?", "layers=40,dim=5120"),
+    ("can I train 70b on 32 A100 40GB with FSDP", "--world-size 32 --seq 4096 --gpu-memory 40GiB"),
+    ("llama 8b OOM with FSDP on 8 RTX 4090", "--gpu-memory 24GiB"),
+    ("how much memory for qwen 32B with fsdp2", "layers=64,dim=5120"),
+    ("7B with FSDP on 4x 24GB GPUs, will it fit?", "kv_heads=32,ffn=11008,vocab=32000 --world-size 4"),
 ])
 def test_ask_points_fit_questions_at_plan(question, expect):
     from fsdp_skill.core.answer import ask
@@ -306,7 +311,20 @@ def test_ask_points_fit_questions_at_plan(question, expect):
     ans = ask(question, verify=False, with_api=False)
     assert ans.plan and ans.plan.startswith("fsdp-skill plan --transformer") and expect in ans.plan
     assert "16" not in question or "--world-size 16" in ans.plan
-    assert ask("How do I use FSDP2 mixed precision with bf16?", verify=False, with_api=False).plan is None
+    for other in ("How do I use FSDP2 mixed precision with bf16?", "best fit for reshard_after_forward?",
+                  "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"):
+        assert ask(other, verify=False, with_api=False).plan is None, other
+
+
+def test_every_preset_is_a_valid_transformer():
+    from fsdp_skill.core.plan.spec import parse_transformer
+    from fsdp_skill.core.plan_hint import PRESETS
+
+    for billions, spec in PRESETS.items():
+        t = parse_transformer(spec)
+        params = 2 * t.vocab * t.dim + t.dim + t.layers * (
+            t.dim * t.dim * 2 + 2 * t.dim * (t.dim // t.heads * t.kv_heads) + 3 * t.dim * t.ffn + 2 * t.dim)
+        assert 0.75 < params / (billions * 1e9) < 1.3, (billions, params)
 
 
 def test_markdown_answer_shows_the_plan_command():
