@@ -333,3 +333,17 @@ def test_markdown_answer_shows_the_plan_command():
 
     text = answer_markdown(ask("Will a 70B model fit on 64 GPUs with FSDP?", verify=False, with_api=False))
     assert "```sh\nfsdp-skill plan --transformer layers=80" in text and "--world-size 64" in text
+
+
+def test_the_terminal_prints_the_plan_command_on_one_copyable_line():
+    import io
+
+    from rich.console import Console
+
+    from fsdp_skill.adapters.cli.render import print_answer
+    from fsdp_skill.core.answer import ask
+
+    ans = ask("Will a 70B model fit on 64 GPUs with FSDP?", verify=False, with_api=False)
+    out = io.StringIO()
+    print_answer(ans, Console(file=out, width=80))
+    assert ans.plan in out.getvalue().splitlines()  # whole, unwrapped, with no panel border around it

@@ -143,9 +143,9 @@ def print_answer(ans: Answer, console=None) -> None:
     if ans.findings:
         console.print(Panel(escape("\n".join(f.line_text() for f in ans.findings)), title="mistakes found in your code",
                             border_style="red", title_align="left"))
-    if ans.plan:
-        console.print(Panel(escape(ans.plan), title="measure it: per-GPU peak memory for your setting",
-                            border_style="cyan", title_align="left"))
+    if ans.plan:  # not in a panel: its border would be copied with a command that wraps
+        console.print("[bold cyan]measure it[/bold cyan] (per-GPU peak memory for your setting):")
+        console.print(escape(ans.plan), soft_wrap=True, highlight=False)
     topics = ", ".join(f"{t.id} {t.score:.2f}" for t in ans.topics[:3])
     console.print(f"[dim]topics: {topics} · torch {ans.torch_version or 'not available'} · {ans.elapsed_ms:.1f} ms[/dim]")
     for i, s in enumerate(ans.sections, 1):

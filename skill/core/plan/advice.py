@@ -23,6 +23,8 @@ NOT_MEASURED = [
     "against real gloo runs the plan equals MemTracker's peak without it to the byte, and was 0-14% under the "
     "peak with it on a tiny model)",
     "FSDP1 (FullyShardedDataParallel) is out of scope: its FlatParameter memory is not what FSDP2 allocates",
+    "fake tensors carry shapes and dtypes but do not check every rule a real kernel does (e.g. int64 tokens fed to "
+    "a bf16 nn.Linear plan fine and fail for real): run your step once for real at a small size",
     "with cpu_offload the plan runs on one device type and counts the sharded parameters, gradients and optimizer "
     "state as host memory; device_peak_bytes is the step's own peak of everything else, measured op by op. On a GPU "
     "FSDP2 also copies each block's parameter shards to the GPU before its all-gather and holds each reduce-scatter "
