@@ -247,21 +247,24 @@ def held_bytes(model, optimizer):
 HOST_WITH_OFFLOAD = ("Sharded Param", "Sharded Grad", "OptState")  # in host memory under CPUOffloadPolicy
 
 
-def make_tracker(model, optimizer):
+def make_tracker(model, optimizer, device_peak=False):
     """An ``FSDPMemTracker`` for ``model`` and ``optimizer`` that keeps only the global peak, and also the peak of
     what is not in HOST_WITH_OFFLOAD (``device_peak``, bytes, with its category snapshot ``device_peak_snap``):
     the GPU's own peak under CPUOffloadPolicy, which can come at another moment than the whole peak.
 
     The stock tracker also updates every module's own peak on every operator, a loop over all modules per
     op (quadratic in depth: 22 s of a 70B plan's 40).  The plan reads only the global peak and its category
-    snapshot, which this override keeps exactly as the stock code does.  Under a torch whose tracker has
-    another private layout, the stock tracker is returned (``device_peak`` None)."""
+    snapshot, which this override keeps exactly as the stock code does.  ``device_peak`` False skips the
+    second peak (``device_peak`` stays 0).  Under a torch whose tracker has another private layout, the stock
+    tracker is returned (``device_peak`` None)."""
     from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
 
     stock = FSDPMemTracker(model, optimizer)
     if not all(hasattr(stock, a) for a in ("_update_peak_stats", "_curr_mem_snap", "_peak_mem", "_peak_mem_snap")):
         stock.device_peak = stock.device_peak_snap = None
         return stock  # another torch's private layout: the stock tracker gives the same peak, only slower
+
+    track_device = device_peak
 
     class GlobalPeakTracker(FSDPMemTracker):
         device_peak, device_peak_snap = 0, {}
@@ -272,6 +275,8 @@ def make_tracker(model, optimizer):
                 if self._peak_mem.get(dev, 0) < dev_snap["Total"]:
                     self._peak_mem[dev] = dev_snap["Total"]
                     self._peak_mem_snap[dev] = dict(dev_snap)
+                if not track_device:
+                    continue
                 device += dev_snap["Total"] - sum(v for k, v in dev_snap.items()
                                                   if getattr(k, "value", k) in HOST_WITH_OFFLOAD)
             if device > self.device_peak:
@@ -338,7 +343,7 @@ def plan_one(spec, setting):
             inputs = make_inputs(spec, setting)
             builtin = "transformer" in spec
             warm_up(model, optimizer)
-            tracker = make_tracker(model, optimizer)
+            tracker = make_tracker(model, optimizer, device_peak=bool(setting.get("cpu_offload")))
             tracker.track_inputs(inputs)
             peaks = {}
             with tracker:
