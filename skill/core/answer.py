@@ -180,9 +180,11 @@ def ask(question, k: int = 3, verify: bool = True, *, kb: Knowledge | None = Non
         answer.topics = [TopicScore(id=t, score=round(v, 4)) for t, v in routing.topics]
         if with_api:
             answer.api = api_infos(sections)
-    if not answer.abstained:
-        from fsdp_skill.core.plan_hint import plan_command
+    from fsdp_skill.core.plan_hint import plan_command
 
-        answer.plan = plan_command(question)
+    answer.plan = plan_command(question)  # also when no section answers: "will 8B fit on 8 H100s?" names no API
+    if answer.abstained and answer.plan:
+        answer.reason = (f"{answer.reason}; it asks how much memory a run needs, which the plan command below "
+                         "measures")
     answer.elapsed_ms = round((time.perf_counter() - t0) * 1000, 3)
     return answer
