@@ -58,11 +58,12 @@ def test_sizes_in_the_terminal_follow_the_model():
 
 
 def test_honesty_lines_note_an_integer_reshard():
-    from fsdp_skill.core.plan.advice import NOT_MEASURED, RESHARD_INT_NOTE, not_measured
+    from fsdp_skill.core.plan.advice import NOT_MEASURED, OFFLOAD_NOTE, RESHARD_INT_NOTE, not_measured
 
     rows = [_row(Setting(mesh=[8])), _row(Setting(mesh=[8], reshard_after_forward=2))]
     assert not_measured(rows[:1]) == NOT_MEASURED
     assert not_measured(rows) == NOT_MEASURED + [RESHARD_INT_NOTE]
+    assert not_measured(rows[:1] + [_row(Setting(mesh=[8], cpu_offload=True))]) == NOT_MEASURED + [OFFLOAD_NOTE]
 
 
 def test_a_model_without_blocks_is_told_so_not_offered_per_block_checkpointing():
@@ -92,6 +93,8 @@ def test_cpu_offload_gpu_peak_is_measured_and_does_not_shrink_with_more_ranks(ca
         assert r["device_peak_bytes"] == sum(device.values()) < r["peak_bytes"]
         assert device["sharded_param"] == device["sharded_grad"] == device["optimizer_state"] == 0
     assert rows[1]["device_peak_bytes"] >= rows[0]["device_peak_bytes"]
+    report = json.loads(capsys.readouterr().out or "{}") or None  # nothing more printed
+    assert report is None
 
 
 def _row(setting, blocks=1, phase="backward", cats=None, optimizer_state_bytes=1):
@@ -115,6 +118,8 @@ def test_mesh_and_sweep():
     with pytest.raises(InvalidArgument, match="would replace the HSDP mesh 2x4 with a 1-D one"):
         settings_for({"mesh": [2, 4]}, ["world-size=2,4"])
     assert [s.mesh for s in settings_for({"mesh": [2, 4]}, ["mesh=2x4,4x4"])] == [[2, 4], [4, 4]]
+    with pytest.raises(InvalidArgument, match="--sweep mesh and --sweep world-size both set mesh"):
+        settings_for({"mesh": [8]}, ["world-size=2,4", "mesh=2x2"])
     with pytest.raises(InvalidArgument, match="cpu-offload 'maybe' is not true or false"):
         settings_for({"mesh": [8]}, ["cpu-offload=true,maybe"])
 
@@ -199,6 +204,23 @@ def masked():
 
 def masked_inputs():
     return {"x": torch.randn(4, 64), "mask": torch.ones(4, 64)}
+
+
+class TakesABatch(Net):
+    def forward(self, batch):
+        return super().forward(batch["x"])
+
+
+def batch_model():
+    return TakesABatch()
+
+
+def one_dict():
+    return ({"x": torch.randn(4, 64)},)
+
+
+def nothing():
+    return None
 '''
 
 
@@ -222,11 +244,16 @@ def test_plan_user_factory_and_its_errors(tmp_path, capsys, monkeypatch):
     assert main(["plan", "--model", "net.py:masked", "--input", "net.py:masked_inputs", "--world-size", "2",
                  "--json"]) == 0  # a dict from the input factory: keyword arguments
     assert json.loads(capsys.readouterr().out)["rows"][0]["peak_by_category"]["inputs"] == 2 * 4 * 64 * 4
+    assert main(["plan", "--model", "net.py:batch_model", "--input", "net.py:one_dict", "--world-size", "2",
+                 "--json"]) == 0  # a tuple holding a dict: one positional argument
+    capsys.readouterr()
+    assert main(["plan", "--model", "net.py:make", "--input", "net.py:nothing", "--world-size", "2"]) == 2
+    assert "net.py:nothing() returned None" in capsys.readouterr().err
     monkeypatch.setenv("COLUMNS", "240")
     assert main(["plan", "--model", "net.py:flat", "--input", "net.py:inputs", "--world-size", "2"]) == 0
     out = capsys.readouterr().out
     assert "on the root only: no nn.ModuleList of blocks" in out and "4.16 K parameters" in out
-    assert "input=factory" in out and "a smaller input from your --input factory" in out and "--batch" not in out
+    assert "input=factory" in out and "--batch" not in out  # activations under 5% of the peak: no input knob
 
 
 @pytest.mark.torch
@@ -271,9 +298,14 @@ def test_http_plan_route_validates_and_refuses_code():
         assert r.status_code == 400 and "dim(66) is not a multiple of heads(4)" in r.json()["error"]
         r = client.post("/v1/plan", json={"transformer": {"layers": 2}})
         assert r.status_code == 422 and r.json()["code"] == "invalid_request"
-        for wrong in ({"world_size": "8"}, {"world_size": 8.0}, {"cpu_offload": "true"}):  # not coerced, as MCP
+        spec = dict(item.split("=") for item in SMALL.split(","))
+        for wrong in ({"world_size": "8"}, {"world_size": 8.0}, {"cpu_offload": "true"},  # not coerced, as MCP
+                      {"transformer": {**{k: int(v) for k, v in spec.items()}, "layers": "2"}},
+                      {"transformer": {**{k: int(v) for k, v in spec.items()}, "layers": True}}):
             r = client.post("/v1/plan", json={"transformer": SMALL, **wrong})
             assert r.status_code == 422 and r.json()["code"] == "invalid_request", wrong
+        r = client.post("/v1/plan", json={"transformer": SMALL, "world_size": 4, "mesh": "2x2"})
+        assert r.status_code == 400 and "not both" in r.json()["error"]
 
 
 @pytest.mark.torch
@@ -288,7 +320,8 @@ def test_plan_memory_tool_and_http_route_plan_the_same():
     with TestClient(create_app()) as client:
         r = client.post("/v1/plan", json=args)
         assert r.status_code == 200
-        again = client.post("/v1/plan", json={**args, "transformer": r.json()["transformer"]})  # the report's object
+        again = client.post("/v1/plan", json={**args, "transformer": r.json()["transformer"],  # the report's own
+                                              "reshard_after_forward": r.json()["rows"][0]["setting"]["reshard_after_forward"]})
     assert again.status_code == 200 and again.json()["rows"][0]["peak_bytes"] == tool.rows[0].peak_bytes
     http = r.json()["rows"][0]
     assert http["peak_bytes"] == tool.rows[0].peak_bytes

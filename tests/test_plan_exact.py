@@ -24,6 +24,7 @@ SETTINGS = {
     "ws2-ac": {"mesh": [2], "activation_checkpointing": "per-block", **MP},
     "hsdp-2x2": {"mesh": [2, 2], **MP},
     "ws4-reshard2-sgd": {"mesh": [4], "reshard_after_forward": 2, "optimizer": "sgd", "param_dtype": "bf16"},
+    "ws2-cpu-offload": {"mesh": [2], "cpu_offload": True, **MP},  # one device type: the offload code path, same bytes
 }
 
 

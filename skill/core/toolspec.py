@@ -149,12 +149,15 @@ class PlanInput(BaseModel):
     def settings(self) -> list:
         """The validated settings of this request (InvalidArgument when one is wrong)."""
         from fsdp_skill.core.plan.spec import parse_mesh, parse_reshard, settings_for
+        from fsdp_skill.errors import InvalidArgument
 
+        if self.mesh and "world_size" in self.model_fields_set:
+            raise InvalidArgument("give world_size or mesh, not both")
         base = {"mesh": parse_mesh(self.mesh) if self.mesh else [self.world_size], "batch": self.batch, "seq": self.seq,
                 "param_dtype": None if self.param_dtype == "none" else self.param_dtype,
                 "reduce_dtype": None if self.reduce_dtype == "none" else self.reduce_dtype, "optimizer": self.optimizer,
                 "activation_checkpointing": self.activation_checkpointing, "cpu_offload": self.cpu_offload,
-                "reshard_after_forward": parse_reshard(self.reshard_after_forward)}
+                "reshard_after_forward": parse_reshard(str(self.reshard_after_forward)[:10])}
         return settings_for(base, self.sweep)
 
 

@@ -54,8 +54,8 @@ def print_plan(report: PlanReport, console: Console | None = None) -> None:
                   f"FSDP2 fully_shard {_wrapping(report)})")
     cats = [c for c in CATEGORY_ORDER if any(r.peak_by_category.get(c) for r in report.rows)]
     rows = Table(title="per-rank peak memory of one training step", title_justify="left")
-    for col in ("#", "setting", f"peak {name}", "phase"):
-        rows.add_column(col, justify="right" if col in ("#", f"peak {name}") else "left")
+    for col in ("#", "setting", f"GPU peak {name}", "phase"):
+        rows.add_column(col, justify="right" if col in ("#", f"GPU peak {name}") else "left")
     if report.gpu_memory_bytes:
         rows.add_column(f"fit in {size(report.gpu_memory_bytes)} (left after estimates)")
     for i, r in enumerate(report.rows, 1):

@@ -104,11 +104,15 @@ class CheckRequest(CheckInput):
 
 class PlanRequest(PlanInput):
     """Body of ``POST /v1/plan`` (built-in transformer sizes only: no client code is run).  ``transformer`` is the
-    CLI's text or the object a PlanReport's ``transformer`` holds, so a report's sizes can be sent back as they are."""
+    CLI's text or the object a PlanReport's ``transformer`` holds, and ``reshard_after_forward`` a JSON bool or int
+    too, so a report's sizes and setting can be sent back as they are."""
 
     transformer: TransformerSpec | Annotated[str, Field(min_length=1, max_length=200)] = Field(
         description="Sizes of the built-in Llama-style decoder: an object with layers, dim, heads, kv_heads, ffn and "
                     "vocab, or the CLI's text 'layers=32,dim=4096,heads=32,kv_heads=8,ffn=14336,vocab=128256'")
+    reshard_after_forward: bool | int | Annotated[str, Field(max_length=10)] = Field(
+        "true", description="For the blocks: true, false or an int shard size after forward (as a report's setting "
+                            "holds it), or those as text")
 
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{
         "transformer": "layers=32,dim=4096,heads=32,kv_heads=8,ffn=14336,vocab=128256",

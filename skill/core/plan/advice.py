@@ -25,11 +25,13 @@ NOT_MEASURED = [
     "FSDP1 (FullyShardedDataParallel) is out of scope: its FlatParameter memory is not what FSDP2 allocates",
     "fake tensors carry shapes and dtypes but do not check every rule a real kernel does (e.g. int64 tokens fed to "
     "a bf16 nn.Linear plan fine and fail for real): run your step once for real at a small size",
-    "with cpu_offload the plan runs on one device type and counts the sharded parameters, gradients and optimizer "
-    "state as host memory; device_peak_bytes is the step's own peak of everything else, measured op by op. On a GPU "
-    "FSDP2 also copies each block's parameter shards to the GPU before its all-gather and holds each reduce-scatter "
-    "output there until it is copied back (a 1/world_size share of one block at a time): not counted",
 ]
+OFFLOAD_NOTE = ("with cpu_offload the plan runs on one device type and counts the sharded parameters, gradients and "
+                "optimizer state as host memory; device_peak_bytes is the step's own peak of everything else, measured "
+                "op by op. On a GPU FSDP2 also copies a group's fp32 parameter shards to the GPU before its all-gather "
+                "and holds each reduce-scatter output there until it is copied back: a 1/world_size share of one FSDP "
+                "group at a time, not counted (the root group, with the embedding and output layer, is the largest: "
+                "about 0.5 GiB at 8B on 8 ranks)")
 
 
 RESHARD_INT_NOTE = ("with an integer reshard_after_forward, FSDPMemTracker counts each block's smaller copy of its "
@@ -39,7 +41,8 @@ RESHARD_INT_NOTE = ("with an integer reshard_after_forward, FSDPMemTracker count
 def not_measured(rows: list[PlanRow]) -> list[str]:
     """The honesty lines of a plan of ``rows``: NOT_MEASURED, plus a note on categories a setting shifts."""
     ints = any(not isinstance(r.setting.reshard_after_forward, bool) for r in rows)
-    return NOT_MEASURED + ([RESHARD_INT_NOTE] if ints else [])
+    offload = any(r.setting.cpu_offload for r in rows)
+    return NOT_MEASURED + ([RESHARD_INT_NOTE] if ints else []) + ([OFFLOAD_NOTE] if offload else [])
 
 
 def estimates(row: PlanRow) -> list[Estimate]:
@@ -76,7 +79,11 @@ def fit(row: PlanRow, gpu_memory: int) -> Fit:
 
 
 def _gib(n: int) -> str:
-    return f"{n / GIB:.1f} GiB"
+    """Bytes in the largest of GiB / MiB / KiB that ``n`` reaches, one decimal (``36.1 GiB``, ``12.5 KiB``)."""
+    for factor, name in ((GIB, "GiB"), (MIB, "MiB"), (2**10, "KiB")):
+        if abs(n) >= factor:
+            return f"{n / factor:.1f} {name}"
+    return f"{n} B"
 
 
 def suggestions(rows: list[PlanRow], custom_input: bool = False) -> list[Suggestion]:
@@ -118,9 +125,10 @@ def suggestions(rows: list[PlanRow], custom_input: bool = False) -> list[Suggest
         out.append(Suggestion(text=f"HSDP keeps a full copy per replica: shard over more ranks (shard dim "
                                    f"{s.mesh[1]} now) to divide the {_gib(held)} of sharded state further",
                               section="sharding/hybrid-sharding-hsdp"))
-    out.append(Suggestion(text="more ranks divide the parameters, gradients and optimizer state, not the "
-                               "activations (try --sweep world-size=...)", section="parallelism/memory-per-parameter"))
-    if cat.get("activation", 0):
+    if not s.cpu_offload:  # offloaded, the sharded state is not on the GPU: more ranks do not lower its peak
+        out.append(Suggestion(text="more ranks divide the parameters, gradients and optimizer state, not the "
+                                   "activations (try --sweep world-size=...)", section="parallelism/memory-per-parameter"))
+    if cat.get("activation", 0) >= 0.05 * row.device_peak_bytes:
         smaller = "a smaller input from your --input factory" if custom_input else "a smaller --batch or --seq"
         out.append(Suggestion(text=f"{smaller} (with gradient accumulation) lowers the activations "
                                    f"({_gib(cat['activation'])} at the peak)", section="offload/offload-alternatives"))

@@ -145,10 +145,10 @@ def compute_loss(model, inputs, builtin):
     output's ``.loss`` when it has one, else the sum of its (first) tensor output."""
     import torch
 
-    has_kwargs = bool(inputs) and isinstance(inputs[-1], dict)
-    out = model(*(inputs[:-1] if has_kwargs else inputs), **(inputs[-1] if has_kwargs else {}))
+    args, kwargs = inputs
+    out = model(*args, **kwargs)
     if builtin:
-        return load_sibling("transformer").loss_fn(out, inputs[0])
+        return load_sibling("transformer").loss_fn(out, args[0])
     loss = getattr(out, "loss", None)
     if loss is None:
         if isinstance(out, (tuple, list)):
@@ -205,19 +205,23 @@ def build_model(spec):
 
 
 def make_inputs(spec, setting):
-    """The step's inputs as a tuple: the input factory's result (a tuple or list: positional arguments; a dict:
-    keyword arguments, kept as the tuple's last item; else one argument), else int64 tokens of batch x seq."""
+    """The step's inputs as ``(args, kwargs)``: from the input factory (a dict: keyword arguments; a tuple or list:
+    positional arguments, so ``(batch_dict,)`` passes one dict; anything else but None: one argument), else
+    int64 tokens of batch x seq.  Raises PlanFailure('model') for None or a dict with a non-str key."""
     import torch
 
     if spec.get("input"):
         made = _call_factory(spec["input"])
+        if made is None:
+            raise PlanFailure("model", f"{spec['input']}() returned None; return the forward's input: a tensor, a "
+                                       "tuple of positional arguments or a dict of keyword arguments")
         if isinstance(made, dict):
             if not all(isinstance(k, str) for k in made):
                 raise PlanFailure("model", f"{spec['input']}() returned a dict whose keys are not all strings")
-            return (made,)
-        return tuple(made) if isinstance(made, (tuple, list)) else (made,)
+            return (), made
+        return (tuple(made) if isinstance(made, (tuple, list)) else (made,)), {}
     vocab = spec.get("transformer", {}).get("vocab", 2)
-    return (torch.randint(0, vocab, (setting["batch"], setting["seq"])),)
+    return (torch.randint(0, vocab, (setting["batch"], setting["seq"])),), {}
 
 
 def local_bytes(tensors):

@@ -18,9 +18,9 @@ _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
 
 
 class TransformerSpec(BaseModel):
-    """Sizes of the built-in Llama-style decoder-only transformer."""
+    """Sizes of the built-in Llama-style decoder-only transformer (strict: "2" or true is not a size)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     layers: int = Field(ge=1, le=1024, description="Number of decoder blocks")
     dim: int = Field(ge=1, le=65536, description="Hidden size (model dimension)")
@@ -194,12 +194,16 @@ SWEEP_KEYS = {
 def parse_sweep(items: list[str]) -> list[dict]:
     """``["world-size=8,16", "ac=none,per-block"]`` -> the list of field overrides of every combination
     (the product, in order); raises InvalidArgument for an unknown key or over MAX_SWEEP_ROWS rows."""
-    axes = []
+    axes, fields = [], {}
     for item in items:
         key, eq, values = item.partition("=")
         key = key.strip().replace("_", "-")
         if not eq or key not in SWEEP_KEYS or not values.strip():
             raise InvalidArgument(f"--sweep {item!r} is not KEY=V1,V2,... with KEY one of {', '.join(SWEEP_KEYS)}")
+        if SWEEP_KEYS[key][0] in fields:
+            raise InvalidArgument(f"--sweep {key} and --sweep {fields[SWEEP_KEYS[key][0]]} both set "
+                                  f"{SWEEP_KEYS[key][0]}; sweep one of them")
+        fields[SWEEP_KEYS[key][0]] = key
         field, read = SWEEP_KEYS[key]
         axes.append([(field, read(v)) for v in values.split(",") if v.strip()])
     rows = [dict(combo) for combo in itertools.product(*axes)] if axes else [{}]
