@@ -172,7 +172,12 @@ def train_step(model, optimizer, inputs, builtin, marks=None):
 
 def warm_up(model, optimizer):
     """Create the optimizer state as the first step would (zero gradients, one ``step``), then drop the
-    gradients: the measured step is then a steady-state one, with optimizer state held throughout."""
+    gradients: the measured step is then a steady-state one, with optimizer state held throughout.
+
+    The step must be the optimizer's own (foreach) one: it also makes DTensor's first, uncached sharding
+    propagation of each foreach op over the whole parameter list, half of a 70B plan's time.  Made under the
+    tracker instead (after a for-loop warm-up, tried), that propagation was counted as the step's memory,
+    several times the optimizer state."""
     import torch
 
     for p in model.parameters():
