@@ -5,8 +5,9 @@ real CPU run (issue 15), counting every allocation but gloo's own staging copy o
 gloo copies a reduce-scatter's whole input before reducing it; NCCL, which the plan is made for, reduces
 in place into the output. ``tests/helpers/plan_real.py`` counts the storages the tracker first sees inside
 ``dist.reduce_scatter_single`` as that copy. Without them the plan has equalled the real peak to the byte
-in every setting below, idle or under load (the 10% asserted is against that figure); with them the plan was 0-14% below the real peak on this tiny model,
-where one block's gradients are a large share, and the copy's lifetime depends on gloo's worker thread.
+in every setting below, idle or under load (the 10% asserted is against that figure); with them the plan
+was 0-14% below the real peak on this tiny model, where one block's gradients are a large share, and the
+copy's lifetime depends on gloo's worker thread.
 Uneven shards on purpose (vocab 499, ffn 250 do not divide by 4)."""
 from __future__ import annotations
 
