@@ -79,6 +79,10 @@ def test_a_peak_in_the_optimizer_step_is_told_so_not_offered_activation_knobs():
     texts = [s.text for s in suggestions([row])]
     assert any("peak is in the optimizer step" in t and "add 1.0 GiB to the 2.0 GiB" in t for t in texts)
     assert not any("checkpointing" in t or "--batch" in t for t in texts)
+    bigger = _row(Setting(mesh=[8]), cats={"activation": 9 * 2**30})
+    bigger.device_peak_bytes = 9 * 2**30
+    texts = [s.text for s in suggestions([bigger, row])]  # in a sweep: the optimizer-step row is named
+    assert any(t.startswith("row #2's peak is in the optimizer step") for t in texts)
 
 
 @pytest.mark.torch

@@ -87,20 +87,23 @@ def _gib(n: int) -> str:
 
 
 def suggestions(rows: list[PlanRow], custom_input: bool = False) -> list[Suggestion]:
-    """Knobs that would lower the peak of the largest row, each with the section that explains it
-    (``custom_input``: the input came from the user's factory, so --batch/--seq do not apply)."""
+    """Knobs that would lower the peak of the largest row (and a row whose peak is in the optimizer step), each
+    with the section that explains it (``custom_input``: the input came from the user's factory, so
+    --batch/--seq do not apply)."""
     row = max(rows, key=lambda r: r.device_peak_bytes)
     s: Setting = row.setting
     cat = row.device_peak_by_category or row.peak_by_category
     out = []
     acts = cat.get("activation", 0) + cat.get("temp", 0)
-    in_step = row.peak_phase == "optimizer step"
-    if in_step and not s.cpu_offload:
-        extra = cat.get("optimizer_state", 0) - row.optimizer_state_bytes
-        out.append(Suggestion(text=f"the peak is in the optimizer step: the foreach {s.optimizer} update's temporaries "
-                                   f"add {_gib(max(extra, 0))} to the {_gib(row.optimizer_state_bytes)} of optimizer "
-                                   "state (the plan models foreach=True, torch's default on CUDA); fused=True or "
-                                   "foreach=False avoids most of them", section="offload/offload-optimizer-choice"))
+    in_step = [(i, r) for i, r in enumerate(rows, 1) if r.peak_phase == "optimizer step" and not r.setting.cpu_offload]
+    if in_step:  # the largest such row, named when the plan has several rows
+        i, r = max(in_step, key=lambda ir: ir[1].device_peak_bytes)
+        extra = r.peak_by_category.get("optimizer_state", 0) - r.optimizer_state_bytes
+        where = f"row #{i}'s peak" if len(rows) > 1 else "the peak"
+        out.append(Suggestion(text=f"{where} is in the optimizer step: the foreach {r.setting.optimizer} update's "
+                                   f"temporaries add {_gib(max(extra, 0))} to the {_gib(r.optimizer_state_bytes)} of "
+                                   "optimizer state (the plan models foreach=True, torch's default on CUDA); fused=True "
+                                   "or foreach=False avoids most of them", section="offload/offload-optimizer-choice"))
     if not row.blocks:
         out.append(Suggestion(text="the model has no nn.ModuleList of blocks, so fully_shard went on the root alone: "
                                    "every parameter is all-gathered at once. Keep the blocks in an nn.ModuleList (or "
