@@ -23,6 +23,10 @@ from fsdp_skill.runtime import Job, api
 
 SCRIPTS = Path(__file__).parent / "data" / "scripts"
 CLI = [sys.executable, "-c", "import sys; from fsdp_skill.main import main; sys.exit(main())"]
+# As from a terminal: Ctrl-C raises KeyboardInterrupt even when this test runs in a background job, whose
+# processes start with SIGINT ignored (a CLI started that way rightly ignores it, and the SIGINT case would hang)
+CLI_INTERRUPTIBLE = [sys.executable, "-c", "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+                                           "from fsdp_skill.main import main; sys.exit(main())"]
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not sys.platform.startswith("linux"), reason="supervision needs Linux (/proc, prctl)")]
 
@@ -109,8 +113,8 @@ def test_signalled_cli_leaves_no_process_and_no_run_directory(tmp_path, pids_dir
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
     env = dict(os.environ, SUPERVISION_HANG="1", TMPDIR=str(tmpdir), FSDP_SKILL_CONFIRM_TIMEOUTS="0")
-    proc = subprocess.Popen([*CLI, "verify", "hang.py", "--launcher", launcher, "--timeout", "120"], cwd=work,
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen([*CLI_INTERRUPTIBLE, "verify", "hang.py", "--launcher", launcher, "--timeout", "120"],
+                            cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         assert wait_for(lambda: len(list(pids_dir.glob("rank*.pids"))) == 2, 120), proc.stderr.read1().decode()
         pids = pids_in(pids_dir)
