@@ -50,7 +50,8 @@ def test_labels_say_what_was_planned():
 
 
 def test_sizes_in_the_terminal_follow_the_model():
-    from fsdp_skill.adapters.cli.plan_render import count, size
+    from fsdp_skill.adapters.cli.plan_render import count
+    from fsdp_skill.core.plan.advice import format_bytes as size
 
     assert size(49 * 2**30 + 2**29) == "49.50 GiB" and size(3 * 2**20) == "3.00 MiB" and size(512) == "512 B"
     assert size(2**20, unit=2**30) == "0.00 GiB"

@@ -4,28 +4,19 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from fsdp_skill.core.plan.advice import BYTE_UNITS, format_bytes
 from fsdp_skill.core.plan.models import CATEGORY_ORDER, PlanReport
 
-_UNITS = ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"))
 _SHORT = {"sharded_param": "sharded params", "unsharded_param": "unsharded params", "buffer": "buffers",
           "sharded_grad": "sharded grads", "unsharded_grad": "unsharded grads", "activation": "activations",
           "temp": "temporaries", "all_gather": "all-gather buffers", "reduce_scatter": "reduce-scatter buffers",
           "optimizer_state": "optimizer state", "inputs": "inputs"}
 
 
-def size(n: int, unit: int | None = None) -> str:
-    """Bytes in the unit given (a power of 1024), else the largest of GiB / MiB / KiB that ``n`` reaches, e.g.
-    ``49.31 GiB``, ``3.2 MiB``; below 1 KiB, ``512 B``."""
-    for factor, name in _UNITS:
-        if unit == factor or (unit is None and abs(n) >= factor):
-            return f"{n / factor:.2f} {name}"
-    return f"{n} B"
-
-
 def _unit(report: PlanReport) -> int:
     """The unit of the report's tables: the one the largest peak reaches (GiB for any real model)."""
     top = max(max(r.device_peak_bytes for r in report.rows), report.gpu_memory_bytes or 0)
-    return next((factor for factor, _ in _UNITS if top >= factor), 1)
+    return next((factor for factor, _ in BYTE_UNITS if top >= factor), 1)
 
 
 def _wrapping(report: PlanReport) -> str:
@@ -49,7 +40,7 @@ def print_plan(report: PlanReport, console: Console | None = None) -> None:
     """Print the per-rank table (one row per setting), the fit verdicts, estimates, honesty lines and suggestions."""
     console = console or Console()
     unit = _unit(report)
-    name = dict((f, n) for f, n in _UNITS).get(unit, "B")
+    name = dict(BYTE_UNITS).get(unit, "B")
     console.print(f"[bold]{report.model}[/bold]  {count(report.params)} parameters  (torch {report.torch_version}, "
                   f"FSDP2 fully_shard {_wrapping(report)})")
     cats = [c for c in CATEGORY_ORDER if any(r.peak_by_category.get(c) for r in report.rows)]
@@ -57,12 +48,12 @@ def print_plan(report: PlanReport, console: Console | None = None) -> None:
     for col in ("#", "setting", f"GPU peak {name}", "phase"):
         rows.add_column(col, justify="right" if col in ("#", f"GPU peak {name}") else "left")
     if report.gpu_memory_bytes:
-        rows.add_column(f"fit in {size(report.gpu_memory_bytes)} (left after estimates)")
+        rows.add_column(f"fit in {format_bytes(report.gpu_memory_bytes)} (left after estimates)")
     for i, r in enumerate(report.rows, 1):
         cells = [str(i), r.label, _num(r.device_peak_bytes, unit), r.peak_phase]
         if r.fit:
             color = {"fits": "green", "tight": "yellow", "does not fit": "red"}[r.fit.status]
-            cells.append(f"[{color}]{r.fit.status}[/{color}] ({size(r.fit.headroom_after_estimates_bytes)})")
+            cells.append(f"[{color}]{r.fit.status}[/{color}] ({format_bytes(r.fit.headroom_after_estimates_bytes)})")
         rows.add_row(*cells)
     console.print(rows)
     offload = any(r.device_peak_by_category for r in report.rows)
@@ -77,12 +68,12 @@ def print_plan(report: PlanReport, console: Console | None = None) -> None:
     console.print(by_cat)
     for i, r in enumerate(report.rows, 1):
         where = "in host memory (cpu-offload)" if r.device_peak_by_category else "per rank"
-        console.print(f"  #{i} steady shards {where}: params {size(r.sharded_param_bytes, unit)}, grads "
-                      f"{size(r.sharded_grad_bytes, unit)}, optimizer {size(r.optimizer_state_bytes, unit)} ({r.seconds:.1f} s)",
+        console.print(f"  #{i} steady shards {where}: params {format_bytes(r.sharded_param_bytes, unit)}, grads "
+                      f"{format_bytes(r.sharded_grad_bytes, unit)}, optimizer {format_bytes(r.optimizer_state_bytes, unit)} ({r.seconds:.1f} s)",
                       highlight=False)
     console.print("[bold]not measured — estimates[/bold] (per GPU, for the largest row):")
     for e in report.estimates:
-        console.print(f"  {e.name}: {size(e.low_bytes)}–{size(e.high_bytes)} — {e.basis}", highlight=False)
+        console.print(f"  {e.name}: {format_bytes(e.low_bytes)}–{format_bytes(e.high_bytes)} — {e.basis}", highlight=False)
     console.print(report.measured, highlight=False)
     for line in report.not_measured:
         console.print(f"  - {line}", highlight=False)

@@ -78,12 +78,20 @@ def fit(row: PlanRow, gpu_memory: int) -> Fit:
                headroom_after_estimates_bytes=gpu_memory - high)
 
 
-def _gib(n: int) -> str:
-    """Bytes in the largest of GiB / MiB / KiB that ``n`` reaches, one decimal (``36.1 GiB``, ``12.5 KiB``)."""
-    for factor, name in ((GIB, "GiB"), (MIB, "MiB"), (2**10, "KiB")):
-        if abs(n) >= factor:
-            return f"{n / factor:.1f} {name}"
+BYTE_UNITS = ((GIB, "GiB"), (MIB, "MiB"), (2**10, "KiB"))
+
+
+def format_bytes(n: int, unit: int | None = None, digits: int = 2) -> str:
+    """Bytes in the unit given (one of BYTE_UNITS' factors), else the largest of GiB / MiB / KiB that ``n``
+    reaches, with ``digits`` decimals (``49.31 GiB``, ``3.20 MiB``); below 1 KiB, ``512 B``."""
+    for factor, name in BYTE_UNITS:
+        if unit == factor or (unit is None and abs(n) >= factor):
+            return f"{n / factor:.{digits}f} {name}"
     return f"{n} B"
+
+
+def _gib(n: int) -> str:
+    return format_bytes(n, digits=1)
 
 
 def suggestions(rows: list[PlanRow], custom_input: bool = False) -> list[Suggestion]:

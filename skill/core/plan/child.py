@@ -268,11 +268,6 @@ def make_tracker(model, optimizer, device_peak=False):
     tracker is returned (``device_peak`` None)."""
     from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
 
-    stock = FSDPMemTracker(model, optimizer)
-    if not all(hasattr(stock, a) for a in ("_update_peak_stats", "_curr_mem_snap", "_peak_mem", "_peak_mem_snap")):
-        stock.device_peak = stock.device_peak_snap = None
-        return stock  # another torch's private layout: the stock tracker gives the same peak, only slower
-
     track_device = device_peak
 
     class GlobalPeakTracker(FSDPMemTracker):
@@ -292,7 +287,13 @@ def make_tracker(model, optimizer, device_peak=False):
                 self.device_peak = device
                 self.device_peak_snap = {k: dict(v) for k, v in self._curr_mem_snap.items()}
 
-    return GlobalPeakTracker(model, optimizer)
+    tracker = GlobalPeakTracker(model, optimizer)
+    if not (hasattr(FSDPMemTracker, "_update_peak_stats")  # the method overridden, and the state it reads
+            and all(hasattr(tracker, a) for a in ("_curr_mem_snap", "_peak_mem", "_peak_mem_snap"))):
+        stock = FSDPMemTracker(model, optimizer)  # another torch's private layout: the same peak, only slower
+        stock.device_peak = stock.device_peak_snap = None
+        return stock
+    return tracker
 
 
 def _snapshot(tracker, which, snap=None):
@@ -364,8 +365,8 @@ def plan_one(spec, setting):
             device = None
             if setting.get("cpu_offload") and tracker.device_peak is not None:
                 device = _snapshot(tracker, "", tracker.device_peak_snap)
-                for name in ("sharded_param", "sharded_grad", "optimizer_state"):
-                    device[name] = 0  # in host memory
+                for name in HOST_WITH_OFFLOAD:
+                    device[CATEGORIES[name]] = 0  # in host memory
     except PlanFailure:
         raise
     except Exception as exc:
