@@ -311,6 +311,8 @@ def test_http_plan_route_validates_and_refuses_code():
             assert r.status_code == 422 and r.json()["code"] == "invalid_request", wrong
         r = client.post("/v1/plan", json={"transformer": SMALL, "world_size": 4, "mesh": "2x2"})
         assert r.status_code == 400 and "not both" in r.json()["error"]
+        r = client.post("/v1/plan", json={"transformer": SMALL, "world_size": 8, "reshard_after_forward": 12345678908})
+        assert r.status_code == 400 and "reshard_after_forward(12345678908)" in r.json()["error"]  # as sent, whole
 
 
 @pytest.mark.torch

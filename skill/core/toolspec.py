@@ -157,7 +157,7 @@ class PlanInput(BaseModel):
                 "param_dtype": None if self.param_dtype == "none" else self.param_dtype,
                 "reduce_dtype": None if self.reduce_dtype == "none" else self.reduce_dtype, "optimizer": self.optimizer,
                 "activation_checkpointing": self.activation_checkpointing, "cpu_offload": self.cpu_offload,
-                "reshard_after_forward": parse_reshard(str(self.reshard_after_forward)[:10])}
+                "reshard_after_forward": parse_reshard(str(self.reshard_after_forward))}
         return settings_for(base, self.sweep)
 
 
