@@ -4,6 +4,7 @@ Prints figures and the targets beside them (p50 <= 2 ms, p99 <= 2 ms in-process;
 ``ask --json --no-verify`` on a cached path at most 0.4x the time of ``python -c "import torch"``).
 Run: ``.venv/bin/python benchmarks/bench_ask.py [--rounds 20] [--cli-runs 5]``
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,8 +18,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-QUESTION_FILES = [ROOT.parent / "shared" / "eval" / "dev_questions.jsonl", ROOT / "tests" / "data" / "questions.jsonl",
-                  ROOT / "tests" / "data" / "blind_questions.jsonl"]
+QUESTION_FILES = [
+    ROOT.parent / "shared" / "eval" / "dev_questions.jsonl",
+    ROOT / "tests" / "data" / "questions.jsonl",
+    ROOT / "tests" / "data" / "blind_questions.jsonl",
+]
 
 
 def load_questions() -> list[str]:
@@ -53,8 +57,10 @@ def main() -> int:
             ask(q, verify=False)
             lat.append((time.perf_counter() - t0) * 1000)
     p50, p99 = pct(lat, 50), pct(lat, 99)
-    print(f"in-process ask (--no-verify, warm index, cached API): n={len(lat)} questions={len(questions)} "
-          f"p50={p50:.3f} ms (target <= 2) p99={p99:.3f} ms (target <= 2) mean={statistics.mean(lat):.3f} ms")
+    print(
+        f"in-process ask (--no-verify, warm index, cached API): n={len(lat)} questions={len(questions)} "
+        f"p50={p50:.3f} ms (target <= 2) p99={p99:.3f} ms (target <= 2) mean={statistics.mean(lat):.3f} ms"
+    )
 
     exe = str(Path(sys.executable).with_name("fsdp-skill"))
     q = "How do I train in bf16 with FSDP2 but reduce gradients in fp32?"
@@ -73,9 +79,18 @@ def main() -> int:
 
     cli = timed([exe, "ask", "--json", "--no-verify", q])
     torch_imp = timed([sys.executable, "-c", "import torch"])
-    check = subprocess.run([sys.executable, "-c", "import sys, fsdp_skill.main; fsdp_skill.main.main(['ask', '--json', '--no-verify', "
-                            + repr(q) + "]); print('torch imported:', 'torch' in sys.modules, file=sys.stderr)"],
-                           env=env, capture_output=True, text=True)
+    check = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, fsdp_skill.main; fsdp_skill.main.main(['ask', '--json', '--no-verify', "
+            + repr(q)
+            + "]); print('torch imported:', 'torch' in sys.modules, file=sys.stderr)",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     print(f"CLI ask --json --no-verify (cached): median {cli:.3f} s over {args.cli_runs} runs")
     print(f"python -c 'import torch':            median {torch_imp:.3f} s over {args.cli_runs} runs")
     print(f"ratio = {cli / torch_imp:.2f} (target <= 0.40); {check.stderr.strip().splitlines()[-1] if check.stderr else ''}")

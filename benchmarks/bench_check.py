@@ -3,6 +3,7 @@
 Prints the minimum and median over the rounds (the minimum is the fair figure on a loaded machine) and
 the target beside them. Run: ``.venv/bin/python benchmarks/bench_check.py [--rounds 10] [--lines 2000]``
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,11 +38,15 @@ def main() -> int:
         findings = check_source(source, "big.py")
         times.append(time.perf_counter() - t)
     best, med = min(times), statistics.median(times)
-    print(f"check on {source.count(chr(10))} lines: min {best:.3f} s, median {med:.3f} s "
-          f"({len(findings)} findings); target <= {TARGET_S} s: {'met' if best <= TARGET_S else 'NOT met'}")
+    print(
+        f"check on {source.count(chr(10))} lines: min {best:.3f} s, median {med:.3f} s "
+        f"({len(findings)} findings); target <= {TARGET_S} s: {'met' if best <= TARGET_S else 'NOT met'}"
+    )
     cli = _cli_seconds(source, args.rounds)
-    print(f"`fsdp-skill check FILE` end to end (a new interpreter: start-up, imports, analysis, output): "
-          f"min {min(cli):.3f} s, median {statistics.median(cli):.3f} s")
+    print(
+        f"`fsdp-skill check FILE` end to end (a new interpreter: start-up, imports, analysis, output): "
+        f"min {min(cli):.3f} s, median {statistics.median(cli):.3f} s"
+    )
     return 0 if best <= TARGET_S else 1
 
 

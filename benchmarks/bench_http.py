@@ -12,6 +12,7 @@ the end.  Only loopback traffic.
 
 Run: ``.venv/bin/python benchmarks/bench_http.py [--requests 2000] [--concurrency 32] [--rounds 3] [--no-verify]``
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,8 +51,13 @@ def free_port() -> int:
 
 
 def start_server(port: int, env: dict, workers: int, log) -> subprocess.Popen:
-    proc = subprocess.Popen([str(EXE), "serve", "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers),
-                             "--log-level", "warning"], env=env, stdout=subprocess.DEVNULL, stderr=log, text=True)
+    proc = subprocess.Popen(
+        [str(EXE), "serve", "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers), "--log-level", "warning"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+        text=True,
+    )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -73,6 +79,7 @@ async def load(base: str, request, n: int, concurrency: int):
     counter = iter(range(n))
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     async with httpx.AsyncClient(base_url=base, limits=limits, timeout=120) as client:
+
         async def worker():
             for i in counter:
                 t0 = time.perf_counter()
@@ -101,12 +108,12 @@ def line(label: str, f: dict) -> str:
 
 def measure(base: str, questions: list[str], args, verify: bool) -> tuple[dict, dict]:
     """One round: GET /healthz, then POST /v1/ask, each ``args.requests`` at ``args.concurrency``."""
+
     async def healthz(client, i):
         return await client.get("/healthz")
 
     async def ask(client, i):
-        return await client.post("/v1/ask", json={"question": questions[i % len(questions)], "k": args.k,
-                                                  "verify": verify})
+        return await client.post("/v1/ask", json={"question": questions[i % len(questions)], "k": args.k, "verify": verify})
 
     h = figures(*asyncio.run(load(base, healthz, args.requests, args.concurrency)))
     a = figures(*asyncio.run(load(base, ask, args.requests, args.concurrency)))
@@ -121,10 +128,15 @@ def main() -> int:
     ap.add_argument("-k", type=int, default=3, help="sections per answer (default 3)")
     ap.add_argument("--no-verify", action="store_true", help="send verify=false (default: verify=true on a warm cache)")
     ap.add_argument("--workers", type=int, default=1, help="uvicorn workers (default 1)")
-    ap.add_argument("--rounds", type=int, default=3, help="healthz + ask rounds on the same server; the median is reported (default 3)")
+    ap.add_argument(
+        "--rounds", type=int, default=3, help="healthz + ask rounds on the same server; the median is reported (default 3)"
+    )
     ap.add_argument("--no-inprocess", action="store_true", help="skip the in-process ask() figures")
-    ap.add_argument("--home", metavar="DIR", help="state directory to use and keep (default: a new temporary one); "
-                    "reusing one skips the warm-up's snippet runs")
+    ap.add_argument(
+        "--home",
+        metavar="DIR",
+        help="state directory to use and keep (default: a new temporary one); reusing one skips the warm-up's snippet runs",
+    )
     args = ap.parse_args()
     verify = not args.no_verify
     home = args.home or tempfile.mkdtemp(prefix="fsdp-skill-bench-http-")
@@ -146,24 +158,37 @@ def main() -> int:
             for s in r.json().get("sections", []) if r.status_code == 200 else []:
                 for sn in s["snippets"]:
                     statuses[sn["verification"]["status"]] = statuses.get(sn["verification"]["status"], 0) + 1
-        print(f"warm-up: {len(questions)} questions in {time.perf_counter() - t0:.1f} s (verify={str(verify).lower()}); "
-              f"snippet verdicts {statuses}; non-200: {bad or 'none'}")
-        print(f"load: n={args.requests} per route, concurrency={args.concurrency}, workers={args.workers}, "
-              f"verify={str(verify).lower()}, {args.rounds} round(s)")
+        print(
+            f"warm-up: {len(questions)} questions in {time.perf_counter() - t0:.1f} s (verify={str(verify).lower()}); "
+            f"snippet verdicts {statuses}; non-200: {bad or 'none'}"
+        )
+        print(
+            f"load: n={args.requests} per route, concurrency={args.concurrency}, workers={args.workers}, "
+            f"verify={str(verify).lower()}, {args.rounds} round(s)"
+        )
         rounds = []
         for i in range(args.rounds):
             h, a = measure(base, questions, args, verify)
             rounds.append((h, a))
-            print(f"round {i + 1}: " + line("GET /healthz", h) + " | " + line("POST /v1/ask", a)
-                  + f" | ratio {a['rps'] / h['rps']:.2f}")
-        med = {key: {m: statistics.median(r[idx][m] for r in rounds) for m in ("rps", "p50", "p99", "errors")}
-               for idx, key in ((0, "healthz"), (1, "ask"))}
+            print(
+                f"round {i + 1}: "
+                + line("GET /healthz", h)
+                + " | "
+                + line("POST /v1/ask", a)
+                + f" | ratio {a['rps'] / h['rps']:.2f}"
+            )
+        med = {
+            key: {m: statistics.median(r[idx][m] for r in rounds) for m in ("rps", "p50", "p99", "errors")}
+            for idx, key in ((0, "healthz"), (1, "ask"))
+        }
         ratios = [r[1]["rps"] / r[0]["rps"] for r in rounds]
         print("median of rounds:")
         print("  " + line("GET /healthz", med["healthz"]))
         print("  " + line("POST /v1/ask", med["ask"]))
-        print(f"  ask/healthz throughput ratio: {statistics.median(ratios):.2f} (median of {len(ratios)}; "
-              f"target >= 0.85); p99 ratio {med['ask']['p99'] / med['healthz']['p99']:.2f}")
+        print(
+            f"  ask/healthz throughput ratio: {statistics.median(ratios):.2f} (median of {len(ratios)}; "
+            f"target >= 0.85); p99 ratio {med['ask']['p99'] / med['healthz']['p99']:.2f}"
+        )
     finally:
         proc.terminate()
         try:
@@ -190,8 +215,10 @@ def main() -> int:
         ask(questions[i % len(questions)], k=args.k, verify=verify)
         lat.append((time.perf_counter() - t1) * 1000)
     wall = time.perf_counter() - t0
-    print(f"in-process ask()    n={len(lat)} sequential verify={str(verify).lower()}: {len(lat) / wall:.0f} calls/s, "
-          f"p50={pct(lat, 50):.2f} ms, p99={pct(lat, 99):.2f} ms")
+    print(
+        f"in-process ask()    n={len(lat)} sequential verify={str(verify).lower()}: {len(lat) / wall:.0f} calls/s, "
+        f"p50={pct(lat, 50):.2f} ms, p99={pct(lat, 99):.2f} ms"
+    )
     return 0
 
 

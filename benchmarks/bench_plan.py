@@ -3,6 +3,7 @@ machine) and of a 4-setting sweep (target < 2 min).  Prints figures; asserts not
 
     python benchmarks/bench_plan.py [--sweep-only | --single-only]
 """
+
 from __future__ import annotations
 
 import sys

@@ -12,6 +12,7 @@
 Targets: <= 0.3 s per small FSDP2 script once warm, >= 10x faster than torchrun, 5-script batch >= 5x.
 Figures depend on the machine's load; the script prints the load average it saw.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,8 +28,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 SCRIPTS = ROOT / "tests" / "data" / "scripts"
 BATCH = ["allreduce_env.py", "fsdp2_train.py", "ddp_train.py", "dtensor_shard.py", "dcp_state_dict.py"]
-LAZY_PROBE = ("import sys as _s, atexit as _a\n_m0 = set(_s.modules)\n"
-              "_a.register(lambda: print('LAZY', sorted(set(_s.modules) - _m0)))\n")
+LAZY_PROBE = (
+    "import sys as _s, atexit as _a\n_m0 = set(_s.modules)\n_a.register(lambda: print('LAZY', sorted(set(_s.modules) - _m0)))\n"
+)
 
 
 def torchrun_seconds(name: str, reps: int) -> tuple[float, int]:
@@ -41,8 +43,12 @@ def torchrun_seconds(name: str, reps: int) -> tuple[float, int]:
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(reps):
             t0 = time.perf_counter()
-            proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
-                                   "--nproc_per_node=2", str(SCRIPTS / name)], cwd=tmp, capture_output=True, text=True)
+            proc = subprocess.run(
+                [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(SCRIPTS / name)],
+                cwd=tmp,
+                capture_output=True,
+                text=True,
+            )
             times.append(time.perf_counter() - t0)
             if proc.returncode != 0:
                 failed += 1
@@ -89,8 +95,10 @@ def run(args) -> None:
     import fsdp_skill.runtime as runtime
     from fsdp_skill.runtime import warm
 
-    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} "
-          f"(1 min) at start; torch {runtime.api.host.torch_version()}")
+    print(
+        f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} "
+        f"(1 min) at start; torch {runtime.api.host.torch_version()}"
+    )
     t0 = time.perf_counter()
     launcher = warm.shared()
     print(f"zygote start-up: {time.perf_counter() - t0:.2f} s (preload {launcher.preload_s:.2f} s), paid once per process\n")
@@ -118,10 +126,14 @@ def run(args) -> None:
     runtime.verify_many(jobs, use_cache=False)
     batch_warm = time.perf_counter() - t0
     torchrun_total = sum(c for _, _, c in rows.values())
-    print(f"\nbatch of 5: verify_many {batch_cold:.2f} s from a cold start (zygote included), "
-          f"{batch_warm:.2f} s on a warm zygote; 5 torchrun runs {torchrun_total:.2f} s")
-    print(f"target: 5-script batch >= 5x faster       -> {torchrun_total / batch_cold:.1f}x cold start, "
-          f"{torchrun_total / batch_warm:.1f}x warm  [{ok(torchrun_total / batch_cold >= 5)}]")
+    print(
+        f"\nbatch of 5: verify_many {batch_cold:.2f} s from a cold start (zygote included), "
+        f"{batch_warm:.2f} s on a warm zygote; 5 torchrun runs {torchrun_total:.2f} s"
+    )
+    print(
+        f"target: 5-script batch >= 5x faster       -> {torchrun_total / batch_cold:.1f}x cold start, "
+        f"{torchrun_total / batch_warm:.1f}x warm  [{ok(torchrun_total / batch_cold >= 5)}]"
+    )
 
     if args.modules:
         print("\nmodules still imported lazily inside a rank after the preload:")

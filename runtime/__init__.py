@@ -12,10 +12,10 @@ Every function takes ``python=``: the target interpreter that runs the ranks and
 A failing script is a Verdict (``status="failed"``); :class:`HarnessError` means the run could not happen.
 Importing this package does not import torch.
 """
+
 from fsdp_skill.errors import HarnessError
 from fsdp_skill.runtime.api import Job, cached_verdict, verify_code, verify_many
 from fsdp_skill.runtime.models import RankResult, Verdict
 from fsdp_skill.runtime.warm import shutdown
 
-__all__ = ["verify_code", "verify_many", "cached_verdict", "Job", "HarnessError", "Verdict", "RankResult",
-           "shutdown"]
+__all__ = ["verify_code", "verify_many", "cached_verdict", "Job", "HarnessError", "Verdict", "RankResult", "shutdown"]

@@ -3,6 +3,7 @@
 ``verify_code`` runs one script, ``verify_many`` a batch on one warm launcher, ``cached_verdict`` answers
 from the cache (or a host-based skip) without running anything or importing torch.
 """
+
 from __future__ import annotations
 
 import os
@@ -64,21 +65,44 @@ def _now() -> str:
 
 def environment(facts: target.Facts) -> dict:
     """The Verdict fields that name the environment of a run: interpreter, torch version, CUDA/NCCL, devices."""
-    return {"python": facts.python, "torch_version": facts.torch_version, "cuda_available": facts.cuda_available,
-            "nccl_available": facts.nccl_available, "device_count": facts.device_count}
+    return {
+        "python": facts.python,
+        "torch_version": facts.torch_version,
+        "cuda_available": facts.cuda_available,
+        "nccl_available": facts.nccl_available,
+        "device_count": facts.device_count,
+    }
 
 
 def _skipped(code_sha: str, job: Job, place: host.Placement, facts: target.Facts) -> Verdict:
-    return Verdict(status="skipped", reason=place.skip, snippet_id=job.snippet_id, code_sha256=code_sha,
-                   backend=place.backend, world_size=job.world_size, device=place.device,
-                   seconds=0.0, launcher=None, checked_at=_now(), checks=job.checks, **environment(facts))
+    return Verdict(
+        status="skipped",
+        reason=place.skip,
+        snippet_id=job.snippet_id,
+        code_sha256=code_sha,
+        backend=place.backend,
+        world_size=job.world_size,
+        device=place.device,
+        seconds=0.0,
+        launcher=None,
+        checked_at=_now(),
+        checks=job.checks,
+        **environment(facts),
+    )
 
 
 def _unavailable(code_sha: str, job: Job, facts: target.Facts) -> Verdict:
     """The verdict of any job in an environment without torch: not run, ``available=False``, how to enable it."""
-    return Verdict(status="unverified", available=False, reason=target.no_torch_reason(facts.python),
-                   snippet_id=job.snippet_id, code_sha256=code_sha, world_size=job.world_size, checks=job.checks,
-                   **environment(facts))
+    return Verdict(
+        status="unverified",
+        available=False,
+        reason=target.no_torch_reason(facts.python),
+        snippet_id=job.snippet_id,
+        code_sha256=code_sha,
+        world_size=job.world_size,
+        checks=job.checks,
+        **environment(facts),
+    )
 
 
 def require_torch(python: str | None = None) -> target.Facts:
@@ -94,11 +118,13 @@ def _check(job: Job, launcher: str) -> None:
     if launcher not in LAUNCHERS:
         raise InvalidArgument(f"launcher must be one of {', '.join(LAUNCHERS)}, not {launcher!r}")
     if not isinstance(job.timeout, (int, float)) or not 0 < job.timeout <= MAX_TIMEOUT_S:
-        raise InvalidArgument(f"timeout must be a positive number of seconds, at most {MAX_TIMEOUT_S:g} (a day), "
-                              f"not {job.timeout!r}")
+        raise InvalidArgument(
+            f"timeout must be a positive number of seconds, at most {MAX_TIMEOUT_S:g} (a day), not {job.timeout!r}"
+        )
     if not isinstance(job.world_size, int) or not 1 <= job.world_size <= MAX_WORLD_SIZE:
-        raise InvalidArgument(f"world_size must be an integer from 1 to {MAX_WORLD_SIZE} (ranks on this host), "
-                              f"not {job.world_size!r}")
+        raise InvalidArgument(
+            f"world_size must be an integer from 1 to {MAX_WORLD_SIZE} (ranks on this host), not {job.world_size!r}"
+        )
     if not isinstance(job.code, str):
         raise InvalidArgument("code must be a str")
     if job.nodes is not None:
@@ -114,8 +140,9 @@ def _check(job: Job, launcher: str) -> None:
         raise InvalidArgument("script arguments are only for a script run in place (a PATH.py)")
 
 
-def cached_verdict(code: str, *, world_size: int = 2, backend: str = "auto", requires=(),
-                   python: str | None = None, launcher: str | None = None) -> Verdict | None:
+def cached_verdict(
+    code: str, *, world_size: int = 2, backend: str = "auto", requires=(), python: str | None = None, launcher: str | None = None
+) -> Verdict | None:
     """The verdict known without running anything, or None.
 
     ``python`` is the target interpreter (default: the selected one, :func:`fsdp_skill.runtime.target.python`).
@@ -146,13 +173,22 @@ def cached_verdict(code: str, *, world_size: int = 2, backend: str = "auto", req
 
 
 def _key(sha: str, job: Job, place: host.Placement, facts: target.Facts, launcher: str) -> cache.VerdictKey:
-    return cache.VerdictKey(sha, job.world_size, place.backend, facts.torch_version, facts.python, launcher,
-                            cache.outcome_env())
+    return cache.VerdictKey(sha, job.world_size, place.backend, facts.torch_version, facts.python, launcher, cache.outcome_env())
 
 
-def verify_code(code: str, *, world_size: int = 2, backend: str = "auto", timeout: float = 60.0, requires=(),
-                launcher: str = "warm", use_cache: bool = True, snippet_id: str | None = None,
-                filename: str = "snippet.py", python: str | None = None) -> Verdict:
+def verify_code(
+    code: str,
+    *,
+    world_size: int = 2,
+    backend: str = "auto",
+    timeout: float = 60.0,
+    requires=(),
+    launcher: str = "warm",
+    use_cache: bool = True,
+    snippet_id: str | None = None,
+    filename: str = "snippet.py",
+    python: str | None = None,
+) -> Verdict:
     """Run ``code`` as a complete script on ``world_size`` processes of a real process group.
 
     Each rank gets torchrun's environment (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR/PORT, ...) and runs the
@@ -175,13 +211,26 @@ def verify_code(code: str, *, world_size: int = 2, backend: str = "auto", timeou
     Raises InvalidArgument for bad arguments or an interpreter that is unusable or has no torch, and
     HarnessError when the run cannot happen at all.
     """
-    job = Job(code=code, world_size=world_size, backend=backend, timeout=timeout, requires=tuple(requires),
-              snippet_id=snippet_id, filename=filename)
+    job = Job(
+        code=code,
+        world_size=world_size,
+        backend=backend,
+        timeout=timeout,
+        requires=tuple(requires),
+        snippet_id=snippet_id,
+        filename=filename,
+    )
     return _verify(job, launcher=launcher, use_cache=use_cache, facts=require_torch(python))
 
 
-def verify_many(jobs: list[Job], *, launcher: str = "warm", use_cache: bool = True,
-                progress: Callable[[int, int, Verdict], None] | None = None, python: str | None = None) -> list[Verdict]:
+def verify_many(
+    jobs: list[Job],
+    *,
+    launcher: str = "warm",
+    use_cache: bool = True,
+    progress: Callable[[int, int, Verdict], None] | None = None,
+    python: str | None = None,
+) -> list[Verdict]:
     """Verify every job, in order, on one warm launcher of ``python`` (see :func:`verify_code`); returns
     one Verdict per job (same order).
 
@@ -221,8 +270,12 @@ def _verify(job: Job, *, launcher: str, use_cache: bool, facts: target.Facts) ->
         # every rank finished; one more run decides, and the verdict keeps the first run's reason.
         first = (verdict.reason or "").splitlines()[0]
         again = _run(job, place, sha, launcher, facts)
-        verdict = again.model_copy(update={"teardown_retries": 1, "reason": (
-            f"{again.reason}; this is a second run: the first failed only in interpreter teardown ({first})")})
+        verdict = again.model_copy(
+            update={
+                "teardown_retries": 1,
+                "reason": (f"{again.reason}; this is a second run: the first failed only in interpreter teardown ({first})"),
+            }
+        )
     if verdict.status == "timeout" and launcher == "warm" and not job.debug and os.environ.get(CONFIRM_ENV, "1") != "0":
         verdict = _confirm(job, place, sha, verdict, facts)
     verdict = verdict.model_copy(update={"checks": job.checks})
@@ -236,8 +289,12 @@ def failed_only_in_teardown(verdict: Verdict) -> bool:
     reported, at least one crashed in teardown, and each other one exited 0 or was stopped by the launcher
     because of that crash."""
     ranks = verdict.ranks
-    return (verdict.status == "failed" and len(ranks) == verdict.world_size and any(r.teardown_crash for r in ranks)
-            and all(r.teardown_crash or r.killed_by_harness or (r.exit_code == 0 and r.signal is None) for r in ranks))
+    return (
+        verdict.status == "failed"
+        and len(ranks) == verdict.world_size
+        and any(r.teardown_crash for r in ranks)
+        and all(r.teardown_crash or r.killed_by_harness or (r.exit_code == 0 and r.signal is None) for r in ranks)
+    )
 
 
 def _confirm(job: Job, place: host.Placement, sha: str, warm: Verdict, facts: target.Facts) -> Verdict:
@@ -268,8 +325,19 @@ def scrubbed_env(environ) -> dict[str, str]:
     return {k: v for k, v in environ.items() if not k.startswith(STATE_PREFIX)}
 
 
-_TORCHRUN_VARS = {"RANK", "LOCAL_RANK", "GROUP_RANK", "ROLE_RANK", "ROLE_NAME", "LOCAL_WORLD_SIZE", "WORLD_SIZE",
-                  "GROUP_WORLD_SIZE", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}
+_TORCHRUN_VARS = {
+    "RANK",
+    "LOCAL_RANK",
+    "GROUP_RANK",
+    "ROLE_RANK",
+    "ROLE_NAME",
+    "LOCAL_WORLD_SIZE",
+    "WORLD_SIZE",
+    "GROUP_WORLD_SIZE",
+    "ROLE_WORLD_SIZE",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+}
 
 
 def _job_env(job: Job, place: host.Placement, facts: target.Facts, rundir: str) -> dict[str, str]:
@@ -298,8 +366,10 @@ def _job_env(job: Job, place: host.Placement, facts: target.Facts, rundir: str) 
     return env
 
 
-ZYGOTE_DIED = ("the warm launcher (the ranks' parent process) was killed during the run, on a fresh launcher "
-               "too: does the script, or a process it starts, kill its parent process?")
+ZYGOTE_DIED = (
+    "the warm launcher (the ranks' parent process) was killed during the run, on a fresh launcher "
+    "too: does the script, or a process it starts, kill its parent process?"
+)
 
 
 def _run(job: Job, place: host.Placement, sha: str, launcher: str, facts: target.Facts, attempt: int = 1) -> Verdict:
@@ -331,29 +401,55 @@ def _run(job: Job, place: host.Placement, sha: str, launcher: str, facts: target
         if zygote is not None:
             t0 = time.monotonic()
             try:
-                msg = zygote.run(script=script, workdir=workdir, rundir=rundir, world_size=job.world_size,
-                                 timeout=float(job.timeout), env=env, args=list(job.args))
+                msg = zygote.run(
+                    script=script,
+                    workdir=workdir,
+                    rundir=rundir,
+                    world_size=job.world_size,
+                    timeout=float(job.timeout),
+                    env=env,
+                    args=list(job.args),
+                )
                 raw = _raw_from_zygote(msg, rundir)
             except warm.LauncherDied:
                 if attempt == 1:
                     raw = None  # run again (after this run's directory is removed)
                 else:
-                    raw = RawRun(seconds=round(time.monotonic() - t0, 3), timed_out=False, ranks=[],
-                                 first_failure=None, error=ZYGOTE_DIED)
+                    raw = RawRun(
+                        seconds=round(time.monotonic() - t0, 3), timed_out=False, ranks=[], first_failure=None, error=ZYGOTE_DIED
+                    )
             torch_version = zygote.torch_version
         else:
             from fsdp_skill.runtime.torchrun import run_torchrun
 
             try:
-                raw = run_torchrun(script=script, workdir=workdir, rundir=rundir, world_size=job.world_size,
-                                   timeout=float(job.timeout), env=env, python=facts.python, args=list(job.args),
-                                   nodes=job.nodes)
+                raw = run_torchrun(
+                    script=script,
+                    workdir=workdir,
+                    rundir=rundir,
+                    world_size=job.world_size,
+                    timeout=float(job.timeout),
+                    env=env,
+                    python=facts.python,
+                    args=list(job.args),
+                    nodes=job.nodes,
+                )
             except OSError as exc:
                 raise HarnessError(f"cannot run torchrun: {exc}") from exc
         if raw is not None:
-            verdict = make_verdict(raw, script=script, code=job.code, code_sha256=sha, snippet_id=job.snippet_id,
-                                   backend=place.backend, device=place.device, world_size=job.world_size,
-                                   timeout=float(job.timeout), launcher=launcher, torch_version=torch_version)
+            verdict = make_verdict(
+                raw,
+                script=script,
+                code=job.code,
+                code_sha256=sha,
+                snippet_id=job.snippet_id,
+                backend=place.backend,
+                device=place.device,
+                world_size=job.world_size,
+                timeout=float(job.timeout),
+                launcher=launcher,
+                torch_version=torch_version,
+            )
             verdict = verdict.model_copy(update={**environment(facts), "torch_version": verdict.torch_version})
             return verdict if job.nodes is None else _across_nodes(verdict, job, raw)
     finally:
@@ -381,8 +477,11 @@ def _across_nodes(verdict: Verdict, job: Job, raw: RawRun) -> Verdict:
     nodes = job.nodes
     total = nodes.nnodes * job.world_size
     mine = [r.rank for r in verdict.ranks]
-    part = (f"ranks {min(mine)}-{max(mine)} of {total}" if len(mine) > 1 else f"rank {mine[0]} of {total}") if mine \
+    part = (
+        (f"ranks {min(mine)}-{max(mine)} of {total}" if len(mine) > 1 else f"rank {mine[0]} of {total}")
+        if mine
         else f"none of the {total} ranks"
+    )
     reason = verdict.reason
     if verdict.status == "passed":
         reason = f"this node's {len(mine)} ranks exited 0 ({part}; {nodes.describe()})"
@@ -408,13 +507,23 @@ def _raw_from_zygote(msg: dict, rundir: str) -> RawRun:
         # A rank asked for its stack (SIGUSR1) after its faulthandler was gone (it was already exiting) dies
         # of that signal: the harness ended it, not the script.
         by_harness = r["killed_by_harness"] or (r["signal"] == "SIGUSR1" and r.get("dumped", False))
-        ranks.append(RawRank(
-            rank=n, exit_code=r["exit_code"], signal=r["signal"], killed_by_harness=by_harness,
-            order=r.get("order"),
-            log=read_text(os.path.join(rundir, f"rank{n}.log")),
-            traceback=read_text(os.path.join(rundir, f"rank{n}.tb")) or None,
-            stack=read_text(os.path.join(rundir, f"rank{n}.stack")) or None,
-            script_exit=_int_or_none(read_text(os.path.join(rundir, f"rank{n}.exit"))),
-        ))
-    return RawRun(seconds=msg["seconds"], timed_out=msg["timed_out"], ranks=ranks,
-                  first_failure=msg["first_failure"], torch_version=msg.get("torch_version"))
+        ranks.append(
+            RawRank(
+                rank=n,
+                exit_code=r["exit_code"],
+                signal=r["signal"],
+                killed_by_harness=by_harness,
+                order=r.get("order"),
+                log=read_text(os.path.join(rundir, f"rank{n}.log")),
+                traceback=read_text(os.path.join(rundir, f"rank{n}.tb")) or None,
+                stack=read_text(os.path.join(rundir, f"rank{n}.stack")) or None,
+                script_exit=_int_or_none(read_text(os.path.join(rundir, f"rank{n}.exit"))),
+            )
+        )
+    return RawRun(
+        seconds=msg["seconds"],
+        timed_out=msg["timed_out"],
+        ranks=ranks,
+        first_failure=msg["first_failure"],
+        torch_version=msg.get("torch_version"),
+    )

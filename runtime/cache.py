@@ -8,6 +8,7 @@ old or the new verdict.  A file is trusted only as far as it agrees with the key
 (:func:`load`): an unreadable, invalid or mismatching file is a miss, rewritten by the next store.
 Only ``passed``, ``failed`` and ``timeout`` verdicts are stored; a harness error never reaches here.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -34,9 +35,11 @@ _SCHEMA = 4
 # What the ranks inherit that changes how a run ends: c10d/gloo/NCCL settings, what Python imports at start-up
 # (PYTHONPATH: a sitecustomize there runs in every rank), the dynamic loader's preloads and paths, thread
 # counts, visible devices, every TORCH_* switch, and the warm launcher's exit mode.
-OUTCOME_ENV = re.compile(r"^(?:[A-Z0-9_]*_SOCKET_IFNAME|NCCL_\w*|TORCH_\w*|GLOO_\w*|MASTER_ADDR|FSDP_SKILL_WARM_EXIT"
-                         r"|PYTHONPATH|PYTHONHOME|PYTHONUSERBASE|PYTHONNOUSERSITE|PYTHONSAFEPATH|PYTHONWARNINGS"
-                         r"|LD_PRELOAD|LD_LIBRARY_PATH|OMP_NUM_THREADS|MKL_NUM_THREADS|CUDA_VISIBLE_DEVICES)$")
+OUTCOME_ENV = re.compile(
+    r"^(?:[A-Z0-9_]*_SOCKET_IFNAME|NCCL_\w*|TORCH_\w*|GLOO_\w*|MASTER_ADDR|FSDP_SKILL_WARM_EXIT"
+    r"|PYTHONPATH|PYTHONHOME|PYTHONUSERBASE|PYTHONNOUSERSITE|PYTHONSAFEPATH|PYTHONWARNINGS"
+    r"|LD_PRELOAD|LD_LIBRARY_PATH|OMP_NUM_THREADS|MKL_NUM_THREADS|CUDA_VISIBLE_DEVICES)$"
+)
 _SHA = re.compile(r"^[0-9a-f]{64}$")
 
 
@@ -63,8 +66,9 @@ def outcome_env(environ: Mapping[str, str] | None = None) -> str:
     return hashlib.sha256(json.dumps(pairs).encode()).hexdigest()
 
 
-def cache_key(code_sha: str, world_size: int, backend: str, torch_version: str, python: str,
-              launcher: str = "warm", env: str = "") -> str:
+def cache_key(
+    code_sha: str, world_size: int, backend: str, torch_version: str, python: str, launcher: str = "warm", env: str = ""
+) -> str:
     """Key of one verdict: SHA-256 over the code hash, world_size, resolved backend, the target
     interpreter's torch version and absolute path, the launcher ('warm' | 'torchrun') and the
     :func:`outcome_env` digest ``env``, so verdicts of different environments never mix."""
@@ -87,8 +91,7 @@ class VerdictKey:
     @property
     def name(self) -> str:
         """The file stem: :func:`cache_key` of the fields."""
-        return cache_key(self.code_sha, self.world_size, self.backend, self.torch_version, self.python,
-                         self.launcher, self.env)
+        return cache_key(self.code_sha, self.world_size, self.backend, self.torch_version, self.python, self.launcher, self.env)
 
 
 def _path(key: VerdictKey) -> Path:
@@ -103,7 +106,12 @@ def _agrees(verdict: Verdict, key: VerdictKey) -> bool:
     if verdict.status not in CACHED_STATUSES or not verdict.available:
         return False
     if (verdict.code_sha256, verdict.world_size, verdict.backend, verdict.torch_version, verdict.python) != (
-            key.code_sha, key.world_size, key.backend, key.torch_version, key.python):
+        key.code_sha,
+        key.world_size,
+        key.backend,
+        key.torch_version,
+        key.python,
+    ):
         return False
     if not _SHA.match(key.code_sha) or key.world_size < 1:
         return False

@@ -9,6 +9,7 @@ Shared by both launchers through :mod:`fsdp_skill.runtime.report`:
                            faulthandler dump printed with it
     in_torch_distributed(text)  whether a traceback or dump passes through torch.distributed (a collective)
 """
+
 from __future__ import annotations
 
 import os
@@ -18,8 +19,7 @@ _RUNTIME_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _PREFIX = r"(?:\[(?:rank|default)\d+\]:)?"  # torch's excepthook prefixes each line with "[rankN]:"
 _FILE = re.compile(_PREFIX + r'\s*File "(?P<file>[^"]+)", line \d+')
 _SOURCE = re.compile(_PREFIX + "    ")
-_HARNESS_PARTS = ("/torch/distributed/run.py", "/torch/distributed/elastic/", "/torch/distributed/launcher/",
-                  "/runpy.py")
+_HARNESS_PARTS = ("/torch/distributed/run.py", "/torch/distributed/elastic/", "/torch/distributed/launcher/", "/runpy.py")
 _FATAL = re.compile(r"^Fatal Python error: (?P<what>.+)$", re.M)
 _TERMINATE = re.compile(r"terminate called after throwing an instance of '(?P<type>[^']+)'")
 MESSAGE_CHARS = 4000
@@ -62,7 +62,7 @@ def exception_message(tb: str | None) -> str | None:
     (at most MESSAGE_CHARS characters); None when there is none."""
     if not tb:
         return None
-    block = tb[tb.rfind("Traceback (most recent call last):"):] if "Traceback (most recent" in tb else tb
+    block = tb[tb.rfind("Traceback (most recent call last):") :] if "Traceback (most recent" in tb else tb
     lines = block.strip("\n").splitlines()
     start = None
     for i, line in enumerate(lines):
@@ -95,14 +95,14 @@ def native_error(log: str | None) -> tuple[str | None, str | None]:
     what = before.rfind("what():")
     message = f"Fatal Python error: {fatal['what'].strip()}"
     if what >= 0:
-        text = before[what + len("what():"):].strip()
+        text = before[what + len("what():") :].strip()
         kinds = list(_TERMINATE.finditer(before[:what]))
         kind = kinds[-1] if kinds else None
         if text:
             message = f"{kind['type']}: {text}" if kind else text
     if len(message) > MESSAGE_CHARS:
         message = message[: MESSAGE_CHARS - 1] + "…"
-    return message, scrub(log[fatal.start():]).strip() + "\n"
+    return message, scrub(log[fatal.start() :]).strip() + "\n"
 
 
 def in_torch_distributed(text: str | None) -> bool:

@@ -3,6 +3,7 @@
 Used on the ``ask`` hot path (cache keys, skip decisions), so everything here reads package metadata and
 ``/proc`` (through :mod:`fsdp_skill.runtime.target`) and returns in milliseconds once the target is probed.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -8,6 +8,7 @@ library and torch (no fsdp_skill, no pydantic).  The tool imports it for its own
 (:mod:`fsdp_skill.core.apis`).  A name that does not resolve gives ``available: false`` and a ``summary``
 saying so; importing torch is what costs (seconds).
 """
+
 import importlib
 import inspect
 import json

@@ -12,6 +12,7 @@ forked ones share their parent's), or, for a process already dead whose environm
 when it is in the session of a dead shepherd the caller has not reaped yet (``sessions``).  Other children
 of the caller (a probe another thread runs and waits for, a live shepherd) are never signalled or reaped.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -62,7 +63,7 @@ def _session(pid: int) -> int | None:
             data = f.read()
     except OSError:
         return None
-    return int(data[data.rfind(b")") + 2:].split()[3])
+    return int(data[data.rfind(b")") + 2 :].split()[3])
 
 
 def _marked(pid: int, mark: bytes) -> bool:

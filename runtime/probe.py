@@ -10,6 +10,7 @@ subprocess on the ``ask`` hot path.  Output of :func:`static_facts`::
 GPU counts are not part of it: they depend on the host and ``CUDA_VISIBLE_DEVICES``, not on the
 interpreter, and are computed by the caller with :func:`device_count`.
 """
+
 import json
 import os
 import sys
@@ -53,9 +54,14 @@ def static_facts():
             cuda = any(name.startswith("libtorch_cuda") for name in os.listdir(os.path.join(tdir, "lib")))
         except OSError:
             cuda = False
-    return {"python": sys.executable, "python_version": list(sys.version_info[:3]),
-            "torch_version": version if tdir else None, "torch_dir": tdir, "cuda_build": cuda,
-            "nccl_build": cuda and sys.platform.startswith("linux")}
+    return {
+        "python": sys.executable,
+        "python_version": list(sys.version_info[:3]),
+        "torch_version": version if tdir else None,
+        "torch_dir": tdir,
+        "cuda_build": cuda,
+        "nccl_build": cuda and sys.platform.startswith("linux"),
+    }
 
 
 def visible(physical, env):

@@ -5,6 +5,7 @@ it finds the innermost frame inside the user's script and the function the scrip
 e.g. ``'all_reduce at snippet.py:14'`` for a rank stuck in a collective.  What a rank's output says about
 its own error (whole messages, native crashes, harness frames removed) is read by :mod:`.frames`.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,16 +22,50 @@ _FRAME = re.compile(r'^\s*File "(?P<file>.+)", line (?P<line>\d+) in (?P<func>.+
 _TB_FRAME = re.compile(r'^\s*File "(?P<file>.+)", line (?P<line>\d+)')
 _THREAD = re.compile(r"^(Current thread|Thread) 0x[0-9a-f]+")
 _CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
-_KEYWORDS = {"if", "elif", "while", "for", "return", "with", "assert", "not", "and", "or", "in", "lambda",
-             "yield", "await", "print", "def", "class", "del", "raise", "except", "is"}
+_KEYWORDS = {
+    "if",
+    "elif",
+    "while",
+    "for",
+    "return",
+    "with",
+    "assert",
+    "not",
+    "and",
+    "or",
+    "in",
+    "lambda",
+    "yield",
+    "await",
+    "print",
+    "def",
+    "class",
+    "del",
+    "raise",
+    "except",
+    "is",
+}
 # Errors a rank raises because *another* rank died or left (gloo/NCCL/store messages): never the root cause
 # when some other rank failed for its own reason.
 _CONSEQUENTIAL = re.compile(
     r"Connection closed by peer|Connection reset by peer|remote worker|Broken pipe|communicator was aborted"
-    r"|NCCL communicator|Socket Timeout|failed to recv|DistNetworkError|Connection refused", re.I)
+    r"|NCCL communicator|Socket Timeout|failed to recv|DistNetworkError|Connection refused",
+    re.I,
+)
 EXC_CHARS = 200
-_GENERIC = {"wrapper", "inner", "_fn", "decorate_context", "__call__", "_call_impl", "_wrapped_call_impl",
-            "wrapped", "fn", "func", "_inner"}
+_GENERIC = {
+    "wrapper",
+    "inner",
+    "_fn",
+    "decorate_context",
+    "__call__",
+    "_call_impl",
+    "_wrapped_call_impl",
+    "wrapped",
+    "fn",
+    "func",
+    "_inner",
+}
 
 
 @dataclass
@@ -170,10 +205,12 @@ def root_cause(ranks: list[RankResult], order: dict[int, int], first_failure: in
     bad = [r for r in ranks if r.exit_code != 0 or r.signal is not None]
     if not bad:
         return None
+
     def key(r: RankResult):
         consequential = bool(r.traceback and _CONSEQUENTIAL.search(exception_message(r.traceback) or ""))
         position = order.get(r.rank, 1 << 30) if order else (0 if r.rank == first_failure else 1)
         return (r.killed_by_harness, r.teardown_crash, consequential, r.error_at is None, position, r.rank)
+
     return min(bad, key=key)
 
 
@@ -200,8 +237,10 @@ def _failure(rr: RankResult) -> tuple[str, str | None]:
         what = msg.split(":", 1)[0] if multi else (msg or "an exception")
         text = f"rank {rr.rank} raised {what}" + (f" at {rr.error_at}" if rr.error_at else "")
     elif rr.teardown_crash:
-        text = (f"rank {rr.rank} finished its script (exit 0), then was killed by {rr.signal} while the "
-                f"interpreter shut down (its results were complete)")
+        text = (
+            f"rank {rr.rank} finished its script (exit 0), then was killed by {rr.signal} while the "
+            f"interpreter shut down (its results were complete)"
+        )
         if msg and not multi:
             text += f": {msg}"
     elif rr.signal:
@@ -233,7 +272,7 @@ def teardown_crash(raw: RawRank) -> bool:
         return raw.script_exit == 0
     if raw.signal != "SIGABRT" or _TERMINATE not in raw.log:
         return False
-    dump = raw.log[raw.log.find("Fatal Python error"):] if "Fatal Python error" in raw.log else ""
+    dump = raw.log[raw.log.find("Fatal Python error") :] if "Fatal Python error" in raw.log else ""
     return not dump or ("<no Python frame>" in dump and 'File "' not in dump)
 
 
@@ -257,15 +296,28 @@ def _reason(ranks: list[RankResult], first: RankResult, in_collective: bool) -> 
             continue
         text = f"rank {r.rank} {_describe(r)}"
         if in_collective and r.exit_code == 0 and r.signal is None:
-            text += (f", but its results are suspect: rank {first.rank} failed inside a torch.distributed call "
-                     f"(a collective both ranks took part in), so what rank {r.rank} received there may be wrong")
+            text += (
+                f", but its results are suspect: rank {first.rank} failed inside a torch.distributed call "
+                f"(a collective both ranks took part in), so what rank {r.rank} received there may be wrong"
+            )
         others.append(text)
     return summary + ("; " + "; ".join(others) if others else "") + (f"\n{message}" if message else "")
 
 
-def make_verdict(run: RawRun, *, script: str, code: str, code_sha256: str, snippet_id: str | None,
-                 backend: str, device: str, world_size: int, timeout: float, launcher: str,
-                 torch_version: str) -> Verdict:
+def make_verdict(
+    run: RawRun,
+    *,
+    script: str,
+    code: str,
+    code_sha256: str,
+    snippet_id: str | None,
+    backend: str,
+    device: str,
+    world_size: int,
+    timeout: float,
+    launcher: str,
+    torch_version: str,
+) -> Verdict:
     """Build the Verdict of a finished run: ``passed`` only if every rank exited 0 and nothing timed out.
 
     Harness frames are removed from every rank's output, traceback and stack (:func:`frames.scrub`); a rank
@@ -276,12 +328,21 @@ def make_verdict(run: RawRun, *, script: str, code: str, code_sha256: str, snipp
     for raw in sorted(run.ranks, key=lambda r: r.rank):
         tb, stack = scrub(raw.traceback) or None, scrub(raw.stack) or None
         error, error_at, frames_of[raw.rank] = _own_error(raw, tb, script, code)
-        ranks.append(RankResult(
-            rank=raw.rank, exit_code=raw.exit_code, signal=raw.signal, killed_by_harness=raw.killed_by_harness,
-            output_tail=tail(scrub(raw.log) or ""), traceback=tb, stack=stack,
-            blocked_at=None if raw.signal and error else blocked_at(stack, script, code),  # crashed, not blocked
-            error=error, error_at=error_at, teardown_crash=teardown_crash(raw),
-        ))
+        ranks.append(
+            RankResult(
+                rank=raw.rank,
+                exit_code=raw.exit_code,
+                signal=raw.signal,
+                killed_by_harness=raw.killed_by_harness,
+                output_tail=tail(scrub(raw.log) or ""),
+                traceback=tb,
+                stack=stack,
+                blocked_at=None if raw.signal and error else blocked_at(stack, script, code),  # crashed, not blocked
+                error=error,
+                error_at=error_at,
+                teardown_crash=teardown_crash(raw),
+            )
+        )
     bad = [r for r in ranks if r.exit_code != 0 or r.signal is not None]
     if run.timed_out:
         status = "timeout"
@@ -300,9 +361,18 @@ def make_verdict(run: RawRun, *, script: str, code: str, code_sha256: str, snipp
         status = "passed"
         reason = f"all {world_size} ranks exited 0"
     return Verdict(
-        status=status, reason=reason, snippet_id=snippet_id, code_sha256=code_sha256, backend=backend,
-        world_size=world_size, device=device, torch_version=run.torch_version or torch_version,
-        seconds=round(run.seconds, 3), launcher=launcher, ranks=ranks, cached=False,
+        status=status,
+        reason=reason,
+        snippet_id=snippet_id,
+        code_sha256=code_sha256,
+        backend=backend,
+        world_size=world_size,
+        device=device,
+        torch_version=run.torch_version or torch_version,
+        seconds=round(run.seconds, 3),
+        launcher=launcher,
+        ranks=ranks,
+        cached=False,
         checked_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
     )
 

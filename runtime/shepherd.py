@@ -17,6 +17,7 @@ process group, which is what the launchers did before.  Standard library only: i
   with the command's status (``128+N`` for a signal).  On EOF it also removes each ``--rmtree`` directory
   (the caller, gone, cannot).
 """
+
 from __future__ import annotations
 
 import os
@@ -52,7 +53,7 @@ def _stat(pid: int) -> tuple[int, str] | None:
             data = f.read()
     except OSError:
         return None
-    fields = data[data.rfind(b")") + 2:].split()
+    fields = data[data.rfind(b")") + 2 :].split()
     return int(fields[1]), fields[0].decode()
 
 
@@ -132,8 +133,9 @@ def main(argv: list[str]) -> int:
     signal.set_wakeup_fd(wake_w)  # a signal also ends the select below
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda num, _frame: stop.append(num))
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, pass_fds=fds,
-                            preexec_fn=lambda: prctl(PR_SET_PDEATHSIG, signal.SIGKILL))
+    proc = subprocess.Popen(
+        cmd, stdin=subprocess.DEVNULL, pass_fds=fds, preexec_fn=lambda: prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    )
     for fd in fds:  # the command's now: a copy here would hide its exit from the other end (e.g. a socket)
         os.close(fd)
     try:

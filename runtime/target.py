@@ -15,6 +15,7 @@ same code in-process, so the ``ask`` hot path starts no subprocess.  An interpre
 absolute path *without* resolving symlinks: a venv's ``bin/python`` links to the base interpreter but has its
 own site-packages.
 """
+
 from __future__ import annotations
 
 import json
@@ -72,8 +73,10 @@ def python() -> str:
 
 def no_torch_reason(python_path: str) -> str:
     """One line saying that ``python_path`` has no torch and how to get verification back."""
-    return (f"torch is not installed in this environment ({python_path}); install fsdp-skill[torch] or pass "
-            f"--python PATH to a Python that has torch")
+    return (
+        f"torch is not installed in this environment ({python_path}); install fsdp-skill[torch] or pass "
+        f"--python PATH to a Python that has torch"
+    )
 
 
 _FACTS: dict[str, Facts] = {}
@@ -101,11 +104,19 @@ def facts(python_path: str | None = None, source: str | None = None) -> Facts:
     if hit is not None:
         return hit
     data = probe.static_facts() if _is_self(path) else _probe(path, source)
-    found = Facts(python=path, python_version=tuple(data["python_version"]), torch_version=data["torch_version"],
-                  torch_dir=data["torch_dir"], cuda_build=bool(data["cuda_build"]), nccl_build=bool(data["nccl_build"]))
+    found = Facts(
+        python=path,
+        python_version=tuple(data["python_version"]),
+        torch_version=data["torch_version"],
+        torch_dir=data["torch_dir"],
+        cuda_build=bool(data["cuda_build"]),
+        nccl_build=bool(data["nccl_build"]),
+    )
     if found.python_version < MIN_PYTHON:
-        raise InvalidArgument(f"{source} {path}: Python {'.'.join(map(str, found.python_version))} is too old; "
-                              f"the harness needs Python >= {'.'.join(map(str, MIN_PYTHON))}")
+        raise InvalidArgument(
+            f"{source} {path}: Python {'.'.join(map(str, found.python_version))} is too old; "
+            f"the harness needs Python >= {'.'.join(map(str, MIN_PYTHON))}"
+        )
     with _LOCK:
         _FACTS[path] = found
     return found
@@ -137,11 +148,13 @@ def _probe(path: str, source: str) -> dict:
         what = "no such file" if not os.path.exists(path) else "not an executable file"
         raise InvalidArgument(f"{source} {path}: {what}")
     try:
-        proc = subprocess.run([path, PROBE_SCRIPT], stdin=subprocess.DEVNULL, capture_output=True,
-                              timeout=PROBE_TIMEOUT_S, check=False)
+        proc = subprocess.run(
+            [path, PROBE_SCRIPT], stdin=subprocess.DEVNULL, capture_output=True, timeout=PROBE_TIMEOUT_S, check=False
+        )
     except subprocess.TimeoutExpired:
-        raise InvalidArgument(f"{source} {path}: no answer within {PROBE_TIMEOUT_S:g} s to a probe script; "
-                              f"is it a Python interpreter?") from None
+        raise InvalidArgument(
+            f"{source} {path}: no answer within {PROBE_TIMEOUT_S:g} s to a probe script; is it a Python interpreter?"
+        ) from None
     except OSError as exc:
         raise InvalidArgument(f"{source} {path}: not a Python interpreter ({exc.strerror or exc})") from None
     try:
@@ -151,12 +164,14 @@ def _probe(path: str, source: str) -> dict:
     except (ValueError, IndexError):
         old = _old_python_version(path)
         if old:
-            raise InvalidArgument(f"{source} {path}: Python {old} is too old; the harness needs Python >= "
-                                  f"{'.'.join(map(str, MIN_PYTHON))}") from None
-        last = (proc.stderr.decode("utf-8", "replace").strip().splitlines()
-                or [f"exit code {proc.returncode} and no output a Python would give"])[-1]
-        raise InvalidArgument(f"{source} {path}: not a Python interpreter (running a Python script gave: "
-                              f"{last[:200]})") from None
+            raise InvalidArgument(
+                f"{source} {path}: Python {old} is too old; the harness needs Python >= {'.'.join(map(str, MIN_PYTHON))}"
+            ) from None
+        last = (
+            proc.stderr.decode("utf-8", "replace").strip().splitlines()
+            or [f"exit code {proc.returncode} and no output a Python would give"]
+        )[-1]
+        raise InvalidArgument(f"{source} {path}: not a Python interpreter (running a Python script gave: {last[:200]})") from None
     return data
 
 
@@ -164,8 +179,13 @@ def _old_python_version(path: str) -> str | None:
     """'2.7' when ``path`` is a Python too old for the probe script (it prints its version with syntax
     that Python 2 also accepts), else None."""
     try:
-        proc = subprocess.run([path, "-c", "import sys; sys.stdout.write('%d.%d' % sys.version_info[:2])"],
-                              stdin=subprocess.DEVNULL, capture_output=True, timeout=PROBE_TIMEOUT_S, check=False)
+        proc = subprocess.run(
+            [path, "-c", "import sys; sys.stdout.write('%d.%d' % sys.version_info[:2])"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=PROBE_TIMEOUT_S,
+            check=False,
+        )
         major, minor = (int(x) for x in proc.stdout.decode("ascii", "replace").strip().split("."))
     except (OSError, subprocess.TimeoutExpired, ValueError):
         return None

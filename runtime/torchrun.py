@@ -23,6 +23,7 @@ the run: each console line is prefixed ``[default<local_rank>@<rank>]:`` (torch 
 ``TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE``), the workers' ``RANK``/``LOCAL_RANK`` are read from
 ``/proc`` while they live, and the failure summary names both.
 """
+
 from __future__ import annotations
 
 import glob
@@ -96,9 +97,14 @@ class Nodes:
     def args(self, nproc_per_node: int) -> list[str]:
         """torchrun's arguments for this node (instead of ``--standalone``)."""
         out = [f"--nnodes={self.nnodes}", f"--nproc_per_node={nproc_per_node}"]
-        for flag, value in (("--node-rank", self.node_rank), ("--rdzv-backend", self.rdzv_backend),
-                            ("--rdzv-endpoint", self.rdzv_endpoint), ("--rdzv-id", self.rdzv_id),
-                            ("--master-addr", self.master_addr), ("--master-port", self.master_port)):
+        for flag, value in (
+            ("--node-rank", self.node_rank),
+            ("--rdzv-backend", self.rdzv_backend),
+            ("--rdzv-endpoint", self.rdzv_endpoint),
+            ("--rdzv-id", self.rdzv_id),
+            ("--master-addr", self.master_addr),
+            ("--master-port", self.master_port),
+        ):
             if value is not None:
                 out.append(f"{flag}={value}")
         return out
@@ -107,6 +113,8 @@ class Nodes:
         """e.g. ``'2 nodes, c10d rendezvous at 127.0.0.1:29400 (id job1)'``."""
         where = self.rdzv_endpoint or f"{self.master_addr}:{self.master_port or 29500}"
         return f"{self.nnodes} nodes, {self.rdzv_backend or 'static'} rendezvous at {where} (id {self.rdzv_id or 'none'})"
+
+
 _RANK_PREFIX = re.compile(r"^\[rank\d+\]: ?", re.M)
 _SUMMARY = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*(\d+)\)\s*\n\s*exitcode\s*:\s*(-?\d+)")
 
@@ -128,7 +136,7 @@ def _children(pid: int) -> list[int]:
                 stat = f.read()
         except OSError:
             continue
-        fields = stat[stat.rfind(b")") + 2:].split()
+        fields = stat[stat.rfind(b")") + 2 :].split()
         if int(fields[1]) == pid:
             out.append(int(entry))
     return out
@@ -186,9 +194,11 @@ _aborted: set[subprocess.Popen] = set()
 _live_lock = threading.Lock()
 
 
-SUPERVISOR_KILLED = ("the run's supervisor was killed during the run (torchrun exited with code {code}): does the "
-                     "script, or a process it starts, kill its parent processes? Ranks without an exit code were "
-                     "killed by the harness")
+SUPERVISOR_KILLED = (
+    "the run's supervisor was killed during the run (torchrun exited with code {code}): does the "
+    "script, or a process it starts, kill its parent processes? Ranks without an exit code were "
+    "killed by the harness"
+)
 
 
 def _died_by_signal(returncode: int | None) -> bool:
@@ -275,7 +285,7 @@ def _alive(pid: int) -> bool:
             stat = f.read()
     except OSError:
         return False
-    return stat[stat.rfind(b")") + 2:stat.rfind(b")") + 3] != b"Z"
+    return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] != b"Z"
 
 
 def _fatal_dump(stderr: str) -> str | None:
@@ -322,9 +332,18 @@ def _abort_workers(proc: subprocess.Popen, seen: dict[int, int] | None) -> tuple
     return signalled, {r for r, p in signalled.items() if _alive(p)}
 
 
-def run_torchrun(*, script: str, workdir: str, rundir: str, world_size: int, timeout: float,
-                 env: dict[str, str], python: str | None = None, args: list[str] | None = None,
-                 nodes: Nodes | None = None) -> RawRun:
+def run_torchrun(
+    *,
+    script: str,
+    workdir: str,
+    rundir: str,
+    world_size: int,
+    timeout: float,
+    env: dict[str, str],
+    python: str | None = None,
+    args: list[str] | None = None,
+    nodes: Nodes | None = None,
+) -> RawRun:
     """Run ``script ARGS...`` under torchrun with ``world_size`` workers of interpreter ``python`` (default:
     this one, ``sys.executable``); returns what was observed.
 
@@ -336,12 +355,31 @@ def run_torchrun(*, script: str, workdir: str, rundir: str, world_size: int, tim
     If a rank kills the shepherd, what it leaves is killed and reaped by this process (:mod:`.orphans`).
     """
     with orphans.watching():
-        return _run(script=script, workdir=workdir, rundir=rundir, world_size=world_size, timeout=timeout,
-                    env=env, python=python, args=args, nodes=nodes)
+        return _run(
+            script=script,
+            workdir=workdir,
+            rundir=rundir,
+            world_size=world_size,
+            timeout=timeout,
+            env=env,
+            python=python,
+            args=args,
+            nodes=nodes,
+        )
 
 
-def _run(*, script: str, workdir: str, rundir: str, world_size: int, timeout: float, env: dict[str, str],
-         python: str | None, args: list[str] | None, nodes: Nodes | None) -> RawRun:
+def _run(
+    *,
+    script: str,
+    workdir: str,
+    rundir: str,
+    world_size: int,
+    timeout: float,
+    env: dict[str, str],
+    python: str | None,
+    args: list[str] | None,
+    nodes: Nodes | None,
+) -> RawRun:
     logdir = os.path.join(rundir, "torchrun-logs")
     console = os.path.join(rundir, "torchrun.log")
     env = dict(env, PYTHONFAULTHANDLER="1")
@@ -350,15 +388,34 @@ def _run(*, script: str, workdir: str, rundir: str, world_size: int, timeout: fl
     if nodes is not None:
         where, seen = nodes.args(world_size), {}
         env["TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE"] = PREFIX_TEMPLATE
-    cmd = [python or sys.executable, "-m", "torch.distributed.run", *where,
-           "--log-dir", logdir, "--redirects", "3", "--tee", "3", script, *(args or ())]
+    cmd = [
+        python or sys.executable,
+        "-m",
+        "torch.distributed.run",
+        *where,
+        "--log-dir",
+        logdir,
+        "--redirects",
+        "3",
+        "--tee",
+        "3",
+        script,
+        *(args or ()),
+    ]
     t0 = time.monotonic()
     if SHEPHERD:
         cmd = [cmd[0], "-I", SHEPHERD_SCRIPT, "--rmtree", rundir, "--", *cmd]  # -I: stdlib only, whatever the env
         env.update(orphans.owner_env())  # marks every process of the run as this process's
     with open(console, "wb") as out:
-        proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdin=subprocess.PIPE if SHEPHERD else subprocess.DEVNULL,
-                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd,
+            cwd=workdir,
+            env=env,
+            stdin=subprocess.PIPE if SHEPHERD else subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     with _live_lock:
         _live.add(proc)
     timed_out = False
@@ -387,7 +444,7 @@ def _run(*, script: str, workdir: str, rundir: str, world_size: int, timeout: fl
     codes = {rank: code for rank, _, code in summary}
     root = None
     if "Root Cause" in text:
-        m = _SUMMARY.search(text[text.index("Root Cause"):])
+        m = _SUMMARY.search(text[text.index("Root Cause") :])
         root = int(m[1]) if m else None
     launched = bool(glob.glob(os.path.join(logdir, "*", "attempt_*")))
     supervisor_killed = not timed_out and _died_by_signal(proc.returncode)
@@ -416,19 +473,31 @@ def _run(*, script: str, workdir: str, rundir: str, world_size: int, timeout: fl
         else:
             continue
         ranks.append(raw)
-    ranks, error = _run_error(text, proc.returncode, ranks, bool(codes), timed_out=timed_out, launched=launched,
-                              nodes=nodes, timeout=timeout)
+    ranks, error = _run_error(
+        text, proc.returncode, ranks, bool(codes), timed_out=timed_out, launched=launched, nodes=nodes, timeout=timeout
+    )
     return RawRun(seconds=seconds, timed_out=timed_out, ranks=ranks, first_failure=root, error=error)
 
 
-def _run_error(text: str, returncode: int | None, ranks: list[RawRank], summary: bool, *, timed_out: bool,
-               launched: bool, nodes: Nodes | None, timeout: float) -> tuple[list[RawRank], str | None]:
+def _run_error(
+    text: str,
+    returncode: int | None,
+    ranks: list[RawRank],
+    summary: bool,
+    *,
+    timed_out: bool,
+    launched: bool,
+    nodes: Nodes | None,
+    timeout: float,
+) -> tuple[list[RawRank], str | None]:
     """``(ranks, error)``: the launcher-level error of a run (None when the ranks tell it all), and the ranks
     to report (none when the rendezvous of several nodes timed out).  ``summary``: the agent printed exit
     codes; ``timeout`` in seconds."""
     if nodes is not None and timed_out and not launched:
-        return [], (f"timed out after {timeout:g} s waiting for the rendezvous of {nodes.describe()}: "
-                    "start every node with the same --nnodes, --rdzv-endpoint and --rdzv-id")
+        return [], (
+            f"timed out after {timeout:g} s waiting for the rendezvous of {nodes.describe()}: "
+            "start every node with the same --nnodes, --rdzv-endpoint and --rdzv-id"
+        )
     if launched and not timed_out and _died_by_signal(returncode):
         return ranks, SUPERVISOR_KILLED.format(code=returncode)
     if not ranks or (returncode not in (0, None) and not summary and not timed_out):
@@ -445,7 +514,7 @@ def _console(text: str, nproc: int, seen: dict[int, int] | None) -> tuple[dict[i
     for line in text.splitlines():
         m = _PREFIX.match(line)
         if m and int(m[1]) in per_rank:
-            per_rank[int(m[1])].append(line[m.end():])
+            per_rank[int(m[1])].append(line[m.end() :])
             if m[2] is not None:
                 known.setdefault(int(m[1]), int(m[2]))
     return per_rank, known

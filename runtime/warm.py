@@ -10,6 +10,7 @@ and the zygote kills and reaps every rank before exiting.  On Linux the zygote r
 the shepherd kills and reaps whatever it left, and removes the launcher's directory when this process
 is gone; the job that was running then raises :class:`LauncherDied`.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -73,8 +74,14 @@ class WarmLauncher:
         try:
             with open(self._log_path, "wb") as log:
                 self.proc = subprocess.Popen(
-                    cmd, pass_fds=(theirs.fileno(),), stdin=subprocess.PIPE if SHEPHERD else subprocess.DEVNULL,
-                    stdout=log, stderr=log, cwd=self.workdir, env=env, start_new_session=True,
+                    cmd,
+                    pass_fds=(theirs.fileno(),),
+                    stdin=subprocess.PIPE if SHEPHERD else subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=log,
+                    cwd=self.workdir,
+                    env=env,
+                    start_new_session=True,
                 )
         except OSError as exc:
             ours.close()
@@ -108,8 +115,17 @@ class WarmLauncher:
         """Whether the zygote is running and accepts jobs."""
         return not self._closed and self.proc.poll() is None
 
-    def run(self, *, script: str, workdir: str, rundir: str, world_size: int, timeout: float,
-            env: dict[str, str], args: list[str] | None = None) -> dict:
+    def run(
+        self,
+        *,
+        script: str,
+        workdir: str,
+        rundir: str,
+        world_size: int,
+        timeout: float,
+        env: dict[str, str],
+        args: list[str] | None = None,
+    ) -> dict:
         """Run ``script`` on ``world_size`` forked ranks (each with ``sys.argv == [script, *args]``); returns
         the zygote's raw ``result`` message.
 
@@ -119,16 +135,34 @@ class WarmLauncher:
         launcher is closed (every rank killed) and the interrupt is re-raised.
         """
         with orphans.watching():  # if a rank kills the shepherd, what it leaves comes to this process
-            return self._run(script=script, workdir=workdir, rundir=rundir, world_size=world_size,
-                             timeout=timeout, env=env, args=args)
+            return self._run(
+                script=script, workdir=workdir, rundir=rundir, world_size=world_size, timeout=timeout, env=env, args=args
+            )
 
-    def _run(self, *, script: str, workdir: str, rundir: str, world_size: int, timeout: float,
-             env: dict[str, str], args: list[str] | None) -> dict:
+    def _run(
+        self,
+        *,
+        script: str,
+        workdir: str,
+        rundir: str,
+        world_size: int,
+        timeout: float,
+        env: dict[str, str],
+        args: list[str] | None,
+    ) -> dict:
         job_id = f"j{next(self._ids)}-{os.getpid()}"
         slot = {"event": threading.Event(), "msg": None}
-        request = {"type": "run", "id": job_id, "script": script, "workdir": workdir, "rundir": rundir,
-                   "world_size": world_size, "timeout": timeout, "env": {**env, **orphans.owner_env()},
-                   "args": list(args or ())}
+        request = {
+            "type": "run",
+            "id": job_id,
+            "script": script,
+            "workdir": workdir,
+            "rundir": rundir,
+            "world_size": world_size,
+            "timeout": timeout,
+            "env": {**env, **orphans.owner_env()},
+            "args": list(args or ()),
+        }
         with self._lock:
             if self._closed:
                 raise HarnessError("the warm launcher is closed")

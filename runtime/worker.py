@@ -3,6 +3,7 @@
 Used by the zygote (:mod:`fsdp_skill.runtime.zygote`) in each forked rank.  Nothing here imports torch at module
 level; the helpers that touch torch run only inside a rank.
 """
+
 from __future__ import annotations
 
 import os
@@ -58,12 +59,21 @@ def install_import_time_env_sync(baseline: dict[str, str]) -> None:
 def rank_env(rank: int, world_size: int, port: int, run_id: str) -> dict[str, str]:
     """The environment torchrun (``--standalone``, one node) gives worker ``rank``."""
     return {
-        "RANK": str(rank), "LOCAL_RANK": str(rank), "GROUP_RANK": "0", "ROLE_RANK": str(rank),
-        "ROLE_NAME": "default", "LOCAL_WORLD_SIZE": str(world_size), "WORLD_SIZE": str(world_size),
-        "GROUP_WORLD_SIZE": "1", "ROLE_WORLD_SIZE": str(world_size),
-        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
-        "TORCHELASTIC_RESTART_COUNT": "0", "TORCHELASTIC_MAX_RESTARTS": "0",
-        "TORCHELASTIC_RUN_ID": f"fsdp-skill-{run_id}", "TORCHELASTIC_USE_AGENT_STORE": "True",
+        "RANK": str(rank),
+        "LOCAL_RANK": str(rank),
+        "GROUP_RANK": "0",
+        "ROLE_RANK": str(rank),
+        "ROLE_NAME": "default",
+        "LOCAL_WORLD_SIZE": str(world_size),
+        "WORLD_SIZE": str(world_size),
+        "GROUP_WORLD_SIZE": "1",
+        "ROLE_WORLD_SIZE": str(world_size),
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(port),
+        "TORCHELASTIC_RESTART_COUNT": "0",
+        "TORCHELASTIC_MAX_RESTARTS": "0",
+        "TORCHELASTIC_RUN_ID": f"fsdp-skill-{run_id}",
+        "TORCHELASTIC_USE_AGENT_STORE": "True",
         "TORCH_NCCL_ASYNC_ERROR_HANDLING": os.environ.get("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1"),
     }
 

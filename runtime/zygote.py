@@ -52,6 +52,7 @@ Protocol: JSON lines on the socket given as ``--fd``.
 Files a rank leaves in ``rundir``: ``rank{N}.log`` (stdout and stderr interleaved), ``rank{N}.stack``
 (faulthandler dump) and ``rank{N}.tb`` (traceback of an uncaught exception).
 """
+
 from __future__ import annotations
 
 import importlib
@@ -79,8 +80,7 @@ def _load(name: str):
 
 _worker = _load("worker")
 _shepherd = _load("shepherd")
-install_import_time_env_sync, rank_env, run_script = (
-    _worker.install_import_time_env_sync, _worker.rank_env, _worker.run_script)
+install_import_time_env_sync, rank_env, run_script = (_worker.install_import_time_env_sync, _worker.rank_env, _worker.run_script)
 
 # Modules imported before the first fork.  torch._dynamo and friends are what the first fully_shard /
 # optimizer step would otherwise import lazily (measured with benchmarks/bench_verify.py --modules).
@@ -283,8 +283,7 @@ class Zygote:
             return
         if job.port is None:
             if now >= job.t0 + STORE_START_S:
-                self._fail_job(job, f"the store process did not report a port within {STORE_START_S:g} s"
-                               f"{self._store_log(job)}")
+                self._fail_job(job, f"the store process did not report a port within {STORE_START_S:g} s{self._store_log(job)}")
             return
         if not self.has_pidfd:
             for r in job.live():
@@ -346,14 +345,30 @@ class Zygote:
             self._reap(job.store_pid)
         self._close_job_fds(job)
         del self.jobs[job.id]
-        self._send({
-            "type": "result", "id": job.id, "ok": True,
-            "seconds": round(time.monotonic() - job.t0, 4),
-            "timed_out": job.timed_out, "first_failure": job.first_failure, "port": job.port,
-            "torch_version": self.torch_version,
-            "ranks": [{"rank": r.rank, "pid": r.pid, "exit_code": r.exit_code, "signal": r.signal,
-                       "killed_by_harness": r.killed, "dumped": r.dumped, "order": r.order} for r in job.ranks],
-        })
+        self._send(
+            {
+                "type": "result",
+                "id": job.id,
+                "ok": True,
+                "seconds": round(time.monotonic() - job.t0, 4),
+                "timed_out": job.timed_out,
+                "first_failure": job.first_failure,
+                "port": job.port,
+                "torch_version": self.torch_version,
+                "ranks": [
+                    {
+                        "rank": r.rank,
+                        "pid": r.pid,
+                        "exit_code": r.exit_code,
+                        "signal": r.signal,
+                        "killed_by_harness": r.killed,
+                        "dumped": r.dumped,
+                        "order": r.order,
+                    }
+                    for r in job.ranks
+                ],
+            }
+        )
 
     def _fail_job(self, job: _Job, error: str) -> None:
         for r in job.live():
@@ -379,8 +394,12 @@ class Zygote:
         not belong to another running job.  Repeats until none is left (a dying parent's children are
         reparented to us).  Without the subreaper only the descendants of live ranks are found."""
         own = {r.pid for r in job.ranks} | ({job.store_pid} if job.store_pid else set())
-        others = {p for j in self.jobs.values() if j is not job
-                  for p in [*(r.pid for r in j.ranks), *([j.store_pid] if j.store_pid else [])]}
+        others = {
+            p
+            for j in self.jobs.values()
+            if j is not job
+            for p in [*(r.pid for r in j.ranks), *([j.store_pid] if j.store_pid else [])]
+        }
         while True:
             tree = _shepherd.children_map()
             roots = list(own)
@@ -543,8 +562,7 @@ class Zygote:
 
             import torch.distributed as dist
 
-            store = dist.TCPStore("127.0.0.1", 0, None, True, timedelta(seconds=job.timeout + 300),
-                                  wait_for_workers=False)
+            store = dist.TCPStore("127.0.0.1", 0, None, True, timedelta(seconds=job.timeout + 300), wait_for_workers=False)
             os.write(w, f"{store.port}\n".encode())
             os.close(w)
             while True:
@@ -732,8 +750,12 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     if torch.cuda.is_initialized():
-        say({"type": "fatal", "message": "CUDA was initialized while preloading torch; forked ranks could "
-             "not use it. Use launcher='torchrun'."})
+        say(
+            {
+                "type": "fatal",
+                "message": "CUDA was initialized while preloading torch; forked ranks could not use it. Use launcher='torchrun'.",
+            }
+        )
         return 1
     threads = _thread_count()
     if threads != 1:
@@ -744,13 +766,26 @@ def main(argv: list[str] | None = None) -> int:
                     names.append(f.read().strip())
         except OSError:
             pass
-        say({"type": "fatal", "message": f"the warm launcher has {threads} threads after preloading torch "
-             f"({', '.join(names)}); forking it would be unsafe. Use launcher='torchrun'."})
+        say(
+            {
+                "type": "fatal",
+                "message": f"the warm launcher has {threads} threads after preloading torch "
+                f"({', '.join(names)}); forking it would be unsafe. Use launcher='torchrun'.",
+            }
+        )
         return 1
     gc.collect()
     gc.freeze()  # keep preloaded objects out of collections so forked ranks share their pages
-    say({"type": "ready", "pid": os.getpid(), "torch_version": version,
-         "preload_s": round(time.perf_counter() - t0, 3), "modules": len(sys.modules), "missing": missing})
+    say(
+        {
+            "type": "ready",
+            "pid": os.getpid(),
+            "torch_version": version,
+            "preload_s": round(time.perf_counter() - t0, 3),
+            "modules": len(sys.modules),
+            "missing": missing,
+        }
+    )
     code = Zygote(sock, version).serve()
     if args.workdir:  # the client removes it too, unless it died first
         import shutil

@@ -19,6 +19,7 @@ Each adapter maps the tree once, by the first matching class in its own table:
 KnowledgeError and StateError 500) and the MCP server (a tool error carrying the message). Lower-layer errors are translated where they are caught,
 with ``raise ... from exc``.
 """
+
 from __future__ import annotations
 
 
@@ -78,10 +79,21 @@ class ExportRefused(SkillError):
     def __init__(self, refused: list[tuple[str, str, str | None]]):
         self.refused = refused
         names = "; ".join(f"{sid} ({status}{': ' + reason if reason else ''})" for sid, status, reason in refused)
-        super().__init__(f"refusing to export {len(refused)} snippet(s) that did not pass verification on this host: "
-                         f"{names}. Pass --include-unverified (HTTP/MCP: include_unverified=true) to export them "
-                         f"marked NOT VERIFIED")
+        super().__init__(
+            f"refusing to export {len(refused)} snippet(s) that did not pass verification on this host: "
+            f"{names}. Pass --include-unverified (HTTP/MCP: include_unverified=true) to export them "
+            f"marked NOT VERIFIED"
+        )
 
 
-__all__ = ["SkillError", "InputError", "QueryError", "InvalidArgument", "NotFoundError", "KnowledgeError",
-           "HarnessError", "StateError", "ExportRefused"]
+__all__ = [
+    "SkillError",
+    "InputError",
+    "QueryError",
+    "InvalidArgument",
+    "NotFoundError",
+    "KnowledgeError",
+    "HarnessError",
+    "StateError",
+    "ExportRefused",
+]

@@ -5,6 +5,7 @@ HTTP: serve; MCP: mcp; function calls: tools), runs the chosen handler and maps 
 exit codes once (:mod:`fsdp_skill.adapters.exitcodes`).  Adapters never import each other; this module is
 the only one that knows them all.  Heavy dependencies (FastAPI, the mcp SDK, torch) load inside handlers.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,8 +26,10 @@ class _Parser(argparse.ArgumentParser):
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The argparse tree of every subcommand of every adapter; with ``only="check"`` just ``check``, whose
     static analysis then imports neither the router (numpy) nor the runtime (see benchmarks/bench_check.py)."""
-    p = _Parser(prog="fsdp-skill", description="Expert answers on PyTorch FSDP and torch.distributed, "
-                "with code patterns run on a real process group.")
+    p = _Parser(
+        prog="fsdp-skill",
+        description="Expert answers on PyTorch FSDP and torch.distributed, with code patterns run on a real process group.",
+    )
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     if only == "check":
         from fsdp_skill.adapters.cli.check import add_check_parser
@@ -51,9 +54,9 @@ def main(argv: list[str] | None = None, *, verifier=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     script_args: list[str] = []
     command = next((c for c in ("verify", "check") if c in argv), None)
-    if command and "--" in argv[argv.index(command):]:  # verify / check --run SCRIPT.py -- ARGS: the script's own
+    if command and "--" in argv[argv.index(command) :]:  # verify / check --run SCRIPT.py -- ARGS: the script's own
         cut = argv.index("--", argv.index(command))
-        argv, script_args = argv[:cut], argv[cut + 1:]
+        argv, script_args = argv[:cut], argv[cut + 1 :]
     args = build_parser("check" if argv[:1] == ["check"] else None).parse_args(argv)
     args.verifier = verifier
     args.script_args = script_args

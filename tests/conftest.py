@@ -8,6 +8,7 @@ Verification: :class:`FakeVerifier` (fixture ``fake_verifier``) is the one stand
 pass it to the code under test (``ask(verifier=...)``, ``main(argv, verifier=...)``, ``create_app(verifier)``,
 ``build_server(verifier)``) instead of patching modules.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -75,10 +76,19 @@ class FakeVerifier:
                     self.runs.append(job.snippet_id)
                     self.jobs.append(job)
                 status = self.status.get(job.snippet_id, "passed")
-                hit = Verdict(status=status, reason=None if status == "passed" else f"fake {status}",
-                              snippet_id=job.snippet_id, code_sha256=self.sha(job.code), backend="gloo",
-                              world_size=job.world_size, device="cpu", torch_version="2.13.0+cpu", seconds=0.01,
-                              launcher=launcher, checked_at="2026-01-01T00:00:00+00:00")
+                hit = Verdict(
+                    status=status,
+                    reason=None if status == "passed" else f"fake {status}",
+                    snippet_id=job.snippet_id,
+                    code_sha256=self.sha(job.code),
+                    backend="gloo",
+                    world_size=job.world_size,
+                    device="cpu",
+                    torch_version="2.13.0+cpu",
+                    seconds=0.01,
+                    launcher=launcher,
+                    checked_at="2026-01-01T00:00:00+00:00",
+                )
                 self.cache[self.sha(job.code)] = hit
             out.append(hit)
             if progress is not None:

@@ -1,4 +1,5 @@
 """Every API a card lists resolves in the installed torch, and what cards state about signatures holds."""
+
 import pytest
 from helpers.factcheck import check_section
 

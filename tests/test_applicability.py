@@ -4,6 +4,7 @@ The rule that decides a section's minimum comes from its code and API list, not 
 FSDP2's public names under ``torch.distributed.fsdp`` need torch 2.6 (2.4/2.5 had them only under
 ``torch.distributed._composable.fsdp``); the public ``torch.distributed.tensor`` (DTensor) needs 2.5.
 """
+
 from __future__ import annotations
 
 import re
@@ -18,10 +19,20 @@ from fsdp_skill.core.snippets import section_out
 from fsdp_skill.errors import KnowledgeError
 
 KB = load_knowledge()
-FSDP2_NAMES = r"(?:fully_shard|FSDPModule|MixedPrecisionPolicy|CPUOffloadPolicy|OffloadPolicy|register_fsdp_forward_method|UnshardHandle)"
+FSDP2_NAMES = (
+    r"(?:fully_shard|FSDPModule|MixedPrecisionPolicy|CPUOffloadPolicy|OffloadPolicy|register_fsdp_forward_method|UnshardHandle)"
+)
 NEEDS = [
-    ("2.6", re.compile(rf"from torch\.distributed\.fsdp import[^\n]*\b{FSDP2_NAMES}\b|torch\.distributed\.fsdp\.{FSDP2_NAMES}\b")),
-    ("2.5", re.compile(r"from torch\.distributed\.tensor(?:\.[a-z_]+)* import|torch\.distributed\.tensor\.(?:DTensor|distribute_tensor)")),
+    (
+        "2.6",
+        re.compile(rf"from torch\.distributed\.fsdp import[^\n]*\b{FSDP2_NAMES}\b|torch\.distributed\.fsdp\.{FSDP2_NAMES}\b"),
+    ),
+    (
+        "2.5",
+        re.compile(
+            r"from torch\.distributed\.tensor(?:\.[a-z_]+)* import|torch\.distributed\.tensor\.(?:DTensor|distribute_tensor)"
+        ),
+    ),
 ]
 
 
@@ -48,15 +59,18 @@ def test_every_declared_range_admits_the_tested_torch():
             assert SpecifierSet(section.torch).contains("2.13.0"), (section.id, section.torch)
 
 
-@pytest.mark.parametrize(("spec", "version", "expected"), [
-    (">=2.6", "2.13.0+cpu", (True, None)),
-    (">=2.6", "2.6.0a0+git123", (True, None)),
-    (">=2.6", "2.4.1+cu121", (False, "needs torch >=2.6; yours is 2.4.1+cu121")),
-    ("<2.9", "2.13.0", (False, "needs torch <2.9; yours is 2.13.0")),
-    (None, "2.4.1", (None, None)),
-    (">=2.6", None, (None, None)),
-    (">=2.6", "not-a-version", (None, None)),
-])
+@pytest.mark.parametrize(
+    ("spec", "version", "expected"),
+    [
+        (">=2.6", "2.13.0+cpu", (True, None)),
+        (">=2.6", "2.6.0a0+git123", (True, None)),
+        (">=2.6", "2.4.1+cu121", (False, "needs torch >=2.6; yours is 2.4.1+cu121")),
+        ("<2.9", "2.13.0", (False, "needs torch <2.9; yours is 2.13.0")),
+        (None, "2.4.1", (None, None)),
+        (">=2.6", None, (None, None)),
+        (">=2.6", "not-a-version", (None, None)),
+    ],
+)
 def test_applies(spec, version, expected):
     assert applies(spec, version) == expected
 
@@ -71,7 +85,8 @@ def test_malformed_range_in_a_card_names_file_and_line(tmp_path):
     (tmp_path / "t.md").write_text(
         "---\nid: t\ntitle: T\ntopic: t\naliases: [t]\nsources: [https://docs.pytorch.org/docs/stable/distributed.html]\n---\n\n"
         "## A section\n<!--\nslug: a\ntorch: newer\nsources: [https://docs.pytorch.org/docs/stable/distributed.html]\n-->\n\nText.\n",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     with pytest.raises(KnowledgeError, match=r"t\.md:\d+: .*version specifier"):
         load_knowledge(tmp_path)
 

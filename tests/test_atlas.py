@@ -1,4 +1,5 @@
 """The error atlas: building from source (tiny fixtures and the installed torch), caching, matching."""
+
 from __future__ import annotations
 
 import json
@@ -54,7 +55,7 @@ def sites(matches) -> set[tuple[str, int | None]]:
 
 # ---------------------------------------------------------------------------------- builder units
 
-SOURCE = '''
+SOURCE = """
 import logging
 import warnings
 logger = logging.getLogger(__name__)
@@ -84,7 +85,7 @@ class Holder:
         else:
             warnings.warn("empty holder constructed without items")
         raise ValueError(f"{n}")
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +100,8 @@ def fake_torch(tmp_path_factory) -> Path:
     (root / "lib" / "libtorch_cpu.so").write_bytes(
         b"\0junk\0NCCL watchdog thread terminated with exception: %s\0"
         b"\0_ZN3c1012basic_stringIcEE\0tensor of rank 3 must broadcast with input\0"
-        b"\0use_libuv was requested but PyTorch was built without libuv support\0")
+        b"\0use_libuv was requested but PyTorch was built without libuv support\0"
+    )
     return root
 
 
@@ -108,13 +110,21 @@ def test_python_sites_templates_conditions(fake_torch):
     by_line = {e.line: e for e in entries if e.kind == "python"}
     first = by_line[9]
     assert (first.message, first.exception, first.function, first.condition) == (
-        "x must be non-negative, got * on rank *", "ValueError", "top", "x < 0")
+        "x must be non-negative, got * on rank *",
+        "ValueError",
+        "top",
+        "x < 0",
+    )
     assert first.path == "torch/distributed/fsdp/mod.py"
     assert by_line[11].message == "x must not be zero here, please pass a positive value"
     assert by_line[11].condition == "x == 0"  # elif: its own test
     warn = by_line[13]
     assert (warn.via, warn.exception, warn.message, warn.condition) == (
-        "warn", "FutureWarning", "value * is large, this is deprecated", "not (x == 0)")
+        "warn",
+        "FutureWarning",
+        "value * is large, this is deprecated",
+        "not (x == 0)",
+    )
     assert by_line[17].message == "bad world size *, expected an even number of ranks"
     assert by_line[18].exception == "AssertionError" and by_line[18].condition == "not (x != 3)"
     assert by_line[19].via == "log" and by_line[19].message == "slow path taken for * ranks; consider more memory"
@@ -130,7 +140,8 @@ def test_native_strings_filtered(fake_torch):
     native = [e for e in A.build_atlas(fake_torch) if e.kind == "native"]
     assert [e.message for e in native] == [
         "NCCL watchdog thread terminated with exception: *",
-        "use_libuv was requested but PyTorch was built without libuv support"]
+        "use_libuv was requested but PyTorch was built without libuv support",
+    ]
     assert all(e.path == "torch/lib/libtorch_cpu.so" and e.line is None for e in native)
 
 
@@ -151,6 +162,7 @@ def test_cache_written_memoised_and_rebuilt_when_corrupt(fake_torch):
 
 def test_unwritable_state_dir_is_not_used(fake_torch, monkeypatch):
     """A read-only state directory (write fails) or one that cannot be made: build, don't cache."""
+
     def refuse(*_args):
         raise PermissionError("read-only file system")
 
@@ -170,12 +182,14 @@ def test_matching_on_small_atlas(fake_torch):
     assert m.how == "template" and m.entry.line == 9
     assert A.explain(m) == "ValueError raised at torch/distributed/fsdp/mod.py:9 in top when x < 0"
     assert A.find_messages("how do I use fully_shard with bf16?", atlas) == []
-    native = A.find_messages("[rank1]:[E1130 12:00:00.1 ProcessGroupNCCL.cpp:1234] NCCL watchdog thread "
-                             "terminated with exception: CUDA error", atlas)
+    native = A.find_messages(
+        "[rank1]:[E1130 12:00:00.1 ProcessGroupNCCL.cpp:1234] NCCL watchdog thread terminated with exception: CUDA error", atlas
+    )
     assert native and A.explain(native[0]).startswith("printed by torch's native")
 
 
 # ---------------------------------------------------------------------------------- installed torch
+
 
 @pytest.fixture(scope="module")
 def real() -> A.Atlas:
@@ -192,8 +206,10 @@ def test_counts(real):
 
 
 def _drawn(real, n, rng, min_len=0):
-    pool = sorted({(e.message, e.path, e.line): e for e in real.entries if e.kind == "python"
-                   and len(e.message) >= min_len}.values(), key=lambda e: (e.path, e.line))
+    pool = sorted(
+        {(e.message, e.path, e.line): e for e in real.entries if e.kind == "python" and len(e.message) >= min_len}.values(),
+        key=lambda e: (e.path, e.line),
+    )
     return rng.sample(pool, n)
 
 
@@ -212,8 +228,7 @@ def test_thirty_random_python_messages(real):
     for e in _drawn(real, 30, random.Random(13)):
         filled = fill(e.message)
         exc = e.exception or "Warning"
-        pastes = {"bare": filled, "traceback": _traceback(exc, filled),
-                  "wrapped": textwrap.fill(filled, 72)}
+        pastes = {"bare": filled, "traceback": _traceback(exc, filled), "wrapped": textwrap.fill(filled, 72)}
         for how, text in pastes.items():
             found = A.find_messages(text, real)
             if (e.path, e.line) not in sites(found):
@@ -241,15 +256,22 @@ def test_ordinary_questions_match_nothing(real, question):
     assert A.find_messages(question, real) == []
 
 
-@pytest.mark.parametrize("message, kind", [
-    ("Default process group has not been initialized, please make sure to call init_process_group.", "python"),
-    ("use_libuv was requested but PyTorch was built without libuv support, run with USE_LIBUV=0 to disable it.",
-     "native"),
-    (('FSDP parameters should be materialized on CPU when enabling CPU offloading. For example, load a CPU '
-     'state dict or call module.to_empty(device="cpu").'), "python"),
-])
+@pytest.mark.parametrize(
+    "message, kind",
+    [
+        ("Default process group has not been initialized, please make sure to call init_process_group.", "python"),
+        ("use_libuv was requested but PyTorch was built without libuv support, run with USE_LIBUV=0 to disable it.", "native"),
+        (
+            (
+                "FSDP parameters should be materialized on CPU when enabling CPU offloading. For example, load a CPU "
+                'state dict or call module.to_empty(device="cpu").'
+            ),
+            "python",
+        ),
+    ],
+)
 def test_real_messages(real, message, kind):
-    question = f'I get this error, what does it mean?\n\n    RuntimeError: {message}\n'
+    question = f"I get this error, what does it mean?\n\n    RuntimeError: {message}\n"
     for text in (message, question):
         found = A.find_messages(text, real)
         assert found and found[0].entry.kind == kind, (text, found)
@@ -257,7 +279,9 @@ def test_real_messages(real, message, kind):
 
 
 def test_log_prefixed_wrapped_native(real):
-    text = ("[rank1]:[W1130 12:00:00.123 TCPStore.cpp:321] Warning: use_libuv was requested but PyTorch was\n"
-            "[rank1]: built without libuv support, run with USE_LIBUV=0 to disable it. (function operator())")
+    text = (
+        "[rank1]:[W1130 12:00:00.123 TCPStore.cpp:321] Warning: use_libuv was requested but PyTorch was\n"
+        "[rank1]: built without libuv support, run with USE_LIBUV=0 to disable it. (function operator())"
+    )
     found = A.find_messages(text, real)
     assert found and "libuv" in found[0].entry.message and found[0].how == "template"

@@ -1,6 +1,7 @@
 """``check``: every rule fires exactly where its failing fixture says (``# <- FSDxxx`` marks the line) and
 stays silent on its passing fixture; each rule points at a real section and verified snippet; noqa,
 select/ignore, the CLI's output and exit codes; the command never imports torch."""
+
 from __future__ import annotations
 
 import ast
@@ -97,8 +98,10 @@ def test_finding_carries_section_snippet_and_range():
 BARRIER = "import torch.distributed as dist\nif dist.get_rank() == 0:\n    dist.barrier(){}\n"
 
 
-@pytest.mark.parametrize("comment, silenced", [("  # noqa", True), ("  # noqa: FSD003", True), ("  # NOQA:FSD011,FSD003", True),
-                                               ("  # noqa: FSD011", False), ("", False)])
+@pytest.mark.parametrize(
+    "comment, silenced",
+    [("  # noqa", True), ("  # noqa: FSD003", True), ("  # NOQA:FSD011,FSD003", True), ("  # noqa: FSD011", False), ("", False)],
+)
 def test_noqa(comment, silenced):
     assert (check_source(BARRIER.format(comment)) == []) is silenced
 
@@ -136,18 +139,26 @@ def test_check_paths_walks_directories_and_rejects_bad_paths(tmp_path):
 
 def test_knowledge_snippets_only_flag_their_deliberate_mistakes():
     """Verified snippets are correct code, except where they demonstrate the mistake on purpose (each listed)."""
-    deliberate = {("debugging/monitored-barrier", "FSD003"), ("debugging/gloo-connection-closed-by-peer", "FSD003"),
-                  ("fsdp2/optimizer-order", "FSD001"), ("mixed-precision/fsdp1-fp16-sharded-grad-scaler", "FSD011"),
-                  ("mixed-precision/fsdp2-autocast", "FSD020"), ("model/model-dtype-vs-policy", "FSD020"),
-                  ("model/ac-reentrant-vs-nonreentrant", "FSD027"), ("parallelism/tp-fsdp2-2d", "FSD029"),
-                  ("sharding/bottom-up-order", "FSD015")}
+    deliberate = {
+        ("debugging/monitored-barrier", "FSD003"),
+        ("debugging/gloo-connection-closed-by-peer", "FSD003"),
+        ("fsdp2/optimizer-order", "FSD001"),
+        ("mixed-precision/fsdp1-fp16-sharded-grad-scaler", "FSD011"),
+        ("mixed-precision/fsdp2-autocast", "FSD020"),
+        ("model/model-dtype-vs-policy", "FSD020"),
+        ("model/ac-reentrant-vs-nonreentrant", "FSD027"),
+        ("parallelism/tp-fsdp2-2d", "FSD029"),
+        ("sharding/bottom-up-order", "FSD015"),
+    }
     kb = load_knowledge()
-    found = {(sp.id, f.code) for sp in kb.snippets.values()
-             for f in check_source(sp.code, sp.id) if RULES[f.code].severity != "info"}
+    found = {
+        (sp.id, f.code) for sp in kb.snippets.values() for f in check_source(sp.code, sp.id) if RULES[f.code].severity != "info"
+    }
     assert found == deliberate
 
 
 # --- the CLI ---------------------------------------------------------------------------------------------
+
 
 def test_cli_clean_file_exits_0(capsys):
     assert main(["check", str(DATA / "FSD014_good.py")]) == 0
@@ -158,16 +169,28 @@ def test_cli_findings_exit_1_with_linter_lines(capsys):
     path = str(DATA / "FSD014_bad.py")
     assert main(["check", path]) == 1
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == (f"{path}:9:5: FSD014 no destroy_process_group(): call it once at the end (in a finally:), "
-                      "or NCCL teardown can hang at exit [init/destroy-process-group]")
+    assert out[0] == (
+        f"{path}:9:5: FSD014 no destroy_process_group(): call it once at the end (in a finally:), "
+        "or NCCL teardown can hang at exit [init/destroy-process-group]"
+    )
 
 
 def test_cli_json_select_ignore(capsys):
     path = str(DATA / "FSD003_bad.py")
     assert main(["check", "--json", path]) == 1
     rows = json.loads(capsys.readouterr().out)
-    assert {r["code"] for r in rows} == {"FSD003"} and set(rows[0]) >= {"code", "severity", "message", "path", "line", "col",
-                                                                       "end_line", "end_col", "section", "snippet"}
+    assert {r["code"] for r in rows} == {"FSD003"} and set(rows[0]) >= {
+        "code",
+        "severity",
+        "message",
+        "path",
+        "line",
+        "col",
+        "end_line",
+        "end_col",
+        "section",
+        "snippet",
+    }
     assert main(["check", "--json", "--ignore", "FSD003", path]) == 0
     assert json.loads(capsys.readouterr().out) == []
     assert main(["check", "--select", "FSD011,FSD012", path]) == 0
@@ -187,9 +210,11 @@ def test_cli_syntax_error_exits_1(tmp_path, capsys):
 
 
 def test_cli_reads_stdin_and_never_imports_torch():
-    code = ("import runpy, sys\nsys.argv = ['fsdp-skill', 'check', '-']\n"
-            "from fsdp_skill.main import main\nrc = main(sys.argv[1:])\n"
-            "print('TORCH' if 'torch' in sys.modules else 'NO-TORCH', file=sys.stderr)\nsys.exit(rc)\n")
+    code = (
+        "import runpy, sys\nsys.argv = ['fsdp-skill', 'check', '-']\n"
+        "from fsdp_skill.main import main\nrc = main(sys.argv[1:])\n"
+        "print('TORCH' if 'torch' in sys.modules else 'NO-TORCH', file=sys.stderr)\nsys.exit(rc)\n"
+    )
     proc = subprocess.run([sys.executable, "-c", code], input=BARRIER.format(""), capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1, proc.stderr
     assert proc.stdout.startswith("-:3:5: FSD003 ")

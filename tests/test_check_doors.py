@@ -1,5 +1,6 @@
 """The checker's other doors: the flake8 plugin (called directly, and through `flake8 --select FSD` when flake8
 is installed), the pre-commit hook definition, and `check --run` (findings and the run's verdict in one report)."""
+
 from __future__ import annotations
 
 import ast
@@ -34,9 +35,11 @@ def test_flake8_plugin_yields_the_checkers_findings():
 
 
 def test_flake8_plugin_imports_neither_flake8_nor_torch():
-    code = ("import sys\nimport fsdp_skill.adapters.flake8 as p, ast\n"
-            "list(p.Plugin(ast.parse('import torch\\nx = 1\\n')).run())\n"
-            "bad = [m for m in ('torch', 'flake8') if m in sys.modules]\nassert not bad, bad\n")
+    code = (
+        "import sys\nimport fsdp_skill.adapters.flake8 as p, ast\n"
+        "list(p.Plugin(ast.parse('import torch\\nx = 1\\n')).run())\n"
+        "bad = [m for m in ('torch', 'flake8') if m in sys.modules]\nassert not bad, bad\n"
+    )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
 
@@ -52,16 +55,14 @@ def test_flake8_entry_point_is_registered():
 def test_flake8_select_fsd_runs_the_rules(tmp_path):
     bad = tmp_path / "train.py"
     bad.write_text((DATA / "FSD001_bad.py").read_text(encoding="utf-8"), encoding="utf-8")
-    r = subprocess.run([sys.executable, "-m", "flake8", "--select", "FSD", str(bad)], capture_output=True, text=True,
-                       timeout=120)
+    r = subprocess.run([sys.executable, "-m", "flake8", "--select", "FSD", str(bad)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 1, r.stderr
     want = [f"{bad}:{f.line}:{f.col}: {f.code} {f.message}" for f in check_source(bad.read_text(encoding="utf-8"), str(bad))]
     assert [ln.rsplit(" [", 1)[0] for ln in r.stdout.splitlines()] == want
     # flake8's own noqa applies
     lines = bad.read_text(encoding="utf-8").splitlines()
     bad.write_text("\n".join(ln.replace("# <- FSD001", "# noqa: FSD001") for ln in lines) + "\n", encoding="utf-8")
-    r = subprocess.run([sys.executable, "-m", "flake8", "--select", "FSD", str(bad)], capture_output=True, text=True,
-                       timeout=120)
+    r = subprocess.run([sys.executable, "-m", "flake8", "--select", "FSD", str(bad)], capture_output=True, text=True, timeout=120)
     assert (r.returncode, r.stdout) == (0, ""), r.stdout + r.stderr
 
 
@@ -140,18 +141,31 @@ def test_check_run_text_lists_findings_then_verdict(tmp_path, fake_verifier, cap
     assert lines[2].startswith(f"PASS  {path}")
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--run", "a.py", "b.py"], "exactly one PATH.py"),
-    (["--run", "-"], "exactly one PATH.py"),
-    (["--run", "--world-size", "0", "x.py"], "--world-size must be from 1 to 64"),
-    (["--run", "--world-size", "100000", "x.py"], "--world-size must be from 1 to 64"),
-    (["--run", "--timeout", "0", "x.py"], "--timeout must be a positive"),
-    (["--run", "--timeout", "1e12", "x.py"], "at most 86400"),
-    (["--world-size", "2", "x.py"], "--world-size only apply with --run"),
-    (["--python", "/usr/bin/python3", "x.py"], "--python only apply with --run"),
-    (["x.py", "--", "--steps", "3"], "arguments after '--' only apply with --run"),
-], ids=["two paths", "stdin", "world size 0", "world size 100000", "timeout 0", "timeout 1e12", "no --run",
-        "python without --run", "script args without --run"])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--run", "a.py", "b.py"], "exactly one PATH.py"),
+        (["--run", "-"], "exactly one PATH.py"),
+        (["--run", "--world-size", "0", "x.py"], "--world-size must be from 1 to 64"),
+        (["--run", "--world-size", "100000", "x.py"], "--world-size must be from 1 to 64"),
+        (["--run", "--timeout", "0", "x.py"], "--timeout must be a positive"),
+        (["--run", "--timeout", "1e12", "x.py"], "at most 86400"),
+        (["--world-size", "2", "x.py"], "--world-size only apply with --run"),
+        (["--python", "/usr/bin/python3", "x.py"], "--python only apply with --run"),
+        (["x.py", "--", "--steps", "3"], "arguments after '--' only apply with --run"),
+    ],
+    ids=[
+        "two paths",
+        "stdin",
+        "world size 0",
+        "world size 100000",
+        "timeout 0",
+        "timeout 1e12",
+        "no --run",
+        "python without --run",
+        "script args without --run",
+    ],
+)
 def test_check_run_bad_usage_exits_2(argv, message, fake_verifier, capsys):
     from fsdp_skill.main import main
 
@@ -175,10 +189,12 @@ def test_check_run_for_real_on_gloo(tmp_path, capsys):
     from fsdp_skill.main import main
 
     path = tmp_path / "train.py"
-    path.write_text("import sys\n" + CLEAN_SCRIPT.replace(
-        "def main():\n", "def main():\n    assert sys.argv[1:] == ['--steps', '3'], sys.argv\n"), encoding="utf-8")
-    assert main(["check", "--run", "--json", "--world-size", "2", "--timeout", "60", str(path),
-                 "--", "--steps", "3"]) == 0
+    path.write_text(
+        "import sys\n"
+        + CLEAN_SCRIPT.replace("def main():\n", "def main():\n    assert sys.argv[1:] == ['--steps', '3'], sys.argv\n"),
+        encoding="utf-8",
+    )
+    assert main(["check", "--run", "--json", "--world-size", "2", "--timeout", "60", str(path), "--", "--steps", "3"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["findings"] == [] and out["verdict"]["status"] == "passed", out["verdict"].get("reason")
     assert out["verdict"]["backend"] == "gloo" and out["verdict"]["world_size"] == 2
@@ -199,13 +215,16 @@ for block in model.layers:
 fully_shard(model)
 ```
 """
-QUESTION_SETS = [DATA.parent / "questions.jsonl", DATA.parent / "blind_questions.jsonl",
-                 DATA.parent / "public_blind.jsonl", DATA.parent / "public_tuning.jsonl"]
+QUESTION_SETS = [
+    DATA.parent / "questions.jsonl",
+    DATA.parent / "blind_questions.jsonl",
+    DATA.parent / "public_blind.jsonl",
+    DATA.parent / "public_tuning.jsonl",
+]
 
 
 def _questions() -> list[str]:
-    return [json.loads(ln)["question"] for p in QUESTION_SETS for ln in p.read_text(encoding="utf-8").splitlines()
-            if ln.strip()]
+    return [json.loads(ln)["question"] for p in QUESTION_SETS for ln in p.read_text(encoding="utf-8").splitlines() if ln.strip()]
 
 
 def test_ask_with_a_code_block_ranks_the_findings_sections_first():
@@ -227,15 +246,22 @@ def test_ask_on_a_pasted_script_without_fences():
     assert {f.code for f in a.findings} == {"FSD003"} and a.sections[0].id == a.findings[0].section
 
 
-@pytest.mark.parametrize("text, blocks", [
-    ("How do I wrap a model with fully_shard(model)?", 0),
-    ("Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n    dist.barrier()\n"
-     "RuntimeError: NCCL error", 0),
-    ("```\nx = 1\n```\nand\n```py\ny = 2\n```", 2),
-    ("```bash\ntorchrun --nproc_per_node=2 train.py\n```", 0),
-    ("```python\ndef broken(:\n```", 0),  # does not parse: not checked
-    ("import torch\nmodel = Net()\nfully_shard(model)\n", 1),
-], ids=["prose", "traceback", "two fences", "shell fence", "broken fence", "bare script"])
+@pytest.mark.parametrize(
+    "text, blocks",
+    [
+        ("How do I wrap a model with fully_shard(model)?", 0),
+        (
+            'Traceback (most recent call last):\n  File "train.py", line 3, in <module>\n    dist.barrier()\n'
+            "RuntimeError: NCCL error",
+            0,
+        ),
+        ("```\nx = 1\n```\nand\n```py\ny = 2\n```", 2),
+        ("```bash\ntorchrun --nproc_per_node=2 train.py\n```", 0),
+        ("```python\ndef broken(:\n```", 0),  # does not parse: not checked
+        ("import torch\nmodel = Net()\nfully_shard(model)\n", 1),
+    ],
+    ids=["prose", "traceback", "two fences", "shell fence", "broken fence", "bare script"],
+)
 def test_code_blocks(text, blocks):
     from fsdp_skill.core.check import code_blocks
 
@@ -253,8 +279,10 @@ def test_questions_without_code_route_exactly_as_before(monkeypatch):
     monkeypatch.setattr(answer_mod, "code_findings", lambda question: [])
     without = [answer_mod.ask(q, k=3, verify=False, with_api=False) for q in questions]
     for q, a, b in zip(questions, with_check, without, strict=True):
-        assert a.findings == [] and (a.abstained, [(s.id, s.score) for s in a.sections]) == \
-            (b.abstained, [(s.id, s.score) for s in b.sections]), q
+        assert a.findings == [] and (a.abstained, [(s.id, s.score) for s in a.sections]) == (
+            b.abstained,
+            [(s.id, s.score) for s in b.sections],
+        ), q
 
 
 def test_ask_cli_shows_the_findings(capsys):

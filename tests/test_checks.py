@@ -1,5 +1,6 @@
 """What each knowledge snippet proves: declared on its fence, strong enough for what the code does, and
 able to fail (every reference check has mutations, kept as data in knowledge/mutations/, that must fail)."""
+
 from __future__ import annotations
 
 import re
@@ -24,8 +25,6 @@ NEEDS_REFERENCE = re.compile(
 )
 
 
-
-
 def _mutations() -> dict[str, list[dict]]:
     out: dict[str, list[dict]] = {}
     for path in sorted(MUTATIONS_DIR.glob("*.yaml")):
@@ -45,7 +44,8 @@ def test_snippet_declares_what_it_checks(snippet_id):
     assert spec.checks, f"{spec.id} ({KB.sections[spec.section_id].card}:{spec.line}) declares no checks="
     if NEEDS_REFERENCE.search(spec.code):
         assert spec.checks in ("reference", "raises"), (
-            f"{spec.id} trains, casts, offloads, saves/loads or reshards but only checks={spec.checks}")
+            f"{spec.id} trains, casts, offloads, saves/loads or reshards but only checks={spec.checks}"
+        )
 
 
 def test_mutations_name_reference_snippets_and_apply():

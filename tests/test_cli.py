@@ -1,4 +1,5 @@
 """CLI: exit codes, the --json contract, bad input (no tracebacks), and no torch import on the cached path."""
+
 import importlib.util
 import json
 import os
@@ -70,8 +71,13 @@ def test_abstention_exit_code_and_reason(capsys):
 
 @pytest.mark.parametrize(
     "question, phrase",
-    [("", "empty"), ("   \n\t ", "empty"), ("x" * 100_000, "limit is 32,768"), ("abc\x00\x01\x02def", "binary"),
-     ("\udcff how to shard with fsdp", "unpaired surrogate")],  # argv $'\xff ...' arrives surrogate-escaped
+    [
+        ("", "empty"),
+        ("   \n\t ", "empty"),
+        ("x" * 100_000, "limit is 32,768"),
+        ("abc\x00\x01\x02def", "binary"),
+        ("\udcff how to shard with fsdp", "unpaired surrogate"),
+    ],  # argv $'\xff ...' arrives surrogate-escaped
     ids=["empty", "whitespace", "100kB", "binary", "lone surrogate"],
 )
 def test_bad_question_is_a_clear_error(capsys, question, phrase):
@@ -107,10 +113,11 @@ def test_show_section_and_unknown_id(capsys):
 
 def test_console_script_stdin_and_binary_without_traceback(tmp_path):
     env = {**os.environ, "FSDP_SKILL_HOME": str(tmp_path)}
-    p = subprocess.run([str(EXE), "ask", "--json", "--no-verify", "-"], input=b"\xff\xfe\x00garbage",
-                       capture_output=True, env=env)
+    p = subprocess.run(
+        [str(EXE), "ask", "--json", "--no-verify", "-"], input=b"\xff\xfe\x00garbage", capture_output=True, env=env
+    )
     assert p.returncode == 2 and b"Traceback" not in p.stderr and b"not UTF-8" in p.stderr
-    tb = b"Traceback (most recent call last):\n  File \"x.py\", line 3, in <module>\nRuntimeError: Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 0\n"
+    tb = b'Traceback (most recent call last):\n  File "x.py", line 3, in <module>\nRuntimeError: Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 0\n'
     p = subprocess.run([str(EXE), "ask", "--json", "--no-verify", "-"], input=tb, capture_output=True, env=env)
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["sections"][0]["topic"] == "debugging"
@@ -118,9 +125,11 @@ def test_console_script_stdin_and_binary_without_traceback(tmp_path):
 
 def test_cached_ask_path_does_not_import_torch(tmp_path):
     env = {**os.environ, "FSDP_SKILL_HOME": str(tmp_path)}
-    code = ("import sys, fsdp_skill.main\n"
-            "rc = fsdp_skill.main.main(['ask', '--json', '--no-verify', 'How do I use MixedPrecisionPolicy?'])\n"
-            "print('TORCH' if 'torch' in sys.modules else 'NO-TORCH', file=sys.stderr)\n")
+    code = (
+        "import sys, fsdp_skill.main\n"
+        "rc = fsdp_skill.main.main(['ask', '--json', '--no-verify', 'How do I use MixedPrecisionPolicy?'])\n"
+        "print('TORCH' if 'torch' in sys.modules else 'NO-TORCH', file=sys.stderr)\n"
+    )
     first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert first.returncode == 0, first.stderr
     second = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
@@ -181,20 +190,23 @@ def test_cache_file_that_is_a_directory_is_a_miss(tmp_path):
 
 def test_ask_dash_with_stdin_closed(tmp_path):
     env = {**os.environ, "FSDP_SKILL_HOME": str(tmp_path)}
-    p = subprocess.run(["sh", "-c", 'exec "$0" ask --json --no-verify - <&-', str(EXE)], capture_output=True,
-                       text=True, env=env)
+    p = subprocess.run(["sh", "-c", 'exec "$0" ask --json --no-verify - <&-', str(EXE)], capture_output=True, text=True, env=env)
     assert p.returncode == 2 and "standard input, which is closed" in one_line(p.stderr)
 
 
-@pytest.mark.parametrize("argv, phrase", [
-    (["verify", "/etc/passwd"], "is not a Python script (.py)"),
-    (["verify", "--timeout", "inf", "join/ddp-join"], "positive number of seconds, at most 86400"),
-    (["verify", "--timeout", "nan", "join/ddp-join"], "positive number of seconds, at most 86400"),
-    (["verify", "--timeout", "-1", "join/ddp-join"], "positive number of seconds, at most 86400"),
-    (["verify", "--timeout", "1e12", "join/ddp-join"], "positive number of seconds, at most 86400"),
-    (["verify", "--world-size", "100000", "join/ddp-join"], "--world-size must be from 1 to 64"),
-    (["verify", "--world-size", "0", "join/ddp-join"], "--world-size must be from 1 to 64"),
-], ids=["not a .py", "timeout inf", "timeout nan", "timeout -1", "timeout 1e12", "world size 100000", "world size 0"])
+@pytest.mark.parametrize(
+    "argv, phrase",
+    [
+        (["verify", "/etc/passwd"], "is not a Python script (.py)"),
+        (["verify", "--timeout", "inf", "join/ddp-join"], "positive number of seconds, at most 86400"),
+        (["verify", "--timeout", "nan", "join/ddp-join"], "positive number of seconds, at most 86400"),
+        (["verify", "--timeout", "-1", "join/ddp-join"], "positive number of seconds, at most 86400"),
+        (["verify", "--timeout", "1e12", "join/ddp-join"], "positive number of seconds, at most 86400"),
+        (["verify", "--world-size", "100000", "join/ddp-join"], "--world-size must be from 1 to 64"),
+        (["verify", "--world-size", "0", "join/ddp-join"], "--world-size must be from 1 to 64"),
+    ],
+    ids=["not a .py", "timeout inf", "timeout nan", "timeout -1", "timeout 1e12", "world size 100000", "world size 0"],
+)
 def test_verify_bad_arguments_are_exit_2(capsys, fake_verifier, argv, phrase):
     code = main(argv, verifier=fake_verifier)
     assert code == 2 and phrase in one_line(capsys.readouterr().err) and fake_verifier.runs == []
@@ -207,8 +219,13 @@ def test_closed_pipe_exits_quietly(tmp_path, view):
     r, w = os.pipe()
     os.close(r)
     try:
-        p = subprocess.run([str(EXE), "ask", *view, "--no-verify", "how to shard with fsdp"], stdout=w,
-                           stderr=subprocess.PIPE, text=True, env=env)
+        p = subprocess.run(
+            [str(EXE), "ask", *view, "--no-verify", "how to shard with fsdp"],
+            stdout=w,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
     finally:
         os.close(w)
     assert p.returncode == 0 and p.stderr == ""

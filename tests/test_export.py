@@ -1,5 +1,6 @@
 """Verified snippet export: selection, refusal of anything that did not pass, byte-identical code under the
 header, manifest, the generated pytest runner, and a real export launched with torchrun (gloo, world_size 2)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -41,11 +42,15 @@ def test_select_by_id_topic_all(kb):
     assert len(select_snippets([first.id, first.id], kb=kb)) == 1
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"ids": ["join/no-such"]}, "unknown snippet id 'join/no-such'"),
-    ({"topics": ["no-such-topic"]}, "unknown topic 'no-such-topic'"),
-    ({}, "no snippets selected"),
-], ids=["unknown id", "unknown topic", "empty selection"])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"ids": ["join/no-such"]}, "unknown snippet id 'join/no-such'"),
+        ({"topics": ["no-such-topic"]}, "unknown topic 'no-such-topic'"),
+        ({}, "no snippets selected"),
+    ],
+    ids=["unknown id", "unknown topic", "empty selection"],
+)
 def test_select_errors(kb, kwargs, message):
     with pytest.raises(NotFoundError, match=message):
         select_snippets(kwargs.get("ids", ()), kb=kb, **{k: v for k, v in kwargs.items() if k != "ids"})
@@ -72,9 +77,17 @@ def test_export_writes_scripts_manifest_runner(kb, tmp_path, fake_verifier):
         assert entry["verified"] is True and entry["section"] == spec.section_id
         assert all(line.startswith("#") for line in header.splitlines())
         section = kb.section(spec.section_id)
-        for text in (f"# snippet:     {spec.id}", f"# section:     {section.id}", f"# source:      {section.sources[0]}",
-                     "# verdict:     passed", "# torch:       2.13.0", "# backend:     gloo",
-                     f"# world_size:  {spec.world_size}", "# exported:    20", f"# launch:      {spec.launch}"):
+        for text in (
+            f"# snippet:     {spec.id}",
+            f"# section:     {section.id}",
+            f"# source:      {section.sources[0]}",
+            "# verdict:     passed",
+            "# torch:       2.13.0",
+            "# backend:     gloo",
+            f"# world_size:  {spec.world_size}",
+            "# exported:    20",
+            f"# launch:      {spec.launch}",
+        ):
             assert text in header, text
         compile(data, entry["file"], "exec")  # the header keeps the file valid Python
     assert (out / "test_exported.py").is_file()
@@ -107,7 +120,9 @@ def test_export_into_same_dir_adds_to_manifest(kb, tmp_path, fake_verifier):
     assert [e.id for e in manifest.entries] == [b.id, a.id]
     assert json.loads((out / "manifest.json").read_text(encoding="utf-8"))["entries"][0]["id"] == b.id
     (out / b.filename).unlink()
-    assert [e.id for e in export_snippets([a], out, kb=kb, verifier=fake_verifier).entries] == [a.id]  # a vanished file is dropped
+    assert [e.id for e in export_snippets([a], out, kb=kb, verifier=fake_verifier).entries] == [
+        a.id
+    ]  # a vanished file is dropped
 
 
 @pytest.mark.torch
@@ -137,7 +152,10 @@ def test_cli_export_exit_codes(kb, tmp_path, fake_verifier, capsys):
     assert main(["export", good.id, bad.id, "--out", str(tmp_path / "o2")], verifier=fake_verifier) == 1
     err = capsys.readouterr().err
     assert bad.id in err and "failed" in err and "--include-unverified" in err
-    assert main(["export", good.id, bad.id, "--out", str(tmp_path / "o3"), "--include-unverified", "--json"], verifier=fake_verifier) == 0
+    assert (
+        main(["export", good.id, bad.id, "--out", str(tmp_path / "o3"), "--include-unverified", "--json"], verifier=fake_verifier)
+        == 0
+    )
     cap = capsys.readouterr()
     assert {e["id"]: e["verified"] for e in json.loads(cap.out)["entries"]} == {good.id: True, bad.id: False}
     assert f"exported NOT VERIFIED: {bad.id}" in cap.err
@@ -162,8 +180,13 @@ def test_runner_catches_edited_script(kb, tmp_path, fake_verifier):
     export_snippets([spec], out, kb=kb, verifier=fake_verifier)
     path = out / spec.filename
     path.write_bytes(path.read_bytes() + b"# an edit\n")
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(out / "test_exported.py")],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(out / "test_exported.py")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 1 and "code changed since export" in proc.stdout
 
 
@@ -184,8 +207,14 @@ def test_real_export_then_torchrun(kb, tmp_path, capsys):
     proc = subprocess.run([str(BIN / "torchrun"), *launch[1:]], cwd=out, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     # and the generated runner re-verifies it the same way
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_exported.py"],
-                          cwd=out, env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_exported.py"],
+        cwd=out,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0 and "1 passed" in proc.stdout, proc.stdout[-3000:]
 
 
@@ -210,11 +239,15 @@ def test_malformed_manifest_entry_is_kept_and_reported(kb, tmp_path, fake_verifi
     assert sorted(e.id for e in manifest.entries) == sorted([a.id, b.id, c.id]) and manifest.unreadable == []
 
 
-@pytest.mark.parametrize("content, phrase", [
-    ("{not json", "cannot be read as JSON"),
-    ('{"format": 99, "entries": []}', "not an fsdp-skill manifest of format 1"),
-    ("[]", "not an fsdp-skill manifest"),
-], ids=["not JSON", "other format", "not an object"])
+@pytest.mark.parametrize(
+    "content, phrase",
+    [
+        ("{not json", "cannot be read as JSON"),
+        ('{"format": 99, "entries": []}', "not an fsdp-skill manifest of format 1"),
+        ("[]", "not an fsdp-skill manifest"),
+    ],
+    ids=["not JSON", "other format", "not an object"],
+)
 def test_unextendable_manifest_is_refused_before_verifying(kb, tmp_path, fake_verifier, capsys, content, phrase):
     out = tmp_path / "out"
     out.mkdir()

@@ -1,6 +1,7 @@
 """HTTP adapter through FastAPI's TestClient (every route, every client error), httpx.AsyncClient for
 concurrency, a real uvicorn started by `fsdp-skill serve` for the README curl example, and one real
 verification of a knowledge snippet on a gloo process group."""
+
 from __future__ import annotations
 
 import asyncio
@@ -30,8 +31,10 @@ HAVE_TORCH = importlib.util.find_spec("torch") is not None
 EXE = Path(sys.executable).with_name("fsdp-skill")
 ERROR_KEYS = {"error", "code"}
 # The README's curl example (README "HTTP API"); test_readme_curl_example runs it against a real server.
-README_CURL = ("curl -s http://127.0.0.1:8000/v1/ask -H 'content-type: application/json' "
-               "-d '{\"question\": \"How do I use bf16 mixed precision with fully_shard?\", \"k\": 2, \"verify\": false}'")
+README_CURL = (
+    "curl -s http://127.0.0.1:8000/v1/ask -H 'content-type: application/json' "
+    '-d \'{"question": "How do I use bf16 mixed precision with fully_shard?", "k": 2, "verify": false}\''
+)
 
 
 @pytest.fixture(scope="module")
@@ -68,8 +71,14 @@ def test_healthz(client, kb):
 def test_openapi_docs(client):
     assert client.get("/docs").status_code == 200
     spec = client.get("/openapi.json").json()
-    assert {"/v1/ask", "/v1/sections/{section_id}", "/v1/snippets/{snippet_id}", "/v1/snippets/{snippet_id}/verify",
-            "/v1/snippets/{snippet_id}/export", "/healthz"} <= set(spec["paths"])
+    assert {
+        "/v1/ask",
+        "/v1/sections/{section_id}",
+        "/v1/snippets/{snippet_id}",
+        "/v1/snippets/{snippet_id}/verify",
+        "/v1/snippets/{snippet_id}/export",
+        "/healthz",
+    } <= set(spec["paths"])
     ask_body = spec["components"]["schemas"]["AskRequest"]["properties"]
     assert {"question", "k", "verify", "language"} == set(ask_body)
     assert all(p.get("description") for p in ask_body.values())
@@ -174,10 +183,22 @@ BAD_REQUESTS = [
     ("empty question", "post", "/v1/ask", {"json": {"question": ""}}, 422, "invalid_request"),
     ("whitespace question", "post", "/v1/ask", {"json": {"question": "  \n\t "}}, 400, "bad_input"),
     ("40 kB question", "post", "/v1/ask", {"json": {"question": "fsdp " * 8000}}, 422, "invalid_request"),
-    ("invalid UTF-8 body", "post", "/v1/ask", {"content": b'{"question": "how \xff to shard"}',
-                                                "headers": {"content-type": "application/json"}}, 422, "invalid_request"),
-    ("deeply nested body", "post", "/v1/ask", {"content": b'{"question": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
-                                               "headers": {"content-type": "application/json"}}, 422, "invalid_request"),
+    (
+        "invalid UTF-8 body",
+        "post",
+        "/v1/ask",
+        {"content": b'{"question": "how \xff to shard"}', "headers": {"content-type": "application/json"}},
+        422,
+        "invalid_request",
+    ),
+    (
+        "deeply nested body",
+        "post",
+        "/v1/ask",
+        {"content": b'{"question": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "headers": {"content-type": "application/json"}},
+        422,
+        "invalid_request",
+    ),
     ("verify a one-segment id", "post", "/v1/snippets/x/verify", {}, 404, "not_found"),
     ("binary question", "post", "/v1/ask", {"json": {"question": "fsdp\x00\x01\x02"}}, 400, "bad_input"),
     ("k=0", "post", "/v1/ask", {"json": {"question": "fsdp", "k": 0}}, 422, "invalid_request"),
@@ -190,8 +211,22 @@ BAD_REQUESTS = [
     ("missing body", "post", "/v1/ask", {}, 422, "invalid_request"),
     ("missing question", "post", "/v1/ask", {"json": {"k": 2}}, 422, "invalid_request"),
     ("body is a list", "post", "/v1/ask", {"json": ["fsdp"]}, 422, "invalid_request"),
-    ("malformed JSON", "post", "/v1/ask", {"content": b'{"question": ', "headers": {"content-type": "application/json"}}, 422, "invalid_request"),
-    ("body over limit", "post", "/v1/ask", {"content": b"x" * (MAX_BODY_BYTES + 1), "headers": {"content-type": "application/json"}}, 413, "body_too_large"),
+    (
+        "malformed JSON",
+        "post",
+        "/v1/ask",
+        {"content": b'{"question": ', "headers": {"content-type": "application/json"}},
+        422,
+        "invalid_request",
+    ),
+    (
+        "body over limit",
+        "post",
+        "/v1/ask",
+        {"content": b"x" * (MAX_BODY_BYTES + 1), "headers": {"content-type": "application/json"}},
+        413,
+        "body_too_large",
+    ),
     ("unknown section", "get", "/v1/sections/fsdp2/no-such-section", {}, 404, "not_found"),
     ("section id without topic", "get", "/v1/sections/no-such-section", {}, 404, "not_found"),
     ("unknown snippet", "get", "/v1/snippets/join/no-such-snippet", {}, 404, "not_found"),
@@ -323,8 +358,13 @@ def _wait_until_up(proc: subprocess.Popen, base: str, seconds: float = 60.0) -> 
 def test_serve_and_readme_curl_example(tmp_path):
     port = _free_port()
     env = {**os.environ, "FSDP_SKILL_HOME": str(tmp_path / "home")}
-    proc = subprocess.Popen([str(EXE), "serve", "--port", str(port), "--log-level", "warning"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [str(EXE), "serve", "--port", str(port), "--log-level", "warning"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         base = f"http://127.0.0.1:{port}"
         _wait_until_up(proc, base)
@@ -332,8 +372,11 @@ def test_serve_and_readme_curl_example(tmp_path):
         if shutil.which("curl"):
             out = subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=60, check=True).stdout
         else:  # same request without curl
-            out = httpx.post(f"{base}/v1/ask", timeout=60, json={
-                "question": "How do I use bf16 mixed precision with fully_shard?", "k": 2, "verify": False}).text
+            out = httpx.post(
+                f"{base}/v1/ask",
+                timeout=60,
+                json={"question": "How do I use bf16 mixed precision with fully_shard?", "k": 2, "verify": False},
+            ).text
         ans = json.loads(out)
         assert ans["abstained"] is False and len(ans["sections"]) == 2
         assert ans["sections"][0]["topic"] == "mixed-precision"
@@ -390,12 +433,16 @@ def test_check_route_select_ignore_default_path_and_syntax_error(client):
     code = (CHECK_DATA / "FSD003_bad.py").read_text(encoding="utf-8")
     every = client.post("/v1/check", json={"code": code}).json()
     assert every["findings"] and {f["path"] for f in every["findings"]} == {"script.py"}
-    assert client.post("/v1/check", json={"code": code, "ignore": ["FSD003"]}).json()["counts"]["total"] == \
-        sum(f["code"] != "FSD003" for f in every["findings"])
-    assert client.post("/v1/check", json={"code": code, "select": ["FSD0"], "ignore": ["FSD0"]}).json() == \
-        {"findings": [], "counts": {"error": 0, "warning": 0, "info": 0, "total": 0}}
-    clean = client.post("/v1/check", json={"code": (CHECK_DATA / "FSD003_good.py").read_text(encoding="utf-8"),
-                                           "select": ["FSD003"]}).json()
+    assert client.post("/v1/check", json={"code": code, "ignore": ["FSD003"]}).json()["counts"]["total"] == sum(
+        f["code"] != "FSD003" for f in every["findings"]
+    )
+    assert client.post("/v1/check", json={"code": code, "select": ["FSD0"], "ignore": ["FSD0"]}).json() == {
+        "findings": [],
+        "counts": {"error": 0, "warning": 0, "info": 0, "total": 0},
+    }
+    clean = client.post(
+        "/v1/check", json={"code": (CHECK_DATA / "FSD003_good.py").read_text(encoding="utf-8"), "select": ["FSD003"]}
+    ).json()
     assert clean["counts"]["total"] == 0
     (f,) = client.post("/v1/check", json={"code": "def f(:\n"}).json()["findings"]
     assert f["code"] == "FSD000" and f["severity"] == "error"
@@ -430,8 +477,9 @@ def test_ask_carries_located_errors(client):
 
 def test_lone_surrogate_is_a_422(client):
     """Not valid Unicode, so not a JSON-schema string: the same 422 as any other schema violation."""
-    r = client.post("/v1/ask", content=b'{"question": "how to shard with fsdp \\ud800"}',
-                    headers={"content-type": "application/json"})
+    r = client.post(
+        "/v1/ask", content=b'{"question": "how to shard with fsdp \\ud800"}', headers={"content-type": "application/json"}
+    )
     assert r.status_code == 422 and r.json()["code"] == "invalid_request" and "unicode" in r.json()["error"]
 
 
@@ -439,8 +487,9 @@ def test_malformed_json_says_line_and_column(client):
     r = client.post("/v1/ask", content=b'{"question": "x",\n "k": }', headers={"content-type": "application/json"})
     body = r.json()
     assert r.status_code == 422 and "malformed JSON at line 2, column 7: Expecting value" in body["error"]
-    assert body["detail"] == [{"loc": ["body"], "msg": "malformed JSON at line 2, column 7: Expecting value",
-                               "type": "json_invalid"}]
+    assert body["detail"] == [
+        {"loc": ["body"], "msg": "malformed JSON at line 2, column 7: Expecting value", "type": "json_invalid"}
+    ]
 
 
 def test_openapi_states_what_the_server_enforces(client):
@@ -463,11 +512,15 @@ def _busy_port(family: int, host: str):
     return sock
 
 
-@pytest.mark.parametrize("family, host, arg", [
-    (socket.AF_INET, "127.0.0.1", "127.0.0.1"),
-    (socket.AF_INET6, "::1", "::1"),
-    (socket.AF_INET6, "::1", "[::1]"),
-], ids=["ipv4", "ipv6", "ipv6 in brackets"])
+@pytest.mark.parametrize(
+    "family, host, arg",
+    [
+        (socket.AF_INET, "127.0.0.1", "127.0.0.1"),
+        (socket.AF_INET6, "::1", "::1"),
+        (socket.AF_INET6, "::1", "[::1]"),
+    ],
+    ids=["ipv4", "ipv6", "ipv6 in brackets"],
+)
 def test_serve_on_a_busy_port_is_exit_1_and_loopback_does_not_warn(capsys, family, host, arg):
     from fsdp_skill.main import main
 
@@ -492,8 +545,13 @@ def test_serve_closes_connections_that_send_no_whole_request(tmp_path):
     until its own deadline."""
     port = _free_port()
     env = {**os.environ, "FSDP_SKILL_HOME": str(tmp_path / "home")}
-    proc = subprocess.Popen([str(EXE), "serve", "--port", str(port), "--log-level", "warning", "--read-timeout", "1"],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [str(EXE), "serve", "--port", str(port), "--log-level", "warning", "--read-timeout", "1"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     with contextlib.ExitStack() as opened:  # every socket is closed, also when an assertion fails
         opened.callback(proc.communicate, timeout=30)  # runs after terminate (last in, first out)
         opened.callback(proc.terminate)
@@ -503,7 +561,9 @@ def test_serve_closes_connections_that_send_no_whole_request(tmp_path):
             "idle": b"",
             "headers": b"GET /healthz HTTP/1.1\r\nHost: x\r\n",
             "body": b"POST /v1/ask HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "
-                    + str(len(body)).encode() + b"\r\n\r\n" + body[:10],
+            + str(len(body)).encode()
+            + b"\r\n\r\n"
+            + body[:10],
         }
         socks = {}
         for name, data in partial.items():

@@ -1,4 +1,5 @@
 """Card parsing: the real knowledge, good fixtures and bad fixtures (each error names file:line)."""
+
 from pathlib import Path
 
 import pytest
@@ -7,7 +8,21 @@ from fsdp_skill.core.knowledge import load_knowledge, parse_card
 from fsdp_skill.errors import KnowledgeError
 
 DATA = Path(__file__).parent / "data"
-TOPICS = {"sharding", "mixed-precision", "offload", "fsdp2", "join", "backends", "init", "checkpoint", "debugging", "model", "recipes", "parallelism", "launch"}
+TOPICS = {
+    "sharding",
+    "mixed-precision",
+    "offload",
+    "fsdp2",
+    "join",
+    "backends",
+    "init",
+    "checkpoint",
+    "debugging",
+    "model",
+    "recipes",
+    "parallelism",
+    "launch",
+}
 
 
 def test_good_fixture_parses_sections_and_snippets():

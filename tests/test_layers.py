@@ -2,6 +2,7 @@
 imports alike) has no cycle; adapters never import each other; the core imports no adapter or web/MCP
 library; the runtime imports nothing of the skill layer; what runs inside a rank needs only the standard
 library and torch."""
+
 from __future__ import annotations
 
 import ast
@@ -93,7 +94,7 @@ def test_import_graph_has_no_cycle():
         stack.append(node)
         for nxt in sorted(GRAPH[node]):
             if state.get(nxt) == 1:
-                cycle = stack[stack.index(nxt):] + [nxt]
+                cycle = stack[stack.index(nxt) :] + [nxt]
                 pytest.fail("import cycle: " + " -> ".join(cycle))
             if nxt not in state:
                 visit(nxt)
@@ -113,8 +114,7 @@ def _adapter(name: str) -> str | None:
 
 
 def test_no_adapter_imports_another():
-    bad = [(a, b) for a, deps in GRAPH.items() for b in deps
-           if _adapter(a) and _adapter(b) and _adapter(a) != _adapter(b)]
+    bad = [(a, b) for a, deps in GRAPH.items() for b in deps if _adapter(a) and _adapter(b) and _adapter(a) != _adapter(b)]
     assert bad == []
 
 

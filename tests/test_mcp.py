@@ -1,5 +1,6 @@
 """MCP adapter through the SDK's own clients (in-process, both the direct and the JSON-RPC stream paths, and
 `fsdp-skill mcp` over stdio as an agent client launches it), plus `fsdp-skill tools` schemas."""
+
 from __future__ import annotations
 
 import asyncio
@@ -26,7 +27,19 @@ EXE = Path(sys.executable).with_name("fsdp-skill")
 TOOLS = {"ask", "check_script", "get_section", "list_sections", "verify_snippet", "export_snippet", "plan_memory"}
 # The README's MCP client configuration; test_stdio_server_from_readme_config launches exactly this.
 README_MCP_CONFIG = {"mcpServers": {"fsdp-skill": {"command": "fsdp-skill", "args": ["mcp"]}}}
-TERMS = ["FSDP", "fully_shard", "分片", "混合精度", "卸载", "FSDP2", "不均匀输入", "后端", "init_process_group", "初始化", "检查点"]
+TERMS = [
+    "FSDP",
+    "fully_shard",
+    "分片",
+    "混合精度",
+    "卸载",
+    "FSDP2",
+    "不均匀输入",
+    "后端",
+    "init_process_group",
+    "初始化",
+    "检查点",
+]
 
 
 @pytest.fixture(scope="module")
@@ -72,8 +85,9 @@ def test_list_tools(mode):
 
 def test_call_ask(kb):
     async def body(c):
-        return await c.call_tool("ask", {"question": "How do I use bf16 mixed precision with fully_shard?", "k": 2,
-                                         "verify": False})
+        return await c.call_tool(
+            "ask", {"question": "How do I use bf16 mixed precision with fully_shard?", "k": 2, "verify": False}
+        )
 
     res = run(body)
     assert not res.is_error
@@ -112,18 +126,31 @@ def test_call_get_section(kb):
     assert all(s.verification.status == "unverified" for s in out.snippets)
 
 
-@pytest.mark.parametrize("tool, args, message", [
-    ("ask", {"question": ""}, "the question is empty"),
-    ("ask", {"question": "   "}, "the question is empty"),
-    ("ask", {"question": "fsdp " * 8000}, "the limit is 32,768"),
-    ("ask", {"question": "fsdp", "k": 0}, "greater than or equal to 1"),
-    ("ask", {"question": "fsdp", "k": "abc"}, "valid integer"),
-    ("ask", {}, "question"),
-    ("get_section", {"id": "join/no-such"}, "unknown section id 'join/no-such'"),
-    ("verify_snippet", {"id": "join/no-such"}, "unknown snippet id 'join/no-such'"),
-    ("export_snippet", {"id": "join/no-such"}, "unknown snippet id 'join/no-such'"),
-], ids=["empty", "whitespace", "40 kB", "k=0", "k=abc", "no question", "unknown section", "unknown snippet",
-        "export unknown snippet"])
+@pytest.mark.parametrize(
+    "tool, args, message",
+    [
+        ("ask", {"question": ""}, "the question is empty"),
+        ("ask", {"question": "   "}, "the question is empty"),
+        ("ask", {"question": "fsdp " * 8000}, "the limit is 32,768"),
+        ("ask", {"question": "fsdp", "k": 0}, "greater than or equal to 1"),
+        ("ask", {"question": "fsdp", "k": "abc"}, "valid integer"),
+        ("ask", {}, "question"),
+        ("get_section", {"id": "join/no-such"}, "unknown section id 'join/no-such'"),
+        ("verify_snippet", {"id": "join/no-such"}, "unknown snippet id 'join/no-such'"),
+        ("export_snippet", {"id": "join/no-such"}, "unknown snippet id 'join/no-such'"),
+    ],
+    ids=[
+        "empty",
+        "whitespace",
+        "40 kB",
+        "k=0",
+        "k=abc",
+        "no question",
+        "unknown section",
+        "unknown snippet",
+        "export unknown snippet",
+    ],
+)
 def test_tool_errors(tool, args, message):
     async def body(c):
         return await c.call_tool(tool, args)
@@ -171,8 +198,9 @@ def test_real_verify_snippet_tool(kb):
 @pytest.mark.slow
 def test_stdio_server_from_readme_config(tmp_path):
     cfg = README_MCP_CONFIG["mcpServers"]["fsdp-skill"]
-    params = StdioServerParameters(command=str(EXE.with_name(cfg["command"])), args=cfg["args"],
-                                   env={"FSDP_SKILL_HOME": str(tmp_path / "home")})
+    params = StdioServerParameters(
+        command=str(EXE.with_name(cfg["command"])), args=cfg["args"], env={"FSDP_SKILL_HOME": str(tmp_path / "home")}
+    )
 
     spec = min((s for s in load_knowledge().snippets.values() if not s.requires), key=lambda s: len(s.code))
 
@@ -209,8 +237,13 @@ def test_tools_cli_prints_valid_schemas(fmt, capsys):
     ask = next(f for f in fns if f["name"] == "ask")
     params = ask["parameters"] if fmt == "openai" else ask["input_schema"]
     assert params["required"] == ["question"]
-    assert params["properties"]["k"] == {"type": "integer", "minimum": 1, "maximum": 20, "default": 3,
-                                         "description": params["properties"]["k"]["description"]}
+    assert params["properties"]["k"] == {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 20,
+        "default": 3,
+        "description": params["properties"]["k"]["description"],
+    }
 
 
 def test_tools_cli_rejects_unknown_format(capsys):
@@ -254,9 +287,11 @@ def test_ask_with_a_lone_surrogate_is_a_tool_error(kb):
 # --------------------------------------------------------------------------- listing, annotations, strict arguments
 def test_list_sections_tool_matches_show_list(capsys):
     async def body(c):
-        return (await c.call_tool("list_sections", {"topic": ["join"]}),
-                await c.call_tool("list_sections", {}),
-                await c.call_tool("list_sections", {"topic": ["joinn"]}))
+        return (
+            await c.call_tool("list_sections", {"topic": ["join"]}),
+            await c.call_tool("list_sections", {}),
+            await c.call_tool("list_sections", {"topic": ["joinn"]}),
+        )
 
     join, everything, unknown = run(body)
     assert not join.is_error and not everything.is_error
@@ -295,23 +330,39 @@ def test_tool_annotations(tmp_path):
     assert a.destructive_hint is True  # it overwrites its file and runs code that may write anywhere
 
 
-@pytest.mark.parametrize("tool, args, message", [
-    ("ask", {"question": "fsdp", "k": "3", "verify": False}, "valid integer"),
-    ("ask", {"question": "fsdp", "k": 3.0, "verify": False}, "valid integer"),
-    ("ask", {"question": "fsdp", "verify": "false"}, "valid boolean"),
-    ("ask", {"question": "fsdp", "verify": False, "code": "import os"}, "Extra inputs are not permitted"),
-    ("ask", {"question": 42}, "valid string"),
-    ("get_section", {"id": "join/ddp-join", "verbose": True}, "Extra inputs are not permitted"),
-    ("list_sections", {"topic": "join"}, "valid list"),
-    ("list_sections", {"topic": '["join"]'}, "valid list"),
-    ("export_snippet", {"id": "join/ddp-join", "include_unverified": 1}, "valid boolean"),
-    ("check_script", {"code": "x = 1", "select": "FSD0"}, "valid list"),
-    ("check_script", {"code": "x = 1", "run": True}, "Extra inputs are not permitted"),
-    ("check_script", {"path": "a.py"}, "Field required"),
-    ("check_script", {"code": ""}, "at least 1 character"),
-], ids=["k str", "k float", "verify str", "unknown field", "question int", "get unknown field", "topic str",
-        "topic json str", "include_unverified int", "check select str", "check unknown field", "check no code",
-        "check empty code"])
+@pytest.mark.parametrize(
+    "tool, args, message",
+    [
+        ("ask", {"question": "fsdp", "k": "3", "verify": False}, "valid integer"),
+        ("ask", {"question": "fsdp", "k": 3.0, "verify": False}, "valid integer"),
+        ("ask", {"question": "fsdp", "verify": "false"}, "valid boolean"),
+        ("ask", {"question": "fsdp", "verify": False, "code": "import os"}, "Extra inputs are not permitted"),
+        ("ask", {"question": 42}, "valid string"),
+        ("get_section", {"id": "join/ddp-join", "verbose": True}, "Extra inputs are not permitted"),
+        ("list_sections", {"topic": "join"}, "valid list"),
+        ("list_sections", {"topic": '["join"]'}, "valid list"),
+        ("export_snippet", {"id": "join/ddp-join", "include_unverified": 1}, "valid boolean"),
+        ("check_script", {"code": "x = 1", "select": "FSD0"}, "valid list"),
+        ("check_script", {"code": "x = 1", "run": True}, "Extra inputs are not permitted"),
+        ("check_script", {"path": "a.py"}, "Field required"),
+        ("check_script", {"code": ""}, "at least 1 character"),
+    ],
+    ids=[
+        "k str",
+        "k float",
+        "verify str",
+        "unknown field",
+        "question int",
+        "get unknown field",
+        "topic str",
+        "topic json str",
+        "include_unverified int",
+        "check select str",
+        "check unknown field",
+        "check no code",
+        "check empty code",
+    ],
+)
 def test_arguments_are_strict(tool, args, message, fake_verifier):
     async def body(c):
         return await c.call_tool(tool, args)
@@ -331,9 +382,11 @@ def test_check_script_tool(mode, fake_verifier):
     code = (CHECK_DATA / "FSD001_bad.py").read_text(encoding="utf-8")
 
     async def body(c):
-        return (await c.call_tool("check_script", {"code": code, "path": "train.py"}),
-                await c.call_tool("check_script", {"code": code, "ignore": ["FSD001"]}),
-                await c.call_tool("check_script", {"code": code, "select": ["E501"]}))
+        return (
+            await c.call_tool("check_script", {"code": code, "path": "train.py"}),
+            await c.call_tool("check_script", {"code": code, "ignore": ["FSD001"]}),
+            await c.call_tool("check_script", {"code": code, "select": ["E501"]}),
+        )
 
     found, ignored, bad = run(body, mode, verifier=fake_verifier)
     assert not found.is_error
@@ -395,17 +448,38 @@ def test_verify_script_job_is_the_verify_cli_job(tmp_path, fake_verifier):
 
     async def go():
         async with Client(build_server(rec, script_dir=str(tmp_path))) as client:
-            ok = await client.call_tool("verify_script", {
-                "code": "print('hi')\n", "filename": "train.py", "args": ["--epochs", "1"], "env": {"SEED": "3"},
-                "world_size": 3, "timeout": 20, "launcher": "torchrun", "workdir": "run-a"})
-            bad = [await client.call_tool("verify_script", {"code": "x", **extra}) for extra in
-                   ({"workdir": "../up"}, {"filename": "a/b.py"}, {"filename": "notes.txt"}, {"world_size": 0},
-                    {"timeout": 0}, {"launcher": "ssh"}, {"args": "--epochs 1"}, {"env": {"A": 1}}, {"cwd": "/"})]
+            ok = await client.call_tool(
+                "verify_script",
+                {
+                    "code": "print('hi')\n",
+                    "filename": "train.py",
+                    "args": ["--epochs", "1"],
+                    "env": {"SEED": "3"},
+                    "world_size": 3,
+                    "timeout": 20,
+                    "launcher": "torchrun",
+                    "workdir": "run-a",
+                },
+            )
+            bad = [
+                await client.call_tool("verify_script", {"code": "x", **extra})
+                for extra in (
+                    {"workdir": "../up"},
+                    {"filename": "a/b.py"},
+                    {"filename": "notes.txt"},
+                    {"world_size": 0},
+                    {"timeout": 0},
+                    {"launcher": "ssh"},
+                    {"args": "--epochs 1"},
+                    {"env": {"A": 1}},
+                    {"cwd": "/"},
+                )
+            ]
             return ok, bad
 
     ok, bad = asyncio.run(go())
     assert not ok.is_error, ok.content
-    (job, launcher), = rec.jobs
+    ((job, launcher),) = rec.jobs
     where = tmp_path / "run-a"
     assert launcher == "torchrun" and job.path == str(where / "train.py") and job.cwd == str(where)
     assert (where / "train.py").read_text() == "print('hi')\n" and job.code == "print('hi')\n"
@@ -443,18 +517,38 @@ dist.destroy_process_group()
 @pytest.mark.slow
 def test_verify_script_over_stdio_resumes_in_its_workdir(tmp_path):
     home = tmp_path / "home"
-    params = StdioServerParameters(command=str(EXE), args=["mcp", "--allow-run-scripts"], cwd=str(tmp_path),
-                                   env={"FSDP_SKILL_HOME": str(home)})
+    params = StdioServerParameters(
+        command=str(EXE), args=["mcp", "--allow-run-scripts"], cwd=str(tmp_path), env={"FSDP_SKILL_HOME": str(home)}
+    )
 
     async def go():
         async with Client(params) as client:
             tools = {t.name for t in (await client.list_tools()).tools}
-            first = await client.call_tool("verify_script", {"code": RESUMABLE, "filename": "train.py",
-                                                             "workdir": "resume", "timeout": 120})
-            second = await client.call_tool("verify_script", {"code": RESUMABLE, "filename": "train.py", "workdir": "resume",
-                                                              "args": ["--resume"], "env": {"RUN_TAG": "b"}, "timeout": 120})
-            elsewhere = await client.call_tool("verify_script", {"code": RESUMABLE, "filename": "train.py", "workdir": "other",
-                                                                 "args": ["--resume"], "env": {"RUN_TAG": "b"}, "timeout": 120})
+            first = await client.call_tool(
+                "verify_script", {"code": RESUMABLE, "filename": "train.py", "workdir": "resume", "timeout": 120}
+            )
+            second = await client.call_tool(
+                "verify_script",
+                {
+                    "code": RESUMABLE,
+                    "filename": "train.py",
+                    "workdir": "resume",
+                    "args": ["--resume"],
+                    "env": {"RUN_TAG": "b"},
+                    "timeout": 120,
+                },
+            )
+            elsewhere = await client.call_tool(
+                "verify_script",
+                {
+                    "code": RESUMABLE,
+                    "filename": "train.py",
+                    "workdir": "other",
+                    "args": ["--resume"],
+                    "env": {"RUN_TAG": "b"},
+                    "timeout": 120,
+                },
+            )
             return tools, first, second, elsewhere
 
     tools, first, second, elsewhere = asyncio.run(go())
@@ -472,8 +566,12 @@ def test_verify_script_over_stdio_resumes_in_its_workdir(tmp_path):
 
 
 # --------------------------------------------------------------------------- JSON-RPC framing (a real `fsdp-skill mcp`)
-INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
+}
 
 
 def _raw_session(lines: list[bytes], tmp_path, *args) -> tuple[list[dict], int]:
@@ -481,42 +579,61 @@ def _raw_session(lines: list[bytes], tmp_path, *args) -> tuple[list[dict], int]:
     import subprocess
 
     head = [json.dumps(INIT).encode(), b'{"jsonrpc":"2.0","method":"notifications/initialized"}']
-    proc = subprocess.run([str(EXE), "mcp", *args], input=b"\n".join(head + lines) + b"\n", capture_output=True,
-                          timeout=300, env={"FSDP_SKILL_HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"})
+    proc = subprocess.run(
+        [str(EXE), "mcp", *args],
+        input=b"\n".join(head + lines) + b"\n",
+        capture_output=True,
+        timeout=300,
+        env={"FSDP_SKILL_HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"},
+    )
     replies = [json.loads(line) for line in proc.stdout.decode().splitlines()]  # every line is JSON
     return replies, proc.returncode
 
 
 def _call(rid, name, arguments):
-    return json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
-                       "params": {"name": name, "arguments": arguments}}).encode()
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+    ).encode()
 
 
 def test_jsonrpc_errors_from_a_real_stdio_server(tmp_path):
     lines = [
-        b"{bad json",                                                               # -32700, id null
-        b'{"jsonrpc":"2.0","id":"u","method":"ping"\xff}',                           # not UTF-8: -32700
-        b"[" * 100_000,                                                             # too deep: -32700
-        b'[{"jsonrpc":"2.0","id":9,"method":"ping"}]',                              # batch: -32600
-        b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":[1,2]}',           # -32602
-        b'{"jsonrpc":"2.0","id":"s","method":"tools/list","params":"x"}',           # -32602
-        b'{"id":11,"method":"ping"}',                                               # no jsonrpc: -32600
-        b'{"jsonrpc":"2.0","method":"notifications/initialized","params":5}',       # bad notification: no reply
-        b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":5}}',      # the SDK's -32602
-        b'{"jsonrpc":"2.0","id":null,"method":"tools/list"}',                      # id null: -32600
-        (b'{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"ask","arguments":'
-         b'{"question":"fsdp \\ud800 shard","verify":false}}}'),                     # lone surrogate: -32602
-        b'{"jsonrpc":"2.0","id":13,"method":"tools/call\\udc00","params":{}}',      # in the method: -32600
-        _call(3, "ask", {"question": "fsdp", "k": "3", "verify": False}),           # tool error, not coerced
-        _call(4, "ask", {"question": "fsdp", "verify": False, "extra": 1}),         # tool error, unknown field
+        b"{bad json",  # -32700, id null
+        b'{"jsonrpc":"2.0","id":"u","method":"ping"\xff}',  # not UTF-8: -32700
+        b"[" * 100_000,  # too deep: -32700
+        b'[{"jsonrpc":"2.0","id":9,"method":"ping"}]',  # batch: -32600
+        b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":[1,2]}',  # -32602
+        b'{"jsonrpc":"2.0","id":"s","method":"tools/list","params":"x"}',  # -32602
+        b'{"id":11,"method":"ping"}',  # no jsonrpc: -32600
+        b'{"jsonrpc":"2.0","method":"notifications/initialized","params":5}',  # bad notification: no reply
+        b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":5}}',  # the SDK's -32602
+        b'{"jsonrpc":"2.0","id":null,"method":"tools/list"}',  # id null: -32600
+        (
+            b'{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"ask","arguments":'
+            b'{"question":"fsdp \\ud800 shard","verify":false}}}'
+        ),  # lone surrogate: -32602
+        b'{"jsonrpc":"2.0","id":13,"method":"tools/call\\udc00","params":{}}',  # in the method: -32600
+        _call(3, "ask", {"question": "fsdp", "k": "3", "verify": False}),  # tool error, not coerced
+        _call(4, "ask", {"question": "fsdp", "verify": False, "extra": 1}),  # tool error, unknown field
         b'{"jsonrpc":"2.0","id":6,"method":"tools/list"}',
         _call(5, "ask", {"question": "Join uneven inputs with DDP", "k": 1, "verify": False}),  # then EOF at once
     ]
     replies, code = _raw_session(lines, tmp_path)
     assert code == 0
     errors = [(r.get("id"), r["error"]["code"]) for r in replies if "error" in r]
-    expected = [(None, -32700), (None, -32700), (None, -32700), (None, -32600), (2, -32602), ("s", -32602),
-                (11, -32600), (7, -32602), (None, -32600), (12, -32602), (13, -32600)]
+    expected = [
+        (None, -32700),
+        (None, -32700),
+        (None, -32700),
+        (None, -32600),
+        (2, -32602),
+        ("s", -32602),
+        (11, -32600),
+        (7, -32602),
+        (None, -32600),
+        (12, -32602),
+        (13, -32600),
+    ]
     assert sorted(errors, key=repr) == sorted(expected, key=repr)  # the SDK's own reply (id 7) may come later
     assert "Parse error" in next(r for r in replies if "error" in r)["error"]["message"]
     results = {r["id"]: r["result"] for r in replies if "result" in r}
@@ -561,8 +678,13 @@ def test_script_server_session_directory_is_removed_on_sigterm_and_after_sigkill
     tmp = tmp_path  # TMPDIR: where tempfile puts the session directory
 
     def start():
-        proc = subprocess.Popen([str(EXE), "mcp", "--allow-run-scripts"], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        proc = subprocess.Popen(
+            [str(EXE), "mcp", "--allow-run-scripts"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
         proc.stdin.write(json.dumps(INIT).encode() + b"\n")
         proc.stdin.flush()
         assert json.loads(proc.stdout.readline())["id"] == 0  # initialized: the session directory exists

@@ -1,5 +1,6 @@
 """Several hosts through torchrun: node flags passed through to torch elastic, their validation (exit 2),
 global ranks in the report, and multi-node verdicts kept out of the cache."""
+
 from __future__ import annotations
 
 import json
@@ -16,7 +17,7 @@ from fsdp_skill.runtime.cache import state_dir
 from fsdp_skill.runtime.models import RankResult, Verdict
 from fsdp_skill.runtime.torchrun import Nodes, _global_ranks
 
-ALLSUM = '''\
+ALLSUM = """\
 import os
 import torch
 import torch.distributed as dist
@@ -31,7 +32,7 @@ try:
     print(f"rank {rank} of {world} (local {os.environ['LOCAL_RANK']}): sum {t.item()}")
 finally:
     dist.destroy_process_group()
-'''
+"""
 
 
 @pytest.fixture
@@ -41,24 +42,48 @@ def script(tmp_path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("flags, message", [
-    (["--nnodes", "2", "--rdzv-endpoint", "127.0.0.1:29400"], "need --launcher torchrun"),
-    (["--launcher", "torchrun", "--node-rank", "1"], "--node-rank need --nnodes N"),
-    (["--launcher", "torchrun", "--nnodes", "0"], "--nnodes must be at least 1, not 0"),
-    (["--launcher", "torchrun", "--nnodes", "2", "--node-rank", "2", "--rdzv-endpoint", "h:1"],
-     "--node-rank(2) must be in 0..nnodes-1 (1)"),
-    (["--launcher", "torchrun", "--nnodes", "2", "--node-rank", "0"], "--nnodes 2 needs --rdzv-endpoint"),
-    (["--launcher", "torchrun", "--nnodes", "2", "--rdzv-endpoint", "h:1"], "static rendezvous needs --node-rank"),
-    (["--launcher", "torchrun", "--nnodes", "2", "--rdzv-backend", "zmq", "--rdzv-endpoint", "h:1"],
-     "--rdzv-backend must be one of c10d, static"),
-    (["--launcher", "torchrun", "--nnodes", "2", "--rdzv-backend", "c10d", "--rdzv-endpoint", "h:99999"],
-     "--rdzv-endpoint must be HOST[:PORT]"),
-    (["--launcher", "torchrun", "--nnodes", "2", "--rdzv-backend", "c10d", "--rdzv-endpoint", "h:1",
-      "--master-addr", "h"], "go with the static rendezvous"),
-    (["--launcher", "torchrun", "--nnodes", "2", "--rdzv-backend", "c10d", "--rdzv-endpoint", "h:1",
-      "--rdzv-id", "a b"], "--rdzv-id must be"),
-], ids=["warm-launcher", "node-rank-alone", "nnodes-0", "node-rank-too-big", "no-endpoint", "static-no-node-rank",
-        "bad-backend", "bad-port", "master-with-c10d", "bad-id"])
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--nnodes", "2", "--rdzv-endpoint", "127.0.0.1:29400"], "need --launcher torchrun"),
+        (["--launcher", "torchrun", "--node-rank", "1"], "--node-rank need --nnodes N"),
+        (["--launcher", "torchrun", "--nnodes", "0"], "--nnodes must be at least 1, not 0"),
+        (
+            ["--launcher", "torchrun", "--nnodes", "2", "--node-rank", "2", "--rdzv-endpoint", "h:1"],
+            "--node-rank(2) must be in 0..nnodes-1 (1)",
+        ),
+        (["--launcher", "torchrun", "--nnodes", "2", "--node-rank", "0"], "--nnodes 2 needs --rdzv-endpoint"),
+        (["--launcher", "torchrun", "--nnodes", "2", "--rdzv-endpoint", "h:1"], "static rendezvous needs --node-rank"),
+        (
+            ["--launcher", "torchrun", "--nnodes", "2", "--rdzv-backend", "zmq", "--rdzv-endpoint", "h:1"],
+            "--rdzv-backend must be one of c10d, static",
+        ),
+        (
+            ["--launcher", "torchrun", "--nnodes", "2", "--rdzv-backend", "c10d", "--rdzv-endpoint", "h:99999"],
+            "--rdzv-endpoint must be HOST[:PORT]",
+        ),
+        (
+            ["--launcher", "torchrun", "--nnodes", "2", "--rdzv-backend", "c10d", "--rdzv-endpoint", "h:1", "--master-addr", "h"],
+            "go with the static rendezvous",
+        ),
+        (
+            ["--launcher", "torchrun", "--nnodes", "2", "--rdzv-backend", "c10d", "--rdzv-endpoint", "h:1", "--rdzv-id", "a b"],
+            "--rdzv-id must be",
+        ),
+    ],
+    ids=[
+        "warm-launcher",
+        "node-rank-alone",
+        "nnodes-0",
+        "node-rank-too-big",
+        "no-endpoint",
+        "static-no-node-rank",
+        "bad-backend",
+        "bad-port",
+        "master-with-c10d",
+        "bad-id",
+    ],
+)
 def test_bad_node_flags_exit_2_with_one_line(capsys, script, flags, message):
     code = main(["verify", str(script), *flags])
     out, err = capsys.readouterr()
@@ -67,24 +92,47 @@ def test_bad_node_flags_exit_2_with_one_line(capsys, script, flags, message):
 
 
 def test_several_nodes_take_one_target(capsys, script):
-    code = main(["verify", str(script), str(script), "--launcher", "torchrun", "--nnodes", "2",
-                 "--rdzv-backend", "c10d", "--rdzv-endpoint", "127.0.0.1:1"])
+    code = main(
+        [
+            "verify",
+            str(script),
+            str(script),
+            "--launcher",
+            "torchrun",
+            "--nnodes",
+            "2",
+            "--rdzv-backend",
+            "c10d",
+            "--rdzv-endpoint",
+            "127.0.0.1:1",
+        ]
+    )
     assert code == 2 and "verify one target at a time" in capsys.readouterr().err
 
 
 def test_node_args_replace_standalone():
     nodes = Nodes(nnodes=2, node_rank=1, rdzv_backend="c10d", rdzv_endpoint="10.0.0.1:29400", rdzv_id="job7")
     nodes.validate()
-    assert nodes.args(4) == ["--nnodes=2", "--nproc_per_node=4", "--node-rank=1", "--rdzv-backend=c10d",
-                             "--rdzv-endpoint=10.0.0.1:29400", "--rdzv-id=job7"]
+    assert nodes.args(4) == [
+        "--nnodes=2",
+        "--nproc_per_node=4",
+        "--node-rank=1",
+        "--rdzv-backend=c10d",
+        "--rdzv-endpoint=10.0.0.1:29400",
+        "--rdzv-id=job7",
+    ]
 
 
-@pytest.mark.parametrize("known, node_rank, expected", [
-    ({0: 2}, 0, [2, 3]),            # c10d put this node second, whatever --node-rank said
-    ({1: 3, 0: 2}, None, [2, 3]),
-    ({}, 1, [2, 3]),                # nothing observed: static numbering
-    ({}, None, [0, 1]),
-], ids=["one-observed", "all-observed", "static-fallback", "nothing"])
+@pytest.mark.parametrize(
+    "known, node_rank, expected",
+    [
+        ({0: 2}, 0, [2, 3]),  # c10d put this node second, whatever --node-rank said
+        ({1: 3, 0: 2}, None, [2, 3]),
+        ({}, 1, [2, 3]),  # nothing observed: static numbering
+        ({}, None, [0, 1]),
+    ],
+    ids=["one-observed", "all-observed", "static-fallback", "nothing"],
+)
 def test_global_ranks_of_this_node(known, node_rank, expected):
     assert _global_ranks(2, known, Nodes(nnodes=2, node_rank=node_rank)) == expected
 
@@ -92,9 +140,16 @@ def test_global_ranks_of_this_node(known, node_rank, expected):
 def test_report_names_the_nodes(capsys, fake_verifier, script):
     from fsdp_skill.adapters.cli.verify import format_verdict
 
-    v = Verdict(status="failed", reason="rank 2 raised ValueError [this node ran ranks 2-3 of 4; ...]", world_size=4,
-                nnodes=2, backend="gloo", launcher="torchrun", seconds=1.0,
-                ranks=[RankResult(rank=2, exit_code=1), RankResult(rank=3, exit_code=0)])
+    v = Verdict(
+        status="failed",
+        reason="rank 2 raised ValueError [this node ran ranks 2-3 of 4; ...]",
+        world_size=4,
+        nnodes=2,
+        backend="gloo",
+        launcher="torchrun",
+        seconds=1.0,
+        ranks=[RankResult(rank=2, exit_code=1), RankResult(rank=3, exit_code=0)],
+    )
     text = format_verdict(v, "allsum.py")
     assert text.startswith("FAIL  allsum.py  (1.00 s, torchrun, gloo x4 on 2 nodes)")
     assert "  rank 2: exit code 1" in text and "this node ran ranks 2-3 of 4" in text
@@ -110,11 +165,37 @@ def _free_port() -> int:
 def test_two_nodes_on_loopback_pass_with_global_ranks(script):
     """Two agents of one c10d job on 127.0.0.1, 2 ranks each: the script all_reduces over all 4 ranks."""
     port = _free_port()
-    cmd = [sys.executable, "-c", "import sys; from fsdp_skill.main import main; sys.exit(main())", "verify",
-           str(script), "--launcher", "torchrun", "--nnodes", "2", "--rdzv-backend", "c10d",
-           "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", f"test-{port}", "--timeout", "150", "--json"]
-    procs = [subprocess.Popen([*cmd, "--node-rank", str(r)], cwd=script.parent, env=dict(os.environ),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in (0, 1)]
+    cmd = [
+        sys.executable,
+        "-c",
+        "import sys; from fsdp_skill.main import main; sys.exit(main())",
+        "verify",
+        str(script),
+        "--launcher",
+        "torchrun",
+        "--nnodes",
+        "2",
+        "--rdzv-backend",
+        "c10d",
+        "--rdzv-endpoint",
+        f"127.0.0.1:{port}",
+        "--rdzv-id",
+        f"test-{port}",
+        "--timeout",
+        "150",
+        "--json",
+    ]
+    procs = [
+        subprocess.Popen(
+            [*cmd, "--node-rank", str(r)],
+            cwd=script.parent,
+            env=dict(os.environ),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for r in (0, 1)
+    ]
     results = [p.communicate(timeout=240) for p in procs]
     verdicts = []
     for p, (out, err) in zip(procs, results, strict=True):

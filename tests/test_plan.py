@@ -1,5 +1,6 @@
 """fsdp-skill plan: spec parsing and validation (no torch), the CLI's exit codes and one-line errors, and
 small plans through the child process (built-in transformer and a user factory)."""
+
 from __future__ import annotations
 
 import json
@@ -75,8 +76,12 @@ def test_a_model_without_blocks_is_told_so_not_offered_per_block_checkpointing()
 
 
 def test_a_peak_in_the_optimizer_step_is_told_so_not_offered_activation_knobs():
-    row = _row(Setting(mesh=[8], activation_checkpointing="per-block"), phase="optimizer step",
-               cats={"optimizer_state": 3 * 2**30, "activation": 0}, optimizer_state_bytes=2 * 2**30)
+    row = _row(
+        Setting(mesh=[8], activation_checkpointing="per-block"),
+        phase="optimizer step",
+        cats={"optimizer_state": 3 * 2**30, "activation": 0},
+        optimizer_state_bytes=2 * 2**30,
+    )
     texts = [s.text for s in suggestions([row])]
     assert any("peak is in the optimizer step" in t and "add 1.0 GiB to the 2.0 GiB" in t for t in texts)
     assert not any("checkpointing" in t or "--batch" in t for t in texts)
@@ -90,8 +95,24 @@ def test_a_peak_in_the_optimizer_step_is_told_so_not_offered_activation_knobs():
 def test_cpu_offload_gpu_peak_is_measured_and_does_not_shrink_with_more_ranks(capsys):
     """Under CPUOffloadPolicy the GPU holds no sharded state, so its own peak (activations, unsharded
     parameters, buffers) cannot fall as ranks are added; the whole peak minus the held state at its moment could."""
-    assert main(["plan", "--transformer", SMALL, "--seq", "64", "--cpu-offload", "--activation-checkpointing",
-                 "per-block", "--sweep", "world-size=2,8", "--json"]) == 0
+    assert (
+        main(
+            [
+                "plan",
+                "--transformer",
+                SMALL,
+                "--seq",
+                "64",
+                "--cpu-offload",
+                "--activation-checkpointing",
+                "per-block",
+                "--sweep",
+                "world-size=2,8",
+                "--json",
+            ]
+        )
+        == 0
+    )
     rows = json.loads(capsys.readouterr().out)["rows"]
     for r in rows:
         device = r["device_peak_by_category"]
@@ -104,9 +125,20 @@ def test_cpu_offload_gpu_peak_is_measured_and_does_not_shrink_with_more_ranks(ca
 
 def _row(setting, blocks=1, phase="backward", cats=None, optimizer_state_bytes=1):
     cats = cats or dict.fromkeys(("activation", "temp", "unsharded_param"), 1)
-    return PlanRow(setting=setting, label="x", world_size=setting.world_size, peak_bytes=1, device_peak_bytes=1,
-                   peak_phase=phase, peak_by_category=cats, sharded_param_bytes=1, sharded_grad_bytes=1,
-                   optimizer_state_bytes=optimizer_state_bytes, blocks=blocks, seconds=0.0)
+    return PlanRow(
+        setting=setting,
+        label="x",
+        world_size=setting.world_size,
+        peak_bytes=1,
+        device_peak_bytes=1,
+        peak_phase=phase,
+        peak_by_category=cats,
+        sharded_param_bytes=1,
+        sharded_grad_bytes=1,
+        optimizer_state_bytes=optimizer_state_bytes,
+        blocks=blocks,
+        seconds=0.0,
+    )
 
 
 def test_mesh_and_sweep():
@@ -115,7 +147,11 @@ def test_mesh_and_sweep():
         parse_mesh("2x0")
     rows = settings_for({"mesh": [8]}, ["world-size=8,16", "ac=none,per-block"])
     assert [(s.world_size, s.activation_checkpointing) for s in rows] == [
-        (8, "none"), (8, "per-block"), (16, "none"), (16, "per-block")]
+        (8, "none"),
+        (8, "per-block"),
+        (16, "none"),
+        (16, "per-block"),
+    ]
     with pytest.raises(InvalidArgument, match="at most 16"):
         settings_for({"mesh": [8]}, ["world-size=" + ",".join(map(str, range(1, 18)))])
     with pytest.raises(InvalidArgument, match=r"reshard_after_forward\(3\) must be a positive divisor of the shard size\(8\)"):
@@ -131,22 +167,28 @@ def test_mesh_and_sweep():
 
 def test_every_suggestion_links_an_existing_section():
     ids = set(load_knowledge().sections)
-    for setting, blocks in ((Setting(mesh=[8]), 1), (Setting(mesh=[8]), 0),
-                            (Setting(mesh=[2, 4], param_dtype=None, reshard_after_forward=False,
-                                     activation_checkpointing="per-block"), 1)):
+    for setting, blocks in (
+        (Setting(mesh=[8]), 1),
+        (Setting(mesh=[8]), 0),
+        (Setting(mesh=[2, 4], param_dtype=None, reshard_after_forward=False, activation_checkpointing="per-block"), 1),
+    ):
         for s in suggestions([_row(setting, blocks)]):
             assert s.section in ids, s
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["plan"], "give exactly one model"),
-    (["plan", "--transformer", "layers=2"], "missing dim"),
-    (["plan", "--transformer", SMALL, "--mesh", "2x"], "is not N or RxS"),
-    (["plan", "--transformer", SMALL, "--gpu-memory", "lots"], "is not a number with a unit"),
-    (["plan", "--transformer", SMALL, "--sweep", "colour=red"], "is not KEY=V1,V2"),
-    (["plan", "--transformer", SMALL, "--world-size", "4", "--mesh", "2x2"], "not both"),
-    (["plan", "--transformer", SMALL, "--input", "x.py:f"], "--input goes with --model"),
-], ids=["no-model", "missing-keys", "bad-mesh", "bad-size", "bad-sweep", "ws-and-mesh", "input-without-model"])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["plan"], "give exactly one model"),
+        (["plan", "--transformer", "layers=2"], "missing dim"),
+        (["plan", "--transformer", SMALL, "--mesh", "2x"], "is not N or RxS"),
+        (["plan", "--transformer", SMALL, "--gpu-memory", "lots"], "is not a number with a unit"),
+        (["plan", "--transformer", SMALL, "--sweep", "colour=red"], "is not KEY=V1,V2"),
+        (["plan", "--transformer", SMALL, "--world-size", "4", "--mesh", "2x2"], "not both"),
+        (["plan", "--transformer", SMALL, "--input", "x.py:f"], "--input goes with --model"),
+    ],
+    ids=["no-model", "missing-keys", "bad-mesh", "bad-size", "bad-sweep", "ws-and-mesh", "input-without-model"],
+)
 def test_bad_specs_exit_2_with_one_line(argv, message, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -155,8 +197,22 @@ def test_bad_specs_exit_2_with_one_line(argv, message, capsys):
 
 @pytest.mark.torch
 def test_plan_small_transformer_json(capsys):
-    code = main(["plan", "--transformer", SMALL, "--world-size", "4", "--seq", "32", "--gpu-memory", "80GiB",
-                 "--sweep", "ac=none,per-block", "--json"])
+    code = main(
+        [
+            "plan",
+            "--transformer",
+            SMALL,
+            "--world-size",
+            "4",
+            "--seq",
+            "32",
+            "--gpu-memory",
+            "80GiB",
+            "--sweep",
+            "ac=none,per-block",
+            "--json",
+        ]
+    )
     report = json.loads(capsys.readouterr().out)
     assert code == 0
     assert report["params"] == 2 * 256 * 64 + 2 * (2 * 64 * 64 + 2 * 64 * 32 + 3 * 64 * 128 + 2 * 64) + 64
@@ -172,7 +228,7 @@ def test_plan_small_transformer_json(capsys):
     assert any("estimate" in e["name"] for e in report["estimates"])
 
 
-MODEL_FILE = '''
+MODEL_FILE = """
 import torch
 from torch import nn
 
@@ -226,15 +282,19 @@ def one_dict():
 
 def nothing():
     return None
-'''
+"""
 
 
 @pytest.mark.torch
 def test_plan_user_factory_and_its_errors(tmp_path, capsys, monkeypatch):
     (tmp_path / "net.py").write_text(MODEL_FILE)
     monkeypatch.chdir(tmp_path)
-    assert main(["plan", "--model", "net.py:make", "--input", "net.py:inputs", "--world-size", "2", "--json",
-                 "--param-dtype", "none"]) == 0
+    assert (
+        main(
+            ["plan", "--model", "net.py:make", "--input", "net.py:inputs", "--world-size", "2", "--json", "--param-dtype", "none"]
+        )
+        == 0
+    )
     row = json.loads(capsys.readouterr().out)["rows"][0]
     assert row["blocks"] == 3
     assert row["sharded_param_bytes"] == 3 * (64 * 64 + 64) * 4 // 2
@@ -243,14 +303,30 @@ def test_plan_user_factory_and_its_errors(tmp_path, capsys, monkeypatch):
     assert err[-1] == "fsdp-skill: error: net.py:broken() failed: RuntimeError: no weights here"
     assert main(["plan", "--model", "net.py:missing", "--world-size", "2"]) == 2
     assert "has no callable 'missing'" in capsys.readouterr().err
-    assert main(["plan", "--model", "net.py:flat", "--input", "net.py:inputs", "--world-size", "2",
-                 "--activation-checkpointing", "per-block"]) == 2
+    assert (
+        main(
+            [
+                "plan",
+                "--model",
+                "net.py:flat",
+                "--input",
+                "net.py:inputs",
+                "--world-size",
+                "2",
+                "--activation-checkpointing",
+                "per-block",
+            ]
+        )
+        == 2
+    )
     assert "per block needs blocks, and the model has no nn.ModuleList" in capsys.readouterr().err
-    assert main(["plan", "--model", "net.py:masked", "--input", "net.py:masked_inputs", "--world-size", "2",
-                 "--json"]) == 0  # a dict from the input factory: keyword arguments
+    assert (
+        main(["plan", "--model", "net.py:masked", "--input", "net.py:masked_inputs", "--world-size", "2", "--json"]) == 0
+    )  # a dict from the input factory: keyword arguments
     assert json.loads(capsys.readouterr().out)["rows"][0]["peak_by_category"]["inputs"] == 2 * 4 * 64 * 4
-    assert main(["plan", "--model", "net.py:batch_model", "--input", "net.py:one_dict", "--world-size", "2",
-                 "--json"]) == 0  # a tuple holding a dict: one positional argument
+    assert (
+        main(["plan", "--model", "net.py:batch_model", "--input", "net.py:one_dict", "--world-size", "2", "--json"]) == 0
+    )  # a tuple holding a dict: one positional argument
     capsys.readouterr()
     assert main(["plan", "--model", "net.py:make", "--input", "net.py:nothing", "--world-size", "2"]) == 2
     assert "net.py:nothing() returned None" in capsys.readouterr().err
@@ -270,16 +346,21 @@ def test_a_factory_that_starts_a_process_neither_hangs_the_plan_nor_leaves_it(tm
     import subprocess
 
     marker = f"sleep {os.getpid() % 1000 + 5000}"
-    (tmp_path / "net.py").write_text(MODEL_FILE + f"""
+    (tmp_path / "net.py").write_text(
+        MODEL_FILE
+        + f"""
 
 def forks():
     import subprocess
     subprocess.Popen({marker.split()!r})
     return make()
-""")
+"""
+    )
     monkeypatch.chdir(tmp_path)
-    assert main(["plan", "--model", "net.py:forks", "--input", "net.py:inputs", "--world-size", "2", "--json",
-                 "--timeout", "120"]) == 0
+    assert (
+        main(["plan", "--model", "net.py:forks", "--input", "net.py:inputs", "--world-size", "2", "--json", "--timeout", "120"])
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["rows"][0]["blocks"] == 3
     left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
     for pid in left:
@@ -298,15 +379,20 @@ def test_http_plan_route_validates_and_refuses_code():
         assert r.status_code == 400 and "dim(66) is not a multiple of heads(4)" in r.json()["error"]
         r = client.post("/v1/plan", json={**body, "model": "evil.py:f"})
         assert r.status_code == 422 and r.json()["code"] == "invalid_request"
-        r = client.post("/v1/plan", json={"transformer": {"layers": 2, "dim": 66, "heads": 4, "kv_heads": 2,
-                                                          "ffn": 128, "vocab": 256}})
+        r = client.post(
+            "/v1/plan", json={"transformer": {"layers": 2, "dim": 66, "heads": 4, "kv_heads": 2, "ffn": 128, "vocab": 256}}
+        )
         assert r.status_code == 400 and "dim(66) is not a multiple of heads(4)" in r.json()["error"]
         r = client.post("/v1/plan", json={"transformer": {"layers": 2}})
         assert r.status_code == 422 and r.json()["code"] == "invalid_request"
         spec = dict(item.split("=") for item in SMALL.split(","))
-        for wrong in ({"world_size": "8"}, {"world_size": 8.0}, {"cpu_offload": "true"},  # not coerced, as MCP
-                      {"transformer": {**{k: int(v) for k, v in spec.items()}, "layers": "2"}},
-                      {"transformer": {**{k: int(v) for k, v in spec.items()}, "layers": True}}):
+        for wrong in (
+            {"world_size": "8"},
+            {"world_size": 8.0},
+            {"cpu_offload": "true"},  # not coerced, as MCP
+            {"transformer": {**{k: int(v) for k, v in spec.items()}, "layers": "2"}},
+            {"transformer": {**{k: int(v) for k, v in spec.items()}, "layers": True}},
+        ):
             r = client.post("/v1/plan", json={"transformer": SMALL, **wrong})
             assert r.status_code == 422 and r.json()["code"] == "invalid_request", wrong
         r = client.post("/v1/plan", json={"transformer": SMALL, "world_size": 4, "mesh": "2x2"})
@@ -327,30 +413,41 @@ def test_plan_memory_tool_and_http_route_plan_the_same():
     with TestClient(create_app()) as client:
         r = client.post("/v1/plan", json=args)
         assert r.status_code == 200
-        again = client.post("/v1/plan", json={**args, "transformer": r.json()["transformer"],  # the report's own
-                                              "reshard_after_forward": r.json()["rows"][0]["setting"]["reshard_after_forward"]})
+        again = client.post(
+            "/v1/plan",
+            json={
+                **args,
+                "transformer": r.json()["transformer"],  # the report's own
+                "reshard_after_forward": r.json()["rows"][0]["setting"]["reshard_after_forward"],
+            },
+        )
     assert again.status_code == 200 and again.json()["rows"][0]["peak_bytes"] == tool.rows[0].peak_bytes
     http = r.json()["rows"][0]
     assert http["peak_bytes"] == tool.rows[0].peak_bytes
     assert http["fit"]["status"] == "does not fit"  # 1 MiB: under the CUDA-context estimate alone
 
 
-@pytest.mark.parametrize("question, expect", [
-    ("Will a 70B model fit on 16 GPUs with 80GB each using FSDP?", "layers=80,dim=8192"),
-    ("How much memory does FSDP need for an 8B model?", "layers=32,dim=4096"),
-    ("用 FSDP 训练 70B 模型 8 张卡 显存够吗", "layers=80"),
-    ("Will a 13B model fit on 16 H100s?", "layers=40,dim=5120"),
-    ("can I train 70b on 32 A100 40GB with FSDP", "--world-size 32 --seq 4096 --gpu-memory 40GiB"),
-    ("llama 8b OOM with FSDP on 8 RTX 4090", "--gpu-memory 24GiB"),
-    ("how much memory for qwen 32B with fsdp2", "layers=64,dim=5120"),
-    ("7B with FSDP on 4x 24GB GPUs, will it fit?", "kv_heads=32,ffn=11008,vocab=32000 --world-size 4"),
-    ("Will Llama 3 8B fit on 8 H100s?", "--world-size 8 --seq 4096 --gpu-memory 80GiB"),  # no API named: abstains
-    ("Can I train Qwen 32B on 8xH200?", "layers=64,dim=5120,heads=40,kv_heads=8,ffn=27648,vocab=152064 --world-size 8 "
-                                        "--seq 4096 --gpu-memory 141GiB"),
-    ("用4张4090微调7B，显存够吗", "--world-size 4 --seq 4096 --gpu-memory 24GiB"),
-    ("70B on 16 nodes of 8 H100, will it fit?", "--world-size 128"),
-    ("7B on one T4, will it fit?", "--world-size 1 --seq 4096 --gpu-memory 16GiB"),
-])
+@pytest.mark.parametrize(
+    "question, expect",
+    [
+        ("Will a 70B model fit on 16 GPUs with 80GB each using FSDP?", "layers=80,dim=8192"),
+        ("How much memory does FSDP need for an 8B model?", "layers=32,dim=4096"),
+        ("用 FSDP 训练 70B 模型 8 张卡 显存够吗", "layers=80"),
+        ("Will a 13B model fit on 16 H100s?", "layers=40,dim=5120"),
+        ("can I train 70b on 32 A100 40GB with FSDP", "--world-size 32 --seq 4096 --gpu-memory 40GiB"),
+        ("llama 8b OOM with FSDP on 8 RTX 4090", "--gpu-memory 24GiB"),
+        ("how much memory for qwen 32B with fsdp2", "layers=64,dim=5120"),
+        ("7B with FSDP on 4x 24GB GPUs, will it fit?", "kv_heads=32,ffn=11008,vocab=32000 --world-size 4"),
+        ("Will Llama 3 8B fit on 8 H100s?", "--world-size 8 --seq 4096 --gpu-memory 80GiB"),  # no API named: abstains
+        (
+            "Can I train Qwen 32B on 8xH200?",
+            "layers=64,dim=5120,heads=40,kv_heads=8,ffn=27648,vocab=152064 --world-size 8 --seq 4096 --gpu-memory 141GiB",
+        ),
+        ("用4张4090微调7B，显存够吗", "--world-size 4 --seq 4096 --gpu-memory 24GiB"),
+        ("70B on 16 nodes of 8 H100, will it fit?", "--world-size 128"),
+        ("7B on one T4, will it fit?", "--world-size 1 --seq 4096 --gpu-memory 16GiB"),
+    ],
+)
 def test_ask_points_fit_questions_at_plan(question, expect):
     from fsdp_skill.core.answer import ask
 
@@ -358,10 +455,14 @@ def test_ask_points_fit_questions_at_plan(question, expect):
     assert ans.plan and ans.plan.startswith("fsdp-skill plan --transformer") and expect in ans.plan
     assert not ans.abstained or "the plan command below measures" in ans.reason
     assert "16 GPUs" not in question or "--world-size 16" in ans.plan
-    for other in ("How do I use FSDP2 mixed precision with bf16?", "best fit for reshard_after_forward?",
-                  "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
-                  "how much memory does NCCL use per communicator", "my 7B training job runs slow on 8 GPUs",
-                  "what is the best fit for reshard_after_forward with 8 GPUs"):
+    for other in (
+        "How do I use FSDP2 mixed precision with bf16?",
+        "best fit for reshard_after_forward?",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+        "how much memory does NCCL use per communicator",
+        "my 7B training job runs slow on 8 GPUs",
+        "what is the best fit for reshard_after_forward with 8 GPUs",
+    ):
         assert ask(other, verify=False, with_api=False).plan is None, other
 
 
@@ -371,8 +472,11 @@ def test_every_preset_is_a_valid_transformer():
 
     for billions, spec in PRESETS.items():
         t = parse_transformer(spec)
-        params = 2 * t.vocab * t.dim + t.dim + t.layers * (
-            t.dim * t.dim * 2 + 2 * t.dim * (t.dim // t.heads * t.kv_heads) + 3 * t.dim * t.ffn + 2 * t.dim)
+        params = (
+            2 * t.vocab * t.dim
+            + t.dim
+            + t.layers * (t.dim * t.dim * 2 + 2 * t.dim * (t.dim // t.heads * t.kv_heads) + 3 * t.dim * t.ffn + 2 * t.dim)
+        )
         assert 0.75 < params / (billions * 1e9) < 1.3, (billions, params)
 
 

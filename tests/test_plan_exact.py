@@ -9,6 +9,7 @@ in every setting below, idle or under load (the 10% asserted is against that fig
 was 0-14% below the real peak on this tiny model, where one block's gradients are a large share, and the
 copy's lifetime depends on gloo's worker thread.
 Uneven shards on purpose (vocab 499, ffn 250 do not divide by 4)."""
+
 from __future__ import annotations
 
 import pytest
@@ -36,18 +37,22 @@ def test_plan_equals_real_shards_and_peak(name, tmp_path):
     setting = Setting(batch=2, seq=32, **SETTINGS[name])
     world_size = setting.mesh[0] * (setting.mesh[1] if len(setting.mesh) == 2 else 1)
     real = plan_real.run(world_size, setting.model_dump(), {"transformer": SPEC}, str(tmp_path))
-    planned = plan_memory([setting.model_copy(update={"rank": r}) for r in range(world_size)],
-                          transformer=TransformerSpec(**SPEC)).rows
+    planned = plan_memory(
+        [setting.model_copy(update={"rank": r}) for r in range(world_size)], transformer=TransformerSpec(**SPEC)
+    ).rows
     for rank, (p, r) in enumerate(zip(planned, real, strict=True)):
         got = (p.sharded_param_bytes, p.sharded_grad_bytes, p.optimizer_state_bytes)
         want = (r["sharded_param_bytes"], r["sharded_grad_bytes"], r["optimizer_state_bytes"])
-        print(f"{name} rank={rank} planned(param, grad, optim)={got} real={want} planned peak={p.peak_bytes} "
-              f"MemTracker peak without gloo's staging={r['peak_without_staging_bytes']} "
-              f"({p.peak_bytes / r['peak_without_staging_bytes'] - 1:+.2%}), with it={r['peak_bytes']} "
-              f"({p.peak_bytes / r['peak_bytes'] - 1:+.1%}; staging up to {r['staging_peak_bytes']})")
+        print(
+            f"{name} rank={rank} planned(param, grad, optim)={got} real={want} planned peak={p.peak_bytes} "
+            f"MemTracker peak without gloo's staging={r['peak_without_staging_bytes']} "
+            f"({p.peak_bytes / r['peak_without_staging_bytes'] - 1:+.2%}), with it={r['peak_bytes']} "
+            f"({p.peak_bytes / r['peak_bytes'] - 1:+.1%}; staging up to {r['staging_peak_bytes']})"
+        )
         assert got == want, f"rank {rank}: planned {got} != real {want}"
         real_peak = r["peak_without_staging_bytes"]
         assert abs(p.peak_bytes - real_peak) <= 0.10 * real_peak, (
-            f"rank {rank}: planned peak {p.peak_bytes} vs MemTracker {real_peak} (without gloo's staging copies)")
+            f"rank {rank}: planned peak {p.peak_bytes} vs MemTracker {real_peak} (without gloo's staging copies)"
+        )
         # the staging copies only add: the plan is never above the real run's whole peak
         assert p.peak_bytes <= r["peak_bytes"]

@@ -1,4 +1,5 @@
 """Routing of English, Chinese and traceback questions, and abstention, on the real knowledge."""
+
 import json
 from pathlib import Path
 
@@ -106,8 +107,12 @@ def test_router_cache_is_keyed_by_how_documents_are_built(monkeypatch, fsdp_skil
     router_mod.Router(kb)  # writes the cache for the current format
     written = sorted(p.name for p in fsdp_skill_home.glob("router-*.json"))
     assert written == [f"router-{kb.digest}-t{router_mod.TOKENIZER_VERSION}-d{router_mod.DOCUMENTS_FORMAT}.json"]
-    poisoned = {"ids": list(kb.sections), "docs": [["poison"]] * len(kb.sections), "strong": [],
-                "zh_docs": [[]] * len(kb.sections)}
+    poisoned = {
+        "ids": list(kb.sections),
+        "docs": [["poison"]] * len(kb.sections),
+        "strong": [],
+        "zh_docs": [[]] * len(kb.sections),
+    }
     (fsdp_skill_home / written[0]).write_text(json.dumps(poisoned))
     assert router_mod.Router(kb).docs[0] == ["poison"]  # same format: the cache is used (so the check below can fail)
     monkeypatch.setattr(router_mod, "DOCUMENTS_FORMAT", router_mod.DOCUMENTS_FORMAT + 1)
@@ -116,16 +121,25 @@ def test_router_cache_is_keyed_by_how_documents_are_built(monkeypatch, fsdp_skil
 
 # --------------------------------------------------------------------------- inputs that used to fail (issue 9)
 FIRST_SECTION = [
-    ("What is the communication cost of FULL_SHARD compared to SHARD_GRAD_OP?",
-     {"parallelism/communication-volume", "sharding/full-shard-vs-shard-grad-op"}),
+    (
+        "What is the communication cost of FULL_SHARD compared to SHARD_GRAD_OP?",
+        {"parallelism/communication-volume", "sharding/full-shard-vs-shard-grad-op"},
+    ),
     ("How expensive is CPU offload with fully_shard?", {"offload/offload-cost-tradeoffs"}),
-    pytest.param('RuntimeError: FSDP parameters should be materialized on CPU when enabling CPU offloading. For example, '
-                 'load a CPU state dict or call module.to_empty(device="cpu").', {"offload/fsdp2-cpu-offload-policy"},
-                 marks=pytest.mark.torch),
-    ("RuntimeError: use_libuv was requested but PyTorch was built without libuv support, run with USE_LIBUV=0 "
-     "to disable it.", {"launch/windows-libuv"}),
-    ("ValueError: Default process group has not been initialized, please make sure to call init_process_group.",
-     {"init/default-pg-not-initialized"}),
+    pytest.param(
+        "RuntimeError: FSDP parameters should be materialized on CPU when enabling CPU offloading. For example, "
+        'load a CPU state dict or call module.to_empty(device="cpu").',
+        {"offload/fsdp2-cpu-offload-policy"},
+        marks=pytest.mark.torch,
+    ),
+    (
+        "RuntimeError: use_libuv was requested but PyTorch was built without libuv support, run with USE_LIBUV=0 to disable it.",
+        {"launch/windows-libuv"},
+    ),
+    (
+        "ValueError: Default process group has not been initialized, please make sure to call init_process_group.",
+        {"init/default-pg-not-initialized"},
+    ),
     ("Is FSDP2 equivalent to ZeRO-3 from DeepSpeed?", {"parallelism/fsdp-vs-deepspeed-zero"}),
     ("两台机器每台 8 张卡，应该用 FULL_SHARD 还是 HYBRID_SHARD？", {"parallelism/hsdp-or-full-shard-multi-node"}),
     ("DeepSpeed ZeRO-3 和 FSDP 有什么区别？", {"parallelism/fsdp-vs-deepspeed-zero"}),
@@ -133,8 +147,9 @@ FIRST_SECTION = [
 ]
 
 
-@pytest.mark.parametrize("question, first", FIRST_SECTION,
-                         ids=[(q.values[0] if hasattr(q, "values") else q[0])[:50] for q in FIRST_SECTION])
+@pytest.mark.parametrize(
+    "question, first", FIRST_SECTION, ids=[(q.values[0] if hasattr(q, "values") else q[0])[:50] for q in FIRST_SECTION]
+)
 def test_field_question_is_answered_with_the_right_section_first(question, first):
     answer = ask(question, k=3, verify=False)
     assert not answer.abstained, answer.reason
@@ -169,25 +184,32 @@ def test_other_frameworks_own_api_abstains_naming_it(question, framework):
     assert answer.abstained and framework.lower() in answer.reason.lower(), (answer.reason, [s.id for s in answer.sections])
 
 
-@pytest.mark.parametrize("question", [
-    "How much does it cost to rent 8 A100 GPUs on AWS for FSDP training?",
-    "FSDP 训练在云上租 8 张 A100 一个月要花多少钱？",
-    "What is the price of an FSDP license?",
-])
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How much does it cost to rent 8 A100 GPUs on AWS for FSDP training?",
+        "FSDP 训练在云上租 8 张 A100 一个月要花多少钱？",
+        "What is the price of an FSDP license?",
+    ],
+)
 def test_money_questions_abstain(question):
     answer = ask(question, k=3, verify=False)
     assert answer.abstained and "prices" in answer.reason
 
 
 def test_setup_question_gets_a_recipe_first_and_each_part_a_place():
-    q = ("I train a 7B model on 2 nodes x 8 GPUs with FSDP2 in bf16 with gradient accumulation and clipping. "
-         "I want to save sharded checkpoints every 500 steps and resume from the latest complete one. "
-         "What setup should I use?")
+    q = (
+        "I train a 7B model on 2 nodes x 8 GPUs with FSDP2 in bf16 with gradient accumulation and clipping. "
+        "I want to save sharded checkpoints every 500 steps and resume from the latest complete one. "
+        "What setup should I use?"
+    )
     ids = [s.id for s in ask(q, k=5, verify=False).sections]
     assert ids[0].startswith("recipes/"), ids
-    q = ("How do I enable CPU offload with fully_shard? Also, how do I keep my norms in fp32 with "
-         "MixedPrecisionPolicy? And why does my job hang at the end of the epoch when ranks have different "
-         "numbers of batches?")
+    q = (
+        "How do I enable CPU offload with fully_shard? Also, how do I keep my norms in fp32 with "
+        "MixedPrecisionPolicy? And why does my job hang at the end of the epoch when ranks have different "
+        "numbers of batches?"
+    )
     ids = [s.id for s in ask(q, k=4, verify=False).sections]
     assert {ids[i].split("/")[0] for i in range(4)} >= {"offload", "mixed-precision", "join"}, ids
 
@@ -200,12 +222,15 @@ def test_memoised_term_scores_equal_rank_bm25():
     assert list(router.scores(tokens)) == pytest.approx(list(router.bm25.get_scores(tokens)))
 
 
-@pytest.mark.parametrize("question", [
-    "How much does FSDP cost in GPU memory per parameter with Adam?",
-    "how much time do we spend in communication with FULL_SHARD, is overlap free?",
-    "init_process_group hangs on Kubernetes pods",
-    "My NCCL all_reduce is slow on k8s, which NCCL_SOCKET_IFNAME should I set?",
-])
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How much does FSDP cost in GPU memory per parameter with Adam?",
+        "how much time do we spend in communication with FULL_SHARD, is overlap free?",
+        "init_process_group hangs on Kubernetes pods",
+        "My NCCL all_reduce is slow on k8s, which NCCL_SOCKET_IFNAME should I set?",
+    ],
+)
 def test_technical_costs_and_infrastructure_are_in_scope(question):
     assert not ask(question, k=3, verify=False).abstained
 

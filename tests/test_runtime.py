@@ -4,6 +4,7 @@ Scripts live in tests/data/scripts/.  Every test that runs ranks uses the proces
 (started once for the module); the torchrun tests pay torchrun's own start-up.  The only timing assertion
 is the hang bound (timeout + 5 s).
 """
+
 from __future__ import annotations
 
 import json
@@ -46,7 +47,7 @@ def _ppid(pid: int) -> int | None:
         stat = Path(f"/proc/{pid}/stat").read_bytes()
     except OSError:
         return None
-    return int(stat[stat.rfind(b")") + 2:].split()[1])
+    return int(stat[stat.rfind(b")") + 2 :].split()[1])
 
 
 def running(pid: int) -> bool:
@@ -55,7 +56,7 @@ def running(pid: int) -> bool:
         stat = Path(f"/proc/{pid}/stat").read_bytes()
     except OSError:
         return False
-    return stat[stat.rfind(b")") + 2:stat.rfind(b")") + 3] != b"Z"
+    return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] != b"Z"
 
 
 def descendants(root: int) -> list[int]:
@@ -136,8 +137,9 @@ def test_crash_in_interpreter_teardown_fails_the_run(launcher, monkeypatch):
     assert v.ranks[1].signal == "SIGABRT" and "work done" in v.ranks[1].output_tail, v.reason
     # recognised as a teardown crash: rerun once (it crashes again here), and the report says what it was
     assert v.ranks[1].teardown_crash and not v.ranks[0].teardown_crash and v.teardown_retries == 1, v
-    assert v.reason.startswith("rank 1 finished its script (exit 0), then was killed by SIGABRT while the "
-                               "interpreter shut down"), v.reason
+    assert v.reason.startswith(
+        "rank 1 finished its script (exit 0), then was killed by SIGABRT while the interpreter shut down"
+    ), v.reason
     assert "this is a second run: the first failed only in interpreter teardown (rank 1 finished" in v.reason
     from fsdp_skill.core.hints import hint_for
 
@@ -176,13 +178,22 @@ def test_code_without_a_file_gets_a_private_tmpdir_removed_with_the_run(launcher
 
 
 def _teardown_verdict(status: str, *, crash: bool = True, other_exit: int = 0) -> Verdict:
-    ranks = [runtime.RankResult(rank=0, exit_code=other_exit),
-             runtime.RankResult(rank=1, signal="SIGABRT" if crash else None, exit_code=None if crash else 0,
-                                teardown_crash=crash)]
+    ranks = [
+        runtime.RankResult(rank=0, exit_code=other_exit),
+        runtime.RankResult(rank=1, signal="SIGABRT" if crash else None, exit_code=None if crash else 0, teardown_crash=crash),
+    ]
     if status == "passed":
         ranks = [runtime.RankResult(rank=r, exit_code=0) for r in (0, 1)]
-    return Verdict(status=status, reason=f"{status} run", world_size=2, backend="gloo", seconds=1.0,
-                   launcher="warm", ranks=ranks, torch_version="2.13.0+cpu")
+    return Verdict(
+        status=status,
+        reason=f"{status} run",
+        world_size=2,
+        backend="gloo",
+        seconds=1.0,
+        launcher="warm",
+        ranks=ranks,
+        torch_version="2.13.0+cpu",
+    )
 
 
 @pytest.mark.parametrize("case", ["teardown then pass", "user script", "real failure too"])
@@ -199,8 +210,7 @@ def test_only_a_teardown_failure_of_a_snippet_is_rerun(case, monkeypatch):
     v = runtime.verify_many([job], use_cache=False)[0]
     if case == "teardown then pass":
         assert len(calls) == 2 and v.status == "passed" and v.teardown_retries == 1
-        assert v.reason == ("passed run; this is a second run: the first failed only in interpreter teardown "
-                            "(failed run)")
+        assert v.reason == ("passed run; this is a second run: the first failed only in interpreter teardown (failed run)")
     else:
         assert len(calls) == 1 and v.status == "failed" and v.teardown_retries == 0
 
@@ -241,8 +251,10 @@ def test_hang_is_a_timeout_with_each_rank_location(monkeypatch):
     assert r1.blocked_at == f"sleep at hang_skip_allreduce.py:{sleep}"
     assert r0.killed_by_harness and r1.killed_by_harness and r0.signal == "SIGKILL"
     assert "in all_reduce" in r0.stack and "hang_skip_allreduce.py" in r1.stack
-    assert v.reason == (f"timed out after 3 s: rank 0 blocked in all_reduce at hang_skip_allreduce.py:{allreduce}; "
-                        f"rank 1 blocked in sleep at hang_skip_allreduce.py:{sleep}")
+    assert v.reason == (
+        f"timed out after 3 s: rank 0 blocked in all_reduce at hang_skip_allreduce.py:{allreduce}; "
+        f"rank 1 blocked in sleep at hang_skip_allreduce.py:{sleep}"
+    )
     assert_no_leftovers()
 
 
@@ -254,9 +266,17 @@ def test_warm_timeout_is_confirmed_under_torchrun(monkeypatch):
         status = "timeout" if launcher == "warm" else "passed"
         ranks = [runtime.RankResult(rank=r, exit_code=0 if status == "passed" else None) for r in range(job.world_size)]
         # what a real run records: the cache keeps it only when it agrees with its key
-        return Verdict(status=status, reason=f"{launcher} says {status}", launcher=launcher, seconds=1.5,
-                       code_sha256=sha, backend=place.backend, world_size=job.world_size, ranks=ranks,
-                       **api.environment(facts))
+        return Verdict(
+            status=status,
+            reason=f"{launcher} says {status}",
+            launcher=launcher,
+            seconds=1.5,
+            code_sha256=sha,
+            backend=place.backend,
+            world_size=job.world_size,
+            ranks=ranks,
+            **api.environment(facts),
+        )
 
     monkeypatch.setattr("fsdp_skill.runtime.api._run", fake_run)
     v = runtime.verify_code("x = 1", timeout=1.0, use_cache=False)
@@ -324,9 +344,12 @@ def test_requires_cuda_is_skipped_without_running(monkeypatch):
 
 def test_verify_many_reports_progress(monkeypatch):
     seen = []
-    jobs = [Job(code=script("allreduce_env.py"), filename="allreduce_env.py", snippet_id="a"),
-            Job(code="x = 1", requires=("cuda",), snippet_id="b") if host.cuda_device_count() < 2 else
-            Job(code=script("exit_code_3.py"), filename="exit_code_3.py", snippet_id="b")]
+    jobs = [
+        Job(code=script("allreduce_env.py"), filename="allreduce_env.py", snippet_id="a"),
+        Job(code="x = 1", requires=("cuda",), snippet_id="b")
+        if host.cuda_device_count() < 2
+        else Job(code=script("exit_code_3.py"), filename="exit_code_3.py", snippet_id="b"),
+    ]
     out = runtime.verify_many(jobs, progress=lambda done, total, v: seen.append((done, total, v.snippet_id)))
     assert [v.snippet_id for v in out] == ["a", "b"] and out[0].status == "passed"
     assert seen == [(1, 2, "a"), (2, 2, "b")]
@@ -387,8 +410,9 @@ def test_killing_the_client_kills_every_rank(tmp_path):
         print(launcher.pid, flush=True)
         runtime.verify_code(open({str(SCRIPTS / "hang_skip_allreduce.py")!r}).read(), timeout=120, use_cache=False)
     """)
-    proc = subprocess.Popen([sys.executable, "-c", client], stdout=subprocess.PIPE, text=True,
-                            env=dict(os.environ, FSDP_SKILL_HOME=str(tmp_path)))
+    proc = subprocess.Popen(
+        [sys.executable, "-c", client], stdout=subprocess.PIPE, text=True, env=dict(os.environ, FSDP_SKILL_HOME=str(tmp_path))
+    )
     try:
         zygote = int(proc.stdout.readline())
         deadline = time.monotonic() + 30
@@ -428,8 +452,10 @@ def test_blocked_at_parses_faulthandler_dumps():
           File "/venv/torch/nn/modules/module.py", line 1782 in _call_impl
           File "/tmp/run/work/s.py", line 2 in <module>
     """)
-    assert blocked_at(fsdp, "/tmp/run/work/s.py", "x = 1\nloss = model(x).sum()\n") == \
-        "model at s.py:2 (inside all_gather_into_tensor)"
+    assert (
+        blocked_at(fsdp, "/tmp/run/work/s.py", "x = 1\nloss = model(x).sum()\n")
+        == "model at s.py:2 (inside all_gather_into_tensor)"
+    )
     assert blocked_at("", "/tmp/s.py") is None
 
 
@@ -449,7 +475,7 @@ def test_debug_jobs_always_run_and_report_warm_timeouts_as_seen(monkeypatch):
 
 
 # --------------------------------------------------------------------------- a user's project, run in place
-USER_TRAIN = '''
+USER_TRAIN = """
 import os
 import sys
 
@@ -479,7 +505,7 @@ try:
     assert t.tolist() == [3.0] * width and Net().width == width
 finally:
     dist.destroy_process_group()
-'''
+"""
 
 
 def _user_project(root):
@@ -518,16 +544,25 @@ def test_user_project_under_plain_torchrun_agrees_with_verify(tmp_path, monkeypa
     if broken:
         (project / "config.txt").unlink()
     env = {k: v for k, v in os.environ.items() if not k.startswith("FSDP_SKILL_")}
-    plain = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-                            "train.py", *USER_ARGS], cwd=project, env=env, capture_output=True, text=True,
-                           timeout=300)
+    plain = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "train.py", *USER_ARGS],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     monkeypatch.chdir(project)
     code = main(["verify", "train.py", "--json", "--", *USER_ARGS])
     (v,) = json.loads(capsys.readouterr().out)
     assert (plain.returncode == 0) == (code == 0) == (v["status"] == "passed") == (not broken), plain.stderr[-2000:]
     if broken:
-        line = USER_TRAIN.splitlines().index('with open(sys.argv[2]) as f:  # relative to the working directory, '
-                                             'as under torchrun from here') + 1
+        line = (
+            USER_TRAIN.splitlines().index(
+                "with open(sys.argv[2]) as f:  # relative to the working directory, as under torchrun from here"
+            )
+            + 1
+        )
         assert f"train.py:{line}" in v["reason"] and "FileNotFoundError" in v["reason"], v["reason"]
         assert f'{project / "train.py"}", line {line}' in plain.stderr, plain.stderr[-2000:]
 
@@ -537,8 +572,11 @@ def test_script_arguments_need_exactly_one_script(tmp_path, monkeypatch, capsys)
 
     project = _user_project(tmp_path / "project")
     monkeypatch.chdir(project)
-    for argv in (["verify", "train.py", "train.py", "--", "-x"], ["verify", "join/ddp-join", "--", "-x"],
-                 ["verify", "--all", "--", "-x"]):
+    for argv in (
+        ["verify", "train.py", "train.py", "--", "-x"],
+        ["verify", "join/ddp-join", "--", "-x"],
+        ["verify", "--all", "--", "-x"],
+    ):
         assert main(argv) == 2
         assert "arguments after '--' are for one script" in capsys.readouterr().err
 
@@ -559,8 +597,9 @@ def test_native_abort_in_a_collective_shows_the_cpp_message_and_the_users_line(l
     v = verify("dtype_mismatch_all_gather.py", launcher=launcher)
     line = line_of("dtype_mismatch_all_gather.py", "dist.all_gather(")
     assert v.status == "failed" and v.ranks[1].signal == "SIGABRT", v.reason
-    assert v.reason.startswith(f"rank 1 was killed by SIGABRT in all_gather at dtype_mismatch_all_gather.py:{line}: "
-                               "gloo::EnforceNotMet: "), v.reason
+    assert v.reason.startswith(
+        f"rank 1 was killed by SIGABRT in all_gather at dtype_mismatch_all_gather.py:{line}: gloo::EnforceNotMet: "
+    ), v.reason
     assert "Received data size doesn't match expected size" in v.reason
     assert v.ranks[1].error.startswith("gloo::EnforceNotMet: [enforce fail at ")
     assert v.ranks[1].error_at == f"all_gather at dtype_mismatch_all_gather.py:{line}"
@@ -612,15 +651,19 @@ def test_segfault_shows_the_users_line(launcher):
     v = verify("segv_rank1.py", launcher=launcher)
     line = line_of("segv_rank1.py", "ctypes.string_at(0)")
     assert v.status == "failed" and v.ranks[1].signal == "SIGSEGV", v.reason
-    assert v.reason.startswith(f"rank 1 was killed by SIGSEGV in string_at at segv_rank1.py:{line}: "
-                               "Fatal Python error: Segmentation fault"), v.reason
+    assert v.reason.startswith(
+        f"rank 1 was killed by SIGSEGV in string_at at segv_rank1.py:{line}: Fatal Python error: Segmentation fault"
+    ), v.reason
     assert f'segv_rank1.py", line {line} in <module>' in v.ranks[1].output_tail
     assert "SIGUSR1" not in v.reason  # rank 0, asked for its stack while exiting, was ended by the harness
     assert_no_harness_frames(v)
 
 
-@pytest.mark.parametrize("kw", [{"timeout": 1e12}, {"timeout": float("nan")}, {"world_size": 65}, {"world_size": 0}],
-                         ids=["timeout 1e12", "timeout nan", "world size 65", "world size 0"])
+@pytest.mark.parametrize(
+    "kw",
+    [{"timeout": 1e12}, {"timeout": float("nan")}, {"world_size": 65}, {"world_size": 0}],
+    ids=["timeout 1e12", "timeout nan", "world size 65", "world size 0"],
+)
 def test_runs_are_bounded(kw):
     """A timeout over a day (time_t overflow in the launcher's waits) or more ranks than one host should start
     is refused before anything runs."""

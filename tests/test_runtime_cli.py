@@ -1,4 +1,5 @@
 """``fsdp-skill verify``: exit codes, the report, --json, usage errors, and hints for failing scripts."""
+
 from __future__ import annotations
 
 import json
@@ -30,8 +31,9 @@ def test_passing_script_exits_0(capsys):
 @pytest.mark.slow
 def test_failing_and_hanging_scripts_exit_1_with_json(capsys, monkeypatch):
     monkeypatch.setenv("FSDP_SKILL_CONFIRM_TIMEOUTS", "0")
-    code, out, _ = run_cli(capsys, str(SCRIPTS / "exit_code_3.py"), str(SCRIPTS / "hang_skip_allreduce.py"),
-                           "--timeout", "3", "--json", "--no-cache")
+    code, out, _ = run_cli(
+        capsys, str(SCRIPTS / "exit_code_3.py"), str(SCRIPTS / "hang_skip_allreduce.py"), "--timeout", "3", "--json", "--no-cache"
+    )
     assert code == 1
     failed, hung = json.loads(out)
     assert failed["status"] == "failed" and failed["script"] == "exit_code_3.py" and failed["hints"] == []
@@ -48,13 +50,17 @@ def test_report_shows_each_rank_and_the_hang_location(capsys):
     assert "  rank 1: exit code 1" in out and "    | ValueError: boom on rank 1" in out
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["missing.py"], "cannot read missing.py"),
-    (["no-such/snippet"], "unknown snippet id 'no-such/snippet'"),
-    (["--all", "x.py"], "not several of them"),
-    ([], "nothing to verify"),
-    (["--topic", "no-such-topic"], "unknown topic 'no-such-topic'"),
-], ids=["missing-file", "unknown-id", "ids-and-all", "nothing", "unknown-topic"])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["missing.py"], "cannot read missing.py"),
+        (["no-such/snippet"], "unknown snippet id 'no-such/snippet'"),
+        (["--all", "x.py"], "not several of them"),
+        ([], "nothing to verify"),
+        (["--topic", "no-such-topic"], "unknown topic 'no-such-topic'"),
+    ],
+    ids=["missing-file", "unknown-id", "ids-and-all", "nothing", "unknown-topic"],
+)
 def test_bad_usage_exits_2_with_one_line(capsys, argv, message):
     code, out, err = run_cli(capsys, *argv)
     assert code == 2
@@ -69,11 +75,11 @@ KB = load_knowledge()
 
 
 def test_hints_for_common_failures():
-    hang = _verdict("timeout", ranks=[dict(rank=0, killed_by_harness=True, blocked_at="all_reduce at s.py:4"),
-                                      dict(rank=1, exit_code=0)])
+    hang = _verdict(
+        "timeout", ranks=[dict(rank=0, killed_by_harness=True, blocked_at="all_reduce at s.py:4"), dict(rank=1, exit_code=0)]
+    )
     assert hint_for(hang, KB) == ["join/uneven-inputs-hang", "debugging/find-stuck-rank"]
-    same_place = _verdict("timeout", ranks=[dict(rank=r, killed_by_harness=True, blocked_at="barrier at s.py:9")
-                                            for r in (0, 1)])
+    same_place = _verdict("timeout", ranks=[dict(rank=r, killed_by_harness=True, blocked_at="barrier at s.py:9") for r in (0, 1)])
     assert hint_for(same_place, KB) == ["debugging/find-stuck-rank"]
     port = _verdict("failed", ranks=[dict(rank=0, exit_code=1, traceback="RuntimeError: Address already in use")])
     assert hint_for(port, KB) == ["debugging/address-in-use"]
@@ -123,8 +129,16 @@ def test_report_keeps_a_multi_line_message_whole(capsys):
 
 
 def test_hint_for_a_collective_size_mismatch():
-    abort = _verdict("failed", ranks=[dict(rank=1, signal="SIGABRT", error="gloo::EnforceNotMet: [enforce fail at "
-                                           "pair.cc:456] Received data size doesn't match expected size.")])
+    abort = _verdict(
+        "failed",
+        ranks=[
+            dict(
+                rank=1,
+                signal="SIGABRT",
+                error="gloo::EnforceNotMet: [enforce fail at pair.cc:456] Received data size doesn't match expected size.",
+            )
+        ],
+    )
     assert hint_for(abort, KB) == ["debugging/distributed-debug-detail"]
 
 
@@ -133,20 +147,30 @@ def test_frames_scrub_and_native_error_parse_a_warm_abort_log():
     from fsdp_skill.runtime import frames
 
     harness = frames._RUNTIME_DIR
-    log = ("terminate called after throwing an instance of 'gloo::EnforceNotMet'\n"
-           "  what():  [enforce fail at pair.cc:456] 8 vs 4. Received data size doesn't match expected size.\n"
-           "Fatal Python error: Aborted\n\nThread 0x01 (most recent call first):\n"
-           '  File "/x/torch/distributed/distributed_c10d.py", line 4287 in all_gather\n'
-           '  File "/u/s.py", line 13 in main\n  File "<frozen runpy>", line 88 in _run_code\n'
-           f'  File "{harness}zygote.py", line 707 in <module>\n\nExtension modules: torch._C (total: 1)\n')
+    log = (
+        "terminate called after throwing an instance of 'gloo::EnforceNotMet'\n"
+        "  what():  [enforce fail at pair.cc:456] 8 vs 4. Received data size doesn't match expected size.\n"
+        "Fatal Python error: Aborted\n\nThread 0x01 (most recent call first):\n"
+        '  File "/x/torch/distributed/distributed_c10d.py", line 4287 in all_gather\n'
+        '  File "/u/s.py", line 13 in main\n  File "<frozen runpy>", line 88 in _run_code\n'
+        f'  File "{harness}zygote.py", line 707 in <module>\n\nExtension modules: torch._C (total: 1)\n'
+    )
     message, dump = frames.native_error(log)
     assert message == "gloo::EnforceNotMet: [enforce fail at pair.cc:456] 8 vs 4. Received data size doesn't match expected size."
     assert dump.endswith('  File "/u/s.py", line 13 in main\n') and frames.in_torch_distributed(dump)
-    tb = ("[rank0]: Traceback (most recent call last):\n"
-          f'[rank0]:   File "{harness}worker.py", line 86, in run_script\n[rank0]:     alive.append(x)\n'
-          '[rank0]:   File "/u/s.py", line 5, in <module>\n[rank0]:     raise E\n[rank0]: ValueError: boom\n')
-    assert frames.scrub(tb) == ("[rank0]: Traceback (most recent call last):\n"
-                                '[rank0]:   File "/u/s.py", line 5, in <module>\n[rank0]:     raise E\n[rank0]: ValueError: boom\n')
-    assert frames.exception_message('Traceback (most recent call last):\n  File "/u/s.py", line 5, in <module>\n'
-                                    "    raise E\nValueError: one\n  two\n") == "ValueError: one\n  two"
+    tb = (
+        "[rank0]: Traceback (most recent call last):\n"
+        f'[rank0]:   File "{harness}worker.py", line 86, in run_script\n[rank0]:     alive.append(x)\n'
+        '[rank0]:   File "/u/s.py", line 5, in <module>\n[rank0]:     raise E\n[rank0]: ValueError: boom\n'
+    )
+    assert frames.scrub(tb) == (
+        "[rank0]: Traceback (most recent call last):\n"
+        '[rank0]:   File "/u/s.py", line 5, in <module>\n[rank0]:     raise E\n[rank0]: ValueError: boom\n'
+    )
+    assert (
+        frames.exception_message(
+            'Traceback (most recent call last):\n  File "/u/s.py", line 5, in <module>\n    raise E\nValueError: one\n  two\n'
+        )
+        == "ValueError: one\n  two"
+    )
     assert frames.native_error("no crash here") == (None, None)

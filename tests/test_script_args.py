@@ -1,4 +1,5 @@
 """`fsdp-skill verify PATH.py -- ARGS`: everything after `--` is the script's own sys.argv[1:], on both launchers."""
+
 from __future__ import annotations
 
 import json
@@ -34,11 +35,15 @@ def test_arguments_after_double_dash_reach_the_job(tmp_path, monkeypatch, fake_v
     assert json.loads(capsys.readouterr().out)[0]["status"] == "passed"
 
 
-@pytest.mark.parametrize("argv", [
-    ["verify", "join/ddp-join", "--", "--epochs", "1"],
-    ["verify", "a.py", "b.py", "--", "--epochs", "1"],
-    ["verify", "--topic", "join", "--", "-x"],
-], ids=["snippet id", "two scripts", "topic"])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["verify", "join/ddp-join", "--", "--epochs", "1"],
+        ["verify", "a.py", "b.py", "--", "--epochs", "1"],
+        ["verify", "--topic", "join", "--", "-x"],
+    ],
+    ids=["snippet id", "two scripts", "topic"],
+)
 def test_arguments_need_exactly_one_script(tmp_path, monkeypatch, fake_verifier, capsys, argv):
     for name in ("a.py", "b.py"):
         (tmp_path / name).write_text("print(1)\n")
@@ -67,8 +72,7 @@ dist.destroy_process_group()
 def test_script_sees_its_arguments(tmp_path, monkeypatch, capsys, launcher):
     (tmp_path / "train.py").write_text(SCRIPT)
     monkeypatch.chdir(tmp_path)
-    argv = ["verify", "--json", "--launcher", launcher, "--timeout", "120", "train.py", "--", "--epochs", "1",
-            "--name", "a b"]
+    argv = ["verify", "--json", "--launcher", launcher, "--timeout", "120", "train.py", "--", "--epochs", "1", "--name", "a b"]
     code = main(argv)
     out = json.loads(capsys.readouterr().out)[0]
     assert code == 0 and out["status"] == "passed", out

@@ -1,5 +1,6 @@
 """skill/SKILL.md: Agent Skills front matter, and every `fsdp-skill ...` command in its code fences works
 (run in-process through fsdp_skill.main.main, for real, in a temporary working directory and state dir)."""
+
 from __future__ import annotations
 
 import json
@@ -39,8 +40,11 @@ def fenced_commands() -> list[str]:
     cmds = []
     for info, body in re.findall(r"^```(\w*)[^\n]*\n(.*?)^```", TEXT, re.S | re.M):
         if info in ("bash", "sh", "shell", "console"):
-            cmds += [line.strip().removeprefix("$ ") for line in body.splitlines()
-                     if line.strip().removeprefix("$ ").startswith("fsdp-skill ")]
+            cmds += [
+                line.strip().removeprefix("$ ")
+                for line in body.splitlines()
+                if line.strip().removeprefix("$ ").startswith("fsdp-skill ")
+            ]
     return cmds
 
 
@@ -50,8 +54,23 @@ def test_front_matter():
     assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", fm["name"]) and len(fm["name"]) <= 64
     desc = fm["description"]
     assert isinstance(desc, str) and 0 < len(desc) <= 1024
-    for term in ["FSDP", "FSDP2", "fully_shard", "sharding", "mixed precision", "offload", "Join", "backends",
-                 "init_process_group", "分片", "混合精度", "卸载", "不均匀输入", "后端", "初始化"]:
+    for term in [
+        "FSDP",
+        "FSDP2",
+        "fully_shard",
+        "sharding",
+        "mixed precision",
+        "offload",
+        "Join",
+        "backends",
+        "init_process_group",
+        "分片",
+        "混合精度",
+        "卸载",
+        "不均匀输入",
+        "后端",
+        "初始化",
+    ]:
         assert term in desc, term
     assert set(fm) <= {"name", "description", "license", "compatibility", "metadata", "allowed-tools"}
     assert len(fm.get("compatibility", "")) <= 500
@@ -81,8 +100,15 @@ def test_every_tool_is_in_the_mcp_table():
 
 def test_check_is_documented_with_its_doors_and_exit_codes():
     body = TEXT.split("\n---\n", 1)[1]
-    for text in ["fsdp-skill check --run", "POST /v1/check", "`check_script`", "Exit codes of `check`", "FSD000",
-                 "before running", "`findings[]`"]:
+    for text in [
+        "fsdp-skill check --run",
+        "POST /v1/check",
+        "`check_script`",
+        "Exit codes of `check`",
+        "FSD000",
+        "before running",
+        "`findings[]`",
+    ]:
         assert text in body, text
 
 
@@ -104,8 +130,9 @@ def test_every_fenced_command_works(tmp_path, monkeypatch, capsys):
             if argv[0] == "verify":
                 assert data and all(v["status"] == "passed" for v in data), data
             if argv[0] == "check":  # train.py is clean; --run adds the verdict of a real run
-                assert data == [] if "--run" not in argv else (data["findings"] == [] and
-                                                               data["verdict"]["status"] == "passed"), data
+                assert (
+                    data == [] if "--run" not in argv else (data["findings"] == [] and data["verdict"]["status"] == "passed")
+                ), data
         elif argv[0] != "check":  # a clean check prints nothing, like every linter
             assert out.strip(), f"`{cmd}` printed nothing"
     scripts = tmp_path / "fsdp_scripts"

@@ -3,6 +3,7 @@
 One warm batch (``fsdp_skill.runtime.verify_many``) runs them all; each test then checks its own verdict: passed
 on this host, or skipped because it needs CUDA and this host lacks the GPUs (never 'passed' then).
 """
+
 import pytest
 
 import fsdp_skill.runtime as runtime
@@ -36,7 +37,9 @@ def test_snippet_passes_or_is_skipped_for_cuda(verdicts, snippet_id):
         assert v.status == "skipped" and "CUDA" in (v.reason or "").upper(), v
         return
     detail = "\n".join(f"rank {r.rank}: exit={r.exit_code} signal={r.signal}\n{r.traceback or r.output_tail}" for r in v.ranks)
-    assert v.status == "passed", f"{snippet_id} ({spec.section_id}, {KB.sections[spec.section_id].card}:{spec.line}): {v.reason}\n{detail}"
+    assert v.status == "passed", (
+        f"{snippet_id} ({spec.section_id}, {KB.sections[spec.section_id].card}:{spec.line}): {v.reason}\n{detail}"
+    )
     assert v.world_size == spec.world_size and v.backend in ("gloo", "nccl") and v.torch_version
     assert v.seconds is not None and v.checked_at and v.launcher == "warm"
 

@@ -2,6 +2,7 @@
 cards and the router index only when they agree with the card files, the key covers the launcher and the
 c10d/gloo/NCCL environment, and scripts run through the harness cannot find or write the state directory.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,9 +25,18 @@ KEY = cache.VerdictKey(SHA, 2, "gloo", "2.13.0+cpu", "/env/bin/python", "warm", 
 
 
 def _verdict(**kw) -> Verdict:
-    fields = dict(status="passed", reason="all 2 ranks exited 0", code_sha256=SHA, backend="gloo", world_size=2,
-                  torch_version="2.13.0+cpu", python="/env/bin/python", seconds=0.4, launcher="warm",
-                  ranks=[RankResult(rank=0, exit_code=0), RankResult(rank=1, exit_code=0)])
+    fields = dict(
+        status="passed",
+        reason="all 2 ranks exited 0",
+        code_sha256=SHA,
+        backend="gloo",
+        world_size=2,
+        torch_version="2.13.0+cpu",
+        python="/env/bin/python",
+        seconds=0.4,
+        launcher="warm",
+        ranks=[RankResult(rank=0, exit_code=0), RankResult(rank=1, exit_code=0)],
+    )
     return Verdict(**{**fields, **kw})
 
 
@@ -82,10 +92,27 @@ def test_a_warm_key_holds_the_torchrun_confirmation_but_a_torchrun_key_only_torc
     assert cache.load(torchrun) is None
 
 
-@pytest.mark.parametrize("name", ["GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "NCCL_DEBUG",
-                                  "TORCH_NCCL_BLOCKING_WAIT", "GLOO_DEVICE_TRANSPORT", "TORCH_DISTRIBUTED_DEBUG",
-                                  "MASTER_ADDR", "FSDP_SKILL_WARM_EXIT", "PYTHONPATH", "PYTHONHOME", "LD_PRELOAD",
-                                  "LD_LIBRARY_PATH", "OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "TORCH_LOGS"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "GLOO_SOCKET_IFNAME",
+        "NCCL_SOCKET_IFNAME",
+        "TP_SOCKET_IFNAME",
+        "NCCL_DEBUG",
+        "TORCH_NCCL_BLOCKING_WAIT",
+        "GLOO_DEVICE_TRANSPORT",
+        "TORCH_DISTRIBUTED_DEBUG",
+        "MASTER_ADDR",
+        "FSDP_SKILL_WARM_EXIT",
+        "PYTHONPATH",
+        "PYTHONHOME",
+        "LD_PRELOAD",
+        "LD_LIBRARY_PATH",
+        "OMP_NUM_THREADS",
+        "CUDA_VISIBLE_DEVICES",
+        "TORCH_LOGS",
+    ],
+)
 def test_outcome_environment_changes_the_key(name):
     base = {"PATH": "/usr/bin", "HOME": "/home/u"}
     assert cache.outcome_env({**base, name: "x"}) != cache.outcome_env(base)
@@ -93,14 +120,17 @@ def test_outcome_environment_changes_the_key(name):
 
 
 def test_other_environment_does_not_change_the_key():
-    assert cache.outcome_env({"PATH": "/a", "NCCLX": "1", "MY_GLOO": "2", "MY_PYTHONPATH": "x", "HOME": "/h",
-                              "TORCHX": "1"}) == cache.outcome_env({})
+    assert cache.outcome_env(
+        {"PATH": "/a", "NCCLX": "1", "MY_GLOO": "2", "MY_PYTHONPATH": "x", "HOME": "/h", "TORCHX": "1"}
+    ) == cache.outcome_env({})
     assert cache.outcome_env({"GLOO_A": "1", "NCCL_B": "2"}) == cache.outcome_env({"NCCL_B": "2", "GLOO_A": "1"})
 
 
 def test_key_covers_launcher_and_environment():
-    names = {cache.VerdictKey(**{**KEY.__dict__, **change}).name for change in
-             ({}, {"launcher": "torchrun"}, {"env": cache.outcome_env({"GLOO_SOCKET_IFNAME": "nonexistent"})})}
+    names = {
+        cache.VerdictKey(**{**KEY.__dict__, **change}).name
+        for change in ({}, {"launcher": "torchrun"}, {"env": cache.outcome_env({"GLOO_SOCKET_IFNAME": "nonexistent"})})
+    }
     assert len(names) == 3
 
 
@@ -112,13 +142,13 @@ def facts():
 
 
 def _key_for(code, facts, launcher, environ=None):
-    return cache.VerdictKey(cache.code_sha256(code), 2, "gloo", facts.torch_version, facts.python, launcher,
-                            cache.outcome_env(environ))
+    return cache.VerdictKey(
+        cache.code_sha256(code), 2, "gloo", facts.torch_version, facts.python, launcher, cache.outcome_env(environ)
+    )
 
 
 def test_verify_with_torchrun_does_not_reuse_a_warm_verdict(facts, monkeypatch):
-    cache.store(_key_for(CODE, facts, "warm"), _verdict(code_sha256=SHA, torch_version=facts.torch_version,
-                                                        python=facts.python))
+    cache.store(_key_for(CODE, facts, "warm"), _verdict(code_sha256=SHA, torch_version=facts.torch_version, python=facts.python))
     runs = []
 
     def fake_run(job, place, sha, launcher, facts_):
@@ -139,8 +169,10 @@ def test_verify_with_torchrun_does_not_reuse_a_warm_verdict(facts, monkeypatch):
 
 def test_a_failure_under_a_gloo_variable_is_not_the_verdict_without_it(facts, monkeypatch):
     monkeypatch.setenv("GLOO_SOCKET_IFNAME", "nonexistent")
-    cache.store(_key_for(CODE, facts, "warm", os.environ), _verdict(status="failed", python=facts.python,
-                                                                    torch_version=facts.torch_version))
+    cache.store(
+        _key_for(CODE, facts, "warm", os.environ),
+        _verdict(status="failed", python=facts.python, torch_version=facts.torch_version),
+    )
     assert api.cached_verdict(CODE, backend="gloo").status == "failed"
     monkeypatch.delenv("GLOO_SOCKET_IFNAME")
     assert api.cached_verdict(CODE, backend="gloo") is None
@@ -162,6 +194,7 @@ def test_ranks_get_no_tool_variables_and_snippets_a_private_home(facts, tmp_path
 
 
 # ---- parsed knowledge and router caches ----------------------------------------------------------------
+
 
 def _fresh_load():
     knowledge._CACHE.clear()
@@ -225,10 +258,29 @@ def _drop_card(data):
     return data[1:]
 
 
-@pytest.mark.parametrize("mutate", [lambda d: [], lambda d: {"cards": d}, _plant_code, _rename_section,
-                                    _drop_snippet, _change_world_size, _plant_prose, _drop_card],
-                         ids=["empty list", "not a list", "planted code", "renamed section", "dropped snippet",
-                              "changed world size", "planted prose", "dropped card"])
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda d: [],
+        lambda d: {"cards": d},
+        _plant_code,
+        _rename_section,
+        _drop_snippet,
+        _change_world_size,
+        _plant_prose,
+        _drop_card,
+    ],
+    ids=[
+        "empty list",
+        "not a list",
+        "planted code",
+        "renamed section",
+        "dropped snippet",
+        "changed world size",
+        "planted prose",
+        "dropped card",
+    ],
+)
 def test_a_parsed_cache_that_disagrees_with_the_cards_is_rebuilt(mutate):
     reference = _fresh_load()
     _rewrite(mutate)
@@ -246,8 +298,11 @@ def _router_file() -> Path:
     return path
 
 
-@pytest.mark.parametrize("content", [[], {"docs": [], "strong": []}, "ids-only", "empty-docs", "other-ids"],
-                         ids=["empty list", "no documents", "old format", "empty documents", "other ids"])
+@pytest.mark.parametrize(
+    "content",
+    [[], {"docs": [], "strong": []}, "ids-only", "empty-docs", "other-ids"],
+    ids=["empty list", "no documents", "old format", "empty documents", "other ids"],
+)
 def test_a_router_cache_that_disagrees_is_rebuilt(content):
     kb = _fresh_load()
     reference = Router(kb)
@@ -311,8 +366,10 @@ def test_a_script_run_through_the_harness_cannot_reach_the_state(launcher, fsdp_
     parsed = _parsed_file().read_bytes()
     other = "print('some other snippet')\n"
     facts = api.require_torch()
-    cache.store(_key_for(other, facts, launcher), _verdict(code_sha256=cache.code_sha256(other),
-                torch_version=facts.torch_version, python=facts.python, launcher=launcher))
+    cache.store(
+        _key_for(other, facts, launcher),
+        _verdict(code_sha256=cache.code_sha256(other), torch_version=facts.torch_version, python=facts.python, launcher=launcher),
+    )
     before = sorted(p.name for p in (fsdp_skill_home / "verdicts").iterdir())
     verdict = api.verify_code(POISON, backend="gloo", timeout=120, launcher=launcher, use_cache=False)
     assert verdict.status == "passed", (verdict.reason, [r.output_tail for r in verdict.ranks])

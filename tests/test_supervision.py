@@ -5,6 +5,7 @@ or SIGKILLed; a rank that kills the warm zygote still leaves a verdict for every
 The scripts (tests/data/scripts/) write their pids to ``$SUPERVISION_PIDS``; the tests check the process
 table for those pids.  Waits are bounded polls (up to 30 s), never timing assertions.  Linux only (/proc).
 """
+
 from __future__ import annotations
 
 import os
@@ -25,10 +26,16 @@ SCRIPTS = Path(__file__).parent / "data" / "scripts"
 CLI = [sys.executable, "-c", "import sys; from fsdp_skill.main import main; sys.exit(main())"]
 # As from a terminal: Ctrl-C raises KeyboardInterrupt even when this test runs in a background job, whose
 # processes start with SIGINT ignored (a CLI started that way rightly ignores it, and the SIGINT case would hang)
-CLI_INTERRUPTIBLE = [sys.executable, "-c", "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
-                                           "from fsdp_skill.main import main; sys.exit(main())"]
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not sys.platform.startswith("linux"), reason="supervision needs Linux (/proc, prctl)")]
+CLI_INTERRUPTIBLE = [
+    sys.executable,
+    "-c",
+    "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "from fsdp_skill.main import main; sys.exit(main())",
+]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="supervision needs Linux (/proc, prctl)"),
+]
 
 
 def script(name: str) -> str:
@@ -66,8 +73,9 @@ def pids_dir(tmp_path, monkeypatch):
 def test_children_and_detached_grandchildren_are_reaped_with_the_run(pids_dir, launcher):
     """Each rank starts ``sleep`` in a session of its own and a plain ``sleep`` child, then exits 0: once the
     verdict is returned, neither the ranks nor either sleeper is in the process table."""
-    v = runtime.verify_code(script("spawn_children.py"), filename="spawn_children.py", launcher=launcher,
-                            use_cache=False, timeout=60)
+    v = runtime.verify_code(
+        script("spawn_children.py"), filename="spawn_children.py", launcher=launcher, use_cache=False, timeout=60
+    )
     assert v.status == "passed", v.reason
     pids = pids_in(pids_dir)
     assert len(pids) == 6, pids
@@ -77,8 +85,9 @@ def test_children_and_detached_grandchildren_are_reaped_with_the_run(pids_dir, l
 def test_rank_ignoring_sigabrt_is_reported_killed_only_once_reaped(pids_dir):
     """At a torchrun timeout the ranks get SIGABRT (stack dump); ranks that ignore it are SIGKILLed and
     reaped before the verdict says so."""
-    v = runtime.verify_code(script("ignore_sigabrt.py"), filename="ignore_sigabrt.py", launcher="torchrun",
-                            use_cache=False, timeout=5)
+    v = runtime.verify_code(
+        script("ignore_sigabrt.py"), filename="ignore_sigabrt.py", launcher="torchrun", use_cache=False, timeout=5
+    )
     assert v.status == "timeout", v.reason
     pids = pids_in(pids_dir)
     assert len(pids) == 2
@@ -89,8 +98,10 @@ def test_rank_ignoring_sigabrt_is_reported_killed_only_once_reaped(pids_dir):
 def test_rank_killing_the_zygote_fails_its_job_and_the_batch_goes_on(pids_dir):
     """A rank that SIGKILLs its parent (the warm zygote): that job is rerun once on a fresh zygote, then
     failed with the reason; the next job of the batch passes; the detached sleepers are gone."""
-    jobs = [Job(code=script("kill_parent.py"), filename="kill_parent.py", snippet_id="killer"),
-            Job(code=script("allreduce_env.py"), filename="allreduce_env.py", snippet_id="after")]
+    jobs = [
+        Job(code=script("kill_parent.py"), filename="kill_parent.py", snippet_id="killer"),
+        Job(code=script("allreduce_env.py"), filename="allreduce_env.py", snippet_id="after"),
+    ]
     out = runtime.verify_many(jobs, use_cache=False)
     assert [v.snippet_id for v in out] == ["killer", "after"]
     assert out[0].status == "failed" and out[0].reason == api.ZYGOTE_DIED, out[0].reason
@@ -100,10 +111,18 @@ def test_rank_killing_the_zygote_fails_its_job_and_the_batch_goes_on(pids_dir):
     assert wait_for(lambda: not any(exists(p) for p in pids)), [p for p in pids if exists(p)]
 
 
-@pytest.mark.parametrize("launcher,sig", [("torchrun", signal.SIGTERM), ("torchrun", signal.SIGKILL),
-                                          ("torchrun", signal.SIGINT), ("warm", signal.SIGTERM),
-                                          ("warm", signal.SIGKILL), ("warm", signal.SIGINT)],
-                         ids=lambda v: v.name if isinstance(v, signal.Signals) else v)
+@pytest.mark.parametrize(
+    "launcher,sig",
+    [
+        ("torchrun", signal.SIGTERM),
+        ("torchrun", signal.SIGKILL),
+        ("torchrun", signal.SIGINT),
+        ("warm", signal.SIGTERM),
+        ("warm", signal.SIGKILL),
+        ("warm", signal.SIGINT),
+    ],
+    ids=lambda v: v.name if isinstance(v, signal.Signals) else v,
+)
 def test_signalled_cli_leaves_no_process_and_no_run_directory(tmp_path, pids_dir, launcher, sig):
     """``fsdp-skill verify --launcher L hang.py`` signalled mid-run: every rank and every sleeper it started
     disappears and no run directory is left in $TMPDIR."""
@@ -113,8 +132,13 @@ def test_signalled_cli_leaves_no_process_and_no_run_directory(tmp_path, pids_dir
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
     env = dict(os.environ, SUPERVISION_HANG="1", TMPDIR=str(tmpdir), FSDP_SKILL_CONFIRM_TIMEOUTS="0")
-    proc = subprocess.Popen([*CLI_INTERRUPTIBLE, "verify", "hang.py", "--launcher", launcher, "--timeout", "120"],
-                            cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [*CLI_INTERRUPTIBLE, "verify", "hang.py", "--launcher", launcher, "--timeout", "120"],
+        cwd=work,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         assert wait_for(lambda: len(list(pids_dir.glob("rank*.pids"))) == 2, 120), proc.stderr.read1().decode()
         pids = pids_in(pids_dir)
@@ -136,7 +160,8 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-CARD = textwrap.dedent('''\
+CARD = (
+    textwrap.dedent("""\
     ---
     id: hang
     title: A snippet that hangs
@@ -158,7 +183,10 @@ CARD = textwrap.dedent('''\
     Both ranks start a sleeper in a session of their own, then sleep.
 
     ```python verify world_size=2 timeout=120 name=sleepers
-    ''') + script("spawn_children.py") + "```\n"
+    """)
+    + script("spawn_children.py")
+    + "```\n"
+)
 
 
 def test_serve_sigterm_exits_0_and_kills_runs_in_flight(tmp_path, pids_dir):
@@ -169,10 +197,10 @@ def test_serve_sigterm_exits_0_and_kills_runs_in_flight(tmp_path, pids_dir):
     (cards / "hang.md").write_text(CARD)
     port = _free_port()
     env = dict(os.environ, SUPERVISION_HANG="1", FSDP_SKILL_KNOWLEDGE=str(cards), FSDP_SKILL_CONFIRM_TIMEOUTS="0")
-    proc = subprocess.Popen([*CLI, "serve", "--port", str(port)], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen([*CLI, "serve", "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     client = None
     try:
+
         def up() -> bool:
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=1).close()
@@ -181,8 +209,10 @@ def test_serve_sigterm_exits_0_and_kills_runs_in_flight(tmp_path, pids_dir):
                 return False
 
         assert wait_for(up, 120), proc.stderr.read1().decode()
-        request = (b"POST /v1/snippets/hang/sleepers/verify HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                   b"Content-Length: 0\r\nConnection: close\r\n\r\n")
+        request = (
+            b"POST /v1/snippets/hang/sleepers/verify HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Content-Length: 0\r\nConnection: close\r\n\r\n"
+        )
         client = socket.create_connection(("127.0.0.1", port), timeout=120)
         client.sendall(request)
         assert wait_for(lambda: len(list(pids_dir.glob("rank*.pids"))) == 2, 120)
@@ -253,8 +283,9 @@ def test_rank_killing_the_shepherd_leaves_no_process(pids_dir, launcher):
     the caller, which kills and reaps them, so once the verdict is returned no rank and no sleeper (in a
     session of its own) is left; the verdict is failed, and under torchrun no rank is reported as having
     exited 0 (its agent died with the shepherd, before any exit code was known)."""
-    v = runtime.verify_code(script("kill_supervisor.py"), filename="kill_supervisor.py", launcher=launcher,
-                            use_cache=False, timeout=60)
+    v = runtime.verify_code(
+        script("kill_supervisor.py"), filename="kill_supervisor.py", launcher=launcher, use_cache=False, timeout=60
+    )
     pids = pids_in(pids_dir)
     assert pids and len(pids) % 4 == 0, pids  # rank and sleeper, two ranks, once or twice (warm reruns)
     assert [p for p in pids if exists(p)] == []

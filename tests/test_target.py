@@ -2,6 +2,7 @@
 an interpreter without torch still gets answers (signatures and verdicts reported absent, with the reason),
 and a real verification under another interpreter that cannot import any of the tool's packages names
 that interpreter in its verdict and never shares cache entries with the tool's own."""
+
 from __future__ import annotations
 
 import json
@@ -19,10 +20,27 @@ from fsdp_skill.main import main
 from fsdp_skill.runtime import cache, probe, target
 
 RUNTIME = Path(target.__file__).resolve().parent
-NO_TORCH = "torch is not installed in this environment ({}); install fsdp-skill[torch] or pass --python PATH to a Python that has torch"
+NO_TORCH = (
+    "torch is not installed in this environment ({}); install fsdp-skill[torch] or pass --python PATH to a Python that has torch"
+)
 # Packages of the tool's own environment that must never be needed under the target interpreter.
-TOOL_PACKAGES = ("fsdp_skill", "pydantic", "pydantic_core", "fastapi", "starlette", "uvicorn", "mcp", "rich",
-                 "yaml", "rank_bm25", "markdown_it", "mdit_py_plugins", "platformdirs", "httpx", "anyio")
+TOOL_PACKAGES = (
+    "fsdp_skill",
+    "pydantic",
+    "pydantic_core",
+    "fastapi",
+    "starlette",
+    "uvicorn",
+    "mcp",
+    "rich",
+    "yaml",
+    "rank_bm25",
+    "markdown_it",
+    "mdit_py_plugins",
+    "platformdirs",
+    "httpx",
+    "anyio",
+)
 
 ISOLATE = f"""\
 import os, runpy, sys
@@ -79,10 +97,12 @@ def _bad_paths(tmp_path) -> dict[str, tuple[str, str]]:
     shell = tmp_path / "not-python"
     shell.write_text("#!/bin/sh\necho 'this is not python' >&2\nexit 3\n")
     shell.chmod(0o755)
-    return {"missing": (str(tmp_path / "nope" / "python"), "no such file"),
-            "directory": (str(tmp_path), "not an executable file"),
-            "not-executable": (str(text), "not an executable file"),
-            "not-python": (str(shell), "not a Python interpreter")}
+    return {
+        "missing": (str(tmp_path / "nope" / "python"), "no such file"),
+        "directory": (str(tmp_path), "not an executable file"),
+        "not-executable": (str(text), "not an executable file"),
+        "not-python": (str(shell), "not a Python interpreter"),
+    }
 
 
 @pytest.mark.parametrize("case", ["missing", "directory", "not-executable", "not-python"])
@@ -121,16 +141,19 @@ def test_in_process_facts_equal_the_probe_subprocess():
 
 
 def test_ask_without_torch_answers_and_reports_what_is_missing(no_torch_python, capsys):
-    code, out, err = _run(["ask", "--json", "--python", no_torch_python, "How do I use bf16 mixed precision with fully_shard?"],
-                          capsys)
+    code, out, err = _run(
+        ["ask", "--json", "--python", no_torch_python, "How do I use bf16 mixed precision with fully_shard?"], capsys
+    )
     assert code == 0, err
     answer = json.loads(out)
     reason = NO_TORCH.format(no_torch_python)
     assert answer["sections"] and answer["torch_version"] is None and answer["python"] == no_torch_python
     assert answer["api"] and all(a["available"] is False and a["reason"] == reason for a in answer["api"])
     verdicts = [sn["verification"] for s in answer["sections"] for sn in s["snippets"]]
-    assert verdicts and all(v["status"] == "unverified" and v["available"] is False and v["reason"] == reason
-                            and v["python"] == no_torch_python for v in verdicts)
+    assert verdicts and all(
+        v["status"] == "unverified" and v["available"] is False and v["reason"] == reason and v["python"] == no_torch_python
+        for v in verdicts
+    )
 
 
 @pytest.fixture(scope="module")
@@ -147,19 +170,21 @@ def broken_torch_python(tmp_path_factory) -> str:
 
 
 def test_ask_with_a_broken_torch_answers_and_caches_no_missing_apis(broken_torch_python, capsys, fsdp_skill_home):
-    code, out, err = _run(["ask", "--json", "--python", broken_torch_python, "How do I use bf16 mixed precision with fully_shard?"],
-                          capsys)
+    code, out, err = _run(
+        ["ask", "--json", "--python", broken_torch_python, "How do I use bf16 mixed precision with fully_shard?"], capsys
+    )
     assert code == 0, err
     answer = json.loads(out)
     assert answer["sections"] and answer["torch_version"] == "2.13.0"
-    assert answer["api"] and all(a["available"] is False and "torch failed to import: ImportError: libtorch_cpu.so"
-                                 in a["reason"] for a in answer["api"])
+    assert answer["api"] and all(
+        a["available"] is False and "torch failed to import: ImportError: libtorch_cpu.so" in a["reason"] for a in answer["api"]
+    )
     verdicts = [sn["verification"] for s in answer["sections"] for sn in s["snippets"]]
-    assert verdicts and all(v["status"] == "unverified" and v["reason"].startswith("verification could not run here")
-                            for v in verdicts)
+    assert verdicts and all(
+        v["status"] == "unverified" and v["reason"].startswith("verification could not run here") for v in verdicts
+    )
     assert not list(fsdp_skill_home.glob("api-*.json"))  # a broken torch is not "every API is missing"
-    code, out, err = _run(["ask", "--python", broken_torch_python, "How do I use bf16 mixed precision with fully_shard?"],
-                          capsys)
+    code, out, err = _run(["ask", "--python", broken_torch_python, "How do I use bf16 mixed precision with fully_shard?"], capsys)
     flat = " ".join(out.split())  # the terminal view wraps lines
     assert code == 0 and "torch failed to import" in flat and "missing from the installed torch" not in flat
 
@@ -235,8 +260,10 @@ def test_verify_under_another_interpreter_names_it_and_needs_only_torch(isolated
     assert code == 0, err
     (item,) = json.loads(out)
     assert (item["status"], item["python"], item["launcher"]) == ("passed", isolated_python, "warm")
-    code, out, err = _run(["ask", "--json", "--no-verify", "--python", isolated_python,
-                           "How do I use bf16 mixed precision with fully_shard?"], capsys)
+    code, out, err = _run(
+        ["ask", "--json", "--no-verify", "--python", isolated_python, "How do I use bf16 mixed precision with fully_shard?"],
+        capsys,
+    )
     api = json.loads(out)["api"]
     assert code == 0 and api and all(a["available"] and a["signature"] for a in api), api
 
@@ -247,13 +274,17 @@ def test_stdio_mcp_server_from_readme_config_verifies_under_the_given_python(iso
 
     from mcp import Client, StdioServerParameters
 
-    line = next(ln for ln in (RUNTIME.parent / "README.md").read_text().splitlines()
-                if ln.startswith('{"mcpServers"') and "--python" in ln)
+    line = next(
+        ln
+        for ln in (RUNTIME.parent / "README.md").read_text().splitlines()
+        if ln.startswith('{"mcpServers"') and "--python" in ln
+    )
     cfg = json.loads(line)["mcpServers"]["fsdp-skill"]
     assert cfg["args"] == ["mcp", "--python", "/path/to/train-venv/bin/python"]
     args = [isolated_python if a == "/path/to/train-venv/bin/python" else a for a in cfg["args"]]
-    params = StdioServerParameters(command=str(Path(sys.executable).with_name(cfg["command"])), args=args,
-                                   env={"FSDP_SKILL_HOME": str(tmp_path / "home")})
+    params = StdioServerParameters(
+        command=str(Path(sys.executable).with_name(cfg["command"])), args=args, env={"FSDP_SKILL_HOME": str(tmp_path / "home")}
+    )
 
     async def go():
         async with Client(params) as client:

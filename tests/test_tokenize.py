@@ -1,4 +1,5 @@
 """Tokenizer: identifiers whole and by parts, error messages, Chinese bigrams, tracebacks."""
+
 import pytest
 
 from fsdp_skill.core.tokenize import is_traceback, language_of, reduce_traceback, stem, tokenize
@@ -55,7 +56,7 @@ def test_language_detection():
     assert language_of("训练卡住了，下面是日志，怎么办？\n" + TRACEBACK) == "zh"
 
 
-TRACEBACK = '''Traceback (most recent call last):
+TRACEBACK = """Traceback (most recent call last):
   File "/home/u/train.py", line 42, in <module>
     dist.all_reduce(t)
   File "/usr/lib/python3.11/site-packages/torch/distributed/c10d_logger.py", line 81, in wrapper
@@ -63,7 +64,7 @@ TRACEBACK = '''Traceback (most recent call last):
   File "/usr/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py", line 2806, in all_reduce
     work = group.allreduce([tensor], opts)
 RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!
-'''
+"""
 
 
 def test_traceback_reduced_to_message_and_frames():

@@ -3,6 +3,7 @@
 Both venvs are new and offline (tests/helpers/venvs.py): the wheel is installed with ``--no-deps`` and
 its dependencies come from this test venv, all of them or only the light core's.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,7 @@ def wheel(tmp_path_factory) -> Path:
 def run(bin_dir: Path, *args: str, cwd: Path, home: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("FSDP_SKILL_")}
     env.update(FSDP_SKILL_HOME=str(home), PATH=f"{bin_dir}:{env.get('PATH', '')}")
-    return subprocess.run([str(bin_dir / "fsdp-skill"), *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=300)
+    return subprocess.run([str(bin_dir / "fsdp-skill"), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
 
 
 def test_wheel_carries_every_card(wheel):
@@ -47,9 +47,13 @@ def test_installed_wheel_answers_shows_and_verifies_outside_the_checkout(wheel, 
     bin_dir = fresh_venv(tmp_path / "venv", wheel, deps="all")
     elsewhere, home = tmp_path / "elsewhere", tmp_path / "home"
     elsewhere.mkdir()
-    where = subprocess.run([str(bin_dir / "python"), "-c",
-                            "import fsdp_skill.core.knowledge as k; print(k.default_knowledge_dir())"],
-                           cwd=elsewhere, capture_output=True, text=True, check=True).stdout.strip()
+    where = subprocess.run(
+        [str(bin_dir / "python"), "-c", "import fsdp_skill.core.knowledge as k; print(k.default_knowledge_dir())"],
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     assert where.startswith(str(tmp_path / "venv")) and where.endswith("site-packages/fsdp_skill/knowledge"), where
 
     ask = run(bin_dir, "ask", "--json", "--no-verify", QUESTION, cwd=elsewhere, home=home)
@@ -75,9 +79,16 @@ def test_light_core_answers_without_torch_and_says_how_to_enable_the_rest(wheel,
     bin_dir = fresh_venv(tmp_path / "venv", wheel, deps="core")
     elsewhere, home = tmp_path / "elsewhere", tmp_path / "home"
     elsewhere.mkdir()
-    probe = subprocess.run([str(bin_dir / "python"), "-c", "import importlib.util as u; "
-                            "print([m for m in ('torch', 'fastapi', 'mcp') if u.find_spec(m)])"],
-                           capture_output=True, text=True, check=True)
+    probe = subprocess.run(
+        [
+            str(bin_dir / "python"),
+            "-c",
+            "import importlib.util as u; print([m for m in ('torch', 'fastapi', 'mcp') if u.find_spec(m)])",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert probe.stdout.strip() == "[]"  # really a light environment
 
     ask = run(bin_dir, "ask", "--json", QUESTION, cwd=elsewhere, home=home)

@@ -1,6 +1,7 @@
 """The Chinese bodies: every section has one, each says what its English section says (the same code blocks,
 inline code, numbers, glossary terms), a drifted translation is caught, the loader refuses a broken one, and
 Chinese questions find their sections at least as well as English ones on every question set."""
+
 from __future__ import annotations
 
 import json
@@ -44,8 +45,11 @@ def test_the_fence_scanner_finds_what_markdown_it_finds():
     for s in KB.sections.values():
         for text in (s.text, s.text_zh):
             lines = text.splitlines(keepends=True)
-            want = ["".join(lines[t.map[0]: t.map[1]]).rstrip("\n")
-                    for t in MarkdownIt("commonmark").parse(text) if t.type == "fence"]
+            want = [
+                "".join(lines[t.map[0] : t.map[1]]).rstrip("\n")
+                for t in MarkdownIt("commonmark").parse(text)
+                if t.type == "fence"
+            ]
             assert fences(text) == want, s.id
 
 
@@ -80,17 +84,27 @@ def test_a_faithful_body_has_no_problem_and_renders_the_english_code():
     assert fences(render(ENGLISH, GOOD)) == fences(ENGLISH)
 
 
-@pytest.mark.parametrize("drift, expected", [
-    (GOOD.replace("600", "60"), "numbers missing: 600"),
-    (GOOD.replace("2.13", "2.12"), "numbers missing: 2.13"),
-    (GOOD.replace("1/4", "四分之一"), "numbers missing: 1"),
-    (GOOD.replace("`reshard_after_forward=True`", "reshard_after_forward 为真"), "code spans missing: `reshard_after_forward=True`"),
-    (GOOD.replace("{{code}}\n", ""), "the Chinese body has 0 {{code}} lines, the English one 1 code blocks"),
-    (GOOD.replace("全收集\n（all-gather）", "all-gather"), "glossary term 'all-gather' should be written '全收集'"),
-    (GOOD.replace("参数", "参数（封装后）"), "glossary term 'wrap / wrapper': write '包装', not '封装'"),
-    ("With reshard_after_forward=True each rank keeps 1/4 ... 2.13 600 `reshard_after_forward=True` 分片 全收集 前向 参数\n"
-     "{{code}}\n", "the body is not mostly Chinese"),
-], ids=["number", "version", "fraction", "code span", "code block", "glossary term", "avoided form", "english"])
+@pytest.mark.parametrize(
+    "drift, expected",
+    [
+        (GOOD.replace("600", "60"), "numbers missing: 600"),
+        (GOOD.replace("2.13", "2.12"), "numbers missing: 2.13"),
+        (GOOD.replace("1/4", "四分之一"), "numbers missing: 1"),
+        (
+            GOOD.replace("`reshard_after_forward=True`", "reshard_after_forward 为真"),
+            "code spans missing: `reshard_after_forward=True`",
+        ),
+        (GOOD.replace("{{code}}\n", ""), "the Chinese body has 0 {{code}} lines, the English one 1 code blocks"),
+        (GOOD.replace("全收集\n（all-gather）", "all-gather"), "glossary term 'all-gather' should be written '全收集'"),
+        (GOOD.replace("参数", "参数（封装后）"), "glossary term 'wrap / wrapper': write '包装', not '封装'"),
+        (
+            "With reshard_after_forward=True each rank keeps 1/4 ... 2.13 600 `reshard_after_forward=True` 分片 全收集 前向 参数\n"
+            "{{code}}\n",
+            "the body is not mostly Chinese",
+        ),
+    ],
+    ids=["number", "version", "fraction", "code span", "code block", "glossary term", "avoided form", "english"],
+)
 def test_a_drifted_translation_is_caught(drift, expected):
     found = problems(ENGLISH, _zh(drift), GLOSSARY)
     assert any(p.startswith(expected) for p in found), found
@@ -101,12 +115,16 @@ def test_numbers_are_digits_outside_names():
 
 
 # --- the loader refuses a broken Chinese file ---------------------------------------------------------------
-@pytest.mark.parametrize("source, message", [
-    ("## 标题\n正文\n", "needs '<!-- id: card/slug -->'"),
-    ("## 标题\n<!-- id: a/b -->\n```python\nx = 1\n```\n", f"write code as a '{CODE_MARK}' line"),
-    ("## 甲\n<!-- id: a/b -->\n正文\n## 乙\n<!-- id: a/b -->\n正文\n", "given twice"),
-    ("随便写的一段\n## 标题\n<!-- id: a/b -->\n", "text before the first"),
-], ids=["no id", "fence", "duplicate", "stray text"])
+@pytest.mark.parametrize(
+    "source, message",
+    [
+        ("## 标题\n正文\n", "needs '<!-- id: card/slug -->'"),
+        ("## 标题\n<!-- id: a/b -->\n```python\nx = 1\n```\n", f"write code as a '{CODE_MARK}' line"),
+        ("## 甲\n<!-- id: a/b -->\n正文\n## 乙\n<!-- id: a/b -->\n正文\n", "given twice"),
+        ("随便写的一段\n## 标题\n<!-- id: a/b -->\n", "text before the first"),
+    ],
+    ids=["no id", "fence", "duplicate", "stray text"],
+)
 def test_malformed_chinese_files_are_rejected_with_file_and_line(source, message):
     with pytest.raises(KnowledgeError, match=re.escape(message)) as exc:
         parse_zh(source, "zh/x.md")

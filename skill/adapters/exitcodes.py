@@ -1,14 +1,15 @@
 """Exit codes of the ``fsdp-skill`` command and the one mapping from the error tree to them.
 
-    0  answered (or the command succeeded)
-    1  a verdict failed or timed out (``verify``; ``export --all/--topic``: a snippet that can run here did
-       not pass), an unusable state directory (``$FSDP_SKILL_HOME`` a file, not creatable or read-only),
-       a port already in use (``serve``), or an internal error (bad knowledge card, harness)
-    2  bad usage or bad input (empty / oversized / binary question, unknown id, not a .py script, ...),
-       or a command whose optional part is not installed (the message names the extra)
-    3  ``ask`` abstained: the question is outside FSDP / torch.distributed (the answer says why)
-  130  interrupted (Ctrl-C)
+  0  answered (or the command succeeded)
+  1  a verdict failed or timed out (``verify``; ``export --all/--topic``: a snippet that can run here did
+     not pass), an unusable state directory (``$FSDP_SKILL_HOME`` a file, not creatable or read-only),
+     a port already in use (``serve``), or an internal error (bad knowledge card, harness)
+  2  bad usage or bad input (empty / oversized / binary question, unknown id, not a .py script, ...),
+     or a command whose optional part is not installed (the message names the extra)
+  3  ``ask`` abstained: the question is outside FSDP / torch.distributed (the answer says why)
+130  interrupted (Ctrl-C)
 """
+
 from __future__ import annotations
 
 from fsdp_skill.errors import InputError, KnowledgeError, MissingDependency, NotFoundError, SkillError, StateError

@@ -5,6 +5,7 @@ Registered in pyproject as ``[project.entry-points."flake8.extension"] FSD = "fs
 ``--select`` and ``--ignore`` itself; the plugin only runs :func:`fsdp_skill.core.check.check_tree` on the tree.
 Neither flake8 nor torch is imported here.
 """
+
 from __future__ import annotations
 
 import ast

@@ -4,6 +4,7 @@
 call that such a framework returns.  The tools themselves (names, inputs, outputs, core calls) are
 :mod:`fsdp_skill.core.toolspec`, shared with the MCP adapter.
 """
+
 from __future__ import annotations
 
 import copy
@@ -40,8 +41,9 @@ def function_schemas(fmt: Literal["openai", "anthropic"] = "openai") -> list[dic
     for spec in tool_specs():
         params = parameters_schema(spec.input)
         if fmt == "openai":
-            out.append({"type": "function", "function": {"name": spec.name, "description": spec.description,
-                                                         "parameters": params}})
+            out.append(
+                {"type": "function", "function": {"name": spec.name, "description": spec.description, "parameters": params}}
+            )
         elif fmt == "anthropic":
             out.append({"name": spec.name, "description": spec.description, "input_schema": params})
         else:

@@ -10,6 +10,7 @@ A question that holds Python code (a fenced block, or a pasted script) is checke
 explain them come first, as do the sections explaining a pasted error message.  A question without code
 routes exactly as if the checker did not exist.
 """
+
 from __future__ import annotations
 
 import time
@@ -54,8 +55,10 @@ def validate_question(question) -> str:
     if not isinstance(question, str):
         raise QueryError(f"the question must be text, not {type(question).__name__}")
     if len(question) > MAX_QUESTION_CHARS:
-        raise QueryError(f"the question is {len(question):,} characters; the limit is {MAX_QUESTION_CHARS:,} "
-                         f"(paste the error message and the last frames of a traceback, not a whole log)")
+        raise QueryError(
+            f"the question is {len(question):,} characters; the limit is {MAX_QUESTION_CHARS:,} "
+            f"(paste the error message and the last frames of a traceback, not a whole log)"
+        )
     if any(0xD800 <= ord(ch) <= 0xDFFF for ch in question):
         raise QueryError("the question contains unpaired surrogate code points: it is not valid Unicode text")
     if "\x00" in question:
@@ -79,8 +82,7 @@ def api_infos(sections: list[SectionDoc]) -> list[ApiInfo]:
     return api_cache().get(names)
 
 
-def _cover_parts(question: str, ranked: list[tuple[SectionDoc, float]], router: Router,
-                 k: int) -> list[tuple[SectionDoc, float]]:
+def _cover_parts(question: str, ranked: list[tuple[SectionDoc, float]], router: Router, k: int) -> list[tuple[SectionDoc, float]]:
     """For a long, multi-part question: the best section of each part gets a place in the top ``k``, and a
     question that describes a whole training setup (several facets, at most one question mark) gets the
     best-matching complete recipe first."""
@@ -120,14 +122,16 @@ def code_findings(question: str) -> list[Finding]:
     return out
 
 
-def _explaining_first(ranked: list[tuple[SectionDoc, float]], errors, kb: Knowledge, k: int,
-                      findings: list[Finding] = ()) -> list[tuple[SectionDoc, float]]:
+def _explaining_first(
+    ranked: list[tuple[SectionDoc, float]], errors, kb: Knowledge, k: int, findings: list[Finding] = ()
+) -> list[tuple[SectionDoc, float]]:
     """The sections that explain a message found in the question first (best message first), then those
     of the mistakes found in its code (errors before warnings before infos), then the rest of the routed
     sections; at most ``k``.  Explaining sections score above every routed one."""
     ordered = sorted(findings, key=lambda f: _SEVERITY_ORDER[f.severity])
-    explaining = list(dict.fromkeys([sid for e in errors for sid in e.sections] +
-                                    [f.section for f in ordered if f.section in kb.sections]))
+    explaining = list(
+        dict.fromkeys([sid for e in errors for sid in e.sections] + [f.section for f in ordered if f.section in kb.sections])
+    )
     if not explaining:
         return ranked
     top = max((score for _, score in ranked), default=0.0)
@@ -139,9 +143,17 @@ def _explaining_first(ranked: list[tuple[SectionDoc, float]], errors, kb: Knowle
 LANGUAGES = ("auto", "en", "zh")
 
 
-def ask(question, k: int = 3, verify: bool = True, *, kb: Knowledge | None = None,
-        progress: Progress | None = None, with_api: bool = True, verifier: Verifier | None = None,
-        language: str = "auto") -> Answer:
+def ask(
+    question,
+    k: int = 3,
+    verify: bool = True,
+    *,
+    kb: Knowledge | None = None,
+    progress: Progress | None = None,
+    with_api: bool = True,
+    verifier: Verifier | None = None,
+    language: str = "auto",
+) -> Answer:
     """Answer ``question`` with the ``k`` best sections.
 
     ``language`` is the reader's: 'auto' takes the question's main language (:func:`language_of`: 'en',
@@ -165,17 +177,23 @@ def ask(question, k: int = 3, verify: bool = True, *, kb: Knowledge | None = Non
     findings = code_findings(question)
     explained = [f for f in findings if f.section in router.kb.sections]
     routing = router.route(question, k=k, in_field=bool(errors or explained))
-    answer = Answer(query=question, language=language_of(question) if language == "auto" else language, abstained=routing.abstain_reason is not None,
-                    reason=routing.abstain_reason, torch_version=torch_version(), python=target_python(),
-                    errors=errors, findings=findings)
+    answer = Answer(
+        query=question,
+        language=language_of(question) if language == "auto" else language,
+        abstained=routing.abstain_reason is not None,
+        reason=routing.abstain_reason,
+        torch_version=torch_version(),
+        python=target_python(),
+        errors=errors,
+        findings=findings,
+    )
     if not answer.abstained:
         if errors or explained:  # a pasted message or code: the explaining sections first (not parts of a question)
             routing.sections = _explaining_first(routing.sections, errors, router.kb, k, explained)
         else:
             routing.sections = _cover_parts(question, routing.sections, router, k)
         sections = [s for s, _ in routing.sections]
-        verdicts = snippet_verdicts([sn for s in sections for sn in s.snippets], verify, verifier=verifier,
-                                    progress=progress)
+        verdicts = snippet_verdicts([sn for s in sections for sn in s.snippets], verify, verifier=verifier, progress=progress)
         answer.sections = [section_out(s, score, verdicts) for s, score in routing.sections]
         answer.topics = [TopicScore(id=t, score=round(v, 4)) for t, v in routing.topics]
         if with_api:
@@ -184,7 +202,6 @@ def ask(question, k: int = 3, verify: bool = True, *, kb: Knowledge | None = Non
 
     answer.plan = plan_command(question)  # also when no section answers: "will 8B fit on 8 H100s?" names no API
     if answer.abstained and answer.plan:
-        answer.reason = (f"{answer.reason}; it asks how much memory a run needs, which the plan command below "
-                         "measures")
+        answer.reason = f"{answer.reason}; it asks how much memory a run needs, which the plan command below measures"
     answer.elapsed_ms = round((time.perf_counter() - t0) * 1000, 3)
     return answer

@@ -8,6 +8,7 @@ introspected in-process; for another (``--python PATH``) by running the standard
 :mod:`fsdp_skill.runtime.introspect` under it.  Without torch there, every name is ``available=False``
 with a ``reason`` saying how to get signatures.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -38,8 +39,13 @@ def introspect_in(python: str, names: list[str]) -> list[ApiInfo]:
     Raises HarnessError when the interpreter fails or prints no JSON (its last stderr line is quoted).
     """
     try:
-        proc = subprocess.run([python, _script.__file__, *names], stdin=subprocess.DEVNULL, capture_output=True,
-                              timeout=INTROSPECT_TIMEOUT_S, check=False)
+        proc = subprocess.run(
+            [python, _script.__file__, *names],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=INTROSPECT_TIMEOUT_S,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise HarnessError(f"cannot read API signatures from {python}: {exc}") from exc
     try:
@@ -100,8 +106,12 @@ class ApiCache:
             try:
                 fresh = self._fresh(missing)
             except HarnessError as exc:  # torch there is broken: answer without signatures, store nothing
-                return [ApiInfo.model_validate(self.entries[n]) if n in self.entries
-                        else ApiInfo(name=n, available=False, reason=str(exc)) for n in names]
+                return [
+                    ApiInfo.model_validate(self.entries[n])
+                    if n in self.entries
+                    else ApiInfo(name=n, available=False, reason=str(exc))
+                    for n in names
+                ]
             self.entries.update(fresh)
             current = read_json(self.path)
             merged = {**(current if isinstance(current, dict) else {}), **self.entries}

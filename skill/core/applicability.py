@@ -3,6 +3,7 @@
 A section declares ``torch: ">=2.6"`` (a PEP 440 specifier) in its metadata when its API or behaviour
 needs that range; sections without it claim nothing beyond "verified on the torch we test".
 """
+
 from __future__ import annotations
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet

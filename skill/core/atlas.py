@@ -23,6 +23,7 @@ with all whitespace removed, after stripping per-line log prefixes (``[rank1]:``
 and prefixed pastes match too.  This module raises nothing on purpose: a missing torch gives an empty
 atlas, an unreadable cache is rebuilt and an unwritable state directory is simply not used.
 """
+
 from __future__ import annotations
 
 import gc
@@ -82,14 +83,16 @@ def build_atlas(torch_dir: Path) -> list[Entry]:
 
 # ------------------------------------------------------------------------------- matching
 
-_PREFIX = re.compile(
-    r"(?m)^[ \t]*(?:\[[A-Za-z_]*\d+\]:[ \t]*|\[?[IWEF]\d{4} [\d:.]+(?: \d+)? [\w.\-]+:\d+\][ \t]*|\d+: )+")
+_PREFIX = re.compile(r"(?m)^[ \t]*(?:\[[A-Za-z_]*\d+\]:[ \t]*|\[?[IWEF]\d{4} [\d:.]+(?: \d+)? [\w.\-]+:\d+\][ \t]*|\d+: )+")
 _WS = re.compile(r"\s+")
 _EXC = re.compile(r"\b(\w+(?:Error|Exception|Warning|Interrupt|Exit))\b")
 # fuzzy matching runs only for texts that look pasted: error words, log prefixes, a long quoted span, or
 # no question mark and no question word in front (a bare message)
-_PASTED = re.compile(r"Error|Exception|Warning|Traceback|INTERNAL ASSERT|\[rank\d|^\s*File \"|"
-                     r"[\"'`“‘][^\"'`”’\n]{20,}[\"'`”’]", re.MULTILINE)
+_PASTED = re.compile(
+    r"Error|Exception|Warning|Traceback|INTERNAL ASSERT|\[rank\d|^\s*File \"|"
+    r"[\"'`“‘][^\"'`”’\n]{20,}[\"'`”’]",
+    re.MULTILINE,
+)
 _QUESTION = re.compile(r"^\s*(how|what|why|when|where|which|can|could|should|is|are|does|do|i|my)\b|\?", re.IGNORECASE)
 _HOLE_RE = ".{0,400}?"
 HEAD_CHARS, TAIL_CHARS = 4_000, 12_000  # of a longer text only its start and end are looked at
@@ -135,11 +138,11 @@ class _Group:
             best, i = 0, 0
             while i < n:
                 j = i
-                while j < n and piece[i * _CHUNK:(j + 1) * _CHUNK] in canon:
+                while j < n and piece[i * _CHUNK : (j + 1) * _CHUNK] in canon:
                     j += 1
                 if j > i:
                     end = (j + 1) * _CHUNK  # extend past the last whole chunk one char at a time
-                    while end > j * _CHUNK and piece[i * _CHUNK:end] not in canon:
+                    while end > j * _CHUNK and piece[i * _CHUNK : end] not in canon:
                         end -= 1
                     best = max(best, end - i * _CHUNK)
                     i = j
@@ -197,8 +200,12 @@ class Atlas:
         where postings is one text "gid,gid gid ..." (a quarter of the parse time of a JSON object)."""
         keys = list(self.index)
         postings = " ".join(g if isinstance(g, str) else ",".join(map(str, g)) for g in self.index.values())
-        return {"format": FORMAT, "torch": torch_version(), "entries": [e.to_row() for e in self.entries],
-                "index": [keys, postings]}
+        return {
+            "format": FORMAT,
+            "torch": torch_version(),
+            "entries": [e.to_row() for e in self.entries],
+            "index": [keys, postings],
+        }
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -270,8 +277,7 @@ def find_messages(text: str, atlas: Atlas | Sequence[Entry] | None = None, limit
             # a question-like text needs a long verbatim run; a paste may be a shorter, mostly whole one
             if got >= 40 or (pasted and got >= 24 and got >= 0.75 * group.total):
                 cover = min(1.0, got / group.total)
-                found.append(Match(_order(group.entries, names), 0.5 * cover + 0.4 * min(1.0, got / 120),
-                                   "fuzzy", cover))
+                found.append(Match(_order(group.entries, names), 0.5 * cover + 0.4 * min(1.0, got / 120), "fuzzy", cover))
     found.sort(key=lambda m: m.score, reverse=True)
     return _drop_contained(found)[:limit]
 
@@ -294,8 +300,13 @@ def explain(match: Match) -> str:
     if e.kind == "native":
         text = f"printed by torch's native c10d/NCCL/Gloo code ({e.path.rsplit('/', 1)[-1]})"
         return text + (f" when {e.condition}" if e.condition else "")
-    verb = {"raise": f"{e.exception} raised", "assert": "AssertionError raised", "check": f"{e.exception} raised",
-            "warn": f"{e.exception} issued", "log": "logged"}.get(e.via, "raised")
+    verb = {
+        "raise": f"{e.exception} raised",
+        "assert": "AssertionError raised",
+        "check": f"{e.exception} raised",
+        "warn": f"{e.exception} issued",
+        "log": "logged",
+    }.get(e.via, "raised")
     text = f"{verb} at {e.path}:{e.line}"
     if e.function:
         text += f" in {e.function}"

@@ -8,6 +8,7 @@
 
 Matching and caching are :mod:`fsdp_skill.core.atlas`.
 """
+
 from __future__ import annotations
 
 import ast
@@ -24,8 +25,7 @@ FORMAT = 2  # bump whenever the builder or the stored layout changes
 # Where Python messages are catalogued (relative to the torch package): the distributed stack, plus the
 # few files outside it whose messages FSDP users meet (activation checkpointing, SyncBatchNorm, AMP,
 # DistributedSampler).
-PY_DIRS = ("distributed", "nn/parallel", "utils/checkpoint.py", "nn/modules/batchnorm.py", "amp",
-           "utils/data/distributed.py")
+PY_DIRS = ("distributed", "nn/parallel", "utils/checkpoint.py", "nn/modules/batchnorm.py", "amp", "utils/data/distributed.py")
 MIN_LITERAL = 12  # a template needs this many non-blank literal characters
 MIN_NATIVE = 20  # shortest printable run taken from a shared library
 MAX_CONDITION = 300
@@ -50,8 +50,7 @@ class Entry:
 
     def to_row(self) -> list:
         """The compact JSON row stored in the cache (order of the fields above)."""
-        return [self.message, self.kind, self.via, self.exception, self.path, self.line,
-                self.function, self.condition]
+        return [self.message, self.kind, self.via, self.exception, self.path, self.line, self.function, self.condition]
 
     @classmethod
     def from_row(cls, row: Sequence) -> Entry:
@@ -82,11 +81,15 @@ _PCT = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(?:\d+|\*)?(?:\.(?:\d+|\*))?[diouxXeE
 _BRACE = re.compile(r"\{\{|\}\}|\{[^{}]*\}")
 _LOGGER = re.compile(r"^_?\w*(log|logger|LOGGER)$")
 _LOG_LEVELS = {"warning", "warn", "error", "exception", "critical"}
-_CHECKS = {"_check", "_check_value", "_check_type", "_check_index", "_check_not_implemented",
-           "_check_is_size"}
-_CHECK_EXC = {"_check": "RuntimeError", "_check_value": "ValueError", "_check_type": "TypeError",
-              "_check_index": "IndexError", "_check_not_implemented": "NotImplementedError",
-              "_check_is_size": "RuntimeError"}
+_CHECKS = {"_check", "_check_value", "_check_type", "_check_index", "_check_not_implemented", "_check_is_size"}
+_CHECK_EXC = {
+    "_check": "RuntimeError",
+    "_check_value": "ValueError",
+    "_check_type": "TypeError",
+    "_check_index": "IndexError",
+    "_check_not_implemented": "NotImplementedError",
+    "_check_is_size": "RuntimeError",
+}
 
 Parts = list  # list[str | None]; None is a hole
 
@@ -100,7 +103,7 @@ def _sub_fields(parts: Parts, pattern: re.Pattern, literal: dict[str, str]) -> P
             continue
         pos = 0
         for m in pattern.finditer(part):
-            out.append(part[pos:m.start()])
+            out.append(part[pos : m.start()])
             out.append(literal.get(m.group(), None))
             pos = m.end()
         out.append(part[pos:])
@@ -131,8 +134,7 @@ class _Module:
                 env.setdefault(node.targets[0].id, []).append((node.lineno, "=", node.value))
             elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value:
                 env.setdefault(node.target.id, []).append((node.lineno, "=", node.value))
-            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) \
-                    and isinstance(node.op, ast.Add):
+            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and isinstance(node.op, ast.Add):
                 env.setdefault(node.target.id, []).append((node.lineno, "+=", node.value))
             if nested:
                 stack.extend(ast.iter_child_nodes(node))
@@ -162,8 +164,7 @@ class _Module:
         if isinstance(node, ast.Constant):
             return [node.value] if isinstance(node.value, str) else [None]
         if isinstance(node, ast.JoinedStr):
-            return [v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else None
-                    for v in node.values]
+            return [v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else None for v in node.values]
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
             return self._template(node.left, env, line, depth + 1) + self._template(node.right, env, line, depth + 1)
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
@@ -185,11 +186,13 @@ class _Module:
         if node.end_col_offset is None or last >= len(self.lines):
             text = ast.unparse(node)
         elif first == last:
-            text = self.lines[first].encode()[node.col_offset:node.end_col_offset].decode(errors="replace")
+            text = self.lines[first].encode()[node.col_offset : node.end_col_offset].decode(errors="replace")
         else:
-            chunk = [self.lines[first].encode()[node.col_offset:].decode(errors="replace"),
-                     *self.lines[first + 1:last],
-                     self.lines[last].encode()[:node.end_col_offset].decode(errors="replace")]
+            chunk = [
+                self.lines[first].encode()[node.col_offset :].decode(errors="replace"),
+                *self.lines[first + 1 : last],
+                self.lines[last].encode()[: node.end_col_offset].decode(errors="replace"),
+            ]
             text = "".join(chunk)
         text = " ".join(text.split())
         return text if len(text) <= MAX_CONDITION else text[: MAX_CONDITION - 1] + "…"
@@ -219,8 +222,7 @@ class _Module:
                 self._add(node.exc.args[0], "raise", last_name(node.exc), node, qual, guard, func)
         elif isinstance(node, ast.Assert):
             if node.msg is not None:
-                self._add(node.msg, "assert", "AssertionError", node, qual,
-                          f"not ({self._segment(node.test)})", func)
+                self._add(node.msg, "assert", "AssertionError", node, qual, f"not ({self._segment(node.test)})", func)
         elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
             self._call(node.value, qual, guard, func)
         else:
@@ -240,8 +242,7 @@ class _Module:
             msg = args[0] if args else kw.get("message")
             cat = args[1] if len(args) > 1 else kw.get("category")
             if msg is not None:
-                self._add(msg, "warn", (last_name(cat) if cat is not None else None) or "UserWarning",
-                          call, qual, guard, func)
+                self._add(msg, "warn", (last_name(cat) if cat is not None else None) or "UserWarning", call, qual, guard, func)
         elif attr in _LOG_LEVELS and owner and _LOGGER.match(owner) and args:
             parts = self._template(args[0], func, call.lineno)
             if len(args) > 1:
@@ -262,8 +263,7 @@ class _Module:
         message = _render(parts)
         if message is None:
             return
-        self.entries.append(Entry(message, "python", via, exc, self.rel, node.lineno,
-                                  ".".join(qual) or None, guard))
+        self.entries.append(Entry(message, "python", via, exc, self.rel, node.lineno, ".".join(qual) or None, guard))
 
 
 def _render(parts: Parts) -> str | None:
@@ -308,13 +308,18 @@ _STRONG = re.compile(
     r"NCCL|nccl|[Gg]loo|c10d|ProcessGroup|[Pp]rocess group|[Rr]endezvous|[Ww]atchdog|TCPStore|[Ss]tore\b|"
     r"[Bb]arrier|[Cc]ollective|libuv|[Ss]ocket|[Ww]orld ?[Ss]ize|all_?[Rr]educe|all_?[Gg]ather|"
     r"reduce_?[Ss]catter|[Hh]eartbeat|[Ff]light ?[Rr]ecorder|MASTER_(ADDR|PORT)|TORCH_NCCL|[Cc]ommunicator|"
-    r"[Pp]eer|send/recv|[Rr]ecv\b|[Dd]istributed")
+    r"[Pp]eer|send/recv|[Rr]ecv\b|[Dd]istributed"
+)
 _WEAK = re.compile(r"\b[Rr]anks?\b|[Bb]roadcast\b|[Tt]ime(d ?)?out|[Cc]onnect")
-_NOT_DIST = re.compile(r"(?i)shape|\bdims?\b|dimension|axis|operator|indices|weight|of rank|same rank|"
-                       r"input rank|rank of|rank must|broadcasting|onnx|quantiz|qnnp")
+_NOT_DIST = re.compile(
+    r"(?i)shape|\bdims?\b|dimension|axis|operator|indices|weight|of rank|same rank|"
+    r"input rank|rank of|rank must|broadcasting|onnx|quantiz|qnnp"
+)
 _JUNK = re.compile(r"constexpr|c10::|std::|::<|\s->\s|\(Tensor|__[a-z]|\$\{|https?:|[=!<>]=|&&|\|\|")
-_DOCSTRING = re.compile(r"^\(?(Gets?|Sets?|Returns?|Creates?|Base class|An implementation|URL specifying|See|"
-                        r"Enable|Recursively|The type of)\b")
+_DOCSTRING = re.compile(
+    r"^\(?(Gets?|Sets?|Returns?|Creates?|Base class|An implementation|URL specifying|See|"
+    r"Enable|Recursively|The type of)\b"
+)
 _ASSERT = re.compile(r' INTERNAL ASSERT FAILED at "[^"]*distributed[^"]*":\d+')
 
 
@@ -330,7 +335,7 @@ def _rodata_ranges(mm) -> list[tuple[int, int]]:
         out = []
         for name, _type, _flags, _addr, off, size in heads:
             end = mm.find(b"\0", names_at + name)
-            if mm[names_at + name:end].startswith(b".rodata") and size:
+            if mm[names_at + name : end].startswith(b".rodata") and size:
                 out.append((off, off + size))
         return out or [(0, len(mm))]
     except (struct.error, IndexError, ValueError):
@@ -346,8 +351,8 @@ def _native_message(raw: bytes) -> tuple[str, str | None] | None:
     condition = None
     hit = _ASSERT.search(text)
     if hit:  # 'cond INTERNAL ASSERT FAILED at "torch/csrc/distributed/...":123, please report a bug ...'
-        condition = f"not ({text[:hit.start()]})"
-        return "*" + text[hit.start():], condition
+        condition = f"not ({text[: hit.start()]})"
+        return "*" + text[hit.start() :], condition
     if not _STRONG.search(text) and not (_WEAK.search(text) and not _NOT_DIST.search(text)):
         return None
     if _JUNK.search(text) or _DOCSTRING.match(text):  # pybind docstrings are not messages

@@ -3,6 +3,7 @@
 One function, :func:`catalogue`, behind ``fsdp-skill show --list [--snippets] [--topic T] [--json]`` and the
 MCP tool ``list_sections``.  Nothing is verified or run here.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -50,7 +51,11 @@ def catalogue(topics: Iterable[str] = (), *, kb: Knowledge | None = None) -> Cat
     by_section: dict[str, list[SnippetEntry]] = {}
     for sp in kb.snippets.values():
         by_section.setdefault(sp.section_id, []).append(
-            SnippetEntry(id=sp.id, world_size=sp.world_size, requires=list(sp.requires)))
-    sections = [SectionEntry(id=s.id, title=s.title, topic=s.topic, snippets=by_section.get(s.id, []))
-                for s in kb.sections.values() if not topics or s.topic in topics]
+            SnippetEntry(id=sp.id, world_size=sp.world_size, requires=list(sp.requires))
+        )
+    sections = [
+        SectionEntry(id=s.id, title=s.title, topic=s.topic, snippets=by_section.get(s.id, []))
+        for s in kb.sections.values()
+        if not topics or s.topic in topics
+    ]
     return Catalogue(topics=list(kb.topics), sections=sections)

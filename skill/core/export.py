@@ -17,6 +17,7 @@ Failed, timed-out, skipped (e.g. needs CUDA) and unverified snippets are refused
 An earlier manifest in ``out_dir`` is extended, never silently shortened: an entry that does not validate
 is kept verbatim under ``unreadable`` and reported in ``Manifest.notes``.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -48,7 +49,9 @@ class ExportedScript(BaseModel):
     section_title: str = Field(description="Heading of that section")
     sources: list[str] = Field(default_factory=list, description="Official documentation URLs of the section")
     verified: bool = Field(description="True only when the verdict is 'passed'")
-    code_sha256: str = Field(description="SHA-256 of the code body (the bytes after the header), equal to the verdict's code_sha256")
+    code_sha256: str = Field(
+        description="SHA-256 of the code body (the bytes after the header), equal to the verdict's code_sha256"
+    )
     launch: str = Field(description="torchrun command that launches the script")
     world_size: int = Field(description="Ranks the script is launched with (--nproc_per_node)")
     timeout: float = Field(description="Seconds the harness allowed the run")
@@ -78,8 +81,10 @@ class NotExported(BaseModel):
     """A selected snippet that an ``--all`` / ``--topic`` export left out because it did not pass here."""
 
     id: str = Field(description="Snippet id")
-    status: str = Field(description="Why: 'skipped' (cannot run on this host, e.g. needs CUDA), 'failed', 'timeout', "
-                                    "'stale' (the verdict is for other code) or another non-passing status")
+    status: str = Field(
+        description="Why: 'skipped' (cannot run on this host, e.g. needs CUDA), 'failed', 'timeout', "
+        "'stale' (the verdict is for other code) or another non-passing status"
+    )
     reason: str | None = Field(None, description="The verdict's reason, e.g. 'needs 2 CUDA devices, found 0'")
 
 
@@ -102,10 +107,14 @@ class Manifest(BaseModel):
     header_end: str = Field(HEADER_END.rstrip("\n"), description="Line that ends each script's header; the code follows it")
     entries: list[ManifestEntry] = Field(default_factory=list, description="One entry per exported script")
     exported: list[str] = Field(default_factory=list, description="Ids written by the latest export")
-    skipped: list[NotExported] = Field(default_factory=list, description="Snippets the latest export selected but "
-                                       "left out because they did not pass here, with the reason")
-    unreadable: list[UnreadableEntry] = Field(default_factory=list, description="Entries of an earlier manifest that do "
-                                              "not validate, kept verbatim (test_exported.py ignores them)")
+    skipped: list[NotExported] = Field(
+        default_factory=list,
+        description="Snippets the latest export selected but left out because they did not pass here, with the reason",
+    )
+    unreadable: list[UnreadableEntry] = Field(
+        default_factory=list,
+        description="Entries of an earlier manifest that do not validate, kept verbatim (test_exported.py ignores them)",
+    )
     notes: list[str] = Field(default_factory=list, description="What the latest export noticed in the earlier manifest")
 
 
@@ -113,14 +122,21 @@ def _header(spec: SnippetSpec, section: SectionDoc, verdict: Verdict, exported_a
     verified = verdict.status == "passed"
     lines = [f"fsdp-skill exported snippet {spec.id}"]
     if not verified:
-        lines += ["", "!" * 72, f"!! NOT VERIFIED: status {verdict.status.upper()} on the exporting host",
-                  f"!! {verdict.reason or 'no reason recorded'}",
-                  "!! exported with --include-unverified; do not rely on it before it passes", "!" * 72, ""]
+        lines += [
+            "",
+            "!" * 72,
+            f"!! NOT VERIFIED: status {verdict.status.upper()} on the exporting host",
+            f"!! {verdict.reason or 'no reason recorded'}",
+            "!! exported with --include-unverified; do not rely on it before it passes",
+            "!" * 72,
+            "",
+        ]
     lines += [
         f"snippet:     {spec.id}",
         f"section:     {section.id} ({section.title})",
         *[f"source:      {url}" for url in section.sources],
-        f"verdict:     {verdict.status}" + (" (cached)" if verdict.cached else "")
+        f"verdict:     {verdict.status}"
+        + (" (cached)" if verdict.cached else "")
         + (f" at {verdict.checked_at}" if verdict.checked_at else ""),
         f"torch:       {verdict.torch_version or torch_version() or 'unknown'}",
         f"backend:     {verdict.backend or spec.backend}",
@@ -134,16 +150,26 @@ def _header(spec: SnippetSpec, section: SectionDoc, verdict: Verdict, exported_a
     return "".join(f"# {line}".rstrip() + "\n" for line in lines) + HEADER_END
 
 
-def render_script(spec: SnippetSpec, verdict: Verdict, *, kb: Knowledge | None = None,
-                  exported_at: str | None = None) -> ExportedScript:
+def render_script(
+    spec: SnippetSpec, verdict: Verdict, *, kb: Knowledge | None = None, exported_at: str | None = None
+) -> ExportedScript:
     """The script file of ``spec``: header (with ``verdict``) plus the code, unchanged."""
     kb = kb or load_knowledge()
     section = kb.section(spec.section_id)
     exported_at = exported_at or _now()
     return ExportedScript(
-        id=spec.id, filename=spec.filename, section_id=section.id, section_title=section.title, sources=section.sources,
-        verified=verdict.status == "passed", code_sha256=code_sha256(spec.code), launch=spec.launch,
-        world_size=spec.world_size, timeout=spec.timeout, requires=spec.requires, verdict=verdict,
+        id=spec.id,
+        filename=spec.filename,
+        section_id=section.id,
+        section_title=section.title,
+        sources=section.sources,
+        verified=verdict.status == "passed",
+        code_sha256=code_sha256(spec.code),
+        launch=spec.launch,
+        world_size=spec.world_size,
+        timeout=spec.timeout,
+        requires=spec.requires,
+        verdict=verdict,
         script=_header(spec, section, verdict, exported_at) + spec.code,
     )
 
@@ -164,9 +190,15 @@ def _problem(spec: SnippetSpec, verdict: Verdict) -> tuple[str, str, str | None]
     return None
 
 
-def prepare(specs: list[SnippetSpec], *, include_unverified: bool = False, kb: Knowledge | None = None,
-            progress: Progress | None = None, exported_at: str | None = None,
-            verifier: Verifier | None = None) -> list[ExportedScript]:
+def prepare(
+    specs: list[SnippetSpec],
+    *,
+    include_unverified: bool = False,
+    kb: Knowledge | None = None,
+    progress: Progress | None = None,
+    exported_at: str | None = None,
+    verifier: Verifier | None = None,
+) -> list[ExportedScript]:
     """Verify ``specs`` (cache or run) and render their scripts; ExportRefused if any did not pass."""
     kb = kb or load_knowledge()
     verdicts = shared_verdicts(specs, verifier=verifier, progress=progress)
@@ -177,16 +209,24 @@ def prepare(specs: list[SnippetSpec], *, include_unverified: bool = False, kb: K
     return [render_script(s, verdicts[s.id], kb=kb, exported_at=exported_at) for s in specs]
 
 
-def export_one(snippet_id: str, *, include_unverified: bool = False, kb: Knowledge | None = None,
-               verifier: Verifier | None = None) -> ExportedScript:
+def export_one(
+    snippet_id: str, *, include_unverified: bool = False, kb: Knowledge | None = None, verifier: Verifier | None = None
+) -> ExportedScript:
     """One knowledge snippet as a script (verified first); NotFoundError, ExportRefused."""
     kb = kb or load_knowledge()
     return prepare([kb.snippet(snippet_id)], include_unverified=include_unverified, kb=kb, verifier=verifier)[0]
 
 
-def export_snippets(specs: list[SnippetSpec], out_dir: str | Path, *, include_unverified: bool = False,
-                    partial: bool = False, kb: Knowledge | None = None, progress: Progress | None = None,
-                    verifier: Verifier | None = None) -> Manifest:
+def export_snippets(
+    specs: list[SnippetSpec],
+    out_dir: str | Path,
+    *,
+    include_unverified: bool = False,
+    partial: bool = False,
+    kb: Knowledge | None = None,
+    progress: Progress | None = None,
+    verifier: Verifier | None = None,
+) -> Manifest:
     """Verify, then write the scripts, ``manifest.json`` and ``test_exported.py`` into ``out_dir``.
 
     Snippets that did not pass are refused with ExportRefused (nothing written) unless
@@ -210,10 +250,14 @@ def export_snippets(specs: list[SnippetSpec], out_dir: str | Path, *, include_un
         raise ExportRefused(refused)
     left_out = set() if include_unverified else {sid for sid, _, _ in refused}
     scripts = [render_script(s, verdicts[s.id], kb=kb, exported_at=exported_at) for s in specs if s.id not in left_out]
-    manifest = Manifest(exported_at=exported_at, torch_version=torch_version(), knowledge_fingerprint=kb.fingerprint,
-                        include_unverified=include_unverified, exported=[sc.id for sc in scripts],
-                        skipped=[NotExported(id=sid, status=status, reason=reason) for sid, status, reason in refused
-                                 if sid in left_out])
+    manifest = Manifest(
+        exported_at=exported_at,
+        torch_version=torch_version(),
+        knowledge_fingerprint=kb.fingerprint,
+        include_unverified=include_unverified,
+        exported=[sc.id for sc in scripts],
+        skipped=[NotExported(id=sid, status=status, reason=reason) for sid, status, reason in refused if sid in left_out],
+    )
     previous, manifest.unreadable, manifest.notes = earlier.keep(out, {sc.id for sc in scripts})
     manifest.entries.extend(previous)
     manifest.include_unverified = include_unverified or any(not e.verified for e in previous)
@@ -230,10 +274,22 @@ def _write(out: Path, scripts: list[ExportedScript], manifest: Manifest) -> None
     out.mkdir(parents=True, exist_ok=True)
     for sc in scripts:
         (out / sc.filename).write_bytes(sc.script.encode("utf-8"))
-        manifest.entries.append(ManifestEntry(
-            id=sc.id, file=sc.filename, section=sc.section_id, section_title=sc.section_title, sources=sc.sources,
-            sha256=sc.code_sha256, verified=sc.verified, world_size=sc.world_size, timeout=sc.timeout,
-            requires=sc.requires, launch=sc.launch, verdict=sc.verdict))
+        manifest.entries.append(
+            ManifestEntry(
+                id=sc.id,
+                file=sc.filename,
+                section=sc.section_id,
+                section_title=sc.section_title,
+                sources=sc.sources,
+                sha256=sc.code_sha256,
+                verified=sc.verified,
+                world_size=sc.world_size,
+                timeout=sc.timeout,
+                requires=sc.requires,
+                launch=sc.launch,
+                verdict=sc.verdict,
+            )
+        )
     (out / MANIFEST_NAME).write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
     (out / RUNNER_NAME).write_text(runner_source(), encoding="utf-8")
 
@@ -276,8 +332,10 @@ class _Earlier:
                 kept.append(e)
             else:
                 notes.append(f"dropped the manifest entry {e.id}: its file {e.file} is gone")
-        notes += [f"kept unreadable manifest entry #{u.index} as is under 'unreadable' ({u.error}); fix or delete it"
-                  for u in self.unreadable]
+        notes += [
+            f"kept unreadable manifest entry #{u.index} as is under 'unreadable' ({u.error}); fix or delete it"
+            for u in self.unreadable
+        ]
         return kept, self.unreadable, notes
 
 

@@ -5,6 +5,7 @@ The light core (question routing, knowledge, CLI ``ask``/``show``) needs no torc
 (extra ``torch``) is not checked here: it is needed in the *target* interpreter, which may be another
 environment (``--python``); :func:`fsdp_skill.runtime.api.require_torch` checks it there.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -29,5 +30,7 @@ def require(extra: str, purpose: str) -> None:
     """
     absent = missing(extra)
     if absent:
-        raise MissingDependency(f"{purpose} needs {', '.join(absent)}, which is not installed here; "
-                                f"install the extra: pip install 'fsdp-skill[{extra}]'")
+        raise MissingDependency(
+            f"{purpose} needs {', '.join(absent)}, which is not installed here; "
+            f"install the extra: pip install 'fsdp-skill[{extra}]'"
+        )

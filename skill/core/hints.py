@@ -1,4 +1,5 @@
 """Knowledge sections that explain a failed or timed-out verdict (the ``hint`` lines of ``verify``)."""
+
 from __future__ import annotations
 
 import re
@@ -8,20 +9,26 @@ from fsdp_skill.errors import KnowledgeError
 from fsdp_skill.runtime.models import Verdict
 
 # (pattern over the verdict's text, knowledge section id).  Checked in order; see hint_for.
-HINTS: list[tuple[re.Pattern, str]] = [(re.compile(p, re.I), sid) for p, sid in [
-    (r"Address already in use|EADDRINUSE", "debugging/address-in-use"),
-    (r"Expected all tensors to be on the same device", "debugging/fsdp-same-device"),
-    (r"Duplicate GPU detected", "debugging/duplicate-gpu"),
-    (r"environment variable \w+ expected, but not set", "debugging/master-addr-not-set"),
-    (r"Watchdog caught collective operation timeout", "debugging/nccl-watchdog-timeout"),
-    (r"waiting for clients|DistStoreError|store based barrier", "debugging/init-timeout"),
-    (r"Detected mismatch between collectives|Received data size doesn't match expected size"
-     r"|Is there a distributed collective mismatch", "debugging/distributed-debug-detail"),
-    (r"Expected to have finished reduction in the prior iteration", "debugging/ddp-unused-parameters"),
-    (r"expected scalar type \w+ but found|must have the same dtype", "debugging/dtype-mismatch"),
-    (r"No backend type associated with device type|PREMUL_SUM", "debugging/backend-unsupported-op"),
-    (r"terminate called without an active exception|while the interpreter shut down", "init/destroy-process-group"),
-]]
+HINTS: list[tuple[re.Pattern, str]] = [
+    (re.compile(p, re.I), sid)
+    for p, sid in [
+        (r"Address already in use|EADDRINUSE", "debugging/address-in-use"),
+        (r"Expected all tensors to be on the same device", "debugging/fsdp-same-device"),
+        (r"Duplicate GPU detected", "debugging/duplicate-gpu"),
+        (r"environment variable \w+ expected, but not set", "debugging/master-addr-not-set"),
+        (r"Watchdog caught collective operation timeout", "debugging/nccl-watchdog-timeout"),
+        (r"waiting for clients|DistStoreError|store based barrier", "debugging/init-timeout"),
+        (
+            r"Detected mismatch between collectives|Received data size doesn't match expected size"
+            r"|Is there a distributed collective mismatch",
+            "debugging/distributed-debug-detail",
+        ),
+        (r"Expected to have finished reduction in the prior iteration", "debugging/ddp-unused-parameters"),
+        (r"expected scalar type \w+ but found|must have the same dtype", "debugging/dtype-mismatch"),
+        (r"No backend type associated with device type|PREMUL_SUM", "debugging/backend-unsupported-op"),
+        (r"terminate called without an active exception|while the interpreter shut down", "init/destroy-process-group"),
+    ]
+]
 _PEER_GONE = re.compile(r"Connection closed by peer|Connection reset by peer", re.I)
 
 
@@ -38,8 +45,11 @@ def hint_for(verdict: Verdict, kb: Knowledge | None = None) -> list[str]:
     """
     if verdict.status not in ("failed", "timeout"):
         return []
-    text = "\n".join([verdict.reason or ""] + [r.error or "" for r in verdict.ranks]
-                     + [r.traceback or r.output_tail or "" for r in verdict.ranks])
+    text = "\n".join(
+        [verdict.reason or ""]
+        + [r.error or "" for r in verdict.ranks]
+        + [r.traceback or r.output_tail or "" for r in verdict.ranks]
+    )
     if kb is None:
         try:
             kb = load_knowledge()
@@ -80,8 +90,23 @@ def _matched(verdict: Verdict, text: str, kb: Knowledge) -> list[str]:
 
 
 # Blocking calls that say nothing about which knowledge applies (the hang heuristics above cover them).
-_PLAIN_CALLS = {"barrier", "all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter", "broadcast",
-                "reduce", "gather", "scatter", "send", "recv", "wait", "sleep", "join", "monitored_barrier"}
+_PLAIN_CALLS = {
+    "barrier",
+    "all_reduce",
+    "all_gather",
+    "all_gather_into_tensor",
+    "reduce_scatter",
+    "broadcast",
+    "reduce",
+    "gather",
+    "scatter",
+    "send",
+    "recv",
+    "wait",
+    "sleep",
+    "join",
+    "monitored_barrier",
+}
 
 
 def _resolve(ids: list[str], kb: Knowledge | None) -> list[str]:

@@ -6,6 +6,7 @@ The card format is described in README.md ("Knowledge card format").  Every prob
 Loading all cards takes tens of milliseconds; :func:`load_knowledge` keeps one parsed copy per
 directory and file fingerprint (size, mtime) in memory.
 """
+
 from __future__ import annotations
 
 import os
@@ -214,7 +215,9 @@ def _index(directory: Path, cards: list[Card]) -> Knowledge:
         for section in card.sections:
             if section.id in kb.sections:
                 other = kb.sections[section.id]
-                raise KnowledgeError(str(path), section.line, f"duplicate section id {section.id!r} (also {other.card}:{other.line})")
+                raise KnowledgeError(
+                    str(path), section.line, f"duplicate section id {section.id!r} (also {other.card}:{other.line})"
+                )
             kb.sections[section.id] = section
             for snip in section.snippets:
                 if snip.id in kb.snippets:
@@ -230,7 +233,9 @@ def _yaml(text: str, path: Path, line: int, what: str) -> dict:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise KnowledgeError(str(path), line + (mark.line if mark else 0), f"invalid YAML in {what}: {getattr(exc, 'problem', exc)}") from exc
+        raise KnowledgeError(
+            str(path), line + (mark.line if mark else 0), f"invalid YAML in {what}: {getattr(exc, 'problem', exc)}"
+        ) from exc
     if not isinstance(data, dict):
         raise KnowledgeError(str(path), line, f"{what} must be a YAML mapping")
     return data
@@ -262,12 +267,17 @@ def parse_card(source: str, path: str | Path = "<card>") -> Card:
         if key not in front or front[key] in (None, "", []):
             raise KnowledgeError(str(path), 1, f"front matter lacks {key!r}")
     if front["id"] != front["topic"] or (path.suffix == ".md" and path.stem != front["id"] and path.name != "<card>"):
-        raise KnowledgeError(str(path), 1, f"id ({front['id']!r}), topic ({front['topic']!r}) and file name ({path.stem!r}) must agree")
+        raise KnowledgeError(
+            str(path), 1, f"id ({front['id']!r}), topic ({front['topic']!r}) and file name ({path.stem!r}) must agree"
+        )
     topic = str(front["topic"])
     card = Card(
-        id=str(front["id"]), title=str(front["title"]), topic=topic,
+        id=str(front["id"]),
+        title=str(front["title"]),
+        topic=topic,
         aliases=_str_list(front.get("aliases"), path, 1, "aliases"),
-        sources=_str_list(front.get("sources"), path, 1, "sources"), file=path.name,
+        sources=_str_list(front.get("sources"), path, 1, "sources"),
+        file=path.name,
     )
     # split the token stream at every h2
     starts = [i for i, t in enumerate(tokens) if t.type == "heading_open" and t.tag == "h2"]
@@ -307,7 +317,9 @@ def _parse_section(tokens, start: int, end: int, lines: list[str], path: Path, c
             body = body[:i]
             break
     if not body or body[0].type != "html_block" or not body[0].content.lstrip().startswith("<!--"):
-        raise KnowledgeError(str(path), line, f"section {title!r} must be followed by an HTML comment with its metadata (slug, apis, sources, zh)")
+        raise KnowledgeError(
+            str(path), line, f"section {title!r} must be followed by an HTML comment with its metadata (slug, apis, sources, zh)"
+        )
     meta_tok = body[0]
     meta_src = meta_tok.content.strip()
     if not meta_src.endswith("-->"):
@@ -315,7 +327,9 @@ def _parse_section(tokens, start: int, end: int, lines: list[str], path: Path, c
     meta = _yaml(meta_src[4:-3], path, meta_tok.map[0] + 1, "section metadata")
     slug = str(meta.get("slug") or "")
     if not _SLUG.match(slug):
-        raise KnowledgeError(str(path), meta_tok.map[0] + 1, f"section {title!r}: 'slug' must be lower-case letters, digits and '-' (got {slug!r})")
+        raise KnowledgeError(
+            str(path), meta_tok.map[0] + 1, f"section {title!r}: 'slug' must be lower-case letters, digits and '-' (got {slug!r})"
+        )
     unknown = set(meta) - {"slug", "apis", "sources", "aliases", "zh", "errors", "torch"}
     if unknown:
         raise KnowledgeError(str(path), meta_tok.map[0] + 1, f"unknown metadata key(s) {sorted(unknown)}")
@@ -328,11 +342,18 @@ def _parse_section(tokens, start: int, end: int, lines: list[str], path: Path, c
     torch_spec = _torch_spec(meta.get("torch"), path, meta_tok.map[0] + 1, title)
     section_id = f"{card.topic}/{slug}"
     section = SectionDoc(
-        id=section_id, title=title, topic=card.topic, card=card.file, line=line, text="",
-        apis=_str_list(meta.get("apis"), path, meta_tok.map[0] + 1, "apis"), sources=sources,
+        id=section_id,
+        title=title,
+        topic=card.topic,
+        card=card.file,
+        line=line,
+        text="",
+        apis=_str_list(meta.get("apis"), path, meta_tok.map[0] + 1, "apis"),
+        sources=sources,
         aliases=_str_list(meta.get("aliases"), path, meta_tok.map[0] + 1, "aliases"),
         zh=(str(meta["zh"]).strip() if meta.get("zh") else None),
-        errors=_str_list(meta.get("errors"), path, meta_tok.map[0] + 1, "errors"), torch=torch_spec,
+        errors=_str_list(meta.get("errors"), path, meta_tok.map[0] + 1, "errors"),
+        torch=torch_spec,
     )
     # body text: source lines of the remaining blocks, without verify fences (those become snippets)
     text_parts: list[str] = []
@@ -395,10 +416,22 @@ def _parse_snippet(tok, path: Path, section: SectionDoc, index: int) -> SnippetS
     try:
         compile(code, f"{path}:{line + 1}", "exec")
     except SyntaxError as exc:
-        raise KnowledgeError(str(path), line + (exc.lineno or 0), f"snippet {snippet_id!r} is not valid Python: {exc.msg}") from None
-    return SnippetSpec(id=snippet_id, section_id=section.id, code=code, world_size=world_size,
-                       backend=backend, timeout=timeout, requires=requires, line=line, checks=checks,
-                       tolerance=tolerance, expects=expects)
+        raise KnowledgeError(
+            str(path), line + (exc.lineno or 0), f"snippet {snippet_id!r} is not valid Python: {exc.msg}"
+        ) from None
+    return SnippetSpec(
+        id=snippet_id,
+        section_id=section.id,
+        code=code,
+        world_size=world_size,
+        backend=backend,
+        timeout=timeout,
+        requires=requires,
+        line=line,
+        checks=checks,
+        tolerance=tolerance,
+        expects=expects,
+    )
 
 
 def _checks(settings: dict, path: Path, line: int, info: str) -> tuple[str | None, float | None, str | None]:

@@ -9,6 +9,7 @@ line, the fence's settings equal to the snippet's fields, and as many sections a
 card as the file has.  It reads the card bytes already loaded for the digest and takes a few
 milliseconds (a parse takes hundreds).
 """
+
 from __future__ import annotations
 
 import re
@@ -60,8 +61,7 @@ def _outline(lines: list[str]) -> tuple[int, int]:
         if fence is None and match:
             fence = match.group(1)
             fences += bool(_VERIFY_FENCE.match(line))
-        elif fence is not None and match and line.strip() == fence[0] * len(line.strip()) \
-                and len(line.strip()) >= len(fence):
+        elif fence is not None and match and line.strip() == fence[0] * len(line.strip()) and len(line.strip()) >= len(fence):
             fence = None
         elif fence is None and line.startswith("## "):
             headings += 1
@@ -88,7 +88,7 @@ def _snippet_agrees(snip: SnippetSpec, section: SectionDoc, index: int, lines: l
     n = snip.code.count("\n")
     if not 1 <= snip.line or snip.line + n > len(lines) or not snip.code.endswith("\n"):
         return False
-    if "".join(lines[snip.line: snip.line + n]) != snip.code:
+    if "".join(lines[snip.line : snip.line + n]) != snip.code:
         return False
     fence = lines[snip.line - 1].strip().lstrip("`~").split(None, 2)
     if len(fence) < 2 or fence[:2] != ["python", "verify"]:
@@ -96,12 +96,20 @@ def _snippet_agrees(snip: SnippetSpec, section: SectionDoc, index: int, lines: l
     try:
         settings = dict(w.split("=", 1) for w in shlex.split(fence[2] if len(fence) > 2 else ""))
         tolerance = float(settings["tol"]) if "tol" in settings else None
-        want = (int(settings.get("world_size", 2)), settings.get("backend", "auto"),
-                float(settings.get("timeout", 60)), [r for r in settings.get("requires", "").split(",") if r],
-                settings.get("checks"), tolerance, settings.get("expects", "").strip() or None)
+        want = (
+            int(settings.get("world_size", 2)),
+            settings.get("backend", "auto"),
+            float(settings.get("timeout", 60)),
+            [r for r in settings.get("requires", "").split(",") if r],
+            settings.get("checks"),
+            tolerance,
+            settings.get("expects", "").strip() or None,
+        )
     except ValueError:
         return False
     name = settings.get("name")
     snippet_id = f"{section.topic}/{name}" if name else section.id + (f"-{index + 1}" if index else "")
-    return (snip.id, snip.world_size, snip.backend, snip.timeout, snip.requires, snip.checks, snip.tolerance,
-            snip.expects) == (snippet_id, *want)
+    return (snip.id, snip.world_size, snip.backend, snip.timeout, snip.requires, snip.checks, snip.tolerance, snip.expects) == (
+        snippet_id,
+        *want,
+    )

@@ -9,6 +9,7 @@ atlas does not catalogue it (e.g. a CUDA-only NCCL message on a CPU build).
 The atlas is consulted only when the question looks like it holds a message (:func:`looks_pasted`), so an
 ordinary how-to question never loads it.
 """
+
 from __future__ import annotations
 
 import functools
@@ -78,9 +79,19 @@ def explain_messages(question: str, kb: Knowledge, limit: int = 3) -> list[Error
         e = match.entry
         sections = [sid for sid, t in declared if same_message(t, e.message)]
         raised = RaisedAt(path=e.path, line=e.line, function=e.function) if e.kind == "python" else None
-        out.append(ErrorInfo(message=e.message, kind=e.kind, exception=e.exception, raised_at=raised,
-                             condition=e.condition, torch_version=version, sections=list(dict.fromkeys(sections)),
-                             explanation=explain(match), how=match.how))
+        out.append(
+            ErrorInfo(
+                message=e.message,
+                kind=e.kind,
+                exception=e.exception,
+                raised_at=raised,
+                condition=e.condition,
+                torch_version=version,
+                sections=list(dict.fromkeys(sections)),
+                explanation=explain(match),
+                how=match.how,
+            )
+        )
         claimed.update(sections)
     # messages the atlas does not catalogue but a section declares, found verbatim in the question
     direct: dict[str, list[str]] = {}
@@ -89,8 +100,18 @@ def explain_messages(question: str, kb: Knowledge, limit: int = 3) -> list[Error
         if sid not in claimed and _in_order(_pieces(t), canon):
             direct.setdefault(t, []).append(sid)
     for t, sids in sorted(direct.items(), key=lambda kv: -len("".join(_pieces(kv[0]))))[: max(0, limit - len(out))]:
-        out.append(ErrorInfo(message=t, kind="declared", exception=None, raised_at=None, condition=None,
-                             torch_version=version, sections=sids,
-                             explanation="not catalogued from this torch's Python sources or libraries; "
-                                         "matched the message a knowledge section explains", how="section"))
+        out.append(
+            ErrorInfo(
+                message=t,
+                kind="declared",
+                exception=None,
+                raised_at=None,
+                condition=None,
+                torch_version=version,
+                sections=sids,
+                explanation="not catalogued from this torch's Python sources or libraries; "
+                "matched the message a knowledge section explains",
+                how="section",
+            )
+        )
     return out

@@ -2,6 +2,7 @@
 
 ``Answer`` is the ``ask --json`` contract that other tools rely on; HTTP and MCP return the same models.
 """
+
 from __future__ import annotations
 
 from typing import Literal
@@ -23,9 +24,12 @@ class SnippetSpec(BaseModel):
     timeout: float = Field(60.0, description="Seconds before the run is killed and reported as timeout")
     requires: list[str] = Field(default_factory=list, description="Host requirements, e.g. ['cuda']")
     line: int = Field(0, description="1-based line of the opening fence in the card file")
-    checks: str | None = Field(None, description="What the script asserts: 'reference' (results equal a single-process "
-                               "or unsharded reference), 'agree' (ranks agree), 'raises' (the documented error), "
-                               "'runs' (an API call with nothing to compare)")
+    checks: str | None = Field(
+        None,
+        description="What the script asserts: 'reference' (results equal a single-process "
+        "or unsharded reference), 'agree' (ranks agree), 'raises' (the documented error), "
+        "'runs' (an API call with nothing to compare)",
+    )
     tolerance: float | None = Field(None, description="checks=reference: the largest difference allowed (0 = exact)")
     expects: str | None = Field(None, description="checks=raises: the exception and the start of its message")
 
@@ -72,10 +76,16 @@ class SectionDoc(BaseModel):
     aliases: list[str] = Field(default_factory=list, description="Extra search terms (English and Chinese)")
     zh: str | None = Field(None, description="One-sentence Chinese summary")
     title_zh: str | None = Field(None, description="Chinese heading (knowledge/zh/<card>.md); None: none written")
-    text_zh: str | None = Field(None, description="Full Chinese body, same facts as `text`, its code blocks byte for "
-                                "byte the English ones; None: none written")
-    errors: list[str] = Field(default_factory=list, description="Error/warning message templates this section explains ('*' = any text)")
-    torch: str | None = Field(None, description="torch versions the section applies to (PEP 440 specifier, e.g. '>=2.6'); None: no bound declared")
+    text_zh: str | None = Field(
+        None,
+        description="Full Chinese body, same facts as `text`, its code blocks byte for byte the English ones; None: none written",
+    )
+    errors: list[str] = Field(
+        default_factory=list, description="Error/warning message templates this section explains ('*' = any text)"
+    )
+    torch: str | None = Field(
+        None, description="torch versions the section applies to (PEP 440 specifier, e.g. '>=2.6'); None: no bound declared"
+    )
     snippets: list[SnippetSpec] = Field(default_factory=list, description="Runnable scripts of this section")
 
 
@@ -121,12 +131,19 @@ class SectionOut(BaseModel):
     text: str = Field(description="Markdown body of the section")
     zh: str | None = Field(None, description="One-sentence Chinese summary of the section")
     title_zh: str | None = Field(None, description="Chinese heading of the section")
-    text_zh: str | None = Field(None, description="Full Chinese markdown body of the section: the same facts, steps, "
-                                "caveats and numbers as `text`, code blocks identical (snippets are in `snippets`)")
+    text_zh: str | None = Field(
+        None,
+        description="Full Chinese markdown body of the section: the same facts, steps, "
+        "caveats and numbers as `text`, code blocks identical (snippets are in `snippets`)",
+    )
     sources: list[str] = Field(default_factory=list, description="Official documentation URLs")
     apis: list[str] = Field(default_factory=list, description="APIs the section discusses")
-    torch_requires: str | None = Field(None, description="torch versions the section applies to, e.g. '>=2.6' (None: no bound declared)")
-    applies: bool | None = Field(None, description="False when the torch in use is outside torch_requires; None when either is unknown")
+    torch_requires: str | None = Field(
+        None, description="torch versions the section applies to, e.g. '>=2.6' (None: no bound declared)"
+    )
+    applies: bool | None = Field(
+        None, description="False when the torch in use is outside torch_requires; None when either is unknown"
+    )
     applicability: str | None = Field(None, description="What to know on this torch, e.g. 'needs torch >=2.6; yours is 2.4.1'")
     snippets: list[SnippetOut] = Field(default_factory=list, description="Verified (or unverified) scripts")
 
@@ -137,10 +154,14 @@ class ApiInfo(BaseModel):
     name: str = Field(description="Fully qualified name, e.g. 'torch.distributed.fsdp.fully_shard'")
     signature: str | None = Field(None, description="inspect.signature of the object, or None if unavailable")
     summary: str | None = Field(None, description="First paragraph of its docstring")
-    available: bool = Field(description="False when the name does not resolve in the target interpreter's torch, "
-                            "or torch is not installed there")
-    reason: str | None = Field(None, description="Why it is not available when torch is missing, and how to fix it "
-                               "(install torch or pass --python PATH); None otherwise")
+    available: bool = Field(
+        description="False when the name does not resolve in the target interpreter's torch, or torch is not installed there"
+    )
+    reason: str | None = Field(
+        None,
+        description="Why it is not available when torch is missing, and how to fix it "
+        "(install torch or pass --python PATH); None otherwise",
+    )
 
 
 class RaisedAt(BaseModel):
@@ -157,10 +178,13 @@ class ErrorInfo(BaseModel):
     message: str = Field(description="The message template ('*' = a formatted-in value)")
     kind: Literal["python", "native", "declared"] = Field(
         description="'python': raised/warned in torch's Python source; 'native': a string of torch's shared "
-                    "libraries (c10d, gloo, NCCL); 'declared': not catalogued here, matched a section's declared message")
+        "libraries (c10d, gloo, NCCL); 'declared': not catalogued here, matched a section's declared message"
+    )
     exception: str | None = Field(None, description="Exception or warning class, e.g. 'ValueError'; None if unknown")
     raised_at: RaisedAt | None = Field(None, description="Source location; None for native and declared messages")
-    condition: str | None = Field(None, description="Source text of the guard that leads to the raise, e.g. 'not is_initialized()'")
+    condition: str | None = Field(
+        None, description="Source text of the guard that leads to the raise, e.g. 'not is_initialized()'"
+    )
     torch_version: str | None = Field(None, description="torch version whose source was catalogued")
     sections: list[str] = Field(default_factory=list, description="Ids of the knowledge sections that explain it (may be empty)")
     explanation: str = Field(description="One line: where it is raised and when")
@@ -171,23 +195,39 @@ class Answer(BaseModel):
     """Answer to one question: the ``ask --json`` contract."""
 
     query: str = Field(description="The question as received (trimmed)")
-    language: str = Field(description="The reader's language: 'en', 'zh' or 'mixed' (English with a few Chinese words), "
-                          "detected from the question's main language unless set (--lang, HTTP/MCP 'language'). "
-                          "Renderers show sections[].text_zh for 'zh', sections[].text otherwise")
+    language: str = Field(
+        description="The reader's language: 'en', 'zh' or 'mixed' (English with a few Chinese words), "
+        "detected from the question's main language unless set (--lang, HTTP/MCP 'language'). "
+        "Renderers show sections[].text_zh for 'zh', sections[].text otherwise"
+    )
     abstained: bool = Field(description="True when the question is outside FSDP / torch.distributed")
     reason: str | None = Field(None, description="Why the assistant abstained, or None")
     topics: list[TopicScore] = Field(default_factory=list, description="Topics ranked by score")
     sections: list[SectionOut] = Field(default_factory=list, description="Top-k sections, best first")
     api: list[ApiInfo] = Field(default_factory=list, description="Live signatures of the APIs those sections list")
-    errors: list[ErrorInfo] = Field(default_factory=list, description="Error/warning messages found in the question, "
-                                    "located in the installed torch, with the sections that explain them")
-    findings: list[Finding] = Field(default_factory=list, description="Mistakes `check` found in Python code pasted in "
-                                    "the question (a fenced block, or a question that is a script); their sections "
-                                    "come first. Lines are counted within each block ('path' names the block)")
-    torch_version: str | None = Field(None, description="torch version of the target interpreter (from package "
-                                      "metadata); None when torch is not installed there")
-    python: str | None = Field(None, description="Absolute path of the target interpreter whose torch answered "
-                               "(signatures, verdicts): the tool's own, or --python / $FSDP_SKILL_PYTHON")
-    plan: str | None = Field(None, description="For a 'will it fit' / 'how much memory' question: a ready "
-                             "`fsdp-skill plan` command line that measures per-GPU peak memory (else None)")
+    errors: list[ErrorInfo] = Field(
+        default_factory=list,
+        description="Error/warning messages found in the question, "
+        "located in the installed torch, with the sections that explain them",
+    )
+    findings: list[Finding] = Field(
+        default_factory=list,
+        description="Mistakes `check` found in Python code pasted in "
+        "the question (a fenced block, or a question that is a script); their sections "
+        "come first. Lines are counted within each block ('path' names the block)",
+    )
+    torch_version: str | None = Field(
+        None,
+        description="torch version of the target interpreter (from package metadata); None when torch is not installed there",
+    )
+    python: str | None = Field(
+        None,
+        description="Absolute path of the target interpreter whose torch answered "
+        "(signatures, verdicts): the tool's own, or --python / $FSDP_SKILL_PYTHON",
+    )
+    plan: str | None = Field(
+        None,
+        description="For a 'will it fit' / 'how much memory' question: a ready "
+        "`fsdp-skill plan` command line that measures per-GPU peak memory (else None)",
+    )
     elapsed_ms: float = Field(0.0, description="Time spent answering, in milliseconds")

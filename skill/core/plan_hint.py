@@ -1,5 +1,6 @@
 """A ready ``fsdp-skill plan`` command line for questions like "will a 70B model fit on 8 GPUs?" or "how much
 memory does FSDP need" (English or Chinese).  Text only: no torch, nothing is run."""
+
 from __future__ import annotations
 
 import math
@@ -8,35 +9,56 @@ import re
 # Sizes of the built-in transformer by parameter count in billions, shaped like public decoder models (untied
 # embeddings, no biases): Llama 3.2 1B (with a 32000 vocabulary, as its untied 128256 one would make it 1.5B) and
 # 3B, Llama 2 7B / 13B, a 32B of Qwen 2.5's shape, Llama 3.1 8B / 70B / 405B.
-PRESETS = {1: "layers=16,dim=2048,heads=32,kv_heads=8,ffn=8192,vocab=32000",
-           3: "layers=28,dim=3072,heads=24,kv_heads=8,ffn=8192,vocab=128256",
-           7: "layers=32,dim=4096,heads=32,kv_heads=32,ffn=11008,vocab=32000",
-           8: "layers=32,dim=4096,heads=32,kv_heads=8,ffn=14336,vocab=128256",
-           13: "layers=40,dim=5120,heads=40,kv_heads=40,ffn=13824,vocab=32000",
-           32: "layers=64,dim=5120,heads=40,kv_heads=8,ffn=27648,vocab=152064",
-           70: "layers=80,dim=8192,heads=64,kv_heads=8,ffn=28672,vocab=128256",
-           405: "layers=126,dim=16384,heads=128,kv_heads=8,ffn=53248,vocab=128256"}
+PRESETS = {
+    1: "layers=16,dim=2048,heads=32,kv_heads=8,ffn=8192,vocab=32000",
+    3: "layers=28,dim=3072,heads=24,kv_heads=8,ffn=8192,vocab=128256",
+    7: "layers=32,dim=4096,heads=32,kv_heads=32,ffn=11008,vocab=32000",
+    8: "layers=32,dim=4096,heads=32,kv_heads=8,ffn=14336,vocab=128256",
+    13: "layers=40,dim=5120,heads=40,kv_heads=40,ffn=13824,vocab=32000",
+    32: "layers=64,dim=5120,heads=40,kv_heads=8,ffn=27648,vocab=152064",
+    70: "layers=80,dim=8192,heads=64,kv_heads=8,ffn=28672,vocab=128256",
+    405: "layers=126,dim=16384,heads=128,kv_heads=8,ffn=53248,vocab=128256",
+}
 _A = r"(?<![A-Za-z0-9])"  # ASCII word edges: Chinese text around a number or name does not count as a letter
 _Z = r"(?![A-Za-z0-9])"
 # asked outright how much memory a run needs
-_MEMORY = re.compile(r"how much (gpu |vram |device )?memory|memory (do|does|will|would) .*need|how many gpus|"
-                     r"需要多少(显存|内存|张|卡)|显存.*(多少|够|需要)|(多少|够).*(显存|内存)|几张卡", re.I)
+_MEMORY = re.compile(
+    r"how much (gpu |vram |device )?memory|memory (do|does|will|would) .*need|how many gpus|"
+    r"需要多少(显存|内存|张|卡)|显存.*(多少|够|需要)|(多少|够).*(显存|内存)|几张卡",
+    re.I,
+)
 # a question about one's model: with _MEMORY it must name a model size or GPUs, or say model / training
 _ABOUT_A_RUN = re.compile(r"\bmodel|\btrain|fine-?tun|模型|训练|微调", re.I)
 _FIT = re.compile(r"(?<!best )\bfits?\b|\bfitting\b|\bOOM\b|out of memory|装得下|放得下|放不下|塞得下", re.I)
-_CAN_TRAIN = re.compile(r"\b(can|could|possible|enough|able)\b.*\b(train|fine-?tune|run)|"
-                        r"能.*(训练|微调|跑)|(训练|微调|跑).*(吗|够)", re.I)
+_CAN_TRAIN = re.compile(
+    r"\b(can|could|possible|enough|able)\b.*\b(train|fine-?tune|run)|"
+    r"能.*(训练|微调|跑)|(训练|微调|跑).*(吗|够)",
+    re.I,
+)
 _BILLIONS = re.compile(_A + r"(\d+(?:\.\d+)?)\s*[bB]" + _Z)
 _NAMES = r"(?:H200|H100|H800|A100|A800|A10G|A6000|L40S|V100|T4|MI300X|MI250|RTX\s*\d{4}|\d{4})"
 _ACCELERATOR = r"(?:gpus?|cards?|devices?|" + _NAMES + r"s?)"
-_GPUS = re.compile(_A + r"(\d+)\s*(?:x|×|\*|张|块|台)?\s*(?:\d+\s*G(?:i?B)?\s+)?(?:" + _ACCELERATOR + _Z + r"|卡|张)",
-                   re.I)
+_GPUS = re.compile(_A + r"(\d+)\s*(?:x|×|\*|张|块|台)?\s*(?:\d+\s*G(?:i?B)?\s+)?(?:" + _ACCELERATOR + _Z + r"|卡|张)", re.I)
 _ONE_GPU = re.compile(r"\b(a|one|single)\s+(single\s+)?(gpus?|" + _NAMES + r")" + _Z + r"|单卡|一张卡", re.I)
 _NODES = re.compile(_A + r"(\d+)\s*(?:nodes?|machines?|hosts?|节点|台机器)", re.I)
 _GPU_MEM = re.compile(_A + r"(\d+)\s*(?:GB|GiB|G)" + _Z, re.I)
 # memory of common accelerators (GiB, the largest variant) when the question names one and no size
-_KNOWN_GPUS = (("H200", 141), ("H100", 80), ("H800", 80), ("A100", 80), ("A800", 80), ("MI300X", 192), ("MI250", 128),
-               ("L40S", 48), ("A6000", 48), ("V100", 32), ("A10G", 24), ("4090", 24), ("3090", 24), ("T4", 16))
+_KNOWN_GPUS = (
+    ("H200", 141),
+    ("H100", 80),
+    ("H800", 80),
+    ("A100", 80),
+    ("A800", 80),
+    ("MI300X", 192),
+    ("MI250", 128),
+    ("L40S", 48),
+    ("A6000", 48),
+    ("V100", 32),
+    ("A10G", 24),
+    ("4090", 24),
+    ("3090", 24),
+    ("T4", 16),
+)
 
 
 def _world_size(question: str) -> int:
@@ -65,11 +87,16 @@ def plan_command(question: str) -> str | None:
     question = re.sub(r"(\d)\s*[x×*]\s*(?=[A-Za-z0-9])", r"\1 ", question)  # 8xH200 -> 8 H200
     size = _BILLIONS.search(question)
     gpus = _GPUS.search(question) or _ONE_GPU.search(question)
-    asks = ((_MEMORY.search(question) and (size or gpus or _ABOUT_A_RUN.search(question)))
-            or (_FIT.search(question) and (size or gpus)) or (size and gpus and _CAN_TRAIN.search(question)))
+    asks = (
+        (_MEMORY.search(question) and (size or gpus or _ABOUT_A_RUN.search(question)))
+        or (_FIT.search(question) and (size or gpus))
+        or (size and gpus and _CAN_TRAIN.search(question))
+    )
     if not asks:
         return None
     billions = float(size.group(1)) if size and float(size.group(1)) > 0 else 8.0
     preset = min(PRESETS, key=lambda b: abs(math.log(b / billions)))
-    return (f"fsdp-skill plan --transformer {PRESETS[preset]} --world-size {_world_size(question)} "
-            f"--seq 4096 --gpu-memory {_gpu_memory(question)}GiB --sweep ac=none,per-block")
+    return (
+        f"fsdp-skill plan --transformer {PRESETS[preset]} --world-size {_world_size(question)} "
+        f"--seq 4096 --gpu-memory {_gpu_memory(question)}GiB --sweep ac=none,per-block"
+    )

@@ -6,6 +6,7 @@ prose, and the identifiers of its snippets (once each, so boilerplate does not d
 Questions and documents go through the same tokenizer (:mod:`fsdp_skill.core.tokenize`); a pasted traceback is
 first reduced to its exception lines and frame names.
 """
+
 from __future__ import annotations
 
 import math
@@ -64,8 +65,11 @@ def _cached_documents(data, ids: list[str]) -> tuple[list[list[str]], list[str],
         return None
     if not all(isinstance(t, str) for t in strong):
         return None
-    if not isinstance(zh_docs, list) or len(zh_docs) != len(ids) \
-            or not all(isinstance(d, list) and all(isinstance(t, str) for t in d) for d in zh_docs):
+    if (
+        not isinstance(zh_docs, list)
+        or len(zh_docs) != len(ids)
+        or not all(isinstance(d, list) and all(isinstance(t, str) for t in d) for d in zh_docs)
+    ):
         return None
     return docs, strong, zh_docs
 
@@ -112,8 +116,7 @@ class Router:
         strong: set[str] = set()
         for s in self.sections:
             code_ids = " ".join(_code_identifiers("\n".join(sn.code for sn in s.snippets)))
-            parts = [s.title, s.title, " ".join(s.aliases), card_aliases[s.topic], s.zh or "",
-                     " ".join(s.apis), s.text, code_ids]
+            parts = [s.title, s.title, " ".join(s.aliases), card_aliases[s.topic], s.zh or "", " ".join(s.apis), s.text, code_ids]
             docs.append(tokenize("\n".join(parts)))
             for api in s.apis:  # whole compound API names (initprocessgroup, mixedprecisionpolicy) are anchors
                 name = api.rsplit(".", 1)[-1]
@@ -231,7 +234,6 @@ class Router:
         routing.topics = sorted(((t, w / total) for t, w in weights.items()), key=lambda x: -x[1])
         return routing
 
-
     def best_of_topic(self, question: str, topic: str) -> tuple[SectionDoc, float] | None:
         """The best-scoring section of ``topic`` for ``question`` (no abstention), or None."""
         tokens = [t for t in self.correct(tokenize(question)[:MAX_QUERY_TOKENS]) if t in self.bm25.idf]
@@ -243,18 +245,23 @@ class Router:
 
 
 # Facets of a whole training setup; a question naming several of them wants a complete recipe.
-_SETUP_FACETS = [re.compile(p, re.I) for p in (
-    r"bf16|bfloat16|fp16|mixed[ -]precision|混合精度|半精度",
-    r"checkpoint|save|resum|检查点|保存|断点|续训",
-    r"accumulat|micro[ -]?batch|梯度累积",
-    r"clip|裁剪",
-    r"\d+\s*(?:nodes?|machines?|hosts?)|multi[ -]?node|nodes? x|台机器|多机|节点",
-    r"\d+\s*(?:gpus?|cards?)|张卡|卡\b|多卡",
-    r"hsdp|hybrid|tensor[ -]parallel|\btp\b|2-?d mesh|张量并行|混合分片",
-    r"(?:training|train) (?:script|loop|setup|pipeline)|end[ -]to[ -]end|from scratch|完整|训练脚本",
-)]
+_SETUP_FACETS = [
+    re.compile(p, re.I)
+    for p in (
+        r"bf16|bfloat16|fp16|mixed[ -]precision|混合精度|半精度",
+        r"checkpoint|save|resum|检查点|保存|断点|续训",
+        r"accumulat|micro[ -]?batch|梯度累积",
+        r"clip|裁剪",
+        r"\d+\s*(?:nodes?|machines?|hosts?)|multi[ -]?node|nodes? x|台机器|多机|节点",
+        r"\d+\s*(?:gpus?|cards?)|张卡|卡\b|多卡",
+        r"hsdp|hybrid|tensor[ -]parallel|\btp\b|2-?d mesh|张量并行|混合分片",
+        r"(?:training|train) (?:script|loop|setup|pipeline)|end[ -]to[ -]end|from scratch|完整|训练脚本",
+    )
+]
 # A question asking for a whole script or example.
-_WANTS_SCRIPT = re.compile(r"\b(script|example|recipe|end[ -]to[ -]end|full training|template|boilerplate)\b|示例|完整|脚本|模板", re.I)
+_WANTS_SCRIPT = re.compile(
+    r"\b(script|example|recipe|end[ -]to[ -]end|full training|template|boilerplate)\b|示例|完整|脚本|模板", re.I
+)
 # Where a long question splits into parts (sentences, clauses, list items).
 _PART_SPLIT = re.compile(r"(?<=[.?!;。？！；])\s+|\n+|(?:^|\s)(?:\d[.)]|[-*•])\s+|[？。；！]")
 
@@ -271,8 +278,10 @@ def question_parts(question: str, min_tokens: int = 4) -> list[str]:
 
 
 def _no_field_reason(question: str) -> str:
-    return ("the question names no term of PyTorch distributed training (FSDP, sharding, mixed precision, "
-            "offload, Join, backends, process groups, checkpoints) and no knowledge section matches it well")
+    return (
+        "the question names no term of PyTorch distributed training (FSDP, sharding, mixed precision, "
+        "offload, Join, backends, process groups, checkpoints) and no knowledge section matches it well"
+    )
 
 
 def _chinese(text: str | None) -> str:

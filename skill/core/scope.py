@@ -12,6 +12,7 @@ abstains (with a reason) instead of returning a random section when:
 ``anchors`` are words that only make sense in this field; they are collected from the cards
 (API names, aliases, titles) plus the fixed list below, so new cards widen the field by themselves.
 """
+
 from __future__ import annotations
 
 import re
@@ -43,12 +44,48 @@ STRONG_PHRASES = re.compile(
     re.I,
 )
 STRONG_ANCHORS_ZH = (
-    "分布式", "分片", "混合精度", "半精度", "卸载", "后端", "进程组", "集合通信", "多卡", "多机", "数据并行",
-    "不均匀", "并行训练", "训练卡住", "显存", "多台机器", "多台", "多节点", "单机多卡", "一张卡", "多张卡", "放不下",
+    "分布式",
+    "分片",
+    "混合精度",
+    "半精度",
+    "卸载",
+    "后端",
+    "进程组",
+    "集合通信",
+    "多卡",
+    "多机",
+    "数据并行",
+    "不均匀",
+    "并行训练",
+    "训练卡住",
+    "显存",
+    "多台机器",
+    "多台",
+    "多节点",
+    "单机多卡",
+    "一张卡",
+    "多张卡",
+    "放不下",
 )
 WEAK_ANCHORS_ZH = (
-    "检查点", "梯度", "初始化", "通信", "卡住", "挂起", "死锁", "张量", "模型", "优化器", "训练", "参数",
-    "环境变量", "网卡", "超时", "报错", "调试", "精度",
+    "检查点",
+    "梯度",
+    "初始化",
+    "通信",
+    "卡住",
+    "挂起",
+    "死锁",
+    "张量",
+    "模型",
+    "优化器",
+    "训练",
+    "参数",
+    "环境变量",
+    "网卡",
+    "超时",
+    "报错",
+    "调试",
+    "精度",
 )
 
 # Words that only ever mean money.
@@ -59,7 +96,9 @@ _PRICE = re.compile(
 )
 # Words with a second, technical sense ("communication cost", "expensive all-gather", 开销): money only
 # when the question also speaks of money (a cloud bill, renting GPUs, a budget in currency).
-_COST_WORDS = re.compile(r"\b(cost|costs|costly|cheap(?:er|est)?|expensive|free|budget|fee|fees)\b|开销|代价|费用|成本|便宜|贵", re.I)
+_COST_WORDS = re.compile(
+    r"\b(cost|costs|costly|cheap(?:er|est)?|expensive|free|budget|fee|fees)\b|开销|代价|费用|成本|便宜|贵", re.I
+)
 _MONEY_CONTEXT = re.compile(
     r"\b(cloud|aws|gcp|azure|lambda labs|runpod|rent(?:al|ing)?|bill(?:ed|ing)?|spot instances?|on-demand|"
     r"invoice|credit card|money|euros?|yuan|rmb)\b|云服务|租|账单|花多少钱|块钱|人民币|元/",
@@ -84,11 +123,20 @@ _DATA_TOOLS = re.compile(
     re.I,
 )
 # APIs that name their framework ("MirroredStrategy" -> TensorFlow), for the abstention's reason.
-_FRAMEWORK_OF = {"mirroredstrategy": "TensorFlow", "tpustrategy": "TensorFlow", "keras": "Keras (TensorFlow)",
-                 "pmap": "JAX", "xlasharding": "JAX/XLA", "flax": "Flax (JAX)"}
+_FRAMEWORK_OF = {
+    "mirroredstrategy": "TensorFlow",
+    "tpustrategy": "TensorFlow",
+    "keras": "Keras (TensorFlow)",
+    "pmap": "JAX",
+    "xlasharding": "JAX/XLA",
+    "flax": "Flax (JAX)",
+}
 # Words that tie a question about another framework back to ours (e.g. "FSDP vs DeepSpeed ZeRO-3").
-_OURS = re.compile(r"\b(fsdp\d?|fully_shard|fullyshardeddataparallel|torch\.distributed|torchrun|ddp|dtensor|devicemesh|"
-                   r"shardingstrategy|hybrid_shard|full_shard)\b", re.I)
+_OURS = re.compile(
+    r"\b(fsdp\d?|fully_shard|fullyshardeddataparallel|torch\.distributed|torchrun|ddp|dtensor|devicemesh|"
+    r"shardingstrategy|hybrid_shard|full_shard)\b",
+    re.I,
+)
 # A comparison with PyTorch or a move to it ("DeepSpeed vs PyTorch", "migrate from Horovod to PyTorch").
 _COMPARE = re.compile(
     r"\b(vs\.?|versus|compared? (?:to|with)|comparison|equivalent|counterpart|instead of|migrat\w*|switch(?:ing)? "
@@ -109,24 +157,34 @@ def out_of_scope_reason(question: str, field_terms: bool = False) -> str | None:
     'prices and licensing are outside this assistant: it covers how to use PyTorch FSDP and torch.distributed, not what they cost'
     """
     if _PRICE.search(question) or (_COST_WORDS.search(question) and _MONEY_CONTEXT.search(question)):
-        return ("prices and licensing are outside this assistant: it covers how to use PyTorch FSDP and "
-                "torch.distributed, not what they cost")
+        return (
+            "prices and licensing are outside this assistant: it covers how to use PyTorch FSDP and "
+            "torch.distributed, not what they cost"
+        )
     if _INSTALL.search(question):
-        return ("install commands are outside this assistant: follow the official 'Get Started' selector at "
-                "https://pytorch.org/get-started/locally/ for your platform; ask here how to use FSDP or torch.distributed")
+        return (
+            "install commands are outside this assistant: follow the official 'Get Started' selector at "
+            "https://pytorch.org/get-started/locally/ for your platform; ask here how to use FSDP or torch.distributed"
+        )
     m = _IN_PLATFORM.search(question)  # "... in JAX": the setting is another platform, whatever it names
     if m:
-        return (f"the question is about doing this in {m.group(1)}, not in PyTorch: this assistant covers PyTorch "
-                f"FSDP and torch.distributed only")
+        return (
+            f"the question is about doing this in {m.group(1)}, not in PyTorch: this assistant covers PyTorch "
+            f"FSDP and torch.distributed only"
+        )
     m = _OTHER_FRAMEWORKS.search(question)
     if m and not _OURS.search(question) and not (_COMPARE.search(question) and _PYTORCH.search(question)):
         name = _FRAMEWORK_OF.get(m.group(0).lower().replace(" ", ""), m.group(0))
-        return (f"the question is about {name}'s own API or configuration, not PyTorch: this assistant covers "
-                f"PyTorch FSDP and torch.distributed only (comparisons with FSDP, or moving to it, are answered)")
+        return (
+            f"the question is about {name}'s own API or configuration, not PyTorch: this assistant covers "
+            f"PyTorch FSDP and torch.distributed only (comparisons with FSDP, or moving to it, are answered)"
+        )
     m = _DATA_TOOLS.search(question)
     if m and not field_terms and not _OURS.search(question):
-        return (f"the question is about {m.group(0)}, not PyTorch distributed training: this assistant covers "
-                f"PyTorch FSDP and torch.distributed only")
+        return (
+            f"the question is about {m.group(0)}, not PyTorch distributed training: this assistant covers "
+            f"PyTorch FSDP and torch.distributed only"
+        )
     return None
 
 

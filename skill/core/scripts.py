@@ -7,6 +7,7 @@ and run through the same path as ``fsdp-skill verify WORKDIR/FILENAME -- ARGS`` 
 directory is first on ``sys.path``.  Working directories live under one session directory, so a second
 call with the same ``workdir`` sees the files the first one wrote (e.g. a checkpoint to resume from).
 """
+
 from __future__ import annotations
 
 import os
@@ -34,15 +35,26 @@ def plain_name(value: str, what: str) -> str:
     """``value`` if it is a plain file name (letters, digits, '.', '_', '-'; 1-64 characters, not starting
     with '.' or '-'), else InvalidArgument naming ``what``."""
     if not _NAME.fullmatch(value) or value in (".", ".."):
-        raise InvalidArgument(f"{what} must be a plain name of 1-64 letters, digits, '.', '_' or '-' "
-                              f"(not starting with '.' or '-'), not {value!r}")
+        raise InvalidArgument(
+            f"{what} must be a plain name of 1-64 letters, digits, '.', '_' or '-' (not starting with '.' or '-'), not {value!r}"
+        )
     return value
 
 
-def run_sent_script(code: str, *, session_dir: str, workdir: str = "default", filename: str = "script.py",
-                    args: list[str] | None = None, env: dict[str, str] | None = None, world_size: int = 2,
-                    backend: str = "auto", timeout: float = 60.0, launcher: str = "warm",
-                    verifier=None) -> ScriptRun:
+def run_sent_script(
+    code: str,
+    *,
+    session_dir: str,
+    workdir: str = "default",
+    filename: str = "script.py",
+    args: list[str] | None = None,
+    env: dict[str, str] | None = None,
+    world_size: int = 2,
+    backend: str = "auto",
+    timeout: float = 60.0,
+    launcher: str = "warm",
+    verifier=None,
+) -> ScriptRun:
     """Write ``code`` to ``session_dir/workdir/filename`` and run it there on ``world_size`` ranks.
 
     ``timeout`` is in seconds; ``launcher`` is 'warm' or 'torchrun'; ``verifier`` as in
@@ -64,11 +76,16 @@ def run_sent_script(code: str, *, session_dir: str, workdir: str = "default", fi
     with open(path, "w", encoding="utf-8") as f:
         f.write(code)
     home = os.path.join(session_dir, ".home")  # agent-sent code gets the session's own HOME and XDG dirs
-    private = {"HOME": home, **{f"XDG_{d}_HOME": os.path.join(home, sub) for d, sub in
-                                (("CACHE", ".cache"), ("CONFIG", ".config"), ("DATA", ".local/share"),
-                                 ("STATE", ".local/state"))}}
+    private = {
+        "HOME": home,
+        **{
+            f"XDG_{d}_HOME": os.path.join(home, sub)
+            for d, sub in (("CACHE", ".cache"), ("CONFIG", ".config"), ("DATA", ".local/share"), ("STATE", ".local/state"))
+        },
+    }
     os.makedirs(home, exist_ok=True)
-    job = script_job(path, world_size=world_size, backend=backend, timeout=timeout, args=args or (),
-                     env={**private, **(env or {})}, cwd=where)
+    job = script_job(
+        path, world_size=world_size, backend=backend, timeout=timeout, args=args or (), env={**private, **(env or {})}, cwd=where
+    )
     verdict = _verifier(verifier).run([job], launcher=launcher)[0]
     return ScriptRun(workdir=where, script=path, args=list(args or ()), verification=verdict, hints=hint_for(verdict))

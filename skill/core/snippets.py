@@ -15,6 +15,7 @@ same code) while it is being verified share one run: the first caller owns the r
 :class:`concurrent.futures.Future`.  This is per process; across processes (``serve --workers N``) the
 runtime's verdict cache takes over once the first run has finished.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -54,18 +55,31 @@ class SnippetInfo(BaseModel):
 
 
 # --------------------------------------------------------------------------- jobs
-def job_for(spec: SnippetSpec, *, world_size: int | None = None, backend: str | None = None,
-            timeout: float | None = None) -> Job:
+def job_for(spec: SnippetSpec, *, world_size: int | None = None, backend: str | None = None, timeout: float | None = None) -> Job:
     """The runtime job of a knowledge snippet; ``world_size``/``backend``/``timeout`` (seconds) override
     the snippet's own settings when given."""
-    return Job(code=spec.code, world_size=world_size or spec.world_size, backend=backend or spec.backend,
-               timeout=spec.timeout if timeout is None else timeout, requires=tuple(spec.requires),
-               snippet_id=spec.id, filename=spec.filename, checks=spec.checks)
+    return Job(
+        code=spec.code,
+        world_size=world_size or spec.world_size,
+        backend=backend or spec.backend,
+        timeout=spec.timeout if timeout is None else timeout,
+        requires=tuple(spec.requires),
+        snippet_id=spec.id,
+        filename=spec.filename,
+        checks=spec.checks,
+    )
 
 
-def script_job(path: str, *, world_size: int | None = None, backend: str | None = None,
-               timeout: float | None = None, args: Iterable[str] = (), env: dict[str, str] | None = None,
-               cwd: str | None = None) -> Job:
+def script_job(
+    path: str,
+    *,
+    world_size: int | None = None,
+    backend: str | None = None,
+    timeout: float | None = None,
+    args: Iterable[str] = (),
+    env: dict[str, str] | None = None,
+    cwd: str | None = None,
+) -> Job:
     """The job of a user's own script file, run where it lies (its directory first on ``sys.path``, so
     sibling modules import) from ``cwd`` (default: the caller's working directory), as
     ``torchrun PATH ARGS...`` would, with ``args`` as its arguments and ``env`` added to its environment;
@@ -80,14 +94,23 @@ def script_job(path: str, *, world_size: int | None = None, backend: str | None 
             code = f.read()
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidArgument(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    return Job(code=code, world_size=world_size or 2, backend=backend or "auto",
-               timeout=60.0 if timeout is None else timeout, filename=os.path.basename(path), debug=True,
-               path=os.path.abspath(path), cwd=os.path.abspath(cwd or os.getcwd()), args=tuple(args),
-               env=dict(env or {}))
+    return Job(
+        code=code,
+        world_size=world_size or 2,
+        backend=backend or "auto",
+        timeout=60.0 if timeout is None else timeout,
+        filename=os.path.basename(path),
+        debug=True,
+        path=os.path.abspath(path),
+        cwd=os.path.abspath(cwd or os.getcwd()),
+        args=tuple(args),
+        env=dict(env or {}),
+    )
 
 
-def select_snippets(ids: Iterable[str] = (), *, topics: Iterable[str] = (), all_snippets: bool = False,
-                    kb: Knowledge | None = None) -> list[SnippetSpec]:
+def select_snippets(
+    ids: Iterable[str] = (), *, topics: Iterable[str] = (), all_snippets: bool = False, kb: Knowledge | None = None
+) -> list[SnippetSpec]:
     """Snippets by id, by topic(s), or all of them (knowledge order first, then ids; no duplicates).
 
     An id may also be a section id: it means every snippet of that section.  Raises NotFoundError for an
@@ -123,8 +146,9 @@ class Verifier(Protocol):
     def cached(self, job: Job) -> Verdict | None:
         """The verdict known without running (cache hit or host-based skip), else None; never runs."""
 
-    def run(self, jobs: list[Job], *, launcher: str = "warm", use_cache: bool = True,
-            progress: Progress | None = None) -> list[Verdict]:
+    def run(
+        self, jobs: list[Job], *, launcher: str = "warm", use_cache: bool = True, progress: Progress | None = None
+    ) -> list[Verdict]:
         """One verdict per job, in order (cached or run now); raises HarnessError when runs cannot happen."""
 
 
@@ -137,8 +161,9 @@ class RuntimeVerifier:
 
         return cached_verdict(job.code, world_size=job.world_size, backend=job.backend, requires=tuple(job.requires))
 
-    def run(self, jobs: list[Job], *, launcher: str = "warm", use_cache: bool = True,
-            progress: Progress | None = None) -> list[Verdict]:
+    def run(
+        self, jobs: list[Job], *, launcher: str = "warm", use_cache: bool = True, progress: Progress | None = None
+    ) -> list[Verdict]:
         from fsdp_skill.runtime.api import verify_many
 
         return verify_many(jobs, launcher=launcher, use_cache=use_cache, progress=progress)
@@ -157,8 +182,15 @@ def unverified(spec: SnippetSpec, reason: str | None = None) -> Verdict:
         reason = "not verified on this host yet; verify it with `fsdp-skill verify ID` or POST /v1/snippets/ID/verify"
         if in_flight(spec.id):
             reason = "a verification run of this snippet is in progress"
-    return Verdict(status="unverified", reason=reason, snippet_id=spec.id, code_sha256=code_sha256(spec.code),
-                   world_size=spec.world_size, backend=spec.backend, checks=spec.checks)
+    return Verdict(
+        status="unverified",
+        reason=reason,
+        snippet_id=spec.id,
+        code_sha256=code_sha256(spec.code),
+        world_size=spec.world_size,
+        backend=spec.backend,
+        checks=spec.checks,
+    )
 
 
 # --------------------------------------------------------------------------- in-flight runs
@@ -189,8 +221,9 @@ def _cached(spec: SnippetSpec, verifier: Verifier | None) -> Verdict | None:
     return hit.model_copy(update={"snippet_id": spec.id, "checks": spec.checks}) if hit is not None else None
 
 
-def shared_verdicts(specs: list[SnippetSpec], *, verifier: Verifier | None = None, use_cache: bool = True,
-                    progress: Progress | None = None) -> dict[str, Verdict]:
+def shared_verdicts(
+    specs: list[SnippetSpec], *, verifier: Verifier | None = None, use_cache: bool = True, progress: Progress | None = None
+) -> dict[str, Verdict]:
     """Verdict per snippet id, running each cache miss at most once across concurrent callers.
 
     With ``use_cache`` a cached verdict is returned at once; otherwise (or on a miss) the snippet joins a
@@ -242,9 +275,20 @@ def shared_verdicts(specs: list[SnippetSpec], *, verifier: Verifier | None = Non
 def snippet_info(spec: SnippetSpec, verdict: Verdict, kb: Knowledge) -> SnippetInfo:
     """The :class:`SnippetInfo` of ``spec`` with ``verdict``."""
     section = kb.section(spec.section_id)
-    return SnippetInfo(id=spec.id, section_id=spec.section_id, section_title=section.title, sources=section.sources,
-                       code=spec.code, code_sha256=code_sha256(spec.code), filename=spec.filename, launch=spec.launch,
-                       world_size=spec.world_size, backend=spec.backend, requires=spec.requires, verification=verdict)
+    return SnippetInfo(
+        id=spec.id,
+        section_id=spec.section_id,
+        section_title=section.title,
+        sources=section.sources,
+        code=spec.code,
+        code_sha256=code_sha256(spec.code),
+        filename=spec.filename,
+        launch=spec.launch,
+        world_size=spec.world_size,
+        backend=spec.backend,
+        requires=spec.requires,
+        verification=verdict,
+    )
 
 
 def latest_verdict(spec: SnippetSpec, verifier: Verifier | None = None) -> Verdict:
@@ -252,8 +296,9 @@ def latest_verdict(spec: SnippetSpec, verifier: Verifier | None = None) -> Verdi
     return _cached(spec, verifier) or unverified(spec)
 
 
-def snippet_verdicts(specs: list[SnippetSpec], verify: bool, *, verifier: Verifier | None = None,
-                     progress: Progress | None = None) -> dict[str, Verdict]:
+def snippet_verdicts(
+    specs: list[SnippetSpec], verify: bool, *, verifier: Verifier | None = None, progress: Progress | None = None
+) -> dict[str, Verdict]:
     """Verdict per snippet id: with ``verify``, the cache or a fresh run (:func:`shared_verdicts`);
     without, 'unverified' for each (nothing is looked up or run).  When the runs cannot happen at all
     (HarnessError, e.g. the target's torch fails to import), each is 'unverified' with that reason."""
@@ -275,12 +320,32 @@ def section_out(section: SectionDoc, score: float, verdicts: dict[str, Verdict])
 
     ok, note = applies(section.torch, torch_version()) if section.torch else (None, None)
     return SectionOut(
-        id=section.id, title=section.title, topic=section.topic, score=round(score, 4), text=section.text,
-        zh=section.zh, title_zh=section.title_zh, text_zh=section.text_zh, sources=section.sources, apis=section.apis,
-        torch_requires=section.torch, applies=ok, applicability=note,
-        snippets=[SnippetOut(id=s.id, code=s.code, launch=s.launch, world_size=s.world_size, requires=s.requires,
-                             checks=s.checks, proves=s.proves, verification=verdicts.get(s.id) or unverified(s))
-                  for s in section.snippets],
+        id=section.id,
+        title=section.title,
+        topic=section.topic,
+        score=round(score, 4),
+        text=section.text,
+        zh=section.zh,
+        title_zh=section.title_zh,
+        text_zh=section.text_zh,
+        sources=section.sources,
+        apis=section.apis,
+        torch_requires=section.torch,
+        applies=ok,
+        applicability=note,
+        snippets=[
+            SnippetOut(
+                id=s.id,
+                code=s.code,
+                launch=s.launch,
+                world_size=s.world_size,
+                requires=s.requires,
+                checks=s.checks,
+                proves=s.proves,
+                verification=verdicts.get(s.id) or unverified(s),
+            )
+            for s in section.snippets
+        ],
     )
 
 
@@ -291,8 +356,9 @@ def get_snippet(snippet_id: str, *, kb: Knowledge | None = None, verifier: Verif
     return snippet_info(spec, latest_verdict(spec, verifier), kb)
 
 
-def verify_snippet(snippet_id: str, *, kb: Knowledge | None = None, use_cache: bool = True,
-                   verifier: Verifier | None = None) -> SnippetInfo:
+def verify_snippet(
+    snippet_id: str, *, kb: Knowledge | None = None, use_cache: bool = True, verifier: Verifier | None = None
+) -> SnippetInfo:
     """Verify a knowledge snippet (cache, a run in flight, or a fresh run) and return it with the verdict.
 
     ``use_cache=False`` forces a fresh run (unless one is already in flight, which is joined).

@@ -1,4 +1,5 @@
 """Where fsdp-skill keeps state: ``$FSDP_SKILL_HOME`` or the user cache dir (``~/.cache/fsdp-skill``)."""
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,7 @@ def state_dir() -> Path:
 
 
 def _unusable(path: Path, what: str) -> str:
-    return (f"state directory {path} {what}; point ${HOME_ENV} at a writable directory "
-            f"(e.g. {HOME_ENV}=$HOME/.cache/fsdp-skill)")
+    return f"state directory {path} {what}; point ${HOME_ENV} at a writable directory (e.g. {HOME_ENV}=$HOME/.cache/fsdp-skill)"
 
 
 def torch_version() -> str | None:
@@ -50,8 +50,10 @@ def torch_dir() -> str | None:
     return target.facts().torch_dir
 
 
-PYTHON_HELP = ("Python interpreter of your training environment: snippets run, and API signatures are read, "
-               "under its torch (default: $FSDP_SKILL_PYTHON, else fsdp-skill's own interpreter)")
+PYTHON_HELP = (
+    "Python interpreter of your training environment: snippets run, and API signatures are read, "
+    "under its torch (default: $FSDP_SKILL_PYTHON, else fsdp-skill's own interpreter)"
+)
 
 
 def use_python(path: str | None) -> str:

@@ -16,6 +16,7 @@ What it does to text (the same to questions and to knowledge sections):
 
 All functions are pure and fast (no torch, no I/O).
 """
+
 from __future__ import annotations
 
 import re
@@ -45,8 +46,19 @@ STOPWORDS_ZH = frozenset(
     么 要 会 能 怎 该 把 被 给 从 对 让 用 都 也 就 还 又 很 有 这 那 哪 啊 呀 后""".split()
 )
 
-_SUFFIXES = (("ization", "ize"), ("ations", "ate"), ("ation", "ate"), ("ings", ""), ("ing", ""),
-             ("edly", ""), ("ies", "y"), ("ied", "y"), ("es", ""), ("ed", ""), ("s", ""))
+_SUFFIXES = (
+    ("ization", "ize"),
+    ("ations", "ate"),
+    ("ation", "ate"),
+    ("ings", ""),
+    ("ing", ""),
+    ("edly", ""),
+    ("ies", "y"),
+    ("ied", "y"),
+    ("es", ""),
+    ("ed", ""),
+    ("s", ""),
+)
 _KEEP = frozenset({"always", "aliases", "does", "this", "bytes", "series", "species"})
 _STOP_CHARS = frozenset("的了吗呢吧么什怎哪们我你他她它是")
 
@@ -73,7 +85,9 @@ def _identifier_tokens(raw: str) -> list[str]:
     out: list[str] = []
     whole = re.sub(r"[._\-]", "", raw).lower()
     pieces = [p for p in re.split(r"[.\-]", raw) if p]
-    compound = len(pieces) > 1 or "_" in raw.strip("_") or len(_CAMEL.findall(raw)) > 1 and raw != raw.lower() and raw != raw.upper()
+    compound = (
+        len(pieces) > 1 or "_" in raw.strip("_") or len(_CAMEL.findall(raw)) > 1 and raw != raw.lower() and raw != raw.upper()
+    )
     if compound and whole and not whole.isdigit():
         out.append(whole)
     for piece in pieces:
@@ -100,10 +114,7 @@ def _cjk_tokens(run: str) -> list[str]:
     """Character bigrams of a CJK run, dropping question words; a single character stays a unigram."""
     if len(run) == 1:
         return [] if run in STOPWORDS_ZH else [run]
-    return [
-        bg for bg in (run[i : i + 2] for i in range(len(run) - 1))
-        if bg not in STOPWORDS_ZH and not (_STOP_CHARS & set(bg))
-    ]
+    return [bg for bg in (run[i : i + 2] for i in range(len(run) - 1)) if bg not in STOPWORDS_ZH and not (_STOP_CHARS & set(bg))]
 
 
 def tokenize(text: str) -> list[str]:

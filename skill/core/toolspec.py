@@ -7,6 +7,7 @@ input models below, so the MCP ``inputSchema`` and the function-call ``parameter
 
 No adapter imports live here (no FastAPI, no mcp): only pydantic and the core.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -23,11 +24,13 @@ from fsdp_skill.core.plan.models import PlanReport
 MAX_PLAN_WORLD_SIZE = 65536
 PLAN_TIMEOUT_S = 300.0  # a plan asked over HTTP/MCP (seconds)
 
-_TERMS = ("FSDP / FSDP2 (fully_shard, FullyShardedDataParallel), sharding 分片 (FULL_SHARD, SHARD_GRAD_OP, "
-          "HYBRID_SHARD, reshard_after_forward), mixed precision 混合精度 (MixedPrecisionPolicy, bf16/fp16), "
-          "CPU offload 卸载 (CPUOffloadPolicy), meta-device init, uneven inputs with Join 不均匀输入, "
-          "process-group backends 后端 (nccl, gloo), init_process_group 初始化 and torchrun, "
-          "distributed checkpoint 检查点 (DCP, state_dict)")
+_TERMS = (
+    "FSDP / FSDP2 (fully_shard, FullyShardedDataParallel), sharding 分片 (FULL_SHARD, SHARD_GRAD_OP, "
+    "HYBRID_SHARD, reshard_after_forward), mixed precision 混合精度 (MixedPrecisionPolicy, bf16/fp16), "
+    "CPU offload 卸载 (CPUOffloadPolicy), meta-device init, uneven inputs with Join 不均匀输入, "
+    "process-group backends 后端 (nccl, gloo), init_process_group 初始化 and torchrun, "
+    "distributed checkpoint 检查点 (DCP, state_dict)"
+)
 
 
 class AskInput(BaseModel):
@@ -35,15 +38,22 @@ class AskInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    question: str = Field(description=f"The question in English or Chinese, or a pasted torch.distributed error or "
-                                      f"traceback (at most {MAX_QUESTION_CHARS:,} characters)")
+    question: str = Field(
+        description=f"The question in English or Chinese, or a pasted torch.distributed error or "
+        f"traceback (at most {MAX_QUESTION_CHARS:,} characters)"
+    )
     k: int = Field(3, ge=1, le=MAX_K, description=f"Number of knowledge sections to return, 1-{MAX_K}")
-    verify: bool = Field(True, description="Attach a verdict to each code snippet, running it on a real process group "
-                                           "when no cached verdict exists; false returns snippets as 'unverified' at once")
+    verify: bool = Field(
+        True,
+        description="Attach a verdict to each code snippet, running it on a real process group "
+        "when no cached verdict exists; false returns snippets as 'unverified' at once",
+    )
     language: Literal["auto", "en", "zh"] = Field(
-        "auto", description="The reader's language: 'auto' follows the question's main language; 'zh' marks the "
-                            "answer for Chinese rendering (sections[].text_zh, the full Chinese body), 'en' for English "
-                            "(sections[].text). Both bodies are always returned")
+        "auto",
+        description="The reader's language: 'auto' follows the question's main language; 'zh' marks the "
+        "answer for Chinese rendering (sections[].text_zh, the full Chinese body), 'en' for English "
+        "(sections[].text). Both bodies are always returned",
+    )
 
 
 class CheckInput(BaseModel):
@@ -51,15 +61,25 @@ class CheckInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    code: str = Field(min_length=1, max_length=MAX_CHECK_CHARS,
-                      description=f"The Python source to check (a training script; at most {MAX_CHECK_CHARS:,} "
-                                  f"characters). It is parsed, never imported or run")
-    path: str = Field("script.py", min_length=1, max_length=260,
-                      description="File name to show in the findings (display only; nothing is read or written)")
-    select: list[str] = Field(default_factory=list, description="Only findings whose code starts with one of these "
-                                                               "prefixes (e.g. ['FSD00', 'FSD011']); empty: all")
-    ignore: list[str] = Field(default_factory=list, description="Drop findings whose code starts with one of these "
-                                                               "prefixes (e.g. ['FSD03'])")
+    code: str = Field(
+        min_length=1,
+        max_length=MAX_CHECK_CHARS,
+        description=f"The Python source to check (a training script; at most {MAX_CHECK_CHARS:,} "
+        f"characters). It is parsed, never imported or run",
+    )
+    path: str = Field(
+        "script.py",
+        min_length=1,
+        max_length=260,
+        description="File name to show in the findings (display only; nothing is read or written)",
+    )
+    select: list[str] = Field(
+        default_factory=list,
+        description="Only findings whose code starts with one of these prefixes (e.g. ['FSD00', 'FSD011']); empty: all",
+    )
+    ignore: list[str] = Field(
+        default_factory=list, description="Drop findings whose code starts with one of these prefixes (e.g. ['FSD03'])"
+    )
 
 
 class SectionInput(BaseModel):
@@ -84,8 +104,11 @@ class ExportInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: str = Field(description="Snippet id, e.g. from sections[].snippets[].id of an ask answer")
-    include_unverified: bool = Field(False, description="Also return a snippet that did not pass verification "
-                                                        "(failed, timeout, skipped), marked NOT VERIFIED in its header")
+    include_unverified: bool = Field(
+        False,
+        description="Also return a snippet that did not pass verification "
+        "(failed, timeout, skipped), marked NOT VERIFIED in its header",
+    )
 
 
 class ListInput(BaseModel):
@@ -93,8 +116,9 @@ class ListInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    topic: list[str] = Field(default_factory=list, description="Only sections of these topics (e.g. ['join']); "
-                                                               "empty: every section")
+    topic: list[str] = Field(
+        default_factory=list, description="Only sections of these topics (e.g. ['join']); empty: every section"
+    )
 
 
 class VerifyScriptInput(BaseModel):
@@ -102,23 +126,35 @@ class VerifyScriptInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    code: str = Field(max_length=1_000_000, description="The complete script to run, as a user would launch it with "
-                                                        "torchrun (it calls init_process_group itself)")
-    filename: str = Field("script.py", description="File name the code is written to inside workdir (plain name "
-                                                   "ending in .py); sibling files written earlier there import")
-    args: list[str] = Field(default_factory=list, description="The script's own arguments (its sys.argv[1:]), as "
-                                                              "after `torchrun ... script.py`")
-    env: dict[str, str] = Field(default_factory=dict, description="Variables added to the ranks' environment "
-                                                                  "(names starting FSDP_SKILL_ are dropped)")
+    code: str = Field(
+        max_length=1_000_000,
+        description="The complete script to run, as a user would launch it with torchrun (it calls init_process_group itself)",
+    )
+    filename: str = Field(
+        "script.py",
+        description="File name the code is written to inside workdir (plain name "
+        "ending in .py); sibling files written earlier there import",
+    )
+    args: list[str] = Field(
+        default_factory=list, description="The script's own arguments (its sys.argv[1:]), as after `torchrun ... script.py`"
+    )
+    env: dict[str, str] = Field(
+        default_factory=dict, description="Variables added to the ranks' environment (names starting FSDP_SKILL_ are dropped)"
+    )
     world_size: int = Field(2, ge=1, le=64, description="Ranks to launch, 1-64")
-    backend: Literal["auto", "gloo", "nccl"] = Field("auto", description="Process-group backend: auto (NCCL when "
-                                                                        "there are enough GPUs, else gloo), gloo or nccl")
+    backend: Literal["auto", "gloo", "nccl"] = Field(
+        "auto", description="Process-group backend: auto (NCCL when there are enough GPUs, else gloo), gloo or nccl"
+    )
     timeout: float = Field(60.0, gt=0, le=3600, description="Seconds before the run is killed as hung (at most 3600)")
-    launcher: Literal["warm", "torchrun"] = Field("warm", description="warm (ranks forked from a preloaded parent, "
-                                                                      "fast) or torchrun (torch's own launcher)")
-    workdir: str = Field("default", description="Name of the working directory (plain name); it persists for this "
-                                                "server's lifetime, so a second call with the same name sees the files "
-                                                "the first one wrote (e.g. to test resuming from a checkpoint)")
+    launcher: Literal["warm", "torchrun"] = Field(
+        "warm", description="warm (ranks forked from a preloaded parent, fast) or torchrun (torch's own launcher)"
+    )
+    workdir: str = Field(
+        "default",
+        description="Name of the working directory (plain name); it persists for this "
+        "server's lifetime, so a second call with the same name sees the files "
+        "the first one wrote (e.g. to test resuming from a checkpoint)",
+    )
 
 
 class PlanInput(BaseModel):
@@ -127,24 +163,37 @@ class PlanInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    transformer: str = Field(min_length=1, max_length=200, description="Sizes of the built-in Llama-style decoder, as "
-                             "the CLI takes them: 'layers=32,dim=4096,heads=32,kv_heads=8,ffn=14336,vocab=128256'")
+    transformer: str = Field(
+        min_length=1,
+        max_length=200,
+        description="Sizes of the built-in Llama-style decoder, as "
+        "the CLI takes them: 'layers=32,dim=4096,heads=32,kv_heads=8,ffn=14336,vocab=128256'",
+    )
     world_size: int = Field(8, ge=1, le=MAX_PLAN_WORLD_SIZE, description="Ranks of a 1-D mesh (ignored with mesh)")
-    mesh: str = Field("", max_length=20, description="HSDP mesh 'RxS' (R replicas of S-way shards), e.g. '2x8'; "
-                                                     "empty: the 1-D mesh of world_size")
+    mesh: str = Field(
+        "",
+        max_length=20,
+        description="HSDP mesh 'RxS' (R replicas of S-way shards), e.g. '2x8'; empty: the 1-D mesh of world_size",
+    )
     batch: int = Field(1, ge=1, le=4096, description="Micro-batch per rank")
     seq: int = Field(2048, ge=2, le=1_048_576, description="Sequence length")
-    param_dtype: Literal["fp32", "bf16", "fp16", "none"] = Field("bf16", description="MixedPrecisionPolicy.param_dtype "
-                                                                 "(none: no mixed precision)")
+    param_dtype: Literal["fp32", "bf16", "fp16", "none"] = Field(
+        "bf16", description="MixedPrecisionPolicy.param_dtype (none: no mixed precision)"
+    )
     reduce_dtype: Literal["fp32", "bf16", "fp16", "none"] = Field("fp32", description="MixedPrecisionPolicy.reduce_dtype")
     optimizer: Literal["adamw", "adam", "sgd"] = Field("adamw", description="Optimizer (adamw/adam: 2 states, sgd: 1)")
     activation_checkpointing: Literal["none", "per-block"] = Field("none", description="Checkpoint every block")
-    reshard_after_forward: str = Field("true", max_length=10, description="For the blocks: 'true', 'false' or an int "
-                                                                          "shard size after forward")
+    reshard_after_forward: str = Field(
+        "true", max_length=10, description="For the blocks: 'true', 'false' or an int shard size after forward"
+    )
     cpu_offload: bool = Field(False, description="CPUOffloadPolicy (sharded state in host memory)")
     gpu_memory_gib: float = Field(0, ge=0, le=4096, description="GPU memory in GiB for a fit verdict; 0: no verdict")
-    sweep: list[str] = Field(default_factory=list, max_length=4, description="One row per value, as the CLI's --sweep: "
-                             "e.g. ['world-size=8,16,32,64', 'ac=none,per-block'] (at most 16 rows)")
+    sweep: list[str] = Field(
+        default_factory=list,
+        max_length=4,
+        description="One row per value, as the CLI's --sweep: "
+        "e.g. ['world-size=8,16,32,64', 'ac=none,per-block'] (at most 16 rows)",
+    )
 
     def settings(self) -> list:
         """The validated settings of this request (InvalidArgument when one is wrong)."""
@@ -153,11 +202,17 @@ class PlanInput(BaseModel):
 
         if self.mesh and "world_size" in self.model_fields_set:
             raise InvalidArgument("give world_size or mesh, not both")
-        base = {"mesh": parse_mesh(self.mesh) if self.mesh else [self.world_size], "batch": self.batch, "seq": self.seq,
-                "param_dtype": None if self.param_dtype == "none" else self.param_dtype,
-                "reduce_dtype": None if self.reduce_dtype == "none" else self.reduce_dtype, "optimizer": self.optimizer,
-                "activation_checkpointing": self.activation_checkpointing, "cpu_offload": self.cpu_offload,
-                "reshard_after_forward": parse_reshard(str(self.reshard_after_forward))}
+        base = {
+            "mesh": parse_mesh(self.mesh) if self.mesh else [self.world_size],
+            "batch": self.batch,
+            "seq": self.seq,
+            "param_dtype": None if self.param_dtype == "none" else self.param_dtype,
+            "reduce_dtype": None if self.reduce_dtype == "none" else self.reduce_dtype,
+            "optimizer": self.optimizer,
+            "activation_checkpointing": self.activation_checkpointing,
+            "cpu_offload": self.cpu_offload,
+            "reshard_after_forward": parse_reshard(str(self.reshard_after_forward)),
+        }
         return settings_for(base, self.sweep)
 
 
@@ -238,17 +293,23 @@ def _tool_specs() -> list[ToolSpec]:
 
     return [
         ToolSpec(
-            name="ask", title="Ask the FSDP expert",
+            name="ask",
+            title="Ask the FSDP expert",
             description=(
                 "Answer a question about PyTorch FSDP and torch.distributed with the best-matching knowledge sections "
                 "(prose, official source URLs), live API signatures from the installed torch, and complete code "
                 "snippets each carrying a verdict from running it on a real multi-process process group. Call it "
                 f"first whenever the user asks about {_TERMS}, or pastes a torch.distributed error, hang or traceback "
                 "(English or Chinese, 中文提问也可以). Recommend only snippets whose verification.status is 'passed'; "
-                "treat 'failed'/'timeout' as not recommended. If abstained is true the question is outside this field."),
-            input=AskInput, output=Answer, call=_ask),
+                "treat 'failed'/'timeout' as not recommended. If abstained is true the question is outside this field."
+            ),
+            input=AskInput,
+            output=Answer,
+            call=_ask,
+        ),
         ToolSpec(
-            name="check_script", title="Check a training script for FSDP mistakes",
+            name="check_script",
+            title="Check a training script for FSDP mistakes",
             description=(
                 "Review Python code statically (parsed, never run) for FSDP / torch.distributed mistakes: the "
                 "optimizer built before fully_shard, a collective or barrier on only some ranks, GradScaler "
@@ -256,26 +317,41 @@ def _tool_specs() -> list[ToolSpec]:
                 "and more (rules FSD001-FSD036). Each finding has code, severity (error: hangs, crashes or computes "
                 "wrong results; warning; info), message, line/col, the knowledge section that explains it "
                 "(get_section) and the verified snippet that shows the fix (export_snippet). Call it on every "
-                "training script you write or edit, before running it or giving it to the user; fix every error."),
-            input=CheckInput, output=CheckReport, call=_check_script),
+                "training script you write or edit, before running it or giving it to the user; fix every error."
+            ),
+            input=CheckInput,
+            output=CheckReport,
+            call=_check_script,
+        ),
         ToolSpec(
-            name="get_section", title="Read a knowledge section",
+            name="get_section",
+            title="Read a knowledge section",
             description=(
                 "Fetch one knowledge section by id (from sections[].id of an ask answer, e.g. 'join/ddp-join') with "
                 "its full markdown text, full Chinese body (text_zh), Chinese summary, official sources and snippets with their latest verdicts "
                 "(cached runs only; nothing is executed). Call it to read or quote a section in full, or to follow "
-                f"up on a topic ask already found ({_TERMS})."),
-            input=SectionInput, output=SectionOut, call=_get_section),
+                f"up on a topic ask already found ({_TERMS})."
+            ),
+            input=SectionInput,
+            output=SectionOut,
+            call=_get_section,
+        ),
         ToolSpec(
-            name="list_sections", title="List sections and snippet ids",
+            name="list_sections",
+            title="List sections and snippet ids",
             description=(
                 "List the knowledge base: every topic, and for each section its id, title, topic and the ids of its "
                 "runnable snippets (no text, nothing is run). Pass topic (e.g. ['join', 'mixed-precision']) to "
                 "narrow it. Call it to browse what is covered or to find a snippet id for verify_snippet / "
-                "export_snippet or a section id for get_section."),
-            input=ListInput, output=Catalogue, call=_list_sections),
+                "export_snippet or a section id for get_section."
+            ),
+            input=ListInput,
+            output=Catalogue,
+            call=_list_sections,
+        ),
         ToolSpec(
-            name="verify_snippet", title="Verify a knowledge snippet",
+            name="verify_snippet",
+            title="Verify a knowledge snippet",
             description=(
                 "Run one knowledge snippet (by id, from sections[].snippets[].id) on a real process group on this "
                 "host — gloo on CPU, NCCL when there are enough GPUs — and return its code with the verdict: "
@@ -283,19 +359,31 @@ def _tool_specs() -> list[ToolSpec]:
                 "CUDA). A cached verdict returns at once; a fresh run takes seconds. Call it before recommending a "
                 "snippet whose status is 'unverified', or when the user asks whether an FSDP / fully_shard / "
                 "分片 / 混合精度 / 卸载 / Join / 后端 / 初始化 / 检查点 pattern works with their torch. Only knowledge "
-                "snippets can be run: this tool never executes code you send."),
-            input=SnippetInput, output=SnippetInfo, call=_verify_snippet, read_only=False),
+                "snippets can be run: this tool never executes code you send."
+            ),
+            input=SnippetInput,
+            output=SnippetInfo,
+            call=_verify_snippet,
+            read_only=False,
+        ),
         ToolSpec(
-            name="export_snippet", title="Export a snippet as a script",
+            name="export_snippet",
+            title="Export a snippet as a script",
             description=(
                 "Return a knowledge snippet as a ready-to-save script file: a comment header (snippet and section "
                 "ids, source URL, verdict, torch version, backend, world_size, the torchrun command) followed by the "
                 "verified code byte for byte. The snippet is verified first (cache or run). Call it when the user "
                 "wants a runnable FSDP / FSDP2 / torch.distributed example file (示例脚本) to launch with torchrun. "
-                "Snippets that did not pass are refused unless include_unverified is true."),
-            input=ExportInput, output=ExportedScript, call=_export_snippet, read_only=False),
+                "Snippets that did not pass are refused unless include_unverified is true."
+            ),
+            input=ExportInput,
+            output=ExportedScript,
+            call=_export_snippet,
+            read_only=False,
+        ),
         ToolSpec(
-            name="plan_memory", title="Plan FSDP2 memory per GPU",
+            name="plan_memory",
+            title="Plan FSDP2 memory per GPU",
             description=(
                 "Answer 'will it fit?' / 'how much GPU memory?' for FSDP2 training of a Llama-style transformer "
                 "(given by its sizes; no code is sent or run): acts as one rank of any world size or HSDP mesh on a "
@@ -304,8 +392,12 @@ def _tool_specs() -> list[ToolSpec]:
                 "reduce-scatter buffers, optimizer state), the phase of the peak, a fit verdict for gpu_memory_gib, "
                 "rough estimates of what is not measured (CUDA context, NCCL, fragmentation) and knobs that lower "
                 "the peak with their knowledge sections. Use sweep to compare world sizes, activation checkpointing, "
-                "reshard_after_forward or dtypes. Takes seconds to a minute."),
-            input=PlanInput, output=PlanReport, call=_plan_memory),
+                "reshard_after_forward or dtypes. Takes seconds to a minute."
+            ),
+            input=PlanInput,
+            output=PlanReport,
+            call=_plan_memory,
+        ),
     ]
 
 
@@ -315,12 +407,23 @@ def verify_script_spec(session_dir: str) -> ToolSpec:
     from fsdp_skill.core.scripts import ScriptRun, run_sent_script
 
     def call(a: VerifyScriptInput, verifier=None) -> ScriptRun:
-        return run_sent_script(a.code, session_dir=session_dir, workdir=a.workdir, filename=a.filename, args=a.args,
-                               env=a.env, world_size=a.world_size, backend=a.backend, timeout=a.timeout,
-                               launcher=a.launcher, verifier=verifier)
+        return run_sent_script(
+            a.code,
+            session_dir=session_dir,
+            workdir=a.workdir,
+            filename=a.filename,
+            args=a.args,
+            env=a.env,
+            world_size=a.world_size,
+            backend=a.backend,
+            timeout=a.timeout,
+            launcher=a.launcher,
+            verifier=verifier,
+        )
 
     return ToolSpec(
-        name="verify_script", title="Run a script on a real process group",
+        name="verify_script",
+        title="Run a script on a real process group",
         description=(
             "Run the Python script you send on world_size real processes of this host (gloo on CPU, NCCL with "
             "enough GPUs), exactly as `fsdp-skill verify FILE.py -- ARGS` would: the code is written to "
@@ -329,8 +432,15 @@ def verify_script_spec(session_dir: str) -> ToolSpec:
             "the user's line / timeout with where each rank blocked) and hints naming knowledge sections. The "
             "workdir keeps its files between calls of this server, so running a second script (or the same one "
             "again) in the same workdir can read what the first wrote: use it to test checkpoint save and resume. "
-            "Use it to check an FSDP / torch.distributed script before giving it to the user."),
-        input=VerifyScriptInput, output=ScriptRun, call=call, read_only=False, idempotent=False, destructive=True)
+            "Use it to check an FSDP / torch.distributed script before giving it to the user."
+        ),
+        input=VerifyScriptInput,
+        output=ScriptRun,
+        call=call,
+        read_only=False,
+        idempotent=False,
+        destructive=True,
+    )
 
 
 _SPECS: list[ToolSpec] | None = None

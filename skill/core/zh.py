@@ -17,6 +17,7 @@ regular-expression column) that :func:`problems` checks are used.
 
 Nothing here imports torch; parsing all files takes milliseconds.
 """
+
 from __future__ import annotations
 
 import re
@@ -75,18 +76,29 @@ def parse_zh(source: str, path: str | Path = "<zh>") -> list[ZhSection]:
         nxt = next((j for j in range(start + 1, end) if lines[j].strip()), None)
         m = _ID_COMMENT.match(lines[nxt].strip()) if nxt is not None else None
         if not m:
-            raise KnowledgeError(str(path), start + 1, "a Chinese section needs '<!-- id: card/slug -->' "
-                                 "on the line after its heading")
+            raise KnowledgeError(
+                str(path), start + 1, "a Chinese section needs '<!-- id: card/slug -->' on the line after its heading"
+            )
         if m.group(1) in seen:
             raise KnowledgeError(str(path), start + 1, f"section id {m.group(1)!r} given twice")
         seen.add(m.group(1))
-        body = lines[nxt + 1: end]
+        body = lines[nxt + 1 : end]
         for j, line in enumerate(body):
             if line.lstrip().startswith(("```", "~~~")):
-                raise KnowledgeError(str(path), nxt + 2 + j, f"write code as a '{CODE_MARK}' line, not a fence "
-                                     "(the English section's verified code is put there)")
-        out.append(ZhSection(id=m.group(1), title=lines[start][3:].strip(),
-                             template="\n".join(body).strip() + "\n", path=str(path), line=start + 1))
+                raise KnowledgeError(
+                    str(path),
+                    nxt + 2 + j,
+                    f"write code as a '{CODE_MARK}' line, not a fence (the English section's verified code is put there)",
+                )
+        out.append(
+            ZhSection(
+                id=m.group(1),
+                title=lines[start][3:].strip(),
+                template="\n".join(body).strip() + "\n",
+                path=str(path),
+                line=start + 1,
+            )
+        )
     return out
 
 
@@ -130,8 +142,9 @@ def load_glossary(directory: str | Path) -> list[Term]:
         if len(cells) != 4:
             raise KnowledgeError(str(path), n, f"a glossary row has 4 cells (English | 中文 | pattern | avoid), not {len(cells)}")
         try:
-            terms.append(Term(cells[0], cells[1], re.compile(cells[2], re.IGNORECASE),
-                              re.compile(cells[3]) if cells[3] else None))
+            terms.append(
+                Term(cells[0], cells[1], re.compile(cells[2], re.IGNORECASE), re.compile(cells[3]) if cells[3] else None)
+            )
         except re.error as exc:
             raise KnowledgeError(str(path), n, f"bad pattern in {line.strip()!r}: {exc}") from None
     return terms
@@ -150,13 +163,13 @@ def fences(text: str) -> list[str]:
     out, i = [], 0
     while i < len(lines):
         m = _OPEN.match(lines[i])
-        if not m or m.group(2)[0] == "`" and "`" in lines[i][m.end():]:
+        if not m or m.group(2)[0] == "`" and "`" in lines[i][m.end() :]:
             i += 1
             continue
         fence, j = m.group(2), i + 1
         while j < len(lines) and not (lines[j].strip().startswith(fence) and set(lines[j].strip()) == {fence[0]}):
             j += 1
-        out.append("".join(lines[i: j + 1]).rstrip("\n"))
+        out.append("".join(lines[i : j + 1]).rstrip("\n"))
         i = j + 1
     return out
 
@@ -172,8 +185,7 @@ def render(english: str, template: str) -> str:
     parts = template.split("\n")
     marks = [i for i, line in enumerate(parts) if line.strip() == CODE_MARK]
     if len(marks) != len(blocks):
-        raise ValueError(f"the Chinese body has {len(marks)} {CODE_MARK} lines, the English one "
-                         f"{len(blocks)} code blocks")
+        raise ValueError(f"the Chinese body has {len(marks)} {CODE_MARK} lines, the English one {len(blocks)} code blocks")
     for i, block in zip(marks, blocks, strict=True):
         parts[i] = block
     return "\n".join(parts)

@@ -4,6 +4,7 @@ Lists, per section, what :func:`fsdp_skill.core.zh.problems` finds (the same che
 runs) and the sections that have no Chinese body; ``--dump`` prints the English text a Chinese body must
 follow. Kept apart from :mod:`fsdp_skill.core.zh`, which the knowledge loader imports.
 """
+
 from __future__ import annotations
 
 from fsdp_skill.core.zh import load_glossary, load_zh, problems

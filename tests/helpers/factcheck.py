@@ -19,6 +19,7 @@ section lists (matched by their last name, e.g. ``Join`` for ``torch.distributed
 
 Used by the test suite; imports torch (through :func:`fsdp_skill.core.apis.resolve`).
 """
+
 from __future__ import annotations
 
 import ast
@@ -86,7 +87,7 @@ def _stated_defaults(section: SectionDoc) -> list[tuple[str, object, str]]:
             continue
         for sm in _SPAN.finditer(sentence):
             m = _NAME_EQ.match(sm.group(1).strip())
-            close = bool(_DEFAULT_BEFORE.search(sentence[:sm.start()]) or _DEFAULT_AFTER.match(sentence[sm.end():]))
+            close = bool(_DEFAULT_BEFORE.search(sentence[: sm.start()]) or _DEFAULT_AFTER.match(sentence[sm.end() :]))
             if m and close and "(" not in sm.group(1) and _literal(m.group(2)) is not _MISSING:
                 out.append((m.group(1), _literal(m.group(2)), sentence.strip()))
         for name, lit in _NAME_THEN_DEFAULT.findall(sentence):
@@ -112,8 +113,10 @@ def _check_stated_defaults(section: SectionDoc, objs: dict[str, object]) -> list
         if not owners or any(_same(real, claimed) for _, real in owners):
             continue  # not a known name, or true for one of the listed APIs
         api, real = owners[0]
-        problems.append(f"{section.card}:{section.line} ({section.id}): default of {name!r} of {api} is {real!r} "
-                        f"in torch {_version()}, the card says {claimed!r} (in: {sentence[:120]!r})")
+        problems.append(
+            f"{section.card}:{section.line} ({section.id}): default of {name!r} of {api} is {real!r} "
+            f"in torch {_version()}, the card says {claimed!r} (in: {sentence[:120]!r})"
+        )
     return problems
 
 
@@ -124,8 +127,10 @@ def _check_enum_members(section: SectionDoc, objs: dict[str, object]) -> list[st
     for short, cls in enums.items():
         for member in re.findall(rf"`(?:[\w.]+\.)?{re.escape(short)}\.([A-Z][A-Z0-9_]*)\b", prose):
             if member not in cls.__members__:
-                problems.append(f"{section.card}:{section.line} ({section.id}): {short}.{member} is not a member in torch "
-                                f"{_version()} (members: {', '.join(cls.__members__)})")
+                problems.append(
+                    f"{section.card}:{section.line} ({section.id}): {short}.{member} is not a member in torch "
+                    f"{_version()} (members: {', '.join(cls.__members__)})"
+                )
     return problems
 
 
@@ -169,7 +174,9 @@ def check_section(section: SectionDoc) -> list[str]:
                 if real is inspect.Parameter.empty:
                     problems.append(f"{where}: {kw.arg!r} is stated with default {claimed!r} but is required")
                 elif real != claimed and not (real is None and claimed is None):
-                    problems.append(f"{where}: default of {kw.arg!r} is {real!r} in torch {_version()}, the card says {claimed!r}")
+                    problems.append(
+                        f"{where}: default of {kw.arg!r} is {real!r} in torch {_version()}, the card says {claimed!r}"
+                    )
     return problems
 
 

@@ -7,6 +7,7 @@ parameter shards, gradient shards and optimizer state (summed over distinct stor
 counts them) and the peak of the measured step by ``MemTracker``, with and without the storages gloo's
 reduce-scatter makes for itself (see ``_tracker``).
 """
+
 from __future__ import annotations
 
 import json
@@ -110,11 +111,14 @@ def _rank(rank: int, world_size: int, port: int, setting: dict, spec: dict, out_
         peak = sum(s["Total"] for s in tracker.get_tracker_snapshot("peak").values())
         params = list(model.parameters())
         state = [t for st in opt.state.values() for t in st.values() if isinstance(t, torch.Tensor)]
-        result = {"sharded_param_bytes": _storage_bytes(params),
-                  "sharded_grad_bytes": _storage_bytes([p.grad for p in params if p.grad is not None]),
-                  "optimizer_state_bytes": _storage_bytes(state), "peak_bytes": int(peak),
-                  "peak_without_staging_bytes": int(tracker.peak_without_staging),
-                  "staging_peak_bytes": int(tracker.staging_peak)}
+        result = {
+            "sharded_param_bytes": _storage_bytes(params),
+            "sharded_grad_bytes": _storage_bytes([p.grad for p in params if p.grad is not None]),
+            "optimizer_state_bytes": _storage_bytes(state),
+            "peak_bytes": int(peak),
+            "peak_without_staging_bytes": int(tracker.peak_without_staging),
+            "staging_peak_bytes": int(tracker.staging_peak),
+        }
         with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
             json.dump(result, f)
     finally:
@@ -134,8 +138,13 @@ def run(world_size: int, setting: dict, spec: dict, out_dir: str) -> list[dict]:
 
     root = Path(__file__).resolve().parents[2]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])))
-    subprocess.run([sys.executable, "-m", "tests.helpers.plan_real", json.dumps([world_size, setting, spec, out_dir])],
-                   cwd=root, env=env, check=True, timeout=900)
+    subprocess.run(
+        [sys.executable, "-m", "tests.helpers.plan_real", json.dumps([world_size, setting, spec, out_dir])],
+        cwd=root,
+        env=env,
+        check=True,
+        timeout=900,
+    )
     out = []
     for r in range(world_size):
         with open(os.path.join(out_dir, f"rank{r}.json")) as f:

@@ -8,6 +8,7 @@ that the light core needs and nothing else (``deps="core"``: no torch, FastAPI, 
 ``.pth`` *line* adds a folder to ``sys.path`` without running that folder's own ``.pth`` files, so the
 test venv's editable install of the checkout stays invisible: the new venv imports the wheel.
 """
+
 from __future__ import annotations
 
 import importlib.metadata as md
@@ -32,8 +33,23 @@ def build_wheel(out: Path) -> Path:
             shutil.copytree(p, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         else:
             shutil.copy2(p, src / name)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-                    "--disable-pip-version-check", "-w", str(out), str(src)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--disable-pip-version-check",
+            "-w",
+            str(out),
+            str(src),
+        ],
+        check=True,
+        capture_output=True,
+    )
     (wheel,) = out.glob("fsdp_skill-*.whl")
     return wheel
 
@@ -88,10 +104,30 @@ def fresh_venv(where: Path, wheel: Path, deps: str) -> Path:
     """
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True)
     vpy = where / "bin" / "python"
-    vsite = Path(subprocess.run([str(vpy), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                check=True, capture_output=True, text=True).stdout.strip())
+    vsite = Path(
+        subprocess.run(
+            [str(vpy), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    )
     dep_dir = Path(sysconfig.get_paths()["purelib"]) if deps == "all" else _core_site(where.parent / "core-site")
     (vsite / "_fsdp_skill_test_deps.pth").write_text(f"{dep_dir}\n")
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(vpy), "install", "-q", "--no-deps",
-                    "--disable-pip-version-check", str(wheel)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(vpy),
+            "install",
+            "-q",
+            "--no-deps",
+            "--disable-pip-version-check",
+            str(wheel),
+        ],
+        check=True,
+        capture_output=True,
+    )
     return where / "bin"

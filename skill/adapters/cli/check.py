@@ -9,6 +9,7 @@ finding FSD000), 2 for bad input (missing path, not a .py file, not UTF-8, unkno
 ``{"findings": [...], "verdict": {...}}``, the verdict as ``verify --json`` prints it, with its ``hints``).
 Exit 1 when there is a finding or the run failed or timed out (a run skipped on this host is not a failure).
 """
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,13 @@ import sys
 from fsdp_skill.adapters.exitcodes import EXIT_FAIL, EXIT_OK
 from fsdp_skill.errors import InvalidArgument
 
-_RUN_FLAGS = {"world_size": "--world-size", "backend": "--backend", "timeout": "--timeout", "launcher": "--launcher",
-              "python": "--python"}
+_RUN_FLAGS = {
+    "world_size": "--world-size",
+    "backend": "--backend",
+    "timeout": "--timeout",
+    "launcher": "--launcher",
+    "python": "--python",
+}
 
 
 def cmd_check(args) -> int:
@@ -48,8 +54,7 @@ def cmd_check(args) -> int:
             print(f.line_text())
         if findings:
             files = len({f.path for f in findings})
-            print(f"{len(findings)} finding(s) in {files} file(s); explain one with: fsdp-skill show SECTION-ID",
-                  file=sys.stderr)
+            print(f"{len(findings)} finding(s) in {files} file(s); explain one with: fsdp-skill show SECTION-ID", file=sys.stderr)
         sys.stdout.write(text)
     failed = verdict is not None and verdict["status"] in ("failed", "timeout")
     return EXIT_FAIL if findings or failed else EXIT_OK
@@ -63,8 +68,9 @@ def _validate_run(args) -> None:
     if args.world_size is not None and not 1 <= args.world_size <= MAX_WORLD_SIZE:
         raise InvalidArgument(f"--world-size must be from 1 to {MAX_WORLD_SIZE} (ranks on this host), not {args.world_size}")
     if args.timeout is not None and not 0 < args.timeout <= MAX_TIMEOUT_S:
-        raise InvalidArgument(f"--timeout must be a positive number of seconds, at most {MAX_TIMEOUT_S:g} (a day), "
-                              f"not {args.timeout:g}")
+        raise InvalidArgument(
+            f"--timeout must be a positive number of seconds, at most {MAX_TIMEOUT_S:g} (a day), not {args.timeout:g}"
+        )
 
 
 def _run(args) -> tuple[dict, str]:
@@ -74,8 +80,13 @@ def _run(args) -> tuple[dict, str]:
     from fsdp_skill.core.snippets import DEFAULT_VERIFIER, script_job
 
     path = args.paths[0]
-    job = script_job(path, world_size=args.world_size, backend=args.backend, timeout=args.timeout,
-                     args=getattr(args, "script_args", None) or [])
+    job = script_job(
+        path,
+        world_size=args.world_size,
+        backend=args.backend,
+        timeout=args.timeout,
+        args=getattr(args, "script_args", None) or [],
+    )
     v = (args.verifier or DEFAULT_VERIFIER).run([job], launcher=args.launcher or "warm", use_cache=False)[0]
     hints = hint_for(v)
     item = v.model_dump(mode="json")
@@ -88,19 +99,32 @@ def add_check_parser(sub) -> None:
     """Register ``check`` on the ``fsdp-skill`` subparsers."""
     c = sub.add_parser("check", help="find FSDP / torch.distributed mistakes in scripts, statically (no torch import)")
     c.add_argument("paths", nargs="*", metavar="PATH", help="files, directories (every *.py below) or '-' (stdin)")
-    c.add_argument("--json", action="store_true", help="print the findings as a JSON list "
-                   "(with --run: an object {findings, verdict})")
-    c.add_argument("--select", action="append", default=[], metavar="CODES",
-                   help="only these code prefixes, comma-separated (e.g. FSD00,FSD011); repeatable")
-    c.add_argument("--ignore", action="append", default=[], metavar="CODES",
-                   help="drop these code prefixes, comma-separated; repeatable")
+    c.add_argument(
+        "--json", action="store_true", help="print the findings as a JSON list (with --run: an object {findings, verdict})"
+    )
+    c.add_argument(
+        "--select",
+        action="append",
+        default=[],
+        metavar="CODES",
+        help="only these code prefixes, comma-separated (e.g. FSD00,FSD011); repeatable",
+    )
+    c.add_argument(
+        "--ignore", action="append", default=[], metavar="CODES", help="drop these code prefixes, comma-separated; repeatable"
+    )
     c.add_argument("--rules", action="store_true", help="list the rules (code, severity, what, section, snippet) and exit")
     r = c.add_argument_group("--run: also run the one PATH.py on a real process group, as `verify PATH.py` does")
     r.add_argument("--run", action="store_true", help="run the script under verify too and report both")
     r.add_argument("--world-size", type=int, default=None, metavar="N", help="ranks to launch (default 2)")
     r.add_argument("--backend", choices=("auto", "gloo", "nccl"), default=None, help="process-group backend (default auto)")
-    r.add_argument("--timeout", type=float, default=None, metavar="S", help="seconds before the run is killed as hung (default 60)")
+    r.add_argument(
+        "--timeout", type=float, default=None, metavar="S", help="seconds before the run is killed as hung (default 60)"
+    )
     r.add_argument("--launcher", choices=("warm", "torchrun"), default=None, help="warm (default) or torchrun")
-    r.add_argument("--python", metavar="PATH", default=None, help="the Python interpreter (with torch) that runs the script "
-                   "(default: $FSDP_SKILL_PYTHON, else this one)")
+    r.add_argument(
+        "--python",
+        metavar="PATH",
+        default=None,
+        help="the Python interpreter (with torch) that runs the script (default: $FSDP_SKILL_PYTHON, else this one)",
+    )
     c.set_defaults(func=cmd_check)

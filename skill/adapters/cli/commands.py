@@ -3,6 +3,7 @@
 Thin by design: each handler parses nothing itself (argparse did), calls the core and prints; errors of
 the tree propagate to :func:`fsdp_skill.main.main`, which maps them once (:mod:`fsdp_skill.adapters.exitcodes`).
 """
+
 from __future__ import annotations
 
 import os
@@ -44,8 +45,7 @@ def cmd_ask(args) -> int:
     from fsdp_skill.core.answer import ask
 
     question = _read_question(args.question)
-    answer = ask(question, k=args.k, verify=not args.no_verify, progress=_progress, verifier=args.verifier,
-                 language=args.lang)
+    answer = ask(question, k=args.k, verify=not args.no_verify, progress=_progress, verifier=args.verifier, language=args.lang)
     if args.json:
         sys.stdout.write(answer.model_dump_json(indent=None) + "\n")
     elif args.markdown:
@@ -90,8 +90,11 @@ def _list(kb, args) -> int:
 
     sections = catalogue(args.topic, kb=kb).sections
     if args.snippets:
-        rows = [{"id": sp.id, "section": s.id, "world_size": sp.world_size, "requires": sp.requires}
-                for s in sections for sp in s.snippets]
+        rows = [
+            {"id": sp.id, "section": s.id, "world_size": sp.world_size, "requires": sp.requires}
+            for s in sections
+            for sp in s.snippets
+        ]
         lines = [f"{r['id']}\t{r['section']}" for r in rows]
     else:
         rows = [{"id": s.id, "title": s.title, "topic": s.topic, "snippets": len(s.snippets)} for s in sections]
@@ -113,10 +116,15 @@ def cmd_export(args) -> int:
 
     specs = select_snippets(args.snippet_ids, topics=args.topic, all_snippets=args.all)
     check_out_dir(args.out)
-    print(f"verifying {len(specs)} snippet(s) (cached verdicts are instant; a first run launches real ranks)…",
-          file=sys.stderr)
-    manifest = export_snippets(specs, args.out, include_unverified=args.include_unverified,
-                               partial=bool(args.all or args.topic), progress=_progress, verifier=args.verifier)
+    print(f"verifying {len(specs)} snippet(s) (cached verdicts are instant; a first run launches real ranks)…", file=sys.stderr)
+    manifest = export_snippets(
+        specs,
+        args.out,
+        include_unverified=args.include_unverified,
+        partial=bool(args.all or args.topic),
+        progress=_progress,
+        verifier=args.verifier,
+    )
     new = [e for e in manifest.entries if e.id in set(manifest.exported)]
     if args.json:
         sys.stdout.write(manifest.model_dump_json() + "\n")
@@ -127,8 +135,10 @@ def cmd_export(args) -> int:
         for n in manifest.skipped:
             print(f"-\t{n.id}\tnot exported: {n.status}" + (f" ({n.reason})" if n.reason else ""))
         if new:
-            print(f"wrote {len(new)} script(s), manifest.json and test_exported.py to {args.out} "
-                  f"(re-verify here with: pytest {os.path.join(args.out, 'test_exported.py')})")
+            print(
+                f"wrote {len(new)} script(s), manifest.json and test_exported.py to {args.out} "
+                f"(re-verify here with: pytest {os.path.join(args.out, 'test_exported.py')})"
+            )
         else:
             print(f"wrote nothing to {args.out}: no selected snippet passed on this host")
     for note in manifest.notes:
@@ -138,9 +148,12 @@ def cmd_export(args) -> int:
         print(f"fsdp-skill: warning: exported NOT VERIFIED: {', '.join(unverified)}", file=sys.stderr)
     broken = [n for n in manifest.skipped if n.status != "skipped"]
     if manifest.skipped:
-        print(f"fsdp-skill: {len(manifest.skipped)} snippet(s) not exported: "
-              + "; ".join(f"{n.id} ({n.status})" for n in manifest.skipped)
-              + ("" if broken else " — none of them can run on this host"), file=sys.stderr)
+        print(
+            f"fsdp-skill: {len(manifest.skipped)} snippet(s) not exported: "
+            + "; ".join(f"{n.id} ({n.status})" for n in manifest.skipped)
+            + ("" if broken else " — none of them can run on this host"),
+            file=sys.stderr,
+        )
     return EXIT_FAIL if broken else EXIT_OK
 
 
@@ -154,9 +167,13 @@ def add_commands(sub) -> None:
     fmt.add_argument("--markdown", action="store_true", help="print the answer as markdown")
     a.add_argument("--no-verify", action="store_true", help="return snippets as 'unverified' without running them")
     a.add_argument("--python", metavar="PATH", help=PYTHON_HELP)
-    a.add_argument("--lang", choices=("auto", "en", "zh"), default="auto",
-                   help="language of the answer: auto (default) follows the question's main language; zh shows the "
-                        "full Chinese bodies, en the English ones (--json always carries both: text and text_zh)")
+    a.add_argument(
+        "--lang",
+        choices=("auto", "en", "zh"),
+        default="auto",
+        help="language of the answer: auto (default) follows the question's main language; zh shows the "
+        "full Chinese bodies, en the English ones (--json always carries both: text and text_zh)",
+    )
     a.set_defaults(func=cmd_ask)
     s = sub.add_parser("show", help="print one knowledge section, or list section / snippet ids")
     s.add_argument("section_id", nargs="?", help="section id, e.g. fsdp2/meta-device-init")
@@ -170,15 +187,30 @@ def add_commands(sub) -> None:
     add_check_parser(sub)
     add_plan_parser(sub)
     e = sub.add_parser("export", help="write verified snippets as torchrun-ready scripts with a manifest and a test runner")
-    e.add_argument("snippet_ids", nargs="*", metavar="SNIPPET_ID",
-                   help="snippet ids, e.g. join/ddp-join, or section ids (all their snippets)")
-    e.add_argument("--topic", action="append", default=[], metavar="T",
-                   help="export every snippet of topic T, e.g. mixed-precision (repeatable)")
-    e.add_argument("--all", action="store_true",
-                   help="export every snippet that passes here (with --topic too: the rest are listed, not written)")
+    e.add_argument(
+        "snippet_ids",
+        nargs="*",
+        metavar="SNIPPET_ID",
+        help="snippet ids, e.g. join/ddp-join, or section ids (all their snippets)",
+    )
+    e.add_argument(
+        "--topic",
+        action="append",
+        default=[],
+        metavar="T",
+        help="export every snippet of topic T, e.g. mixed-precision (repeatable)",
+    )
+    e.add_argument(
+        "--all",
+        action="store_true",
+        help="export every snippet that passes here (with --topic too: the rest are listed, not written)",
+    )
     e.add_argument("--out", required=True, metavar="DIR", help="directory to write into (created if missing)")
-    e.add_argument("--include-unverified", action="store_true",
-                   help="also export snippets that did not pass (failed, timeout, skipped), marked NOT VERIFIED")
+    e.add_argument(
+        "--include-unverified",
+        action="store_true",
+        help="also export snippets that did not pass (failed, timeout, skipped), marked NOT VERIFIED",
+    )
     e.add_argument("--json", action="store_true", help="print the manifest as JSON")
     e.add_argument("--python", metavar="PATH", help=PYTHON_HELP)
     e.set_defaults(func=cmd_export)

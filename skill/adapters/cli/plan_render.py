@@ -1,4 +1,5 @@
 """Terminal rendering of a PlanReport (rich tables)."""
+
 from __future__ import annotations
 
 from rich.console import Console
@@ -7,10 +8,19 @@ from rich.table import Table
 from fsdp_skill.core.plan.advice import BYTE_UNITS, format_bytes
 from fsdp_skill.core.plan.models import CATEGORY_ORDER, PlanReport
 
-_SHORT = {"sharded_param": "sharded params", "unsharded_param": "unsharded params", "buffer": "buffers",
-          "sharded_grad": "sharded grads", "unsharded_grad": "unsharded grads", "activation": "activations",
-          "temp": "temporaries", "all_gather": "all-gather buffers", "reduce_scatter": "reduce-scatter buffers",
-          "optimizer_state": "optimizer state", "inputs": "inputs"}
+_SHORT = {
+    "sharded_param": "sharded params",
+    "unsharded_param": "unsharded params",
+    "buffer": "buffers",
+    "sharded_grad": "sharded grads",
+    "unsharded_grad": "unsharded grads",
+    "activation": "activations",
+    "temp": "temporaries",
+    "all_gather": "all-gather buffers",
+    "reduce_scatter": "reduce-scatter buffers",
+    "optimizer_state": "optimizer state",
+    "inputs": "inputs",
+}
 
 
 def _unit(report: PlanReport) -> int:
@@ -41,8 +51,10 @@ def print_plan(report: PlanReport, console: Console | None = None) -> None:
     console = console or Console()
     unit = _unit(report)
     name = dict(BYTE_UNITS).get(unit, "B")
-    console.print(f"[bold]{report.model}[/bold]  {count(report.params)} parameters  (torch {report.torch_version}, "
-                  f"FSDP2 fully_shard {_wrapping(report)})")
+    console.print(
+        f"[bold]{report.model}[/bold]  {count(report.params)} parameters  (torch {report.torch_version}, "
+        f"FSDP2 fully_shard {_wrapping(report)})"
+    )
     cats = [c for c in CATEGORY_ORDER if any(r.peak_by_category.get(c) for r in report.rows)]
     rows = Table(title="per-rank peak memory of one training step", title_justify="left")
     for col in ("#", "setting", f"GPU peak {name}", "phase"):
@@ -57,20 +69,24 @@ def print_plan(report: PlanReport, console: Console | None = None) -> None:
         rows.add_row(*cells)
     console.print(rows)
     offload = any(r.device_peak_by_category for r in report.rows)
-    by_cat = Table(title=f"at the peak, by category ({name})" + (
-        "; cpu-offload rows: on the GPU at its own peak, host state below" if offload else ""), title_justify="left")
+    by_cat = Table(
+        title=f"at the peak, by category ({name})"
+        + ("; cpu-offload rows: on the GPU at its own peak, host state below" if offload else ""),
+        title_justify="left",
+    )
     by_cat.add_column("category")
     for i in range(1, len(report.rows) + 1):
         by_cat.add_column(f"#{i}", justify="right")
     for c in cats:
-        by_cat.add_row(_SHORT[c], *(_num((r.device_peak_by_category or r.peak_by_category).get(c, 0), unit)
-                                    for r in report.rows))
+        by_cat.add_row(_SHORT[c], *(_num((r.device_peak_by_category or r.peak_by_category).get(c, 0), unit) for r in report.rows))
     console.print(by_cat)
     for i, r in enumerate(report.rows, 1):
         where = "in host memory (cpu-offload)" if r.device_peak_by_category else "per rank"
-        console.print(f"  #{i} steady shards {where}: params {format_bytes(r.sharded_param_bytes, unit)}, grads "
-                      f"{format_bytes(r.sharded_grad_bytes, unit)}, optimizer {format_bytes(r.optimizer_state_bytes, unit)} ({r.seconds:.1f} s)",
-                      highlight=False)
+        console.print(
+            f"  #{i} steady shards {where}: params {format_bytes(r.sharded_param_bytes, unit)}, grads "
+            f"{format_bytes(r.sharded_grad_bytes, unit)}, optimizer {format_bytes(r.optimizer_state_bytes, unit)} ({r.seconds:.1f} s)",
+            highlight=False,
+        )
     console.print("[bold]not measured — estimates[/bold] (per GPU, for the largest row):")
     for e in report.estimates:
         console.print(f"  {e.name}: {format_bytes(e.low_bytes)}–{format_bytes(e.high_bytes)} — {e.basis}", highlight=False)

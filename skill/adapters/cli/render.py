@@ -3,6 +3,7 @@
 Verdict wording is shared by both: a passed snippet says where it ran; a failed or timed-out one is
 shown as *not recommended* with the reason instead of being offered; skipped says why it did not run.
 """
+
 from __future__ import annotations
 
 from fsdp_skill.core.models import Answer, SectionDoc, SectionOut, SnippetOut
@@ -14,8 +15,10 @@ def verdict_line(v: Verdict) -> str:
     if v.status == "passed":
         extra = ", cached" if v.cached else ""
         when = f", {v.checked_at[:10]}" if v.checked_at else ""
-        return (f"verified: passed on {v.backend}, world_size {v.world_size}, {v.device}, torch {v.torch_version} "
-                f"({v.seconds:.2f} s{extra}{when})")
+        return (
+            f"verified: passed on {v.backend}, world_size {v.world_size}, {v.device}, torch {v.torch_version} "
+            f"({v.seconds:.2f} s{extra}{when})"
+        )
     if v.status == "unverified":
         return f"unverified: {v.reason}" if v.reason else "unverified: not run for this answer"
     if v.status == "skipped":
@@ -36,8 +39,11 @@ def error_lines(ans: Answer) -> list[str]:
     """One plain line per message found in the question: where torch raises it, and what explains it."""
     lines = []
     for e in ans.errors:
-        told = (f"explained by {', '.join(e.sections)}" if e.sections
-                else "no knowledge section explains this message yet; the sections below are the closest matches")
+        told = (
+            f"explained by {', '.join(e.sections)}"
+            if e.sections
+            else "no knowledge section explains this message yet; the sections below are the closest matches"
+        )
         where = f" (torch {e.torch_version})" if e.torch_version else ""
         lines.append(f"{e.message!r}: {e.explanation}{where}; {told}")
     return lines
@@ -77,8 +83,7 @@ def answer_markdown(ans: Answer) -> str:
             out.append(f"> **Not for your torch:** {s.applicability}\n")
         out.append(text + "\n")
         for sn in s.snippets:
-            out.append(f"**Snippet `{sn.id}`** — {verdict_line(sn.verification)}  \n"
-                       f"{_proof(sn)}Launch: `{sn.launch}`\n")
+            out.append(f"**Snippet `{sn.id}`** — {verdict_line(sn.verification)}  \n{_proof(sn)}Launch: `{sn.launch}`\n")
             if _offered(sn):
                 out.append(f"```python\n{sn.code}```\n")
         out.append("Sources: " + ", ".join(s.sources) + "\n")
@@ -113,8 +118,13 @@ def section_markdown(s: SectionDoc, language: str = "en") -> str:
         out += [f"> 中文摘要：{s.zh}", ""]
     out += [text, ""]
     for sn in s.snippets:
-        out += [f"**Snippet `{sn.id}`** (world_size {sn.world_size}{', requires ' + ','.join(sn.requires) if sn.requires else ''})",
-                f"Launch: `{sn.launch}`", "", f"```python\n{sn.code}```", ""]
+        out += [
+            f"**Snippet `{sn.id}`** (world_size {sn.world_size}{', requires ' + ','.join(sn.requires) if sn.requires else ''})",
+            f"Launch: `{sn.launch}`",
+            "",
+            f"```python\n{sn.code}```",
+            "",
+        ]
     if s.apis:
         out.append("APIs: " + ", ".join(f"`{a}`" for a in s.apis))
     out.append("Sources: " + ", ".join(s.sources))
@@ -138,11 +148,16 @@ def print_answer(ans: Answer, console=None) -> None:
         console.print(Panel(escape(ans.reason or ""), title="out of scope", border_style="yellow"))
         return
     for line in error_lines(ans):
-        console.print(Panel(escape(line), title=_errors_title(ans).lower(), border_style="magenta",
-                            title_align="left"))
+        console.print(Panel(escape(line), title=_errors_title(ans).lower(), border_style="magenta", title_align="left"))
     if ans.findings:
-        console.print(Panel(escape("\n".join(f.line_text() for f in ans.findings)), title="mistakes found in your code",
-                            border_style="red", title_align="left"))
+        console.print(
+            Panel(
+                escape("\n".join(f.line_text() for f in ans.findings)),
+                title="mistakes found in your code",
+                border_style="red",
+                title_align="left",
+            )
+        )
     if ans.plan:  # not in a panel: its border would be copied with a command that wraps
         console.print("[bold cyan]measure it[/bold cyan] (per-GPU peak memory for your setting):")
         console.print(escape(ans.plan), soft_wrap=True, highlight=False)
@@ -157,8 +172,15 @@ def print_answer(ans: Answer, console=None) -> None:
             body.insert(0, Markdown(f"> **Not for your torch:** {s.applicability}"))
         from rich.console import Group
 
-        console.print(Panel(Group(*body), title=f"{i}. {escape(title)}", subtitle=f"{s.id} · score {s.score:.2f}",
-                            title_align="left", subtitle_align="right"))
+        console.print(
+            Panel(
+                Group(*body),
+                title=f"{i}. {escape(title)}",
+                subtitle=f"{s.id} · score {s.score:.2f}",
+                title_align="left",
+                subtitle_align="right",
+            )
+        )
         for sn in s.snippets:
             _print_snippet(console, sn, Syntax, Panel)
         console.print("[dim]sources: " + escape(" ".join(s.sources)) + "[/dim]\n")
@@ -166,7 +188,9 @@ def print_answer(ans: Answer, console=None) -> None:
         console.print(f"[bold]API in your torch {ans.torch_version or '(not available)'}[/bold]")
         for a in ans.api:
             if a.available:
-                console.print(f"  [cyan]{escape(a.name)}[/cyan]\n    {escape(a.signature or '')}\n    [dim]{escape(a.summary or '')}[/dim]")
+                console.print(
+                    f"  [cyan]{escape(a.name)}[/cyan]\n    {escape(a.signature or '')}\n    [dim]{escape(a.summary or '')}[/dim]"
+                )
             else:
                 console.print(f"  [red]{escape(a.name)} — {escape(_api_absent(a))}[/red]")
 
@@ -179,8 +203,14 @@ def _print_snippet(console, sn: SnippetOut, Syntax, Panel) -> None:
     line = escape(verdict_line(v))
     if _offered(sn):
         # word_wrap: a narrow terminal wraps code lines instead of cutting them (copied code stays whole)
-        console.print(Panel(Syntax(sn.code, "python", line_numbers=False, word_wrap=True), title=f"snippet {sn.id}",
-                            border_style=colour, title_align="left"))
+        console.print(
+            Panel(
+                Syntax(sn.code, "python", line_numbers=False, word_wrap=True),
+                title=f"snippet {sn.id}",
+                border_style=colour,
+                title_align="left",
+            )
+        )
         console.print(f"  [{colour}]{line}[/{colour}]")
         if v.status == "passed" and sn.proves:
             console.print(f"  [{colour}]proves: {escape(sn.proves)}[/{colour}]")

@@ -18,6 +18,7 @@ could not run), 2 bad usage (unknown snippet id, missing file, ids together with
 Verifying your own script is a debugging aid: a failed or timed-out verdict comes with hints naming the
 knowledge sections that explain the error (:func:`hint_for`).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -35,27 +36,49 @@ _MARK = {"passed": "PASS", "failed": "FAIL", "timeout": "TIMEOUT", "skipped": "S
 def add_verify_parser(subparsers) -> None:
     """Register the ``verify`` subcommand on an argparse ``subparsers`` object."""
     p = subparsers.add_parser(
-        "verify", help="run snippets or scripts on a real multi-process process group",
-        usage="fsdp-skill verify [options] SNIPPET_ID|SECTION_ID... | --all | --topic T | PATH.py... "
-              "[-- SCRIPT_ARGS...]",
+        "verify",
+        help="run snippets or scripts on a real multi-process process group",
+        usage="fsdp-skill verify [options] SNIPPET_ID|SECTION_ID... | --all | --topic T | PATH.py... [-- SCRIPT_ARGS...]",
         description="Run knowledge snippets (by id, --topic or --all) or your own scripts (PATH.py) on "
-                    "world_size real processes, the way torchrun launches them, and report per-rank results. "
-                    "A script runs in place, from the current directory; everything after '--' is passed "
-                    "to the one script given, as 'torchrun --nproc_per_node=N PATH.py ARGS...' would.")
-    p.add_argument("targets", nargs="*", metavar="SNIPPET_ID|PATH.py", help="snippet ids, section ids (their snippets) and/or script paths")
+        "world_size real processes, the way torchrun launches them, and report per-rank results. "
+        "A script runs in place, from the current directory; everything after '--' is passed "
+        "to the one script given, as 'torchrun --nproc_per_node=N PATH.py ARGS...' would.",
+    )
+    p.add_argument(
+        "targets", nargs="*", metavar="SNIPPET_ID|PATH.py", help="snippet ids, section ids (their snippets) and/or script paths"
+    )
     p.add_argument("--all", action="store_true", help="verify every snippet of the knowledge base")
     p.add_argument("--topic", action="append", default=[], metavar="T", help="verify every snippet of topic T (repeatable)")
-    p.add_argument("--world-size", type=int, default=None, metavar="N", help="ranks to launch (default: the snippet's, 2 for scripts)")
-    p.add_argument("--backend", choices=("auto", "gloo", "nccl"), default=None, help="process-group backend (default: the snippet's, auto for scripts)")
-    p.add_argument("--timeout", type=float, default=None, metavar="S", help="seconds before a run is killed as hung (default: the snippet's, 60 for scripts)")
-    p.add_argument("--launcher", choices=("warm", "torchrun"), default="warm", help="warm (fork from a preloaded parent, fast) or torchrun")
+    p.add_argument(
+        "--world-size", type=int, default=None, metavar="N", help="ranks to launch (default: the snippet's, 2 for scripts)"
+    )
+    p.add_argument(
+        "--backend",
+        choices=("auto", "gloo", "nccl"),
+        default=None,
+        help="process-group backend (default: the snippet's, auto for scripts)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help="seconds before a run is killed as hung (default: the snippet's, 60 for scripts)",
+    )
+    p.add_argument(
+        "--launcher", choices=("warm", "torchrun"), default="warm", help="warm (fork from a preloaded parent, fast) or torchrun"
+    )
     p.add_argument("--no-cache", action="store_true", help="run even when a cached verdict exists (the fresh verdict is stored)")
     p.add_argument("--json", action="store_true", help="print a JSON list of verdicts (each with its 'hints')")
     p.add_argument("--python", metavar="PATH", help=PYTHON_HELP)
     n = p.add_argument_group("several hosts (--launcher torchrun; --world-size is then processes per node)")
     n.add_argument("--nnodes", type=int, default=None, metavar="N", help="hosts in the job (torchrun --nnodes)")
-    n.add_argument("--node-rank", type=int, default=None, metavar="R", help="this host's rank (static rendezvous; c10d orders hosts itself)")
-    n.add_argument("--rdzv-backend", default=None, metavar="B", help="rendezvous backend: c10d (recommended), static, etcd, etcd-v2")
+    n.add_argument(
+        "--node-rank", type=int, default=None, metavar="R", help="this host's rank (static rendezvous; c10d orders hosts itself)"
+    )
+    n.add_argument(
+        "--rdzv-backend", default=None, metavar="B", help="rendezvous backend: c10d (recommended), static, etcd, etcd-v2"
+    )
     n.add_argument("--rdzv-endpoint", default=None, metavar="HOST:PORT", help="rendezvous address, the same on every host")
     n.add_argument("--rdzv-id", default=None, metavar="ID", help="job id, the same on every host")
     n.add_argument("--master-addr", default=None, metavar="HOST", help="static rendezvous without --rdzv-endpoint: rank 0's host")
@@ -103,8 +126,9 @@ def _jobs(args) -> list:
     if args.world_size is not None and not 1 <= args.world_size <= MAX_WORLD_SIZE:
         raise QueryError(f"--world-size must be from 1 to {MAX_WORLD_SIZE} (ranks on this host), not {args.world_size}")
     if args.timeout is not None and not 0 < args.timeout <= MAX_TIMEOUT_S:
-        raise QueryError(f"--timeout must be a positive number of seconds, at most {MAX_TIMEOUT_S:g} (a day), "
-                         f"not {args.timeout:g}")
+        raise QueryError(
+            f"--timeout must be a positive number of seconds, at most {MAX_TIMEOUT_S:g} (a day), not {args.timeout:g}"
+        )
     nodes = _nodes(args)
     if nodes is not None and (args.all or args.topic or len(args.targets) != 1):
         raise QueryError(f"several nodes (--nnodes {nodes.nnodes}) verify one target at a time, the same on every node")
@@ -160,8 +184,15 @@ def _run(jobs, args):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     console = Console(stderr=True)
-    with Progress(TextColumn("verifying"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  TextColumn("{task.description}"), console=console, transient=True) as bar:
+    with Progress(
+        TextColumn("verifying"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+        console=console,
+        transient=True,
+    ) as bar:
         task = bar.add_task("", total=len(jobs))
 
         def progress(done, total, verdict):
@@ -178,8 +209,11 @@ def _summary(verdicts) -> str:
 
 def format_verdict(v, name: str, hints: list[str] = ()) -> str:
     """A readable, plain-text report of one verdict: status line, then per-rank details when it did not pass."""
-    where = f"{v.launcher or '-'}, {v.backend} x{v.world_size}" + (f" on {v.nnodes} nodes" if v.nnodes else "") \
+    where = (
+        f"{v.launcher or '-'}, {v.backend} x{v.world_size}"
+        + (f" on {v.nnodes} nodes" if v.nnodes else "")
         + (", cached" if v.cached else "")
+    )
     lines = [f"{_MARK.get(v.status, v.status)}  {name}  ({(v.seconds or 0):.2f} s, {where})"]
     if v.status != "passed" and v.reason:
         first, *rest = v.reason.splitlines()

@@ -25,6 +25,7 @@ a question (whitespace-only, binary) or names an unknown rule code prefix, 404 `
 ``not_verified`` (export of a snippet that did not pass), 413 ``body_too_large`` (request body over 256 KiB),
 500 ``knowledge_error`` / ``state_error`` / ``internal_error``, 503 ``harness_error``.
 """
+
 from __future__ import annotations
 
 import logging
@@ -86,20 +87,25 @@ class AskRequest(AskInput):
     """Body of ``POST /v1/ask``."""
 
     # strict: wrong JSON types ("k": "3", "verify": "yes") are a 422, not silently coerced
-    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={
-        "examples": [{"question": "How do I use FSDP2 mixed precision with bf16?", "k": 3, "verify": True}]})
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,
+        json_schema_extra={"examples": [{"question": "How do I use FSDP2 mixed precision with bf16?", "k": 3, "verify": True}]},
+    )
 
     # the schema says what the server enforces: an empty or over-long question is a 422 like "k": 6.0
-    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS,
-                          description=AskInput.model_fields["question"].description)
+    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS, description=AskInput.model_fields["question"].description)
 
 
 class CheckRequest(CheckInput):
     """Body of ``POST /v1/check``."""
 
     # strict like AskRequest: "select": "FSD0" (not a list) is a 422, not coerced
-    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={
-        "examples": [{"code": "import torch\n...", "path": "train.py", "select": ["FSD0"], "ignore": []}]})
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,
+        json_schema_extra={"examples": [{"code": "import torch\n...", "path": "train.py", "select": ["FSD0"], "ignore": []}]},
+    )
 
 
 class PlanRequest(PlanInput):
@@ -109,14 +115,28 @@ class PlanRequest(PlanInput):
 
     transformer: TransformerSpec | Annotated[str, Field(min_length=1, max_length=200)] = Field(
         description="Sizes of the built-in Llama-style decoder: an object with layers, dim, heads, kv_heads, ffn and "
-                    "vocab, or the CLI's text 'layers=32,dim=4096,heads=32,kv_heads=8,ffn=14336,vocab=128256'")
+        "vocab, or the CLI's text 'layers=32,dim=4096,heads=32,kv_heads=8,ffn=14336,vocab=128256'"
+    )
     reshard_after_forward: bool | int | Annotated[str, Field(max_length=10)] = Field(
-        "true", description="For the blocks: true, false or an int shard size after forward (as a report's setting "
-                            "holds it), or those as text")
+        "true",
+        description="For the blocks: true, false or an int shard size after forward (as a report's setting "
+        "holds it), or those as text",
+    )
 
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{
-        "transformer": "layers=32,dim=4096,heads=32,kv_heads=8,ffn=14336,vocab=128256",
-        "world_size": 8, "seq": 4096, "gpu_memory_gib": 80, "sweep": ["ac=none,per-block"]}]})
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "transformer": "layers=32,dim=4096,heads=32,kv_heads=8,ffn=14336,vocab=128256",
+                    "world_size": 8,
+                    "seq": 4096,
+                    "gpu_memory_gib": 80,
+                    "sweep": ["ac=none,per-block"],
+                }
+            ]
+        },
+    )
 
 
 class ErrorBody(BaseModel):
@@ -132,15 +152,20 @@ class Health(BaseModel):
 
     status: Literal["ok"] = Field("ok", description="Always 'ok' when the app answers")
     version: str = Field(description="fsdp-skill version")
-    torch_version: str | None = Field(None, description="torch version of the target interpreter (package metadata); "
-                                      "None when torch is not installed there")
-    python: str = Field(description="Absolute path of the target interpreter (fsdp-skill's own, or --python / "
-                        "$FSDP_SKILL_PYTHON): snippets run and API signatures are read under it")
+    torch_version: str | None = Field(
+        None, description="torch version of the target interpreter (package metadata); None when torch is not installed there"
+    )
+    python: str = Field(
+        description="Absolute path of the target interpreter (fsdp-skill's own, or --python / "
+        "$FSDP_SKILL_PYTHON): snippets run and API signatures are read under it"
+    )
     knowledge_fingerprint: str = Field(description="Hash of the loaded knowledge cards")
     topics: int = Field(description="Number of knowledge cards (topics)")
     sections: int = Field(description="Number of knowledge sections")
     snippets: int = Field(description="Number of runnable snippets")
-    in_flight: dict[str, int] = Field(default_factory=dict, description="Snippets being verified now, with the number of waiting requests")
+    in_flight: dict[str, int] = Field(
+        default_factory=dict, description="Snippets being verified now, with the number of waiting requests"
+    )
 
 
 class _BodyLimit:
@@ -154,8 +179,9 @@ class _BodyLimit:
             return await self.app(scope, receive, send)
         length = Headers(scope=scope).get("content-length")
         if length is not None and (not length.isdigit() or int(length) > self.limit):
-            return await _error(413, f"request body of {length} bytes is over the {self.limit:,}-byte limit",
-                                "body_too_large")(scope, receive, send)
+            return await _error(413, f"request body of {length} bytes is over the {self.limit:,}-byte limit", "body_too_large")(
+                scope, receive, send
+            )
         seen = 0
 
         async def limited():
@@ -213,11 +239,16 @@ def _unparsable_body(cause: BaseException) -> JSONResponse:
         msg, kind = f"the body could not be parsed as JSON ({type(cause).__name__})", "json_invalid"
     return _error(422, f"invalid request: {msg}", "invalid_request", [{"loc": ["body"], "msg": msg, "type": kind}])
 
+
 # The error tree -> (HTTP status, JSON "code"); Starlette picks the handler of the most specific class.
 ERROR_STATUS: dict[type[SkillError], tuple[int, str]] = {
-    NotFoundError: (404, "not_found"), InputError: (400, "bad_input"), ExportRefused: (409, "not_verified"),
+    NotFoundError: (404, "not_found"),
+    InputError: (400, "bad_input"),
+    ExportRefused: (409, "not_verified"),
     MissingDependency: (503, "missing_dependency"),  # the server's environment lacks it, not the request
-    KnowledgeError: (500, "knowledge_error"), HarnessError: (503, "harness_error"), StateError: (500, "state_error"),
+    KnowledgeError: (500, "knowledge_error"),
+    HarnessError: (503, "harness_error"),
+    StateError: (500, "state_error"),
     SkillError: (500, "error"),
 }
 
@@ -245,10 +276,13 @@ def create_app(verifier=None) -> FastAPI:
         yield
 
     app = FastAPI(
-        title="fsdp-skill", version=version("fsdp-skill"), lifespan=lifespan,
+        title="fsdp-skill",
+        version=version("fsdp-skill"),
+        lifespan=lifespan,
         description="Expert answers on PyTorch FSDP and torch.distributed, with code snippets verified on a real "
-                    "multi-process process group. Only knowledge snippets are ever executed; no route runs code "
-                    f"a client sends (/v1/check only parses it). Questions are limited to {MAX_QUESTION_CHARS:,} characters.")
+        "multi-process process group. Only knowledge snippets are ever executed; no route runs code "
+        f"a client sends (/v1/check only parses it). Questions are limited to {MAX_QUESTION_CHARS:,} characters.",
+    )
 
     app.add_middleware(_BodyLimit, limit=MAX_BODY_BYTES)
 
@@ -269,23 +303,34 @@ def create_app(verifier=None) -> FastAPI:
 
     @app.exception_handler(Exception)
     async def on_internal(request: Request, exc: Exception):
-        logging.getLogger("fsdp_skill.adapters.http.app").error("internal error on %s %s", request.method, request.url.path,
-                                              exc_info=(type(exc), exc, exc.__traceback__))
+        logging.getLogger("fsdp_skill.adapters.http.app").error(
+            "internal error on %s %s", request.method, request.url.path, exc_info=(type(exc), exc, exc.__traceback__)
+        )
         return _error(500, f"internal error ({type(exc).__name__})", "internal_error")
 
     errors = {s: {"model": ErrorBody} for s in (400, 404, 422)}
     ask_slots = threading.BoundedSemaphore(ASK_CONCURRENCY)
 
-    @app.post("/v1/ask", response_model=Answer, responses=errors, tags=["ask"],
-              summary="Answer a question (same body as `fsdp-skill ask --json`)")
+    @app.post(
+        "/v1/ask",
+        response_model=Answer,
+        responses=errors,
+        tags=["ask"],
+        summary="Answer a question (same body as `fsdp-skill ask --json`)",
+    )
     def ask_route(body: AskRequest) -> Answer:
         from fsdp_skill.core.answer import ask
 
         with ask_slots:
             return ask(body.question, k=body.k, verify=body.verify, verifier=verifier, language=body.language)
 
-    @app.post("/v1/check", response_model=CheckReport, responses=errors, tags=["check"],
-              summary="Find FSDP / torch.distributed mistakes in code, statically (the code is parsed, never run)")
+    @app.post(
+        "/v1/check",
+        response_model=CheckReport,
+        responses=errors,
+        tags=["check"],
+        summary="Find FSDP / torch.distributed mistakes in code, statically (the code is parsed, never run)",
+    )
     def check_route(body: CheckRequest) -> CheckReport:
         from fsdp_skill.core.check import check_code
 
@@ -293,24 +338,41 @@ def create_app(verifier=None) -> FastAPI:
 
     plan_slots = threading.BoundedSemaphore(1)  # a plan takes a CPU core for seconds: one at a time
 
-    @app.post("/v1/plan", response_model=PlanReport, responses={**errors, 503: {"model": ErrorBody}}, tags=["plan"],
-              summary="Per-rank peak memory of FSDP2 training for the built-in transformer (no client code is run)")
+    @app.post(
+        "/v1/plan",
+        response_model=PlanReport,
+        responses={**errors, 503: {"model": ErrorBody}},
+        tags=["plan"],
+        summary="Per-rank peak memory of FSDP2 training for the built-in transformer (no client code is run)",
+    )
     def plan_route(body: PlanRequest) -> PlanReport:
         from fsdp_skill.core.toolspec import run_plan
 
         with plan_slots:
             return run_plan(body)
 
-    @app.get("/v1/sections/{section_id:kid}", response_model=SectionOut, responses=errors, tags=["knowledge"],
-             summary="One knowledge section with its snippets' latest verdicts (runs nothing)")
+    @app.get(
+        "/v1/sections/{section_id:kid}",
+        response_model=SectionOut,
+        responses=errors,
+        tags=["knowledge"],
+        summary="One knowledge section with its snippets' latest verdicts (runs nothing)",
+    )
     def section_route(section_id: str) -> SectionOut:
         from fsdp_skill.core.snippets import get_section
 
         return get_section(section_id, verifier=verifier)
 
-    @app.post("/v1/snippets/{snippet_id:kid}/verify", response_model=SnippetInfo, responses={**errors, 503: {"model": ErrorBody}},
-              tags=["snippets"], summary="Verify a knowledge snippet on a real process group (cache or run)")
-    def verify_route(snippet_id: str, force: bool = Query(False, description="Ignore the cached verdict and run again")) -> SnippetInfo:
+    @app.post(
+        "/v1/snippets/{snippet_id:kid}/verify",
+        response_model=SnippetInfo,
+        responses={**errors, 503: {"model": ErrorBody}},
+        tags=["snippets"],
+        summary="Verify a knowledge snippet on a real process group (cache or run)",
+    )
+    def verify_route(
+        snippet_id: str, force: bool = Query(False, description="Ignore the cached verdict and run again")
+    ) -> SnippetInfo:
         from fsdp_skill.core.snippets import verify_snippet
 
         return verify_snippet(snippet_id, use_cache=not force, verifier=verifier)
@@ -322,21 +384,41 @@ def create_app(verifier=None) -> FastAPI:
 
         return verify_snippet(snippet_id, use_cache=True, verifier=verifier)
 
-    @app.get("/v1/snippets/{snippet_id:kid}/export", response_class=Response, tags=["snippets"],
-             responses={200: {"content": {"text/x-python": {}}, "description": "The script file"},
-                        409: {"model": ErrorBody}, 404: {"model": ErrorBody}},
-             summary="The snippet as a script file: header + the verified code byte for byte")
-    def export_route(snippet_id: str, include_unverified: bool = Query(
-            False, description="Also export a snippet that did not pass, marked NOT VERIFIED")) -> Response:
+    @app.get(
+        "/v1/snippets/{snippet_id:kid}/export",
+        response_class=Response,
+        tags=["snippets"],
+        responses={
+            200: {"content": {"text/x-python": {}}, "description": "The script file"},
+            409: {"model": ErrorBody},
+            404: {"model": ErrorBody},
+        },
+        summary="The snippet as a script file: header + the verified code byte for byte",
+    )
+    def export_route(
+        snippet_id: str,
+        include_unverified: bool = Query(False, description="Also export a snippet that did not pass, marked NOT VERIFIED"),
+    ) -> Response:
         from fsdp_skill.core.export import export_one
 
         sc = export_one(snippet_id, include_unverified=include_unverified, verifier=verifier)
-        return Response(sc.script.encode("utf-8"), media_type="text/x-python; charset=utf-8", headers={
-            "Content-Disposition": f'attachment; filename="{sc.filename}"',
-            "X-Code-SHA256": sc.code_sha256, "X-Verdict": sc.verdict.status})
+        return Response(
+            sc.script.encode("utf-8"),
+            media_type="text/x-python; charset=utf-8",
+            headers={
+                "Content-Disposition": f'attachment; filename="{sc.filename}"',
+                "X-Code-SHA256": sc.code_sha256,
+                "X-Verdict": sc.verdict.status,
+            },
+        )
 
-    @app.get("/v1/snippets/{snippet_id:kid}", response_model=SnippetInfo, responses=errors, tags=["snippets"],
-             summary="A knowledge snippet's code and latest verdict (cached, or 'unverified'; runs nothing)")
+    @app.get(
+        "/v1/snippets/{snippet_id:kid}",
+        response_model=SnippetInfo,
+        responses=errors,
+        tags=["snippets"],
+        summary="A knowledge snippet's code and latest verdict (cached, or 'unverified'; runs nothing)",
+    )
     def snippet_route(snippet_id: str) -> SnippetInfo:
         from fsdp_skill.core.snippets import get_snippet
 
@@ -347,15 +429,23 @@ def create_app(verifier=None) -> FastAPI:
         from fsdp_skill.core.snippets import in_flight
 
         kb = load_knowledge()
-        return Health(version=version("fsdp-skill"), torch_version=torch_version(), python=target_python(),
-                      knowledge_fingerprint=kb.fingerprint,
-                      topics=len(kb.cards), sections=len(kb.sections), snippets=len(kb.snippets), in_flight=in_flight())
+        return Health(
+            version=version("fsdp-skill"),
+            torch_version=torch_version(),
+            python=target_python(),
+            knowledge_fingerprint=kb.fingerprint,
+            topics=len(kb.cards),
+            sections=len(kb.sections),
+            snippets=len(kb.snippets),
+            in_flight=in_flight(),
+        )
 
     return app
 
 
-def serve(host: str = "127.0.0.1", port: int = 8000, workers: int = 1, log_level: str = "info",
-          read_timeout: float | None = None) -> None:
+def serve(
+    host: str = "127.0.0.1", port: int = 8000, workers: int = 1, log_level: str = "info", read_timeout: float | None = None
+) -> None:
     """Run the app with uvicorn (blocks until interrupted).
 
     ``read_timeout`` (seconds; default :data:`~fsdp_skill.adapters.http.protocol.READ_TIMEOUT_S`): a
@@ -371,8 +461,15 @@ def serve(host: str = "127.0.0.1", port: int = 8000, workers: int = 1, log_level
 
     from fsdp_skill.adapters.http.protocol import READ_TIMEOUT_S, protocol_class
 
-    kwargs = dict(factory=True, host=host, port=port, workers=workers, log_level=log_level,
-                  timeout_keep_alive=KEEP_ALIVE_S, http=protocol_class(read_timeout or READ_TIMEOUT_S))
+    kwargs = dict(
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level=log_level,
+        timeout_keep_alive=KEEP_ALIVE_S,
+        http=protocol_class(read_timeout or READ_TIMEOUT_S),
+    )
     if workers > 1:
         uvicorn.run("fsdp_skill.adapters.http.app:create_app", **kwargs)
         return

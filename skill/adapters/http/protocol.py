@@ -9,6 +9,7 @@ handler runs (a verification may take minutes).
 
 Used by :func:`fsdp_skill.adapters.http.app.serve`; this module imports uvicorn, so import it only there.
 """
+
 from __future__ import annotations
 
 import asyncio

@@ -2,6 +2,7 @@
 
 This module is imported on every CLI start, so the mcp SDK loads only inside the handler.
 """
+
 from __future__ import annotations
 
 from fsdp_skill.adapters.exitcodes import EXIT_OK
@@ -30,7 +31,10 @@ def add_commands(sub) -> None:
     """Register ``mcp`` on the ``fsdp-skill`` subparsers."""
     m = sub.add_parser("mcp", help="serve the tools over MCP on stdin/stdout (for agent clients)")
     m.add_argument("--python", metavar="PATH", help=PYTHON_HELP)
-    m.add_argument("--allow-run-scripts", action="store_true",
-                   help="add the verify_script tool: run scripts the client sends (its own code, arguments and "
-                        "environment) on this host, in working directories kept for the session")
+    m.add_argument(
+        "--allow-run-scripts",
+        action="store_true",
+        help="add the verify_script tool: run scripts the client sends (its own code, arguments and "
+        "environment) on this host, in working directories kept for the session",
+    )
     m.set_defaults(func=cmd_mcp)

@@ -13,6 +13,7 @@ from its spec.  ``verify_script`` (code sent by the caller) is registered only w
 ``script_dir``, which only ``fsdp-skill mcp --allow-run-scripts`` passes.  Framing and JSON-RPC errors:
 :mod:`fsdp_skill.adapters.mcp.stdio`.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -63,9 +64,15 @@ def _tool_function(spec: ToolSpec, verifier=None):
             raise ToolError(f"{type(exc).__name__}: {exc}") from exc
 
     # The signature only names the arguments: their schema and validation are spec.input's (see mcp_tool).
-    params = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=field.annotation,
-                                default=inspect.Parameter.empty if field.is_required() else None)
-              for name, field in spec.input.model_fields.items()]
+    params = [
+        inspect.Parameter(
+            name,
+            inspect.Parameter.KEYWORD_ONLY,
+            annotation=field.annotation,
+            default=inspect.Parameter.empty if field.is_required() else None,
+        )
+        for name, field in spec.input.model_fields.items()
+    ]
     tool.__signature__ = inspect.Signature(params, return_annotation=spec.output)
     tool.__name__ = spec.name
     tool.__doc__ = spec.description
@@ -76,19 +83,34 @@ def annotations(spec: ToolSpec) -> ToolAnnotations:
     """The MCP annotations of a tool, from its spec's hints (no tool reaches outside this host)."""
     if spec.read_only:
         return ToolAnnotations(title=spec.title, read_only_hint=True, open_world_hint=False)
-    return ToolAnnotations(title=spec.title, read_only_hint=False, destructive_hint=spec.destructive,
-                           idempotent_hint=spec.idempotent, open_world_hint=False)
+    return ToolAnnotations(
+        title=spec.title,
+        read_only_hint=False,
+        destructive_hint=spec.destructive,
+        idempotent_hint=spec.idempotent,
+        open_world_hint=False,
+    )
 
 
 def mcp_tool(spec: ToolSpec, verifier=None) -> Tool:
     """The SDK tool of ``spec``: schema from its input model, strict arguments, annotations, structured output."""
-    tool = Tool.from_function(_tool_function(spec, verifier), name=spec.name, title=spec.title,
-                              description=spec.description, annotations=annotations(spec), structured_output=True)
+    tool = Tool.from_function(
+        _tool_function(spec, verifier),
+        name=spec.name,
+        title=spec.title,
+        description=spec.description,
+        annotations=annotations(spec),
+        structured_output=True,
+    )
     tool.parameters = spec.input.model_json_schema(by_alias=True)  # what StrictArguments enforces
     meta = tool.fn_metadata
-    tool.fn_metadata = StrictArguments(arg_model=meta.arg_model, output_schema=meta.output_schema,
-                                       output_model=meta.output_model, wrap_output=meta.wrap_output,
-                                       input_model=spec.input)
+    tool.fn_metadata = StrictArguments(
+        arg_model=meta.arg_model,
+        output_schema=meta.output_schema,
+        output_model=meta.output_model,
+        wrap_output=meta.wrap_output,
+        input_model=spec.input,
+    )
     return tool
 
 
@@ -101,9 +123,14 @@ def build_server(verifier=None, *, script_dir: str | None = None) -> MCPServer:
     specs = list(tool_specs())
     if script_dir is not None:
         specs.append(verify_script_spec(script_dir))
-    return MCPServer(name="fsdp-skill", title="FSDP expert (verified snippets)", instructions=INSTRUCTIONS,
-                     version=version("fsdp-skill"), log_level="WARNING",
-                     tools=[mcp_tool(spec, verifier) for spec in specs])
+    return MCPServer(
+        name="fsdp-skill",
+        title="FSDP expert (verified snippets)",
+        instructions=INSTRUCTIONS,
+        version=version("fsdp-skill"),
+        log_level="WARNING",
+        tools=[mcp_tool(spec, verifier) for spec in specs],
+    )
 
 
 def run_stdio(*, allow_run_scripts: bool = False) -> None:
@@ -125,6 +152,7 @@ def run_stdio(*, allow_run_scripts: bool = False) -> None:
 
     _remove_dead_sessions(tempfile.gettempdir())
     with tempfile.TemporaryDirectory(prefix=f"fsdp-skill-mcp-{os.getpid()}-") as session:
+
         def stop(signum, frame):  # runs never outlive us: each shepherd ends its tree when our pipe closes
             shutil.rmtree(session, ignore_errors=True)
             os._exit(0)

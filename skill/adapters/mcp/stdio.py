@@ -17,6 +17,7 @@ Everything else is the SDK's: it parses the lines the gate lets through and writ
 :class:`Wire`, which notes the ids answered.  While serving, fd 0 reads /dev/null and fd 1 writes to
 stderr, so ranks and other children cannot read the protocol or corrupt it with their output.
 """
+
 from __future__ import annotations
 
 import json
@@ -151,9 +152,11 @@ class Gate:
             problem = INVALID_REQUEST, "Invalid Request: id must be a string or an integer"
         elif problem is None and not _valid_unicode(obj):  # the SDK never answers these
             where = "params" if isinstance(obj, dict) and not _valid_unicode(obj.get("params")) else "message"
-            problem = (INVALID_PARAMS if where == "params" else INVALID_REQUEST,
-                       f"Invalid {'params' if where == 'params' else 'Request'}: a string is not valid Unicode "
-                       f"(an unpaired surrogate such as \\ud800)")
+            problem = (
+                INVALID_PARAMS if where == "params" else INVALID_REQUEST,
+                f"Invalid {'params' if where == 'params' else 'Request'}: a string is not valid Unicode "
+                f"(an unpaired surrogate such as \\ud800)",
+            )
         if problem is not None:
             if is_request or not (isinstance(obj, dict) and "method" in obj):  # notifications get no reply
                 await self._wire.error(_id(obj.get("id")) if isinstance(obj, dict) else None, *problem)
@@ -176,8 +179,7 @@ def _claim_std_fds():
         sys.stdout.flush()
         os.dup2(devnull, 0)
         os.dup2(2, 1)
-        with os.fdopen(saved[0], "rb", closefd=False) as inp, \
-                os.fdopen(saved[1], "wb", closefd=False) as out:
+        with os.fdopen(saved[0], "rb", closefd=False) as inp, os.fdopen(saved[1], "wb", closefd=False) as out:
             yield inp, out
     finally:
         os.dup2(saved[0], 0)

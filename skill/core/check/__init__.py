@@ -18,6 +18,7 @@ The code is parsed with :mod:`ast`, never imported or run, and torch is never im
 
 The rules are listed in :data:`RULES` (:mod:`fsdp_skill.core.check.rules`).
 """
+
 from __future__ import annotations
 
 import ast
@@ -35,8 +36,19 @@ from fsdp_skill.core.check.ranked import rank_findings
 from fsdp_skill.core.check.rules import RULES, SYNTAX
 from fsdp_skill.errors import InvalidArgument
 
-__all__ = ["CheckReport", "Finding", "Rule", "RULES", "MAX_CHECK_CHARS", "check_code", "check_source", "check_tree",
-           "check_paths", "code_blocks", "validate_codes"]
+__all__ = [
+    "CheckReport",
+    "Finding",
+    "Rule",
+    "RULES",
+    "MAX_CHECK_CHARS",
+    "check_code",
+    "check_source",
+    "check_tree",
+    "check_paths",
+    "code_blocks",
+    "validate_codes",
+]
 
 MAX_CHECK_CHARS = 200_000  # code sent over HTTP / MCP (a 2,000-line script is about 80,000)
 
@@ -86,17 +98,27 @@ def _finding(code: str, node: ast.AST, detail: str | None, path: str) -> Finding
         message = f"{rule.message} {detail}"
     else:
         message = f"{detail}; {rule.message}"
-    return Finding(code=code, severity=rule.severity, message=message, path=path, line=node.lineno, col=node.col_offset + 1,
-                   end_line=node.end_lineno or node.lineno, end_col=(node.end_col_offset or node.col_offset) + 1,
-                   section=rule.section, snippet=rule.snippet)
+    return Finding(
+        code=code,
+        severity=rule.severity,
+        message=message,
+        path=path,
+        line=node.lineno,
+        col=node.col_offset + 1,
+        end_line=node.end_lineno or node.lineno,
+        end_col=(node.end_col_offset or node.col_offset) + 1,
+        section=rule.section,
+        snippet=rule.snippet,
+    )
 
 
 def _keep(code: str, select: list[str], ignore: list[str]) -> bool:
     return (not select or any(code.startswith(s) for s in select)) and not any(code.startswith(i) for i in ignore)
 
 
-def check_source(code: str, path: str = "<string>", *, select: Iterable[str] | None = None,
-                 ignore: Iterable[str] | None = None) -> list[Finding]:
+def check_source(
+    code: str, path: str = "<string>", *, select: Iterable[str] | None = None, ignore: Iterable[str] | None = None
+) -> list[Finding]:
     """Findings for one source text, sorted by position (``path`` only labels them); ``# noqa`` applies."""
     sel, ign = validate_codes(select), validate_codes(ignore)
     try:  # the grammar is the running interpreter's: a 3.12 f-string does not parse under 3.11
@@ -105,21 +127,42 @@ def check_source(code: str, path: str = "<string>", *, select: Iterable[str] | N
         line = getattr(exc, "lineno", None) or 1
         col = getattr(exc, "offset", None) or 1
         msg = getattr(exc, "msg", None) or str(exc)
-        found = [Finding(code=SYNTAX, severity="error", message=f"file does not parse with Python {_PY}: {msg}", path=path,
-                         line=line, col=col, end_line=line, end_col=col)]
+        found = [
+            Finding(
+                code=SYNTAX,
+                severity="error",
+                message=f"file does not parse with Python {_PY}: {msg}",
+                path=path,
+                line=line,
+                col=col,
+                end_line=line,
+                end_col=col,
+            )
+        ]
         return [f for f in found if _keep(f.code, sel, ign)]
     noqa = _noqa(code)
     try:
         found = check_tree(tree, path, select=sel, ignore=ign)
     except Exception as exc:  # noqa: BLE001 - a checker bug on one file must not hide the findings of the others
-        found = [Finding(code=SYNTAX, severity="error", path=path, line=1, col=1, end_line=1, end_col=1,
-                         message=f"file not analysed: the checker failed on it ({type(exc).__name__}: {exc}); "
-                                 "please report this with the file")]
+        found = [
+            Finding(
+                code=SYNTAX,
+                severity="error",
+                path=path,
+                line=1,
+                col=1,
+                end_line=1,
+                end_col=1,
+                message=f"file not analysed: the checker failed on it ({type(exc).__name__}: {exc}); "
+                "please report this with the file",
+            )
+        ]
     return [f for f in found if not _silenced(f, noqa) and _keep(f.code, sel, ign)]
 
 
-def check_tree(tree: ast.Module, path: str = "<string>", *, select: Iterable[str] | None = None,
-               ignore: Iterable[str] | None = None) -> list[Finding]:
+def check_tree(
+    tree: ast.Module, path: str = "<string>", *, select: Iterable[str] | None = None, ignore: Iterable[str] | None = None
+) -> list[Finding]:
     """Findings for an already parsed module (a flake8 plugin gets the tree and applies ``# noqa`` itself)."""
     sel, ign = validate_codes(select), validate_codes(ignore)
     m = Module.build(tree)
@@ -148,8 +191,11 @@ def _silenced(f: Finding, noqa: dict[int, set[str] | None]) -> bool:
 def _files(path: str) -> list[Path]:
     p = Path(path)
     if p.is_dir():
-        return sorted(f for f in p.rglob("*.py") if f.is_file() and not any(
-            part.startswith(".") or part in _SKIP_DIRS for part in f.relative_to(p).parts[:-1]))
+        return sorted(
+            f
+            for f in p.rglob("*.py")
+            if f.is_file() and not any(part.startswith(".") or part in _SKIP_DIRS for part in f.relative_to(p).parts[:-1])
+        )
     if not p.exists():
         raise InvalidArgument(f"{path}: no such file or directory")
     if not p.is_file():
@@ -179,8 +225,9 @@ def _read(p: Path | None, label: str) -> str:
         raise InvalidArgument(f"{label}: not UTF-8 text") from None
 
 
-def check_paths(paths: Iterable[str], *, select: Iterable[str] | None = None,
-                ignore: Iterable[str] | None = None) -> list[Finding]:
+def check_paths(
+    paths: Iterable[str], *, select: Iterable[str] | None = None, ignore: Iterable[str] | None = None
+) -> list[Finding]:
     """Findings for files, directories (recursively, ``*.py``; hidden folders skipped) and ``'-'`` (stdin).
 
     Every path is validated before any is checked, so bad input fails fast with InvalidArgument."""
@@ -209,8 +256,9 @@ def report(findings: list[Finding]) -> CheckReport:
     return CheckReport(findings=findings, counts=counts)
 
 
-def check_code(code: str, path: str = "script.py", *, select: Iterable[str] | None = None,
-               ignore: Iterable[str] | None = None) -> CheckReport:
+def check_code(
+    code: str, path: str = "script.py", *, select: Iterable[str] | None = None, ignore: Iterable[str] | None = None
+) -> CheckReport:
     """Check code a caller sent (never run): the findings and their counts.
 
     Raises InvalidArgument for code over :data:`MAX_CHECK_CHARS` characters or an unknown code prefix."""
@@ -220,8 +268,10 @@ def check_code(code: str, path: str = "script.py", *, select: Iterable[str] | No
 
 
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*([\w+-]*)[^\n]*\n(.*?)^[ \t]*\1[ \t]*$", re.M | re.S)
-_CODE_LINE = re.compile(r"^\s*(import \w|from [\w.]+ import |def \w+\(|class \w+[(:]|for .+ in .+:\s*$|"
-                        r"if .+:\s*$|with .+:\s*$|\w[\w.\[\]]* = .+|[\w.]+\(.*\)\s*$|return\b)")
+_CODE_LINE = re.compile(
+    r"^\s*(import \w|from [\w.]+ import |def \w+\(|class \w+[(:]|for .+ in .+:\s*$|"
+    r"if .+:\s*$|with .+:\s*$|\w[\w.\[\]]* = .+|[\w.]+\(.*\)\s*$|return\b)"
+)
 _CODE_LANGS = {"", "python", "py", "python3", "py3", "ipython"}
 
 

@@ -17,6 +17,7 @@
   (``x = FSDP(...)``) or an FSDP2 module (``fully_shard(x)``). These are tracked by name over the whole file,
   a deliberate simplification: a helper ``def evaluate(model)`` is assumed to get the same ``model``.
 """
+
 from __future__ import annotations
 
 import ast
@@ -53,23 +54,51 @@ FULLY_SHARD = "torch.distributed.fsdp.fully_shard"
 DDP = "torch.nn.parallel.DistributedDataParallel"
 JOIN = "torch.distributed.algorithms.Join"
 # calls that return (a wrapper of) the module they are given as first argument
-_WRAPPERS = {FSDP1, FULLY_SHARD, DDP, "torch.compile",
-             "torch.distributed.algorithms._checkpoint.checkpoint_wrapper.checkpoint_wrapper"}
+_WRAPPERS = {
+    FSDP1,
+    FULLY_SHARD,
+    DDP,
+    "torch.compile",
+    "torch.distributed.algorithms._checkpoint.checkpoint_wrapper.checkpoint_wrapper",
+}
 # module methods that return the module itself
-_SELF_METHODS = {"to", "cuda", "cpu", "bfloat16", "half", "float", "double", "to_empty", "train", "eval",
-                 "requires_grad_", "type", "xpu"}
+_SELF_METHODS = {
+    "to",
+    "cuda",
+    "cpu",
+    "bfloat16",
+    "half",
+    "float",
+    "double",
+    "to_empty",
+    "train",
+    "eval",
+    "requires_grad_",
+    "type",
+    "xpu",
+}
 # for-loop iterables: call -> the element is a part of its first argument (or receiver)
 _ITER_FUNCS = {"enumerate", "reversed", "list", "tuple", "zip", "sorted", "iter"}
 _ITER_METHODS = {"modules", "children", "named_modules", "named_children", "values", "items"}
 
-RANK_ENV = {"RANK", "LOCAL_RANK", "GROUP_RANK", "NODE_RANK", "SLURM_PROCID", "SLURM_LOCALID",
-            "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "PMI_RANK"}
+RANK_ENV = {
+    "RANK",
+    "LOCAL_RANK",
+    "GROUP_RANK",
+    "NODE_RANK",
+    "SLURM_PROCID",
+    "SLURM_LOCALID",
+    "OMPI_COMM_WORLD_RANK",
+    "OMPI_COMM_WORLD_LOCAL_RANK",
+    "PMI_RANK",
+}
 _RANK_NAMES = {"rank", "local_rank", "global_rank", "node_rank", "process_index", "local_process_index"}
 _RANK_GETTERS = {"get_rank", "get_local_rank", "get_global_rank", "get_group_rank", "get_node_local_rank"}
 _MAIN_NAME = re.compile(
     r"^(is_(local_|global_|world_)?(main|master|primary|chief|rank_?0|rank_?zero|global_zero|process_zero)"
     r"(_process|_rank|_node|_worker)?|is_world_process_zero|is_local_process_zero|"
-    r"(local_|global_)?(main|master)_(process|rank|worker)|rank_?zero|rank0)$")
+    r"(local_|global_)?(main|master)_(process|rank|worker)|rank_?zero|rank0)$"
+)
 _RANK_ZERO_DECORATORS = {"rank_zero_only", "main_process_only", "on_main_process", "rank0_only", "master_only"}
 
 Pos = tuple[int, int]
@@ -95,9 +124,36 @@ def _every_rank(test: ast.Compare) -> bool:
     return isinstance(op, ast.GtE) and value == 0 or isinstance(op, ast.Gt) and value == -1
 
 
-_RANK_PREFIXES = {"local", "global", "node", "ddp", "dp", "tp", "pp", "cp", "ep", "fsdp", "world", "process", "proc",
-                  "group", "my", "worker", "gpu", "device", "cur", "current", "this", "shard", "replicate", "mesh",
-                  "data_parallel", "dist", "src", "dst"}
+_RANK_PREFIXES = {
+    "local",
+    "global",
+    "node",
+    "ddp",
+    "dp",
+    "tp",
+    "pp",
+    "cp",
+    "ep",
+    "fsdp",
+    "world",
+    "process",
+    "proc",
+    "group",
+    "my",
+    "worker",
+    "gpu",
+    "device",
+    "cur",
+    "current",
+    "this",
+    "shard",
+    "replicate",
+    "mesh",
+    "data_parallel",
+    "dist",
+    "src",
+    "dst",
+}
 _NOT_PROCESS = ("lora", "peft", "adapter", "svd", "matrix", "tensor")  # a matrix rank, not a process rank
 
 
@@ -121,7 +177,7 @@ def canon(name: str) -> str:
         changed = False
         for old, new in _CANON:
             if name.startswith(old) or name == old.rstrip("."):
-                name = new + name[len(old):] if name.startswith(old) else new.rstrip(".")
+                name = new + name[len(old) :] if name.startswith(old) else new.rstrip(".")
                 changed = True
     return name
 
@@ -152,7 +208,7 @@ def kwarg(call: ast.Call, name: str, pos: int | None = None) -> ast.AST | None:
     for kw in call.keywords:
         if kw.arg == name:
             return kw.value
-    if pos is not None and len(call.args) > pos and not any(isinstance(a, ast.Starred) for a in call.args[:pos + 1]):
+    if pos is not None and len(call.args) > pos and not any(isinstance(a, ast.Starred) for a in call.args[: pos + 1]):
         return call.args[pos]
     return None
 
@@ -190,8 +246,10 @@ class Chain:
         """True when ``other`` is this module or a submodule of it ('[*]' matches any index)."""
         if self.root != other.root or len(self.parts) > len(other.parts):
             return False
-        return all(a == b or "[*]" in (a, b) and a.startswith("[") and b.startswith("[")
-                   for a, b in zip(self.parts, other.parts, strict=False))
+        return all(
+            a == b or "[*]" in (a, b) and a.startswith("[") and b.startswith("[")
+            for a, b in zip(self.parts, other.parts, strict=False)
+        )
 
 
 @dataclass
@@ -332,8 +390,13 @@ class Module:
                     for t in node.targets:
                         self._bind(scope, t, "assign", value, end(node))
                 elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
-                    self._bind(scope, node.target, "assign" if isinstance(node, ast.AnnAssign) else "other",
-                               getattr(node, "value", None), end(node))
+                    self._bind(
+                        scope,
+                        node.target,
+                        "assign" if isinstance(node, ast.AnnAssign) else "other",
+                        getattr(node, "value", None),
+                        end(node),
+                    )
                 elif isinstance(node, (ast.For, ast.AsyncFor)):
                     self._bind(scope, node.target, "for", node.iter, end(node.target))
                 elif isinstance(node, ast.withitem) and node.optional_vars is not None:
@@ -466,7 +529,7 @@ class Module:
             return False
         args = fn.args
         positional = args.posonlyargs + args.args
-        defaults = dict(zip([a.arg for a in positional[len(positional) - len(args.defaults):]], args.defaults, strict=True))
+        defaults = dict(zip([a.arg for a in positional[len(positional) - len(args.defaults) :]], args.defaults, strict=True))
         defaults |= {a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None}
         default = defaults.get(name.id)
         return isinstance(default, ast.Constant) and isinstance(default.value, (bool, type(None)))
@@ -480,11 +543,15 @@ class Module:
             return self.is_rank_test(test.operand)
         if isinstance(test, ast.Compare):
             if any(isinstance(op, (ast.In, ast.NotIn)) for op in test.ops) and not all(
-                    isinstance(c, (ast.List, ast.Tuple, ast.Set)) and all(_const(e) is not None for e in c.elts)
-                    for c in test.comparators):
+                isinstance(c, (ast.List, ast.Tuple, ast.Set)) and all(_const(e) is not None for e in c.elts)
+                for c in test.comparators
+            ):
                 return False  # rank in get_process_group_ranks(g) / in ranks: the members of a group, together
-            return not any(isinstance(op, (ast.Is, ast.IsNot)) for op in test.ops) and not _every_rank(test) and \
-                any(self.is_rank_expr(x) for x in [test.left, *test.comparators])
+            return (
+                not any(isinstance(op, (ast.Is, ast.IsNot)) for op in test.ops)
+                and not _every_rank(test)
+                and any(self.is_rank_expr(x) for x in [test.left, *test.comparators])
+            )
         if isinstance(test, (ast.Name, ast.Attribute, ast.Call)):
             return self.is_main_predicate(test) or self.is_rank_expr(test)
         return False
@@ -501,7 +568,8 @@ class Module:
                     if not node.orelse and node.body and isinstance(node.body[-1], _EXITS):
                         self._after_exit(node, out)
                 elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
-                        last_name(d) in _RANK_ZERO_DECORATORS for d in node.decorator_list):
+                    last_name(d) in _RANK_ZERO_DECORATORS for d in node.decorator_list
+                ):
                     for stmt in node.body:
                         for sub in ast.walk(stmt):
                             out.setdefault(id(sub), []).append(node)
@@ -521,15 +589,16 @@ class Module:
         (``return``, ``continue``, ``break``), the statements after the ``if`` belong to the other path too.
         For ``node`` after ``if c: ...; return``, the other path is that exiting branch.
         """
-        return any(key(sub) for stmt in self.other_path(branch, node) for sub in ast.walk(stmt)
-                   if isinstance(sub, ast.Call))
+        return any(key(sub) for stmt in self.other_path(branch, node) for sub in ast.walk(stmt) if isinstance(sub, ast.Call))
 
     def other_path(self, branch: ast.AST, node: ast.AST) -> list[ast.AST]:
         """The statements the ranks that do not run ``node`` under ``branch`` run instead (see other_branch_has)."""
         if not isinstance(branch, ast.If):
             return []
+
         def holds(block):
             return any(node is sub for stmt in block for sub in ast.walk(stmt))
+
         if holds(branch.body) or holds(branch.orelse):
             other = list(branch.orelse if holds(branch.body) else branch.body)
             return other + (self._after(branch) if self._leaves_after(node, branch) else [])
@@ -545,10 +614,13 @@ class Module:
             for name in ("body", "orelse", "finalbody"):
                 block = getattr(parent, name, None)
                 if isinstance(block, list) and any(st is cur for st in block):
-                    later = block[[i for i, st in enumerate(block) if st is cur][0] + 1:]
+                    later = block[[i for i, st in enumerate(block) if st is cur][0] + 1 :]
                     for st in later:
-                        if isinstance(st, ast.Return) or isinstance(st, (ast.Continue, ast.Break)) and \
-                                self._loop_of(st) in outer_loops:
+                        if (
+                            isinstance(st, ast.Return)
+                            or isinstance(st, (ast.Continue, ast.Break))
+                            and self._loop_of(st) in outer_loops
+                        ):
                             return True
             cur = parent
         return False
@@ -570,7 +642,7 @@ class Module:
             if isinstance(block, list):
                 for i, s in enumerate(block):
                     if s is stmt:
-                        return block[i + 1:]
+                        return block[i + 1 :]
         return []
 
     def ancestors(self, node: ast.AST) -> Iterator[ast.AST]:
@@ -584,8 +656,10 @@ class Module:
         pa = {id(x): x for x in self.ancestors(a)}
         for anc in self.ancestors(b):
             if id(anc) in pa and isinstance(anc, ast.If):
+
                 def side(n, anc=anc):
                     return any(n is s or any(n is w for w in ast.walk(s)) for s in anc.body)
+
                 return side(a) != side(b)
         return False
 
@@ -614,8 +688,12 @@ class Module:
                 key = self._key(node.args[0])
                 if key:
                     fsdp2.add(key)
-            if isinstance(node, ast.Call) and self.qual(node) == JOIN and node.args \
-                    and isinstance(node.args[0], (ast.List, ast.Tuple)):
+            if (
+                isinstance(node, ast.Call)
+                and self.qual(node) == JOIN
+                and node.args
+                and isinstance(node.args[0], (ast.List, ast.Tuple))
+            ):
                 self.joined |= {k for el in node.args[0].elts if (k := self._key(el))}
         self.fsdp1, self.fsdp2 = fsdp1, fsdp2 - fsdp1
 

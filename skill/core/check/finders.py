@@ -4,6 +4,7 @@ Ordering rules (FSD001, FSD002, FSD015, FSD020, FSD029) compare two calls of one
 position, on the same variable binding (see :class:`fsdp_skill.core.check.facts.Chain`); calls in the two
 branches of one ``if`` are never ordered against each other.
 """
+
 from __future__ import annotations
 
 import ast
@@ -22,14 +23,16 @@ def finder(code: str):
     def deco(fn):
         FINDERS[code] = fn
         return fn
+
     return deco
 
 
 def _is_optimizer(m: Module, call: ast.Call) -> bool:
     q = m.qual(call) or ""
     tail = q.rsplit(".", 1)[-1]
-    return (q.startswith("torch.optim.") and q.count(".") == 2 and tail[:1].isupper() and tail != "Optimizer") \
-        or q == "torch.distributed.optim.ZeroRedundancyOptimizer"
+    return (
+        q.startswith("torch.optim.") and q.count(".") == 2 and tail[:1].isupper() and tail != "Optimizer"
+    ) or q == "torch.distributed.optim.ZeroRedundancyOptimizer"
 
 
 def _param_sources(m: Module, expr: ast.AST | None, depth: int = 0) -> list[Chain]:
@@ -58,7 +61,7 @@ def _wraps(m: Module, apis: set[str]) -> list[tuple[ast.Call, Chain]]:
     for call in m.calls():
         if m.qual(call) in apis and call.args:
             arg = call.args[0]
-            for el in (arg.elts if isinstance(arg, (ast.List, ast.Tuple)) else [arg]):
+            for el in arg.elts if isinstance(arg, (ast.List, ast.Tuple)) else [arg]:
                 c = m.chain(el)
                 if c:
                     out.append((call, c))
@@ -97,8 +100,11 @@ def fsd011(m: Module) -> Found:
         return
     for call in m.calls():
         enabled = kwarg(call, "enabled")
-        if m.qual(call) == "torch.amp.GradScaler" and not (isinstance(enabled, ast.Constant) and enabled.value is False) \
-                and not _fsdp_excluded(m, call):
+        if (
+            m.qual(call) == "torch.amp.GradScaler"
+            and not (isinstance(enabled, ast.Constant) and enabled.value is False)
+            and not _fsdp_excluded(m, call)
+        ):
             yield call, None
 
 
@@ -120,9 +126,14 @@ def _fsdp_excluded(m: Module, node: ast.AST) -> bool:
         for name in ("body", "orelse", "finalbody"):
             block = getattr(parent, name, None)
             if isinstance(block, list) and any(st is cur for st in block):
-                before = block[:[i for i, st in enumerate(block) if st is cur][0]]
-                if any(isinstance(st, ast.Assert) and isinstance(st.test, ast.UnaryOp) and isinstance(st.test.op, ast.Not)
-                       and _mentions_fsdp(st.test) for st in before):
+                before = block[: [i for i, st in enumerate(block) if st is cur][0]]
+                if any(
+                    isinstance(st, ast.Assert)
+                    and isinstance(st.test, ast.UnaryOp)
+                    and isinstance(st.test.op, ast.Not)
+                    and _mentions_fsdp(st.test)
+                    for st in before
+                ):
                     return True
         cur = parent
     return False
@@ -144,7 +155,9 @@ def _param_owners(m: Module, expr: ast.AST | None, depth: int = 0) -> Iterator[a
 @finder("FSD012")
 def fsd012(m: Module) -> Found:
     for call in m.calls():
-        if m.qual(call) == "torch.nn.utils.clip_grad_norm_" and any(m.is_fsdp1(o) for o in _param_owners(m, kwarg(call, "parameters", 0))):
+        if m.qual(call) == "torch.nn.utils.clip_grad_norm_" and any(
+            m.is_fsdp1(o) for o in _param_owners(m, kwarg(call, "parameters", 0))
+        ):
             yield call, None
 
 
@@ -154,8 +167,13 @@ def _nccl_possible(m: Module, call: ast.Call) -> bool:
 
 def _is_script(m: Module) -> bool:
     """Has ``if __name__ == "__main__":`` — a whole program, not a library module whose caller may do the rest."""
-    return any(isinstance(n, ast.If) and isinstance(n.test, ast.Compare) and isinstance(n.test.left, ast.Name)
-               and n.test.left.id == "__name__" for n in m.tree.body)
+    return any(
+        isinstance(n, ast.If)
+        and isinstance(n.test, ast.Compare)
+        and isinstance(n.test.left, ast.Name)
+        and n.test.left.id == "__name__"
+        for n in m.tree.body
+    )
 
 
 def _device_helper(m: Module, call: ast.Call) -> bool:
@@ -172,8 +190,12 @@ def _uses_gpu_here(m: Module) -> bool:
 
     for c in m.calls():
         q, name = m.qual(c) or "", last_name(c) or ""
-        if q.startswith("torch.distributed.") and q.rsplit(".", 1)[-1] in COLLECTIVES or name == "cuda" \
-                or q in (FULLY_SHARD, FSDP1, "torch.nn.parallel.DistributedDataParallel"):
+        if (
+            q.startswith("torch.distributed.")
+            and q.rsplit(".", 1)[-1] in COLLECTIVES
+            or name == "cuda"
+            or q in (FULLY_SHARD, FSDP1, "torch.nn.parallel.DistributedDataParallel")
+        ):
             return True
         # a "cuda" device given to torch: torch.device("cuda"), x.to("cuda"), torch.randn(..., device="cuda")
         args = list(c.args) if q == "torch.device" or name == "to" else []
@@ -188,12 +210,24 @@ def _explicit_devices(m: Module) -> bool:
     ``torch.device("cuda", rank)``, ``f"cuda:{rank}"``)? Then NCCL finds the device from the tensors."""
     for c in m.calls():
         name = last_name(c) or ""
-        if kwarg(c, "device_ids") is not None or name == "cuda" and c.args \
-                or name == "to" and c.args and _indexed_device(m, c.args[0]) \
-                or m.qual(c) == "torch.device" and len(c.args) > 1:
+        if (
+            kwarg(c, "device_ids") is not None
+            or name == "cuda"
+            and c.args
+            or name == "to"
+            and c.args
+            and _indexed_device(m, c.args[0])
+            or m.qual(c) == "torch.device"
+            and len(c.args) > 1
+        ):
             return True
-    return any(isinstance(n, ast.JoinedStr) and n.values and isinstance(n.values[0], ast.Constant)
-               and str(n.values[0].value).startswith("cuda:") for n in m.nodes)
+    return any(
+        isinstance(n, ast.JoinedStr)
+        and n.values
+        and isinstance(n.values[0], ast.Constant)
+        and str(n.values[0].value).startswith("cuda:")
+        for n in m.nodes
+    )
 
 
 def _indexed_device(m: Module, arg: ast.AST) -> bool:
@@ -206,15 +240,27 @@ def _indexed_device(m: Module, arg: ast.AST) -> bool:
 
 @finder("FSD013")
 def fsd013(m: Module) -> Found:
-    if not _is_script(m) or any(last_name(c) in ("set_device", "set_device_index", "set_default_device") or
-                                m.qual(c) == "torch.cuda.device" or _device_helper(m, c) for c in m.calls()) \
-            or not _uses_gpu_here(m) or _explicit_devices(m):
+    if (
+        not _is_script(m)
+        or any(
+            last_name(c) in ("set_device", "set_device_index", "set_default_device")
+            or m.qual(c) == "torch.cuda.device"
+            or _device_helper(m, c)
+            for c in m.calls()
+        )
+        or not _uses_gpu_here(m)
+        or _explicit_devices(m)
+    ):
         return
     for call in m.calls():
         q = m.qual(call)
         ws = kwarg(call, "world_size")
-        if q == "torch.distributed.init_process_group" and _nccl_possible(m, call) and kwarg(call, "device_id") is None \
-                and not (isinstance(ws, ast.Constant) and ws.value == 1):
+        if (
+            q == "torch.distributed.init_process_group"
+            and _nccl_possible(m, call)
+            and kwarg(call, "device_id") is None
+            and not (isinstance(ws, ast.Constant) and ws.value == 1)
+        ):
             yield call, None
 
 
@@ -223,8 +269,10 @@ _HARNESS_BASES = ("MultiProcessTestCase", "DistributedTestBase", "MultiProcConti
 
 def _in_test_harness(m: Module, node: ast.AST) -> bool:
     """Inside a class built on torch's multi-process test harness, which destroys the group after each test."""
-    return any(isinstance(anc, ast.ClassDef) and any((last_name(b) or "").endswith(_HARNESS_BASES) for b in anc.bases)
-               for anc in m.ancestors(node))
+    return any(
+        isinstance(anc, ast.ClassDef) and any((last_name(b) or "").endswith(_HARNESS_BASES) for b in anc.bases)
+        for anc in m.ancestors(node)
+    )
 
 
 @finder("FSD014")
@@ -283,14 +331,22 @@ def _per_rank_file(m: Module, save: ast.Call) -> bool:
 @finder("FSD016")
 def fsd016(m: Module) -> Found:
     for call in m.calls():
-        if m.qual(call) == "torch.save" and _is(m.is_fsdp2, _state_dict_owner(m, kwarg(call, "obj", 0))) \
-                and not _per_rank_file(m, call):
+        if (
+            m.qual(call) == "torch.save"
+            and _is(m.is_fsdp2, _state_dict_owner(m, kwarg(call, "obj", 0)))
+            and not _per_rank_file(m, call)
+        ):
             yield call, None
 
 
 def _optimizer_names(m: Module) -> set[str]:
-    return {dotted(t) for node in m.nodes if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
-            and _is_optimizer(m, node.value) for t in node.targets if dotted(t)}
+    return {
+        dotted(t)
+        for node in m.nodes
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and _is_optimizer(m, node.value)
+        for t in node.targets
+        if dotted(t)
+    }
 
 
 @finder("FSD017")
@@ -299,8 +355,11 @@ def fsd017(m: Module) -> Found:
         return
     optims = _optimizer_names(m)
     for call in m.calls():
-        if m.qual(call) == "torch.save" and dotted(_state_dict_owner(m, kwarg(call, "obj", 0)) or ast.Pass()) in optims \
-                and not _per_rank_file(m, call):
+        if (
+            m.qual(call) == "torch.save"
+            and dotted(_state_dict_owner(m, kwarg(call, "obj", 0)) or ast.Pass()) in optims
+            and not _per_rank_file(m, call)
+        ):
             yield call, None
 
 
@@ -311,12 +370,28 @@ def fsd018(m: Module) -> Found:
             yield call, None
 
 
-_FSDP1_ONLY = {"mixed_precision", "cpu_offload", "sharding_strategy", "auto_wrap_policy", "device_id",
-               "sync_module_states", "use_orig_params", "process_group", "param_init_fn", "backward_prefetch",
-               "forward_prefetch", "limit_all_gathers", "ignored_modules", "ignored_states", "device_mesh"}
+_FSDP1_ONLY = {
+    "mixed_precision",
+    "cpu_offload",
+    "sharding_strategy",
+    "auto_wrap_policy",
+    "device_id",
+    "sync_module_states",
+    "use_orig_params",
+    "process_group",
+    "param_init_fn",
+    "backward_prefetch",
+    "forward_prefetch",
+    "limit_all_gathers",
+    "ignored_modules",
+    "ignored_states",
+    "device_mesh",
+}
 _FSDP2_ONLY = {"mp_policy", "offload_policy", "reshard_after_forward", "mesh", "shard_placement_fn"}
-_CLASS_FOR = {FULLY_SHARD: ({"MixedPrecision", "CPUOffload"}, "MixedPrecisionPolicy / CPUOffloadPolicy"),
-              FSDP1: ({"MixedPrecisionPolicy", "CPUOffloadPolicy", "OffloadPolicy"}, "MixedPrecision / CPUOffload")}
+_CLASS_FOR = {
+    FULLY_SHARD: ({"MixedPrecision", "CPUOffload"}, "MixedPrecisionPolicy / CPUOffloadPolicy"),
+    FSDP1: ({"MixedPrecisionPolicy", "CPUOffloadPolicy", "OffloadPolicy"}, "MixedPrecision / CPUOffload"),
+}
 
 
 @finder("FSD019")
@@ -375,15 +450,20 @@ def _trained(m: Module, chains: list[Chain | None]) -> bool:
     """Is an optimizer built in this file from the parameters of one of these modules? A model cast to bf16 and
     sharded only for inference (verl's reward model) has no master weights or optimizer state to lose."""
     chains = [c for c in chains if c]
-    return any(_is_optimizer(m, call) and any(src.covers(c) or c.covers(src) for c in chains
-                                              for src in _param_sources(m, kwarg(call, "params", 0)))
-               for call in m.calls())
+    return any(
+        _is_optimizer(m, call)
+        and any(src.covers(c) or c.covers(src) for c in chains for src in _param_sources(m, kwarg(call, "params", 0)))
+        for call in m.calls()
+    )
 
 
 @finder("FSD021")
 def fsd021(m: Module) -> Found:
-    registered = {(dotted(c.args[0]), c.args[1].value) for c in m.calls()
-                  if last_name(c) == "register_fsdp_forward_method" and len(c.args) > 1 and isinstance(c.args[1], ast.Constant)}
+    registered = {
+        (dotted(c.args[0]), c.args[1].value)
+        for c in m.calls()
+        if last_name(c) == "register_fsdp_forward_method" and len(c.args) > 1 and isinstance(c.args[1], ast.Constant)
+    }
     for call in m.calls():
         if isinstance(call.func, ast.Attribute) and call.func.attr in ("forward", "generate"):
             owner = dotted(call.func.value)
@@ -445,8 +525,12 @@ _LOCAL_RANK_ENV = {"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", 
 
 def _local_rank_from_env(m: Module) -> bool:
     """``args.local_rank = int(os.getenv("RANK", 0))``: the script overwrites the flag from the environment."""
-    return any(isinstance(n, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == "local_rank"
-                                                 for t in n.targets) and m.is_rank_expr(n.value) for n in m.nodes)
+    return any(
+        isinstance(n, ast.Assign)
+        and any(isinstance(t, ast.Attribute) and t.attr == "local_rank" for t in n.targets)
+        and m.is_rank_expr(n.value)
+        for n in m.nodes
+    )
 
 
 def _distributed_here(m: Module) -> bool:
@@ -461,9 +545,11 @@ def _distributed_here(m: Module) -> bool:
 def _entry_point(m: Module) -> bool:
     """A program's entry module: ``if __name__ == "__main__":``, ``parse_args()`` at module level, or one that
     forms the process group; not a module that only defines the arguments for another one."""
-    top_parse = any(isinstance(st, (ast.Assign, ast.Expr)) and any(
-        isinstance(n, ast.Call) and last_name(n) in ("parse_args", "parse_known_args") for n in ast.walk(st))
-        for st in m.tree.body)
+    top_parse = any(
+        isinstance(st, (ast.Assign, ast.Expr))
+        and any(isinstance(n, ast.Call) and last_name(n) in ("parse_args", "parse_known_args") for n in ast.walk(st))
+        for st in m.tree.body
+    )
     return _is_script(m) or top_parse or m.uses("torch.distributed.init_process_group")
 
 
@@ -473,13 +559,20 @@ def fsd026(m: Module) -> Found:
     # the DeepSpeed launcher passes --local_rank (underscore): right for a DeepSpeed script; a script that reads
     # LOCAL_RANK from the environment (itself, or through an init_distributed_mode(args)-style helper) works under
     # torchrun whatever argparse declares; one that starts its workers itself (mp.spawn) gets no flag at all
-    if any("deepspeed" in t.lower() or t in _LOCAL_RANK_ENV for t in texts) or _local_rank_from_env(m) \
-            or not _distributed_here(m) \
-            or any(a.startswith("deepspeed") for a in m.aliases.values()) or not _entry_point(m) \
-            or any(any(h in (last_name(c) or "").lower() for h in _INIT_HELPER) for c in m.calls()) \
-            or any((m.qual(c) or "").startswith(("torch.multiprocessing.", "multiprocessing."))
-                   and last_name(c) in ("spawn", "Process", "start_processes") for c in m.calls()) \
-            or any(last_name(c) == "parse_known_args" for c in m.calls()):  # an unknown --local-rank=N is ignored
+    if (
+        any("deepspeed" in t.lower() or t in _LOCAL_RANK_ENV for t in texts)
+        or _local_rank_from_env(m)
+        or not _distributed_here(m)
+        or any(a.startswith("deepspeed") for a in m.aliases.values())
+        or not _entry_point(m)
+        or any(any(h in (last_name(c) or "").lower() for h in _INIT_HELPER) for c in m.calls())
+        or any(
+            (m.qual(c) or "").startswith(("torch.multiprocessing.", "multiprocessing."))
+            and last_name(c) in ("spawn", "Process", "start_processes")
+            for c in m.calls()
+        )
+        or any(last_name(c) == "parse_known_args" for c in m.calls())
+    ):  # an unknown --local-rank=N is ignored
         return
     for call in m.calls():
         if last_name(call) == "add_argument":
@@ -493,8 +586,9 @@ def _under_version_check(m: Module, call: ast.AST) -> bool:
     ``use_reentrant`` is the fallback for an old torch, where the keyword does not exist."""
     for anc in m.ancestors(call):
         if isinstance(anc, ast.If) and any(
-                "version" in ((last_name(n) if isinstance(n, (ast.Name, ast.Attribute, ast.Call)) else None) or "").lower()
-                for n in ast.walk(anc.test)):
+            "version" in ((last_name(n) if isinstance(n, (ast.Name, ast.Attribute, ast.Call)) else None) or "").lower()
+            for n in ast.walk(anc.test)
+        ):
             return True
     return False
 
@@ -502,8 +596,10 @@ def _under_version_check(m: Module, call: ast.AST) -> bool:
 def _grad_guarded(m: Module, call: ast.AST) -> bool:
     """Under ``if self.with_cp and x.requires_grad:``: the reentrant variant's failure (no gradients when no input
     requires grad) cannot happen there."""
-    return any(isinstance(anc, ast.If) and any(isinstance(n, ast.Attribute) and n.attr == "requires_grad"
-                                               for n in ast.walk(anc.test)) for anc in m.ancestors(call))
+    return any(
+        isinstance(anc, ast.If) and any(isinstance(n, ast.Attribute) and n.attr == "requires_grad" for n in ast.walk(anc.test))
+        for anc in m.ancestors(call)
+    )
 
 
 @finder("FSD027")
@@ -526,8 +622,15 @@ def fsd027(m: Module) -> Found:
 
 @finder("FSD028")
 def fsd028(m: Module) -> Found:
-    roots = {dotted(c.args[0]) for c in m.calls() if m.qual(c) == FULLY_SHARD and c.args and isinstance(c.args[0], ast.Name)
-             and (b := m.binding(c.args[0])[1]) is not None and b.kind != "for"}
+    roots = {
+        dotted(c.args[0])
+        for c in m.calls()
+        if m.qual(c) == FULLY_SHARD
+        and c.args
+        and isinstance(c.args[0], ast.Name)
+        and (b := m.binding(c.args[0])[1]) is not None
+        and b.kind != "for"
+    }
     for call in m.calls():
         if not is_true(kwarg(call, "fullgraph")):
             continue
@@ -560,8 +663,13 @@ def _freezes(m: Module, scope: ast.AST) -> set[str]:
     """Dotted names of modules some of whose parameters are frozen in ``scope``."""
     out = set()
     for node in m.scope_nodes(scope):
-        if isinstance(node, ast.Call) and last_name(node) == "requires_grad_" and node.args and \
-                isinstance(node.args[0], ast.Constant) and node.args[0].value is False:
+        if (
+            isinstance(node, ast.Call)
+            and last_name(node) == "requires_grad_"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and node.args[0].value is False
+        ):
             out |= _owner_prefixes(m, node.func.value)
         elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and node.value.value is False:
             for t in node.targets:
@@ -585,8 +693,13 @@ def _owner_prefixes(m: Module, expr: ast.AST) -> set[str]:
 @finder("FSD031")
 def fsd031(m: Module) -> Found:
     for call in m.calls():
-        if m.qual(call) != FSDP1 or not call.args or is_true(kwarg(call, "use_orig_params")) \
-                or kwarg(call, "auto_wrap_policy") is not None or any(k.arg is None for k in call.keywords):
+        if (
+            m.qual(call) != FSDP1
+            or not call.args
+            or is_true(kwarg(call, "use_orig_params"))
+            or kwarg(call, "auto_wrap_policy") is not None
+            or any(k.arg is None for k in call.keywords)
+        ):
             continue
         if dotted(call.args[0]) in _freezes(m, m.scope_of(call)):
             yield call, None
@@ -594,16 +707,36 @@ def fsd031(m: Module) -> Found:
 
 @finder("FSD032")
 def fsd032(m: Module) -> Found:
-    if not _is_script(m) or any(isinstance(c.func, ast.Attribute) and c.func.attr == "to_empty"
-                                or last_name(c) == "load_state_dict" and is_true(kwarg(c, "assign")) for c in m.calls()):
+    if not _is_script(m) or any(
+        isinstance(c.func, ast.Attribute)
+        and c.func.attr == "to_empty"
+        or last_name(c) == "load_state_dict"
+        and is_true(kwarg(c, "assign"))
+        for c in m.calls()
+    ):
         return
-    meta_with = [w for w in m.nodes if isinstance(w, (ast.With, ast.AsyncWith)) and any(
-        isinstance(i.context_expr, ast.Call) and m.qual(i.context_expr) == "torch.device"
-        and "meta" in m.strings(kwarg(i.context_expr, "type", 0)) for i in w.items)]
+    meta_with = [
+        w
+        for w in m.nodes
+        if isinstance(w, (ast.With, ast.AsyncWith))
+        and any(
+            isinstance(i.context_expr, ast.Call)
+            and m.qual(i.context_expr) == "torch.device"
+            and "meta" in m.strings(kwarg(i.context_expr, "type", 0))
+            for i in w.items
+        )
+    ]
     if any(a.split(".")[0] in _MATERIALISING for a in m.aliases.values()):
         return
-    built = {dotted(t) for w in meta_with for s in w.body for n in ast.walk(s)
-             if isinstance(n, ast.Assign) for t in n.targets if dotted(t)}
+    built = {
+        dotted(t)
+        for w in meta_with
+        for s in w.body
+        for n in ast.walk(s)
+        if isinstance(n, ast.Assign)
+        for t in n.targets
+        if dotted(t)
+    }
     for call in m.calls():
         if m.qual(call) == FULLY_SHARD and call.args and dotted(call.args[0]) in built:
             yield call, None
@@ -621,8 +754,11 @@ def _offloading(m: Module, call: ast.Call) -> bool:
     if not isinstance(policy, ast.Call):
         return False
     pq = m.qual(policy)
-    return pq == "torch.distributed.fsdp.CPUOffloadPolicy" or pq == "torch.distributed.fsdp.CPUOffload" \
+    return (
+        pq == "torch.distributed.fsdp.CPUOffloadPolicy"
+        or pq == "torch.distributed.fsdp.CPUOffload"
         and is_true(kwarg(policy, "offload_params", 0))
+    )
 
 
 @finder("FSD033")
@@ -631,8 +767,9 @@ def fsd033(m: Module) -> Found:
     if not offloaded:
         return
     for call in m.calls():
-        if (m.qual(call) or "") not in ("torch.optim.Adam", "torch.optim.AdamW", "torch.optim.SGD", "torch.optim.Adagrad") \
-                or any(k.arg in ("fused", "foreach", None) for k in call.keywords):
+        if (m.qual(call) or "") not in ("torch.optim.Adam", "torch.optim.AdamW", "torch.optim.SGD", "torch.optim.Adagrad") or any(
+            k.arg in ("fused", "foreach", None) for k in call.keywords
+        ):
             continue
         if any(src.covers(c) or c.covers(src) for src in _param_sources(m, kwarg(call, "params", 0)) for c in offloaded):
             yield call, None
@@ -655,7 +792,8 @@ def _epoch_loop_over(m: Module, loader: ast.Call) -> bool:
     name = parent.targets[0].id
     for node in m.scope_nodes(m.scope_of(parent)):
         if isinstance(node, (ast.For, ast.AsyncFor)) and any(
-                isinstance(n, ast.Name) and n.id == name for n in ast.walk(node.iter)):
+            isinstance(n, ast.Name) and n.id == name for n in ast.walk(node.iter)
+        ):
             if any(isinstance(a, (ast.For, ast.AsyncFor, ast.While)) for a in m.ancestors(node)):
                 return True
     return False
@@ -668,15 +806,21 @@ def fsd035(m: Module) -> Found:
     for call in m.calls():
         q = m.qual(call) or ""
         shuffle = kwarg(call, "shuffle")
-        if not (q.startswith("torch.utils.data") and q.endswith("DistributedSampler")) or \
-                isinstance(shuffle, ast.Constant) and shuffle.value is False:
+        if (
+            not (q.startswith("torch.utils.data") and q.endswith("DistributedSampler"))
+            or isinstance(shuffle, ast.Constant)
+            and shuffle.value is False
+        ):
             continue
         parent = m.parents.get(id(call))
         if not (isinstance(parent, ast.Assign) and isinstance(parent.targets[0], ast.Name)):
             continue
         sampler = parent.targets[0].id
-        loaders = [c for c in m.calls(m.scope_of(call)) if (m.qual(c) or "").endswith("DataLoader") and any(
-            isinstance(n, ast.Name) and n.id == sampler for k in c.keywords for n in ast.walk(k.value))]
+        loaders = [
+            c
+            for c in m.calls(m.scope_of(call))
+            if (m.qual(c) or "").endswith("DataLoader")
+            and any(isinstance(n, ast.Name) and n.id == sampler for k in c.keywords for n in ast.walk(k.value))
+        ]
         if any(_epoch_loop_over(m, ld) for ld in loaders):
             yield call, None
-

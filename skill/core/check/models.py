@@ -1,4 +1,5 @@
 """Typed values of ``check``: a :class:`Rule` (the table README renders) and a :class:`Finding`."""
+
 from __future__ import annotations
 
 from typing import Literal
@@ -12,8 +13,10 @@ class Rule(BaseModel):
     """One rule of the checker: a mistake the knowledge explains, with the section and verified snippet that fix it."""
 
     code: str = Field(description="Stable rule code, e.g. 'FSD001'")
-    severity: Severity = Field(description="error: hangs, crashes or computes wrong results; warning: likely wrong "
-                               "or slow; info: a better pattern exists")
+    severity: Severity = Field(
+        description="error: hangs, crashes or computes wrong results; warning: likely wrong "
+        "or slow; info: a better pattern exists"
+    )
     summary: str = Field(description="What the rule catches, in a few words (README's rule table)")
     message: str = Field(description="The finding's message (may be extended with the names involved)")
     section: str = Field(description="Knowledge section id that explains the mistake")
@@ -23,7 +26,9 @@ class Rule(BaseModel):
 class Finding(BaseModel):
     """One mistake found in a checked file."""
 
-    code: str = Field(description="Rule code, e.g. 'FSD001' ('FSD000': the file was not analysed: it does not parse, or the checker failed on it)")
+    code: str = Field(
+        description="Rule code, e.g. 'FSD001' ('FSD000': the file was not analysed: it does not parse, or the checker failed on it)"
+    )
     severity: Severity = Field(description="'error', 'warning' or 'info'")
     message: str = Field(description="What is wrong here and what to do instead")
     path: str = Field(description="The checked file as given ('-' for standard input)")
@@ -43,7 +48,9 @@ class Finding(BaseModel):
 class CheckReport(BaseModel):
     """The result of checking one source text (``POST /v1/check``, the ``check_script`` tool)."""
 
-    findings: list[Finding] = Field(default_factory=list, description="The findings, sorted by position "
-                                    "(empty: nothing to report)")
-    counts: dict[str, int] = Field(default_factory=dict, description="Number of findings per severity "
-                                   "('error', 'warning', 'info') and in all ('total')")
+    findings: list[Finding] = Field(
+        default_factory=list, description="The findings, sorted by position (empty: nothing to report)"
+    )
+    counts: dict[str, int] = Field(
+        default_factory=dict, description="Number of findings per severity ('error', 'warning', 'info') and in all ('total')"
+    )

@@ -6,6 +6,7 @@ when ``save`` calls ``dist.barrier()``.  ``if rank == 0: dist.send(...) else: di
 point-to-point, not a collective, and ``if rank == 0: dist.broadcast(t, 0) else: dist.broadcast(t, 0)``
 runs on every rank, so neither is reported.
 """
+
 from __future__ import annotations
 
 import ast
@@ -13,10 +14,27 @@ from collections.abc import Iterator
 
 from fsdp_skill.core.check.facts import FSDP1, Module, dotted, is_true, kwarg, last_name
 
-COLLECTIVES = {"barrier", "monitored_barrier", "all_reduce", "all_gather", "all_gather_into_tensor", "all_gather_object",
-               "reduce", "reduce_scatter", "reduce_scatter_tensor", "broadcast", "broadcast_object_list", "gather",
-               "gather_object", "scatter", "scatter_object_list", "all_to_all", "all_to_all_single",
-               "all_gather_coalesced", "all_reduce_coalesced"}
+COLLECTIVES = {
+    "barrier",
+    "monitored_barrier",
+    "all_reduce",
+    "all_gather",
+    "all_gather_into_tensor",
+    "all_gather_object",
+    "reduce",
+    "reduce_scatter",
+    "reduce_scatter_tensor",
+    "broadcast",
+    "broadcast_object_list",
+    "gather",
+    "gather_object",
+    "scatter",
+    "scatter_object_list",
+    "all_to_all",
+    "all_to_all_single",
+    "all_gather_coalesced",
+    "all_reduce_coalesced",
+}
 # init_process_group is not here: a subset of processes may form its own default group (an RPC job's trainers)
 GROUP_CREATORS = {"new_group", "new_subgroups", "new_subgroups_by_enumeration", "init_device_mesh"}
 DCP = {"save", "load", "async_save", "save_state_dict", "load_state_dict"}
@@ -47,15 +65,33 @@ def _fsdp1_sharded_context(m: Module, node: ast.AST) -> bool:
 
 def _sharded_by_default(m: Module) -> bool:
     """Does the file switch FSDP1 to SHARDED_STATE_DICT / LOCAL_STATE_DICT for good (``FSDP.set_state_dict_type``)?"""
-    return any(last_name(c) == "set_state_dict_type" and last_name(kwarg(c, "state_dict_type", 1) or c)
-               in ("SHARDED_STATE_DICT", "LOCAL_STATE_DICT") for c in m.calls())
+    return any(
+        last_name(c) == "set_state_dict_type"
+        and last_name(kwarg(c, "state_dict_type", 1) or c) in ("SHARDED_STATE_DICT", "LOCAL_STATE_DICT")
+        for c in m.calls()
+    )
 
 
 # where a collective takes its group positionally: dist.barrier(group), dist.all_reduce(tensor, op, group), ...
-_GROUP_ARG = {"barrier": 0, "monitored_barrier": 0, "all_reduce": 2, "all_gather": 2, "all_gather_into_tensor": 2,
-              "all_gather_object": 2, "broadcast": 2, "broadcast_object_list": 2, "reduce": 3, "reduce_scatter": 3,
-              "reduce_scatter_tensor": 3, "gather": 3, "gather_object": 3, "scatter": 3, "scatter_object_list": 3,
-              "all_to_all": 2, "all_to_all_single": 4}
+_GROUP_ARG = {
+    "barrier": 0,
+    "monitored_barrier": 0,
+    "all_reduce": 2,
+    "all_gather": 2,
+    "all_gather_into_tensor": 2,
+    "all_gather_object": 2,
+    "broadcast": 2,
+    "broadcast_object_list": 2,
+    "reduce": 3,
+    "reduce_scatter": 3,
+    "reduce_scatter_tensor": 3,
+    "gather": 3,
+    "gather_object": 3,
+    "scatter": 3,
+    "scatter_object_list": 3,
+    "all_to_all": 2,
+    "all_to_all_single": 4,
+}
 
 
 def _on_subgroup(m: Module, call: ast.Call) -> bool:
@@ -86,8 +122,13 @@ def _sharded_later(m: Module, call: ast.Call) -> bool:
         return False
     scope = m.scope_of(call)
     for later in m.calls():
-        if m.scope_of(later) is scope and later.lineno > (call.end_lineno or call.lineno) and later.args \
-                and dotted(later.args[0]) == model and any(w in (last_name(later) or "").lower() for w in _SHARDING_WORDS):
+        if (
+            m.scope_of(later) is scope
+            and later.lineno > (call.end_lineno or call.lineno)
+            and later.args
+            and dotted(later.args[0]) == model
+            and any(w in (last_name(later) or "").lower() for w in _SHARDING_WORDS)
+        ):
             return True
     return False
 
@@ -100,19 +141,31 @@ def collective_kind(m: Module, call: ast.Call) -> tuple[str, str] | None:
         return None  # the rank condition may select the members of that group (composer's per-replica dcp.save)
     if q == f"torch.distributed.{name}" and name in COLLECTIVES:
         return "FSD003", f"dist.{name}()"
-    if q.startswith("torch.distributed.checkpoint.") and q.count(".") == 3 and name in DCP \
-            and not is_true(kwarg(call, "no_dist")):  # no_dist=True: one process, no collective
+    if (
+        q.startswith("torch.distributed.checkpoint.")
+        and q.count(".") == 3
+        and name in DCP
+        and not is_true(kwarg(call, "no_dist"))
+    ):  # no_dist=True: one process, no collective
         return "FSD004", f"dcp.{name}()"
     if q.startswith("torch.distributed.checkpoint.state_dict.") and (
-            name in SD_GET and _options_flag(m, call, "full_state_dict") and not _sharded_later(m, call)
-            or name in SD_SET and _options_flag(m, call, "broadcast_from_rank0")):
+        name in SD_GET
+        and _options_flag(m, call, "full_state_dict")
+        and not _sharded_later(m, call)
+        or name in SD_SET
+        and _options_flag(m, call, "broadcast_from_rank0")
+    ):
         return "FSD005", f"{name}(full_state_dict/broadcast_from_rank0)"
     if q in (f"{FSDP1}.optim_state_dict", f"{FSDP1}.full_optim_state_dict"):
         return "FSD006", f"FSDP.{name}()"
     if isinstance(call.func, ast.Attribute):
         recv = dotted(call.func.value)
-        if call.func.attr == "state_dict" and m.is_fsdp1(call.func.value) and not _fsdp1_sharded_context(m, call) \
-                and not _sharded_by_default(m):
+        if (
+            call.func.attr == "state_dict"
+            and m.is_fsdp1(call.func.value)
+            and not _fsdp1_sharded_context(m, call)
+            and not _sharded_by_default(m)
+        ):
             return "FSD006", f"{recv}.state_dict() of an FSDP1 module"
         if call.func.attr == "full_tensor":
             return "FSD007", ".full_tensor()"
@@ -147,13 +200,19 @@ def _summaries(m: Module) -> dict[str, tuple[str, str, int]]:
     return out
 
 
-def _kind(m: Module, call: ast.Call, summaries: dict, exclude: str | None = None) -> tuple[str, str, int | None, str | None] | None:
+def _kind(
+    m: Module, call: ast.Call, summaries: dict, exclude: str | None = None
+) -> tuple[str, str, int | None, str | None] | None:
     """(code, label of the collective, its line when reached through a local function, that function's name)."""
     kind = collective_kind(m, call)
     if kind is not None:
         return kind[0], kind[1], None, None
-    if isinstance(call.func, ast.Name) and call.func.id in summaries and call.func.id != exclude \
-            and m.scope_of(call) is not m.functions.get(call.func.id):
+    if (
+        isinstance(call.func, ast.Name)
+        and call.func.id in summaries
+        and call.func.id != exclude
+        and m.scope_of(call) is not m.functions.get(call.func.id)
+    ):
         code, label, line = summaries[call.func.id]
         return code, label, line, call.func.id
     return None
@@ -168,8 +227,9 @@ def _side(m: Module, test: ast.AST) -> tuple | None:
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and m.is_rank_expr(test.left):
         op, right = test.ops[0], test.comparators[0]
         values = right.elts if isinstance(right, (ast.List, ast.Tuple, ast.Set)) else [right]
-        if not all(isinstance(v, ast.Constant) or isinstance(v, ast.UnaryOp) and isinstance(v.operand, ast.Constant)
-                   for v in values):
+        if not all(
+            isinstance(v, ast.Constant) or isinstance(v, ast.UnaryOp) and isinstance(v.operand, ast.Constant) for v in values
+        ):
             return None
         consts = frozenset(ast.literal_eval(v) for v in values) - {-1}  # -1: "not distributed", no rank has it
         bound = next(iter(consts)) if len(consts) == 1 else None
@@ -215,10 +275,12 @@ def _paired(m: Module, branches: dict, summaries: dict) -> set[tuple[int, str]]:
         enclosing = branches.get(id(call))
         kind = _kind(m, call, summaries) if enclosing else None
         if kind is not None:
-            seen.setdefault((id(m.scope_of(call)), kind[1]), []).append(
-                (id(enclosing[-1]), _node_side(m, enclosing[-1], call)))
-    return {key for key, sides in seen.items()
-            if any(s is not None and (o, _negate(s)) in sides and o != i for i, s in sides for o, _ in sides)}
+            seen.setdefault((id(m.scope_of(call)), kind[1]), []).append((id(enclosing[-1]), _node_side(m, enclosing[-1], call)))
+    return {
+        key
+        for key, sides in seen.items()
+        if any(s is not None and (o, _negate(s)) in sides and o != i for i, s in sides for o, _ in sides)
+    }
 
 
 def _not_distributed_side(m: Module, branch: ast.AST, node: ast.AST) -> bool:
@@ -226,10 +288,15 @@ def _not_distributed_side(m: Module, branch: ast.AST, node: ast.AST) -> bool:
     takes (-1: "not launched distributed")?"""
     if not isinstance(branch, ast.If):
         return False
-    tests = branch.test.values if isinstance(branch.test, ast.BoolOp) and isinstance(branch.test.op, ast.And) \
-        else [branch.test]
-    minus_one = any(isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], (ast.Eq, ast.In))
-                    and m.is_rank_expr(t.left) and _all_minus_one(t.comparators[0]) for t in tests)
+    tests = branch.test.values if isinstance(branch.test, ast.BoolOp) and isinstance(branch.test.op, ast.And) else [branch.test]
+    minus_one = any(
+        isinstance(t, ast.Compare)
+        and len(t.ops) == 1
+        and isinstance(t.ops[0], (ast.Eq, ast.In))
+        and m.is_rank_expr(t.left)
+        and _all_minus_one(t.comparators[0])
+        for t in tests
+    )
     return minus_one and any(node is sub for st in branch.body for sub in ast.walk(st))
 
 
@@ -264,16 +331,22 @@ def _reaches(m: Module, stmts: list[ast.AST], label: str, summaries: dict, seen:
         if not (isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)) or n.id in seen or n.id not in m.functions:
             continue
         seen.add(n.id)
-        if n.id in summaries and summaries[n.id][1] == label or \
-                len(seen) < 8 and _reaches(m, m.functions[n.id].body, label, summaries, seen):
+        if (
+            n.id in summaries
+            and summaries[n.id][1] == label
+            or len(seen) < 8
+            and _reaches(m, m.functions[n.id].body, label, summaries, seen)
+        ):
             return True
     return False
 
 
 def _complement(a: ast.AST, b: ast.AST) -> bool:
     """Is ``b`` written as ``not a`` (or ``a`` as ``not b``)?"""
+
     def neg(x):
         return x.operand if isinstance(x, ast.UnaryOp) and isinstance(x.op, ast.Not) else None
+
     return any(x is not None and ast.dump(x) == ast.dump(y) for x, y in ((neg(a), b), (neg(b), a)))
 
 

@@ -1,6 +1,7 @@
 """The rule table: each rule is data (:class:`Rule`: code, severity, message, knowledge section, verified
 snippet) plus a small finder in :mod:`fsdp_skill.core.check.finders` (FSD003-FSD010 in
 :mod:`fsdp_skill.core.check.ranked`). README's rule table is rendered from :data:`RULES`."""
+
 from __future__ import annotations
 
 from fsdp_skill.core.check.models import Rule
@@ -10,118 +11,319 @@ def _r(code, severity, summary, message, section, snippet) -> Rule:
     return Rule(code=code, severity=severity, summary=summary, message=message, section=section, snippet=snippet)
 
 
-RULES: dict[str, Rule] = {r.code: r for r in [
-    _r("FSD001", "error", "optimizer built from a module's parameters before `fully_shard` of that module",
-       "optimizer created before fully_shard replaces these parameters with DTensors: it will never see a gradient; "
-       "create it after the last fully_shard", "fsdp2/optimizer-after-fully-shard", "fsdp2/optimizer-order"),
-    _r("FSD002", "error", "optimizer built from a module's parameters before `FSDP(...)` wraps it",
-       "optimizer created before FullyShardedDataParallel wraps the module holds the unwrapped parameters; "
-       "create it after wrapping", "fsdp2/optimizer-after-fully-shard", "recipes/fsdp1-end-to-end"),
-    _r("FSD003", "error", "`torch.distributed` collective inside a rank-conditional branch",
-       "the other ranks never join this collective and the job hangs; call it on every rank",
-       "debugging/distributed-debug-detail", "debugging/distributed-debug-detail"),
-    _r("FSD004", "error", "`dcp.save` / `dcp.load` inside a rank-conditional branch",
-       "dcp.save/dcp.load are collectives (each rank writes or reads its own shard): call them on every rank",
-       "checkpoint/fsdp2-dcp-save-load", "checkpoint/fsdp2-dcp-roundtrip"),
-    _r("FSD005", "error", "full state dict (`get_model_state_dict(full_state_dict=True)`, `broadcast_from_rank0`) on rank 0 only",
-       "gathering a full state dict is collective: every rank calls it, only rank 0 then saves",
-       "checkpoint/fsdp2-full-state-dict", "checkpoint/fsdp2-full-state-dict-rank0"),
-    _r("FSD006", "error", "FSDP1 `model.state_dict()` / `FSDP.optim_state_dict` on rank 0 only",
-       "FSDP1's FULL_STATE_DICT all-gathers the parameters: every rank calls state_dict(), use rank0_only=True "
-       "and save on rank 0", "checkpoint/fsdp1-full-state-dict-rank0", "checkpoint/fsdp1-full-state-dict-rank0"),
-    _r("FSD007", "error", "`DTensor.full_tensor()` inside a rank-conditional branch",
-       "full_tensor() all-gathers the shards: every rank must call it", "fsdp2/dtensor-local-shard", "fsdp2/dtensor-to-local"),
-    _r("FSD008", "error", "`ZeroRedundancyOptimizer.consolidate_state_dict` on rank 0 only",
-       "consolidate_state_dict() is collective: call it on every rank, then state_dict() on the target rank",
-       "checkpoint/zero-consolidate-state-dict", "checkpoint/zero-consolidate-state-dict"),
-    _r("FSD009", "error", "`new_group` / `init_device_mesh` inside a rank-conditional branch",
-       "process groups are created by every rank of the default group, members or not, in the same order",
-       "init/new-group", "init/new-group"),
-    _r("FSD010", "error", "forward of an FSDP module (e.g. evaluation) on rank 0 only",
-       "an FSDP module all-gathers its parameters in forward: run it on every rank (evaluate on all ranks, log on rank 0)",
-       "sharding/parameter-sharding-basics", "sharding/shard-layout"),
-    _r("FSD011", "error", "plain `GradScaler` in a script that shards with FSDP",
-       "use torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler: a plain GradScaler checks only the local "
-       "shard for inf, so ranks skip different steps and their scales diverge",
-       "mixed-precision/fp16-sharded-grad-scaler", "mixed-precision/fsdp1-fp16-sharded-grad-scaler"),
-    _r("FSD012", "error", "`torch.nn.utils.clip_grad_norm_` on an FSDP1 model's parameters",
-       "on FSDP1 flat shards torch.nn.utils.clip_grad_norm_ sees only the local shard; call model.clip_grad_norm_(max_norm) "
-       "on the root FSDP module", "fsdp2/gradient-clipping", "recipes/fsdp1-end-to-end"),
-    _r("FSD013", "error", "NCCL process group without `torch.cuda.set_device` or `device_id` (in a script)",
-       "NCCL without torch.cuda.set_device(local_rank) (or init_process_group(device_id=...)): every process "
-       "uses cuda:0 (\"Duplicate GPU detected\")", "backends/nccl-exclusive-gpu", "init/env-init"),
-    _r("FSD014", "warning", "`init_process_group` without `destroy_process_group` (in a script)",
-       "no destroy_process_group(): call it once at the end (in a finally:), or NCCL teardown can hang at exit",
-       "init/destroy-process-group", "init/env-init"),
-    _r("FSD015", "error", "`fully_shard` on a submodule after `fully_shard` on its parent",
-       "fully_shard bottom-up: blocks first, the root last; after the root every parameter is already a DTensor "
-       "and this call raises", "sharding/fully-shard-order-root", "sharding/bottom-up-order"),
-    _r("FSD016", "error", "`torch.save` of an FSDP2 module's `state_dict()` (not to a per-rank file)",
-       "an FSDP2 state_dict() holds this rank's DTensor shards, not the model: use get_model_state_dict(model, "
-       "options=StateDictOptions(full_state_dict=True, cpu_offload=True)) or dcp.save",
-       "checkpoint/fsdp2-full-state-dict", "checkpoint/fsdp2-full-state-dict-rank0"),
-    _r("FSD017", "warning", "`torch.save(optimizer.state_dict())` with FSDP1",
-       "with FSDP1 optimizer.state_dict() is per-rank flat-parameter state: save FSDP.optim_state_dict(model, optim) "
-       "inside a state_dict_type context", "checkpoint/fsdp1-optim-state-dict", "checkpoint/fsdp1-optim-state-dict"),
-    _r("FSD018", "error", "`no_sync()` on an FSDP2 module",
-       "FSDP2 modules have no no_sync(): use model.set_requires_gradient_sync(False) for the accumulation "
-       "micro-batches and True before the last", "fsdp2/gradient-accumulation-no-sync", "fsdp2/grad-accumulation"),
-    _r("FSD019", "error", "FSDP1 argument or class passed to `fully_shard` (or an FSDP2 policy to `FSDP`)",
-       "FSDP1 and FSDP2 arguments differ", "fsdp2/migrate-fsdp1-to-fsdp2", "fsdp2/migrate-fsdp1-to-fsdp2"),
-    _r("FSD020", "warning", "model cast to bf16/fp16 before sharding",
-       "casting the model before sharding makes the sharded (master) weights and optimizer state low precision; "
-       "keep it fp32 and set MixedPrecisionPolicy(param_dtype=torch.bfloat16)",
-       "model/model-dtype-vs-policy", "model/model-dtype-vs-policy"),
-    _r("FSD021", "error", "`.forward()` / `.generate()` called directly on an FSDP2 module",
-       "FSDP2 all-gathers parameters only when the module is called: call model(...), or "
-       "register_fsdp_forward_method(model, name) for other methods",
-       "fsdp2/register-fsdp-forward-method", "fsdp2/register-forward-method"),
-    _r("FSD022", "error", "`register_hook` on the parameters of an FSDP2 module",
-       "hooks registered with register_hook on FSDP2's sharded parameters never fire; use "
-       "register_post_accumulate_grad_hook", "model/gradient-hooks", "model/gradient-hooks"),
-    _r("FSD023", "error", "`Join` given an FSDP module",
-       "FSDP is not Joinable (Join([...]) fails at construction); even out the batches (DistributedSampler, "
-       "a 'has data' all_reduce)", "join/join-limitations", "join/uneven-alternatives"),
-    _r("FSD024", "error", "`monitored_barrier` on an NCCL-only default group",
-       "monitored_barrier is implemented by gloo only: pass group=dist.new_group(backend=\"gloo\") or init "
-       "with \"cpu:gloo,cuda:nccl\"", "debugging/monitored-barrier", "debugging/monitored-barrier"),
-    _r("FSD025", "error", "`dcp.async_save` without a CPU-capable process group",
-       "async_save needs a CPU backend (\"A CPU backend must be enabled for async save\"): init with "
-       "\"cpu:gloo,cuda:nccl\" or pass process_group= a gloo group", "checkpoint/dcp-async-save", "checkpoint/dcp-async-save"),
-    _r("FSD026", "warning", "argparse declares only `--local_rank`",
-       "torch.distributed.launch passes --local-rank (dashed) since torch 2.0 and torchrun passes none: read "
-       "LOCAL_RANK from the environment, or accept both spellings with a default",
-       "launch/local-rank-argument", "launch/local-rank-argument"),
-    _r("FSD027", "warning", "activation checkpointing without `use_reentrant=False`",
-       "torch.utils.checkpoint.checkpoint without use_reentrant=False uses the reentrant variant (no gradients "
-       "when inputs do not require grad); pass use_reentrant=False", "model/ac-reentrant", "model/ac-reentrant-vs-nonreentrant"),
-    _r("FSD028", "error", "`torch.compile(..., fullgraph=True)` on a root FSDP2 model",
-       "fullgraph=True on the whole FSDP2 model fails on FSDP's hooks: compile each block instead",
-       "model/compile-fully-shard", "model/compile-per-block-parity"),
-    _r("FSD029", "error", "`parallelize_module` (tensor parallel) after `fully_shard` of the same module",
-       "apply tensor parallel before fully_shard: it needs the plain parameters", "parallelism/apply-order-tp-ac-compile-fsdp",
-       "parallelism/apply-order-tp-ac-compile-fsdp"),
-    _r("FSD030", "error", "`set_requires_gradient_sync(False)` never turned back on",
-       "gradients are never reduce-scattered: set_requires_gradient_sync(True) before the last micro-batch",
-       "fsdp2/gradient-accumulation-no-sync", "fsdp2/grad-accumulation"),
-    _r("FSD031", "warning", "FSDP1 wrapping a partly frozen model as one unit without `use_orig_params=True`",
-       "with use_orig_params=False one FSDP1 unit must be all frozen or all trainable (\"Must flatten tensors with "
-       "uniform requires_grad\"); pass use_orig_params=True or wrap the frozen part separately", "model/frozen-params-fsdp1", "model/frozen-params-fsdp1"),
-    _r("FSD032", "error", "meta-device model sharded but never materialised (`to_empty`; in a script)",
-       "the model was built on the meta device and is never materialised: call model.to_empty(device=...) after "
-       "fully_shard, then initialise (reset_parameters or load)", "fsdp2/meta-device-init", "fsdp2/meta-init"),
-    _r("FSD033", "info", "CPU offload with an optimizer not set to `fused=True` / `foreach=True`",
-       "with CPU offload the optimizer steps on CPU: pass fused=True (or foreach=True) for a fast CPU step",
-       "offload/offload-optimizer-choice", "offload/fsdp2-offload-fused-adamw"),
-    _r("FSD034", "info", "low-precision `param_dtype` without `reduce_dtype`",
-       "reduce_dtype is unset, so gradients are reduced in the low param_dtype; set reduce_dtype=torch.float32",
-       "mixed-precision/numerics-pitfalls", "mixed-precision/fsdp2-bf16-fp32-reduce"),
-    _r("FSD035", "warning", "`DistributedSampler` loader iterated over epochs without `set_epoch`",
-       "DistributedSampler shuffles with seed + epoch: without sampler.set_epoch(epoch) every epoch repeats the same order",
-       "checkpoint/resume-latest-complete", "checkpoint/resume-latest-complete"),
-    _r("FSD036", "error", "rank-0-only forward through a DDP wrapper that was given to `Join`",
-       "after a Join the wrapper's forward still issues all-reduces the other ranks never answer; evaluate on one "
-       "rank through model.module", "join/joinable-interface", "join/join-config-after-exit"),
-]}
+RULES: dict[str, Rule] = {
+    r.code: r
+    for r in [
+        _r(
+            "FSD001",
+            "error",
+            "optimizer built from a module's parameters before `fully_shard` of that module",
+            "optimizer created before fully_shard replaces these parameters with DTensors: it will never see a gradient; "
+            "create it after the last fully_shard",
+            "fsdp2/optimizer-after-fully-shard",
+            "fsdp2/optimizer-order",
+        ),
+        _r(
+            "FSD002",
+            "error",
+            "optimizer built from a module's parameters before `FSDP(...)` wraps it",
+            "optimizer created before FullyShardedDataParallel wraps the module holds the unwrapped parameters; "
+            "create it after wrapping",
+            "fsdp2/optimizer-after-fully-shard",
+            "recipes/fsdp1-end-to-end",
+        ),
+        _r(
+            "FSD003",
+            "error",
+            "`torch.distributed` collective inside a rank-conditional branch",
+            "the other ranks never join this collective and the job hangs; call it on every rank",
+            "debugging/distributed-debug-detail",
+            "debugging/distributed-debug-detail",
+        ),
+        _r(
+            "FSD004",
+            "error",
+            "`dcp.save` / `dcp.load` inside a rank-conditional branch",
+            "dcp.save/dcp.load are collectives (each rank writes or reads its own shard): call them on every rank",
+            "checkpoint/fsdp2-dcp-save-load",
+            "checkpoint/fsdp2-dcp-roundtrip",
+        ),
+        _r(
+            "FSD005",
+            "error",
+            "full state dict (`get_model_state_dict(full_state_dict=True)`, `broadcast_from_rank0`) on rank 0 only",
+            "gathering a full state dict is collective: every rank calls it, only rank 0 then saves",
+            "checkpoint/fsdp2-full-state-dict",
+            "checkpoint/fsdp2-full-state-dict-rank0",
+        ),
+        _r(
+            "FSD006",
+            "error",
+            "FSDP1 `model.state_dict()` / `FSDP.optim_state_dict` on rank 0 only",
+            "FSDP1's FULL_STATE_DICT all-gathers the parameters: every rank calls state_dict(), use rank0_only=True "
+            "and save on rank 0",
+            "checkpoint/fsdp1-full-state-dict-rank0",
+            "checkpoint/fsdp1-full-state-dict-rank0",
+        ),
+        _r(
+            "FSD007",
+            "error",
+            "`DTensor.full_tensor()` inside a rank-conditional branch",
+            "full_tensor() all-gathers the shards: every rank must call it",
+            "fsdp2/dtensor-local-shard",
+            "fsdp2/dtensor-to-local",
+        ),
+        _r(
+            "FSD008",
+            "error",
+            "`ZeroRedundancyOptimizer.consolidate_state_dict` on rank 0 only",
+            "consolidate_state_dict() is collective: call it on every rank, then state_dict() on the target rank",
+            "checkpoint/zero-consolidate-state-dict",
+            "checkpoint/zero-consolidate-state-dict",
+        ),
+        _r(
+            "FSD009",
+            "error",
+            "`new_group` / `init_device_mesh` inside a rank-conditional branch",
+            "process groups are created by every rank of the default group, members or not, in the same order",
+            "init/new-group",
+            "init/new-group",
+        ),
+        _r(
+            "FSD010",
+            "error",
+            "forward of an FSDP module (e.g. evaluation) on rank 0 only",
+            "an FSDP module all-gathers its parameters in forward: run it on every rank (evaluate on all ranks, log on rank 0)",
+            "sharding/parameter-sharding-basics",
+            "sharding/shard-layout",
+        ),
+        _r(
+            "FSD011",
+            "error",
+            "plain `GradScaler` in a script that shards with FSDP",
+            "use torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler: a plain GradScaler checks only the local "
+            "shard for inf, so ranks skip different steps and their scales diverge",
+            "mixed-precision/fp16-sharded-grad-scaler",
+            "mixed-precision/fsdp1-fp16-sharded-grad-scaler",
+        ),
+        _r(
+            "FSD012",
+            "error",
+            "`torch.nn.utils.clip_grad_norm_` on an FSDP1 model's parameters",
+            "on FSDP1 flat shards torch.nn.utils.clip_grad_norm_ sees only the local shard; call model.clip_grad_norm_(max_norm) "
+            "on the root FSDP module",
+            "fsdp2/gradient-clipping",
+            "recipes/fsdp1-end-to-end",
+        ),
+        _r(
+            "FSD013",
+            "error",
+            "NCCL process group without `torch.cuda.set_device` or `device_id` (in a script)",
+            "NCCL without torch.cuda.set_device(local_rank) (or init_process_group(device_id=...)): every process "
+            'uses cuda:0 ("Duplicate GPU detected")',
+            "backends/nccl-exclusive-gpu",
+            "init/env-init",
+        ),
+        _r(
+            "FSD014",
+            "warning",
+            "`init_process_group` without `destroy_process_group` (in a script)",
+            "no destroy_process_group(): call it once at the end (in a finally:), or NCCL teardown can hang at exit",
+            "init/destroy-process-group",
+            "init/env-init",
+        ),
+        _r(
+            "FSD015",
+            "error",
+            "`fully_shard` on a submodule after `fully_shard` on its parent",
+            "fully_shard bottom-up: blocks first, the root last; after the root every parameter is already a DTensor "
+            "and this call raises",
+            "sharding/fully-shard-order-root",
+            "sharding/bottom-up-order",
+        ),
+        _r(
+            "FSD016",
+            "error",
+            "`torch.save` of an FSDP2 module's `state_dict()` (not to a per-rank file)",
+            "an FSDP2 state_dict() holds this rank's DTensor shards, not the model: use get_model_state_dict(model, "
+            "options=StateDictOptions(full_state_dict=True, cpu_offload=True)) or dcp.save",
+            "checkpoint/fsdp2-full-state-dict",
+            "checkpoint/fsdp2-full-state-dict-rank0",
+        ),
+        _r(
+            "FSD017",
+            "warning",
+            "`torch.save(optimizer.state_dict())` with FSDP1",
+            "with FSDP1 optimizer.state_dict() is per-rank flat-parameter state: save FSDP.optim_state_dict(model, optim) "
+            "inside a state_dict_type context",
+            "checkpoint/fsdp1-optim-state-dict",
+            "checkpoint/fsdp1-optim-state-dict",
+        ),
+        _r(
+            "FSD018",
+            "error",
+            "`no_sync()` on an FSDP2 module",
+            "FSDP2 modules have no no_sync(): use model.set_requires_gradient_sync(False) for the accumulation "
+            "micro-batches and True before the last",
+            "fsdp2/gradient-accumulation-no-sync",
+            "fsdp2/grad-accumulation",
+        ),
+        _r(
+            "FSD019",
+            "error",
+            "FSDP1 argument or class passed to `fully_shard` (or an FSDP2 policy to `FSDP`)",
+            "FSDP1 and FSDP2 arguments differ",
+            "fsdp2/migrate-fsdp1-to-fsdp2",
+            "fsdp2/migrate-fsdp1-to-fsdp2",
+        ),
+        _r(
+            "FSD020",
+            "warning",
+            "model cast to bf16/fp16 before sharding",
+            "casting the model before sharding makes the sharded (master) weights and optimizer state low precision; "
+            "keep it fp32 and set MixedPrecisionPolicy(param_dtype=torch.bfloat16)",
+            "model/model-dtype-vs-policy",
+            "model/model-dtype-vs-policy",
+        ),
+        _r(
+            "FSD021",
+            "error",
+            "`.forward()` / `.generate()` called directly on an FSDP2 module",
+            "FSDP2 all-gathers parameters only when the module is called: call model(...), or "
+            "register_fsdp_forward_method(model, name) for other methods",
+            "fsdp2/register-fsdp-forward-method",
+            "fsdp2/register-forward-method",
+        ),
+        _r(
+            "FSD022",
+            "error",
+            "`register_hook` on the parameters of an FSDP2 module",
+            "hooks registered with register_hook on FSDP2's sharded parameters never fire; use "
+            "register_post_accumulate_grad_hook",
+            "model/gradient-hooks",
+            "model/gradient-hooks",
+        ),
+        _r(
+            "FSD023",
+            "error",
+            "`Join` given an FSDP module",
+            "FSDP is not Joinable (Join([...]) fails at construction); even out the batches (DistributedSampler, "
+            "a 'has data' all_reduce)",
+            "join/join-limitations",
+            "join/uneven-alternatives",
+        ),
+        _r(
+            "FSD024",
+            "error",
+            "`monitored_barrier` on an NCCL-only default group",
+            'monitored_barrier is implemented by gloo only: pass group=dist.new_group(backend="gloo") or init '
+            'with "cpu:gloo,cuda:nccl"',
+            "debugging/monitored-barrier",
+            "debugging/monitored-barrier",
+        ),
+        _r(
+            "FSD025",
+            "error",
+            "`dcp.async_save` without a CPU-capable process group",
+            'async_save needs a CPU backend ("A CPU backend must be enabled for async save"): init with '
+            '"cpu:gloo,cuda:nccl" or pass process_group= a gloo group',
+            "checkpoint/dcp-async-save",
+            "checkpoint/dcp-async-save",
+        ),
+        _r(
+            "FSD026",
+            "warning",
+            "argparse declares only `--local_rank`",
+            "torch.distributed.launch passes --local-rank (dashed) since torch 2.0 and torchrun passes none: read "
+            "LOCAL_RANK from the environment, or accept both spellings with a default",
+            "launch/local-rank-argument",
+            "launch/local-rank-argument",
+        ),
+        _r(
+            "FSD027",
+            "warning",
+            "activation checkpointing without `use_reentrant=False`",
+            "torch.utils.checkpoint.checkpoint without use_reentrant=False uses the reentrant variant (no gradients "
+            "when inputs do not require grad); pass use_reentrant=False",
+            "model/ac-reentrant",
+            "model/ac-reentrant-vs-nonreentrant",
+        ),
+        _r(
+            "FSD028",
+            "error",
+            "`torch.compile(..., fullgraph=True)` on a root FSDP2 model",
+            "fullgraph=True on the whole FSDP2 model fails on FSDP's hooks: compile each block instead",
+            "model/compile-fully-shard",
+            "model/compile-per-block-parity",
+        ),
+        _r(
+            "FSD029",
+            "error",
+            "`parallelize_module` (tensor parallel) after `fully_shard` of the same module",
+            "apply tensor parallel before fully_shard: it needs the plain parameters",
+            "parallelism/apply-order-tp-ac-compile-fsdp",
+            "parallelism/apply-order-tp-ac-compile-fsdp",
+        ),
+        _r(
+            "FSD030",
+            "error",
+            "`set_requires_gradient_sync(False)` never turned back on",
+            "gradients are never reduce-scattered: set_requires_gradient_sync(True) before the last micro-batch",
+            "fsdp2/gradient-accumulation-no-sync",
+            "fsdp2/grad-accumulation",
+        ),
+        _r(
+            "FSD031",
+            "warning",
+            "FSDP1 wrapping a partly frozen model as one unit without `use_orig_params=True`",
+            'with use_orig_params=False one FSDP1 unit must be all frozen or all trainable ("Must flatten tensors with '
+            'uniform requires_grad"); pass use_orig_params=True or wrap the frozen part separately',
+            "model/frozen-params-fsdp1",
+            "model/frozen-params-fsdp1",
+        ),
+        _r(
+            "FSD032",
+            "error",
+            "meta-device model sharded but never materialised (`to_empty`; in a script)",
+            "the model was built on the meta device and is never materialised: call model.to_empty(device=...) after "
+            "fully_shard, then initialise (reset_parameters or load)",
+            "fsdp2/meta-device-init",
+            "fsdp2/meta-init",
+        ),
+        _r(
+            "FSD033",
+            "info",
+            "CPU offload with an optimizer not set to `fused=True` / `foreach=True`",
+            "with CPU offload the optimizer steps on CPU: pass fused=True (or foreach=True) for a fast CPU step",
+            "offload/offload-optimizer-choice",
+            "offload/fsdp2-offload-fused-adamw",
+        ),
+        _r(
+            "FSD034",
+            "info",
+            "low-precision `param_dtype` without `reduce_dtype`",
+            "reduce_dtype is unset, so gradients are reduced in the low param_dtype; set reduce_dtype=torch.float32",
+            "mixed-precision/numerics-pitfalls",
+            "mixed-precision/fsdp2-bf16-fp32-reduce",
+        ),
+        _r(
+            "FSD035",
+            "warning",
+            "`DistributedSampler` loader iterated over epochs without `set_epoch`",
+            "DistributedSampler shuffles with seed + epoch: without sampler.set_epoch(epoch) every epoch repeats the same order",
+            "checkpoint/resume-latest-complete",
+            "checkpoint/resume-latest-complete",
+        ),
+        _r(
+            "FSD036",
+            "error",
+            "rank-0-only forward through a DDP wrapper that was given to `Join`",
+            "after a Join the wrapper's forward still issues all-reduces the other ranks never answer; evaluate on one "
+            "rank through model.module",
+            "join/joinable-interface",
+            "join/join-config-after-exit",
+        ),
+    ]
+}
 
 SYNTAX = "FSD000"  # the file was not analysed (does not parse, or the checker failed on it): a finding, not a rule

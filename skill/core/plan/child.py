@@ -18,6 +18,7 @@ Request (stdin JSON)::
 Each output line is ``{"ok": true, ...figures...}`` or ``{"ok": false, "kind": "model" | "setting" |
 "torch", "error": "one line"}`` (then the child exits 3).  Bytes everywhere.
 """
+
 import importlib
 import importlib.util
 import json
@@ -27,10 +28,19 @@ import time
 import traceback
 
 DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
-CATEGORIES = {"Sharded Param": "sharded_param", "Unsharded Param": "unsharded_param", "Buffer": "buffer",
-              "Sharded Grad": "sharded_grad", "Unsharded Grad": "unsharded_grad", "Activation": "activation",
-              "Temp": "temp", "All Gather": "all_gather", "Reduce Scatter": "reduce_scatter",
-              "OptState": "optimizer_state", "Inputs": "inputs"}
+CATEGORIES = {
+    "Sharded Param": "sharded_param",
+    "Unsharded Param": "unsharded_param",
+    "Buffer": "buffer",
+    "Sharded Grad": "sharded_grad",
+    "Unsharded Grad": "unsharded_grad",
+    "Activation": "activation",
+    "Temp": "temp",
+    "All Gather": "all_gather",
+    "Reduce Scatter": "reduce_scatter",
+    "OptState": "optimizer_state",
+    "Inputs": "inputs",
+}
 
 
 class PlanFailure(Exception):
@@ -106,13 +116,15 @@ def shard(model, mesh, setting):
     with the setting's MixedPrecisionPolicy, reshard_after_forward and CPUOffloadPolicy; returns the blocks."""
     from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, OffloadPolicy, fully_shard
 
-    mp = MixedPrecisionPolicy(param_dtype=dtype(setting.get("param_dtype")),
-                              reduce_dtype=dtype(setting.get("reduce_dtype")))
+    mp = MixedPrecisionPolicy(param_dtype=dtype(setting.get("param_dtype")), reduce_dtype=dtype(setting.get("reduce_dtype")))
     offload = CPUOffloadPolicy(pin_memory=False) if setting.get("cpu_offload") else OffloadPolicy()
     blocks = blocks_of(model)
     if setting.get("activation_checkpointing") == "per-block" and not blocks:
-        raise PlanFailure("setting", "activation checkpointing per block needs blocks, and the model has no "
-                                     "nn.ModuleList (the planner checkpoints and shards the children of the largest one)")
+        raise PlanFailure(
+            "setting",
+            "activation checkpointing per block needs blocks, and the model has no "
+            "nn.ModuleList (the planner checkpoints and shards the children of the largest one)",
+        )
     if setting.get("activation_checkpointing") == "per-block":
         from torch.distributed._composable import checkpoint
 
@@ -218,8 +230,11 @@ def make_inputs(spec, setting):
     if spec.get("input"):
         made = _call_factory(spec["input"])
         if made is None:
-            raise PlanFailure("model", f"{spec['input']}() returned None; return the forward's input: a tensor, a "
-                                       "tuple of positional arguments or a dict of keyword arguments")
+            raise PlanFailure(
+                "model",
+                f"{spec['input']}() returned None; return the forward's input: a tensor, a "
+                "tuple of positional arguments or a dict of keyword arguments",
+            )
         if isinstance(made, dict):
             if not all(isinstance(k, str) for k in made):
                 raise PlanFailure("model", f"{spec['input']}() returned a dict whose keys are not all strings")
@@ -281,15 +296,16 @@ def make_tracker(model, optimizer, device_peak=False):
                     self._peak_mem_snap[dev] = dict(dev_snap)
                 if not track_device:
                     continue
-                device += dev_snap["Total"] - sum(v for k, v in dev_snap.items()
-                                                  if getattr(k, "value", k) in HOST_WITH_OFFLOAD)
+                device += dev_snap["Total"] - sum(v for k, v in dev_snap.items() if getattr(k, "value", k) in HOST_WITH_OFFLOAD)
             if device > self.device_peak:
                 self.device_peak = device
                 self.device_peak_snap = {k: dict(v) for k, v in self._curr_mem_snap.items()}
 
     tracker = GlobalPeakTracker(model, optimizer)
-    if not (hasattr(FSDPMemTracker, "_update_peak_stats")  # the method overridden, and the state it reads
-            and all(hasattr(tracker, a) for a in ("_curr_mem_snap", "_peak_mem", "_peak_mem_snap"))):
+    if not (
+        hasattr(FSDPMemTracker, "_update_peak_stats")  # the method overridden, and the state it reads
+        and all(hasattr(tracker, a) for a in ("_curr_mem_snap", "_peak_mem", "_peak_mem_snap"))
+    ):
         stock = FSDPMemTracker(model, optimizer)  # another torch's private layout: the same peak, only slower
         stock.device_peak = stock.device_peak_snap = None
         return stock
@@ -320,8 +336,11 @@ def _needs():
         from torch.distributed.fsdp import fully_shard  # noqa: F401
         from torch.testing._internal.distributed.fake_pg import FakeStore
     except ImportError as exc:
-        raise PlanFailure("torch", f"the planner needs torch's fully_shard, FSDPMemTracker and fake process group "
-                                   f"(torch 2.6 or later); torch {torch.__version__} here: {_line(exc)}") from exc
+        raise PlanFailure(
+            "torch",
+            f"the planner needs torch's fully_shard, FSDPMemTracker and fake process group "
+            f"(torch 2.6 or later); torch {torch.__version__} here: {_line(exc)}",
+        ) from exc
     return FakeTensorMode, init_device_mesh, FakeStore
 
 
@@ -357,9 +376,15 @@ def plan_one(spec, setting):
             tracker.track_inputs(inputs)
             peaks = {}
             with tracker:
-                train_step(model, optimizer, inputs, builtin,
-                           marks=lambda phase: peaks.setdefault(phase, (sum(_snapshot(tracker, "peak").values()),
-                                                                        tracker.device_peak or 0)))
+                train_step(
+                    model,
+                    optimizer,
+                    inputs,
+                    builtin,
+                    marks=lambda phase: peaks.setdefault(
+                        phase, (sum(_snapshot(tracker, "peak").values()), tracker.device_peak or 0)
+                    ),
+                )
                 steady = held_bytes(model, optimizer)
             peak = _snapshot(tracker, "peak")
             device = None
@@ -377,12 +402,23 @@ def plan_one(spec, setting):
     on_device = sum(device.values()) if device else None
     which, top = (1, on_device) if device else (0, total)  # with offload, the phase of the GPU's own peak
     phase = next(p for p in ("forward", "backward", "optimizer step") if peaks[p][which] >= top)
-    return {"ok": True, "setting": setting, "world_size": world, "params": params, "blocks": len(blocks),
-            "peak_bytes": total, "peak_phase": phase, "peak_by_category": peak,
-            "device_peak_bytes": on_device, "device_peak_by_category": device,
-            "sharded_param_bytes": steady[0], "sharded_grad_bytes": steady[1],
-            "optimizer_state_bytes": steady[2], "seconds": time.perf_counter() - started,
-            "torch_version": torch.__version__}
+    return {
+        "ok": True,
+        "setting": setting,
+        "world_size": world,
+        "params": params,
+        "blocks": len(blocks),
+        "peak_bytes": total,
+        "peak_phase": phase,
+        "peak_by_category": peak,
+        "device_peak_bytes": on_device,
+        "device_peak_by_category": device,
+        "sharded_param_bytes": steady[0],
+        "sharded_grad_bytes": steady[1],
+        "optimizer_state_bytes": steady[2],
+        "seconds": time.perf_counter() - started,
+        "torch_version": torch.__version__,
+    }
 
 
 def main():
@@ -395,8 +431,10 @@ def main():
         try:
             result = plan_one(request["model"], setting)
         except PlanFailure as exc:
-            print(json.dumps({"ok": False, "kind": exc.kind, "error": str(exc),
-                              "traceback": traceback.format_exc(limit=-8)}), flush=True)
+            print(
+                json.dumps({"ok": False, "kind": exc.kind, "error": str(exc), "traceback": traceback.format_exc(limit=-8)}),
+                flush=True,
+            )
             return 3
         print(json.dumps(result), flush=True)
     return 0

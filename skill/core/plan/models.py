@@ -1,4 +1,5 @@
 """Typed results of a plan (pydantic; every byte figure is an int of bytes, times are seconds)."""
+
 from __future__ import annotations
 
 from typing import Literal
@@ -7,15 +8,27 @@ from pydantic import BaseModel, Field
 
 from fsdp_skill.core.plan.spec import Setting, TransformerSpec
 
-CATEGORY_ORDER = ("sharded_param", "unsharded_param", "buffer", "sharded_grad", "unsharded_grad", "activation",
-                  "temp", "all_gather", "reduce_scatter", "optimizer_state", "inputs")
+CATEGORY_ORDER = (
+    "sharded_param",
+    "unsharded_param",
+    "buffer",
+    "sharded_grad",
+    "unsharded_grad",
+    "activation",
+    "temp",
+    "all_gather",
+    "reduce_scatter",
+    "optimizer_state",
+    "inputs",
+)
 
 
 class Fit(BaseModel):
     """The fit verdict of one row against the GPU's memory."""
 
     status: Literal["fits", "tight", "does not fit"] = Field(
-        description="fits: peak + the high estimates fit; tight: only peak + the low estimates fit; else does not fit")
+        description="fits: peak + the high estimates fit; tight: only peak + the low estimates fit; else does not fit"
+    )
     gpu_memory_bytes: int = Field(description="The GPU memory the verdict is for, bytes")
     headroom_bytes: int = Field(description="gpu_memory - measured peak, bytes (negative: over)")
     headroom_after_estimates_bytes: int = Field(description="gpu_memory - peak - the high end of the estimates, bytes")
@@ -28,14 +41,17 @@ class PlanRow(BaseModel):
     label: str = Field(description="The setting in a few words, for a table row")
     world_size: int = Field(description="Ranks in the mesh")
     peak_bytes: int = Field(description="Peak tensor memory of the planned rank during one steady-state step, bytes")
-    device_peak_bytes: int = Field(description="Peak on the GPU, bytes: peak_bytes, or with cpu_offload the step's "
-                                               "own peak of everything but the sharded parameters, gradients and "
-                                               "optimizer state (host memory), measured op by op")
-    device_peak_by_category: dict[str, int] | None = Field(None, description="With cpu_offload: bytes per category at "
-                                                                             "the GPU's own peak (host categories 0)")
-    peak_phase: Literal["forward", "backward", "optimizer step"] = Field(description="Phase of the step whose end first "
-                                                                          "saw the peak (with cpu_offload: the GPU's "
-                                                                          "own peak, device_peak_bytes)")
+    device_peak_bytes: int = Field(
+        description="Peak on the GPU, bytes: peak_bytes, or with cpu_offload the step's "
+        "own peak of everything but the sharded parameters, gradients and "
+        "optimizer state (host memory), measured op by op"
+    )
+    device_peak_by_category: dict[str, int] | None = Field(
+        None, description="With cpu_offload: bytes per category at the GPU's own peak (host categories 0)"
+    )
+    peak_phase: Literal["forward", "backward", "optimizer step"] = Field(
+        description="Phase of the step whose end first saw the peak (with cpu_offload: the GPU's own peak, device_peak_bytes)"
+    )
     peak_by_category: dict[str, int] = Field(description="Bytes per FSDPMemTracker category at the peak")
     sharded_param_bytes: int = Field(description="This rank's sharded parameters after the step, bytes")
     sharded_grad_bytes: int = Field(description="This rank's sharded gradients after backward, bytes")

@@ -7,6 +7,7 @@ environment without the tool's ``FSDP_SKILL_*`` variables (as the harness's rank
 there).  Its failures become errors of the tree: a model or setting it cannot plan is InvalidArgument
 (exit 2, HTTP 400), a crash or a timeout HarnessError (exit 1, HTTP 503).
 """
+
 from __future__ import annotations
 
 import json
@@ -40,8 +41,15 @@ def run_child(request: dict, *, timeout: float = DEFAULT_TIMEOUT_S) -> list[dict
         # output to files, not pipes: a process the user's factory starts (and keeps) would hold a pipe open, and
         # reading it to the end would wait for that process instead of the planner
         with open(out_path, "w") as out_f, open(err_path, "w") as err_f:
-            proc = subprocess.Popen([facts.python, CHILD], stdin=subprocess.PIPE, stdout=out_f, stderr=err_f,
-                                    env=env, start_new_session=True, text=True)
+            proc = subprocess.Popen(
+                [facts.python, CHILD],
+                stdin=subprocess.PIPE,
+                stdout=out_f,
+                stderr=err_f,
+                env=env,
+                start_new_session=True,
+                text=True,
+            )
         try:
             try:
                 proc.stdin.write(json.dumps(request))
@@ -50,8 +58,10 @@ def run_child(request: dict, *, timeout: float = DEFAULT_TIMEOUT_S) -> list[dict
                 pass  # the child died before reading: its exit code and stderr say why
             proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            raise HarnessError(f"the plan did not finish in {timeout:g} s (a larger model or sweep needs --timeout; "
-                               "a --model factory that never returns ends the same way)") from None
+            raise HarnessError(
+                f"the plan did not finish in {timeout:g} s (a larger model or sweep needs --timeout; "
+                "a --model factory that never returns ends the same way)"
+            ) from None
         finally:
             _kill(proc)  # the planner's whole session: anything the user's code started goes with it
         with open(out_path) as f_out, open(err_path) as f_err:

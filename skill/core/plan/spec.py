@@ -1,5 +1,6 @@
 """What to plan: the model (built-in transformer sizes or a user factory) and the run settings, parsed
 from the CLI's strings and validated with the numbers in the message (InvalidArgument, exit 2 / HTTP 400)."""
+
 from __future__ import annotations
 
 import itertools
@@ -13,8 +14,18 @@ from fsdp_skill.errors import InvalidArgument
 MAX_WORLD_SIZE = 65536  # ranks one plan may simulate (the fake process group allocates nothing per rank)
 MAX_SWEEP_ROWS = 16
 DTYPE_NAMES = ("fp32", "bf16", "fp16")
-_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
-          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+}
 
 
 class TransformerSpec(BaseModel):
@@ -36,8 +47,10 @@ class TransformerSpec(BaseModel):
         if self.heads % self.kv_heads:
             raise InvalidArgument(f"transformer heads({self.heads}) is not a multiple of kv_heads({self.kv_heads})")
         if (self.dim // self.heads) % 2:
-            raise InvalidArgument(f"transformer head size dim/heads = {self.dim // self.heads} must be even (rotary "
-                                  "embedding rotates pairs of features)")
+            raise InvalidArgument(
+                f"transformer head size dim/heads = {self.dim // self.heads} must be even (rotary "
+                "embedding rotates pairs of features)"
+            )
         return self
 
     def text(self) -> str:
@@ -51,16 +64,20 @@ class Setting(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     mesh: list[int] = Field(description="Device mesh shape: [world_size] (FSDP) or [replicate, shard] (HSDP)")
-    reshard_after_forward: bool | int = Field(True, description="fully_shard's reshard_after_forward for the blocks: "
-                                              "true, false, or an int shard size after forward")
-    param_dtype: Literal["fp32", "bf16", "fp16"] | None = Field("bf16", description="MixedPrecisionPolicy.param_dtype "
-                                                                "(None: no mixed precision)")
+    reshard_after_forward: bool | int = Field(
+        True, description="fully_shard's reshard_after_forward for the blocks: true, false, or an int shard size after forward"
+    )
+    param_dtype: Literal["fp32", "bf16", "fp16"] | None = Field(
+        "bf16", description="MixedPrecisionPolicy.param_dtype (None: no mixed precision)"
+    )
     reduce_dtype: Literal["fp32", "bf16", "fp16"] | None = Field("fp32", description="MixedPrecisionPolicy.reduce_dtype")
-    optimizer: Literal["adamw", "adam", "sgd"] = Field("adamw", description="adamw/adam: two fp32 states per "
-                                                       "parameter; sgd: momentum 0.9, one")
+    optimizer: Literal["adamw", "adam", "sgd"] = Field(
+        "adamw", description="adamw/adam: two fp32 states per parameter; sgd: momentum 0.9, one"
+    )
     activation_checkpointing: Literal["none", "per-block"] = Field("none", description="Checkpoint every block")
-    cpu_offload: bool = Field(False, description="CPUOffloadPolicy: sharded parameters, gradients and optimizer "
-                                                 "state in host memory")
+    cpu_offload: bool = Field(
+        False, description="CPUOffloadPolicy: sharded parameters, gradients and optimizer state in host memory"
+    )
     batch: int = Field(1, ge=1, le=1_000_000, description="Micro-batch size per rank")
     seq: int = Field(2048, ge=2, le=10_000_000, description="Sequence length (tokens per sample)")
     rank: int = Field(0, ge=0, description="The rank the plan acts as")
@@ -98,8 +115,12 @@ class Setting(BaseModel):
             dtypes = "no-mp"
         else:
             dtypes = f"{self.param_dtype or 'orig'}/{self.reduce_dtype or self.param_dtype or 'orig'}"
-        parts = [f"mesh={mesh}" if len(self.mesh) == 2 else f"ws={mesh}",
-                 "input=factory" if custom_input else f"b{self.batch}xs{self.seq}", dtypes, self.optimizer]
+        parts = [
+            f"mesh={mesh}" if len(self.mesh) == 2 else f"ws={mesh}",
+            "input=factory" if custom_input else f"b{self.batch}xs{self.seq}",
+            dtypes,
+            self.optimizer,
+        ]
         parts += [f"ac={self.activation_checkpointing}", f"reshard={str(self.reshard_after_forward).lower()}"]
         return " ".join(parts + (["cpu-offload"] if self.cpu_offload else []))
 
@@ -122,8 +143,10 @@ def parse_transformer(text: str) -> TransformerSpec:
     for part in (text or "").split(","):
         key, eq, value = part.strip().partition("=")
         if not eq or not value.strip().isdigit():
-            raise InvalidArgument(f"--transformer part {part.strip()!r} is not KEY=INTEGER "
-                                  "(e.g. layers=32,dim=4096,heads=32,kv_heads=8,ffn=14336,vocab=128256)")
+            raise InvalidArgument(
+                f"--transformer part {part.strip()!r} is not KEY=INTEGER "
+                "(e.g. layers=32,dim=4096,heads=32,kv_heads=8,ffn=14336,vocab=128256)"
+            )
         name = key.strip().replace("-", "_")
         if name in fields:
             raise InvalidArgument(f"--transformer gives {name} twice ({fields[name]} and {int(value)})")
@@ -131,9 +154,11 @@ def parse_transformer(text: str) -> TransformerSpec:
     missing = [k for k in TransformerSpec.model_fields if k not in fields]
     unknown = [k for k in fields if k not in TransformerSpec.model_fields]
     if missing or unknown:
-        raise InvalidArgument(f"--transformer needs exactly layers, dim, heads, kv_heads, ffn, vocab"
-                              f"{'; missing ' + ', '.join(missing) if missing else ''}"
-                              f"{'; unknown ' + ', '.join(unknown) if unknown else ''}")
+        raise InvalidArgument(
+            f"--transformer needs exactly layers, dim, heads, kv_heads, ffn, vocab"
+            f"{'; missing ' + ', '.join(missing) if missing else ''}"
+            f"{'; unknown ' + ', '.join(unknown) if unknown else ''}"
+        )
     try:
         return TransformerSpec(**fields).check()
     except ValueError as exc:
@@ -182,11 +207,15 @@ def _positive(text: str) -> int:
 
 # --sweep KEY=V1,V2,...: the setting field each key sets, and how a value is read
 SWEEP_KEYS = {
-    "world-size": ("mesh", lambda v: [_positive(v)]), "mesh": ("mesh", parse_mesh),
+    "world-size": ("mesh", lambda v: [_positive(v)]),
+    "mesh": ("mesh", parse_mesh),
     "ac": ("activation_checkpointing", lambda v: {"none": "none", "per-block": "per-block"}.get(v.strip(), v)),
-    "reshard": ("reshard_after_forward", parse_reshard), "dtype": ("param_dtype", _dtype),
-    "reduce-dtype": ("reduce_dtype", _dtype), "optimizer": ("optimizer", str.strip),
-    "batch": ("batch", _positive), "seq": ("seq", _positive),
+    "reshard": ("reshard_after_forward", parse_reshard),
+    "dtype": ("param_dtype", _dtype),
+    "reduce-dtype": ("reduce_dtype", _dtype),
+    "optimizer": ("optimizer", str.strip),
+    "batch": ("batch", _positive),
+    "seq": ("seq", _positive),
     "cpu-offload": ("cpu_offload", _flag),
 }
 
@@ -201,8 +230,9 @@ def parse_sweep(items: list[str]) -> list[dict]:
         if not eq or key not in SWEEP_KEYS or not values.strip():
             raise InvalidArgument(f"--sweep {item!r} is not KEY=V1,V2,... with KEY one of {', '.join(SWEEP_KEYS)}")
         if SWEEP_KEYS[key][0] in fields:
-            raise InvalidArgument(f"--sweep {key} and --sweep {fields[SWEEP_KEYS[key][0]]} both set "
-                                  f"{SWEEP_KEYS[key][0]}; sweep one of them")
+            raise InvalidArgument(
+                f"--sweep {key} and --sweep {fields[SWEEP_KEYS[key][0]]} both set {SWEEP_KEYS[key][0]}; sweep one of them"
+            )
         fields[SWEEP_KEYS[key][0]] = key
         field, read = SWEEP_KEYS[key]
         axes.append([(field, read(v)) for v in values.split(",") if v.strip()])
@@ -217,8 +247,10 @@ def settings_for(base: dict, sweep: list[str]) -> list[Setting]:
     out = []
     for overrides in parse_sweep(sweep):
         if len(base.get("mesh", ())) == 2 and len(overrides.get("mesh", (0, 0))) == 1:
-            raise InvalidArgument(f"--sweep world-size would replace the HSDP mesh {'x'.join(map(str, base['mesh']))} "
-                                  "with a 1-D one; sweep mesh=RxS,... instead")
+            raise InvalidArgument(
+                f"--sweep world-size would replace the HSDP mesh {'x'.join(map(str, base['mesh']))} "
+                "with a 1-D one; sweep mesh=RxS,... instead"
+            )
         try:
             out.append(Setting(**{**base, **overrides}).check())
         except ValueError as exc:

@@ -9,6 +9,7 @@
 No bias anywhere, as in Llama.  Runs in the planner's child process under the target interpreter, so this
 file needs only the standard library and torch (it is loaded by path, never as part of fsdp_skill there).
 """
+
 import math
 
 import torch

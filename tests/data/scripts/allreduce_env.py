@@ -6,8 +6,17 @@ import sys
 import torch
 import torch.distributed as dist
 
-REQUIRED = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK",
-            "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID")
+REQUIRED = (
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+    "GROUP_RANK",
+    "ROLE_RANK",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "TORCHELASTIC_RUN_ID",
+)
 
 
 def main() -> None:
