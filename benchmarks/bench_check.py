@@ -11,7 +11,7 @@ import statistics
 import time
 
 from fsdp_skill.core.check import check_source
-from fsdp_skill.core.knowledge import load_knowledge
+from fsdp_skill.core.knowledge.cards import load_knowledge
 
 TARGET_S = 0.2
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 import time
 
-from fsdp_skill.core.plan import plan_memory
+from fsdp_skill.core.plan.report import plan_memory
 from fsdp_skill.core.plan.spec import parse_transformer, settings_for
 
 SPEC_70B = "layers=80,dim=8192,heads=64,kv_heads=8,ffn=28672,vocab=128256"

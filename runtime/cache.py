@@ -43,8 +43,9 @@ OUTCOME_ENV = re.compile(
 _SHA = re.compile(r"^[0-9a-f]{64}$")
 
 
-def state_dir() -> Path:
-    """The state directory: ``$FSDP_SKILL_HOME`` or the user cache dir (not created here)."""
+def state_path() -> Path:
+    """The state directory's path: ``$FSDP_SKILL_HOME`` or the user cache dir; neither created nor checked here
+    (:func:`fsdp_skill.core.state.state_dir` does both, for the skill layer)."""
     env = os.environ.get(HOME_ENV)
     if env:
         return Path(env)
@@ -95,7 +96,7 @@ class VerdictKey:
 
 
 def _path(key: VerdictKey) -> Path:
-    return state_dir() / "verdicts" / f"{key.name}.json"
+    return state_path() / "verdicts" / f"{key.name}.json"
 
 
 def _agrees(verdict: Verdict, key: VerdictKey) -> bool:

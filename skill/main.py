@@ -47,7 +47,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None, *, verifier=None) -> int:
     """Run ``fsdp-skill ARGS``; returns the exit code (see :mod:`fsdp_skill.adapters.exitcodes`).
 
-    ``verifier`` (a :class:`fsdp_skill.core.snippets.Verifier`; None: the runtime's) backs every verdict.
+    ``verifier`` (a :class:`fsdp_skill.core.verify.snippets.Verifier`; None: the runtime's) backs every verdict.
     A command's ``--python PATH`` is validated (a bad one exits 2) and selects the target interpreter
     (``$FSDP_SKILL_PYTHON``) before its handler runs.
     """
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None, *, verifier=None) -> int:
             state_dir()
         static = args.command == "check" and not getattr(args, "run", False)
         if hasattr(args, "python") and not static:  # commands that run or introspect torch: the target interpreter
-            from fsdp_skill.core.state import use_python
+            from fsdp_skill.core.interpreter import use_python
 
             use_python(args.python)
         code = args.func(args)

@@ -41,7 +41,7 @@ def fsdp_skill_home(tmp_path, monkeypatch):
 
 
 class FakeVerifier:
-    """A :class:`fsdp_skill.core.snippets.Verifier` that runs nothing.
+    """A :class:`fsdp_skill.core.verify.snippets.Verifier` that runs nothing.
 
     ``status`` maps snippet ids to the verdict status a run gives (default 'passed'); ``gate(jobs)`` is
     called before each batch (to hold runs in flight); ``runs`` records the snippet ids run, in order (``jobs``

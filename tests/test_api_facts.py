@@ -4,7 +4,7 @@ import pytest
 from helpers.factcheck import check_section
 
 from fsdp_skill.core.apis import introspect
-from fsdp_skill.core.knowledge import load_knowledge, parse_card
+from fsdp_skill.core.knowledge.cards import load_knowledge, parse_card
 
 pytestmark = pytest.mark.torch
 KB = load_knowledge()

@@ -12,10 +12,10 @@ import re
 import pytest
 from packaging.specifiers import SpecifierSet
 
-from fsdp_skill.core import state
-from fsdp_skill.core.applicability import applies, parse_spec
-from fsdp_skill.core.knowledge import load_knowledge
-from fsdp_skill.core.snippets import section_out
+from fsdp_skill.core import interpreter
+from fsdp_skill.core.knowledge.applicability import applies, parse_spec
+from fsdp_skill.core.knowledge.cards import load_knowledge
+from fsdp_skill.core.verify.snippets import section_out
 from fsdp_skill.errors import KnowledgeError
 
 KB = load_knowledge()
@@ -93,9 +93,9 @@ def test_malformed_range_in_a_card_names_file_and_line(tmp_path):
 
 def test_answer_marks_a_section_on_an_older_torch(monkeypatch):
     section = next(s for s in KB.sections.values() if s.torch == ">=2.6")
-    monkeypatch.setattr(state, "torch_version", lambda: "2.4.1+cu121")
+    monkeypatch.setattr(interpreter, "torch_version", lambda: "2.4.1+cu121")
     out = section_out(section, 1.0, {})
     assert (out.torch_requires, out.applies) == (">=2.6", False)
     assert out.applicability == "needs torch >=2.6; yours is 2.4.1+cu121"
-    monkeypatch.setattr(state, "torch_version", lambda: "2.13.0+cpu")
+    monkeypatch.setattr(interpreter, "torch_version", lambda: "2.13.0+cpu")
     assert section_out(section, 1.0, {}).applies is True

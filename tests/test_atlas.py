@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fsdp_skill.core import atlas as A
+from fsdp_skill.core.atlas import lookup as A
 
 FILLERS = ("4", "cuda:0", "torch.float32", "'layers.0.weight'", "2", "[0, 1]", "Shard(dim=0)")
 FAKE_TRACEBACK = (

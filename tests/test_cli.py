@@ -50,7 +50,7 @@ def test_ask_k_and_markdown(capsys):
 
 
 def test_chinese_answer_shows_the_chinese_bodies_and_english_on_request(capsys):
-    from fsdp_skill.core.knowledge import load_knowledge
+    from fsdp_skill.core.knowledge.cards import load_knowledge
 
     kb = load_knowledge()
     code, out, _ = run_cli(capsys, "ask", "--markdown", "--no-verify", "不均匀输入怎么处理？")
@@ -233,7 +233,7 @@ def test_closed_pipe_exits_quietly(tmp_path, view):
 
 # --------------------------------------------------------------------------- issue 12: listing ids
 def test_show_list_json_sections_and_snippets(capsys):
-    from fsdp_skill.core.knowledge import load_knowledge
+    from fsdp_skill.core.knowledge.cards import load_knowledge
 
     kb = load_knowledge()
     code, out, _ = run_cli(capsys, "show", "--list", "--json")
@@ -254,7 +254,7 @@ def test_show_list_json_sections_and_snippets(capsys):
 
 
 def test_verify_accepts_a_section_id(capsys, fake_verifier):
-    from fsdp_skill.core.knowledge import load_knowledge
+    from fsdp_skill.core.knowledge.cards import load_knowledge
 
     kb = load_knowledge()
     counts: dict[str, list[str]] = {}

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from fsdp_skill.core.export import HEADER_END, export_snippets, split_script
-from fsdp_skill.core.knowledge import load_knowledge
-from fsdp_skill.core.snippets import select_snippets
+from fsdp_skill.core.knowledge.cards import load_knowledge
+from fsdp_skill.core.verify.export import HEADER_END, export_snippets, split_script
+from fsdp_skill.core.verify.snippets import select_snippets
 from fsdp_skill.errors import ExportRefused, NotFoundError
 from fsdp_skill.main import main
 

@@ -22,9 +22,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from fsdp_skill.adapters.http.app import MAX_BODY_BYTES, create_app
-from fsdp_skill.core.export import split_script
-from fsdp_skill.core.knowledge import load_knowledge
-from fsdp_skill.core.snippets import in_flight
+from fsdp_skill.core.knowledge.cards import load_knowledge
+from fsdp_skill.core.verify.export import split_script
+from fsdp_skill.core.verify.snippets import in_flight
 
 HAVE_TORCH = importlib.util.find_spec("torch") is not None
 

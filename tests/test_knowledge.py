@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from fsdp_skill.core.knowledge import load_knowledge, parse_card
+from fsdp_skill.core.knowledge.cards import load_knowledge, parse_card
 from fsdp_skill.errors import KnowledgeError
 
 DATA = Path(__file__).parent / "data"

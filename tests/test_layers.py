@@ -108,7 +108,7 @@ def test_import_graph_has_no_cycle():
 
 def _adapter(name: str) -> str | None:
     parts = name.split(".")
-    if parts[:2] == ["fsdp_skill", "adapters"] and len(parts) > 2 and parts[2] != "exitcodes":
+    if parts[:2] == ["fsdp_skill", "adapters"] and len(parts) > 2 and parts[2] not in ("exitcodes", "options"):
         return parts[2]
     return None
 

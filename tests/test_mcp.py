@@ -14,12 +14,12 @@ from mcp import Client, StdioServerParameters
 
 from fsdp_skill.adapters.mcp.server import build_server
 from fsdp_skill.adapters.tools import function_schemas, invoke, parameters_schema
-from fsdp_skill.core.catalogue import Catalogue
-from fsdp_skill.core.export import split_script
-from fsdp_skill.core.knowledge import load_knowledge
+from fsdp_skill.core.knowledge.cards import load_knowledge
+from fsdp_skill.core.knowledge.catalogue import Catalogue
 from fsdp_skill.core.models import Answer, SectionOut
-from fsdp_skill.core.snippets import SnippetInfo
 from fsdp_skill.core.toolspec import tool_specs
+from fsdp_skill.core.verify.export import split_script
+from fsdp_skill.core.verify.snippets import SnippetInfo
 from fsdp_skill.errors import NotFoundError, QueryError
 from fsdp_skill.main import main
 
@@ -726,7 +726,7 @@ def _pid_alive(pid: int) -> bool:
 
 
 def test_sent_scripts_get_the_sessions_home(tmp_path, fake_verifier):
-    from fsdp_skill.core.scripts import run_sent_script
+    from fsdp_skill.core.verify.sent_scripts import run_sent_script
 
     class Recording:
         def __init__(self):

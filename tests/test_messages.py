@@ -8,9 +8,9 @@ import subprocess
 import pytest
 
 from fsdp_skill.core.answer import ask
-from fsdp_skill.core.atlas import load_atlas, torch_dir
-from fsdp_skill.core.knowledge import load_knowledge
-from fsdp_skill.core.messages import explain_messages, looks_pasted, same_message, template_matches
+from fsdp_skill.core.atlas.lookup import load_atlas, torch_dir
+from fsdp_skill.core.atlas.messages import explain_messages, looks_pasted, same_message, template_matches
+from fsdp_skill.core.knowledge.cards import load_knowledge
 
 KB = load_knowledge()
 DECLARED = sorted({(s.id, t) for s in KB.sections.values() for t in s.errors})

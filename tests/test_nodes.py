@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from fsdp_skill.main import main
-from fsdp_skill.runtime.cache import state_dir
+from fsdp_skill.runtime.cache import state_path
 from fsdp_skill.runtime.models import RankResult, Verdict
 from fsdp_skill.runtime.torchrun import Nodes, _global_ranks
 
@@ -210,4 +210,4 @@ def test_two_nodes_on_loopback_pass_with_global_ranks(script):
     for v in verdicts:
         for r in v["ranks"]:
             assert f"rank {r['rank']} of 4" in r["output_tail"] and "sum 6.0" in r["output_tail"]
-    assert not (state_dir() / "verdicts").exists() or not list((state_dir() / "verdicts").iterdir())
+    assert not (state_path() / "verdicts").exists() or not list((state_path() / "verdicts").iterdir())

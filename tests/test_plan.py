@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from fsdp_skill.core.knowledge import load_knowledge
+from fsdp_skill.core.knowledge.cards import load_knowledge
 from fsdp_skill.core.plan.advice import suggestions
 from fsdp_skill.core.plan.models import PlanRow
 from fsdp_skill.core.plan.spec import Setting, parse_bytes, parse_mesh, parse_transformer, settings_for
@@ -467,8 +467,8 @@ def test_ask_points_fit_questions_at_plan(question, expect):
 
 
 def test_every_preset_is_a_valid_transformer():
+    from fsdp_skill.core.plan.hint import PRESETS
     from fsdp_skill.core.plan.spec import parse_transformer
-    from fsdp_skill.core.plan_hint import PRESETS
 
     for billions, spec in PRESETS.items():
         t = parse_transformer(spec)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from fsdp_skill.core.plan import plan_memory
+from fsdp_skill.core.plan.report import plan_memory
 from fsdp_skill.core.plan.spec import Setting, TransformerSpec
 from tests.helpers import plan_real
 

@@ -100,8 +100,8 @@ def test_own_question_set_figures(path):
 
 def test_router_cache_is_keyed_by_how_documents_are_built(monkeypatch, fsdp_skill_home):
     """A change to document building (DOCUMENTS_FORMAT) must not be served from an older on-disk cache."""
-    from fsdp_skill.core import router as router_mod
-    from fsdp_skill.core.knowledge import load_knowledge
+    from fsdp_skill.core.knowledge.cards import load_knowledge
+    from fsdp_skill.core.routing import router as router_mod
 
     kb = load_knowledge()
     router_mod.Router(kb)  # writes the cache for the current format
@@ -215,7 +215,7 @@ def test_setup_question_gets_a_recipe_first_and_each_part_a_place():
 
 
 def test_memoised_term_scores_equal_rank_bm25():
-    from fsdp_skill.core.answer import get_router
+    from fsdp_skill.core.routing.router import get_router
 
     router = get_router()
     tokens = ["fullyshard", "bf16", "offload", "bf16", "nosuchtoken"]

@@ -141,7 +141,7 @@ def test_crash_in_interpreter_teardown_fails_the_run(launcher, monkeypatch):
         "rank 1 finished its script (exit 0), then was killed by SIGABRT while the interpreter shut down"
     ), v.reason
     assert "this is a second run: the first failed only in interpreter teardown (rank 1 finished" in v.reason
-    from fsdp_skill.core.hints import hint_for
+    from fsdp_skill.core.verify.hints import hint_for
 
     assert "init/destroy-process-group" in hint_for(v)
 

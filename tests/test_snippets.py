@@ -7,8 +7,8 @@ on this host, or skipped because it needs CUDA and this host lacks the GPUs (nev
 import pytest
 
 import fsdp_skill.runtime as runtime
-from fsdp_skill.core.knowledge import load_knowledge
-from fsdp_skill.core.snippets import job_for
+from fsdp_skill.core.knowledge.cards import load_knowledge
+from fsdp_skill.core.verify.snippets import job_for
 from fsdp_skill.runtime.host import cuda_device_count
 
 pytestmark = pytest.mark.slow

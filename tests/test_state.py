@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from fsdp_skill.core import answer, knowledge
-from fsdp_skill.core.knowledge import load_knowledge
-from fsdp_skill.core.router import Router
+from fsdp_skill.core import answer
+from fsdp_skill.core.knowledge import cards as knowledge
+from fsdp_skill.core.knowledge.cards import load_knowledge
+from fsdp_skill.core.routing import router as router_mod
+from fsdp_skill.core.routing.router import Router
 from fsdp_skill.runtime import api, cache
 from fsdp_skill.runtime.models import RankResult, Verdict
 
@@ -41,7 +43,7 @@ def _verdict(**kw) -> Verdict:
 
 
 def _plant(key: cache.VerdictKey, data: dict) -> None:
-    path = cache.state_dir() / "verdicts" / f"{key.name}.json"
+    path = cache.state_path() / "verdicts" / f"{key.name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data))
 
@@ -78,7 +80,7 @@ def test_a_planted_verdict_that_disagrees_with_its_key_is_a_miss(change):
 
 
 def test_infinite_seconds_are_a_miss():
-    path = cache.state_dir() / "verdicts" / f"{KEY.name}.json"
+    path = cache.state_path() / "verdicts" / f"{KEY.name}.json"
     cache.store(KEY, _verdict())
     path.write_text(path.read_text().replace('"seconds": 0.4', '"seconds": Infinity'))
     assert cache.load(KEY) is None
@@ -162,7 +164,7 @@ def test_verify_with_torchrun_does_not_reuse_a_warm_verdict(facts, monkeypatch):
     # ask (launcher None) prefers the warm verdict, then the torchrun one
     assert api.cached_verdict(CODE, backend="gloo").launcher == "warm"
     assert api.cached_verdict(CODE, backend="gloo", launcher="torchrun").status == "failed"
-    (cache.state_dir() / "verdicts" / f"{_key_for(CODE, facts, 'warm').name}.json").unlink()
+    (cache.state_path() / "verdicts" / f"{_key_for(CODE, facts, 'warm').name}.json").unlink()
     assert api.cached_verdict(CODE, backend="gloo").launcher == "torchrun"
     assert api.cached_verdict(CODE, backend="gloo", launcher="warm") is None
 
@@ -198,12 +200,12 @@ def test_ranks_get_no_tool_variables_and_snippets_a_private_home(facts, tmp_path
 
 def _fresh_load():
     knowledge._CACHE.clear()
-    answer._ROUTERS.clear()
+    router_mod._ROUTERS.clear()
     return load_knowledge()
 
 
 def _parsed_file() -> Path:
-    (path,) = cache.state_dir().glob("knowledge-*.json")
+    (path,) = cache.state_path().glob("knowledge-*.json")
     return path
 
 
@@ -294,7 +296,7 @@ def test_a_parsed_cache_that_disagrees_with_the_cards_is_rebuilt(mutate):
 
 
 def _router_file() -> Path:
-    (path,) = cache.state_dir().glob("router-*.json")
+    (path,) = cache.state_path().glob("router-*.json")
     return path
 
 
@@ -327,7 +329,7 @@ def test_an_agreeing_router_cache_is_used(monkeypatch):
     def no_tokenize(*a, **k):
         raise AssertionError("an agreeing router cache must not be tokenized again")
 
-    monkeypatch.setattr("fsdp_skill.core.router.tokenize", no_tokenize)
+    monkeypatch.setattr("fsdp_skill.core.routing.router.tokenize", no_tokenize)
     assert Router(kb).docs == built.docs
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from fsdp_skill.core.tokenize import is_traceback, language_of, reduce_traceback, stem, tokenize
+from fsdp_skill.core.routing.tokenize import is_traceback, language_of, reduce_traceback, stem, tokenize
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from helpers.venvs import ROOT, build_wheel, core_closure, fresh_venv
 
-from fsdp_skill.core.knowledge import load_knowledge
+from fsdp_skill.core.knowledge.cards import load_knowledge
 
 pytestmark = pytest.mark.slow
 QUESTION = "how do I shard a model with fully_shard and mixed precision bf16?"
@@ -48,7 +48,7 @@ def test_installed_wheel_answers_shows_and_verifies_outside_the_checkout(wheel, 
     elsewhere, home = tmp_path / "elsewhere", tmp_path / "home"
     elsewhere.mkdir()
     where = subprocess.run(
-        [str(bin_dir / "python"), "-c", "import fsdp_skill.core.knowledge as k; print(k.default_knowledge_dir())"],
+        [str(bin_dir / "python"), "-c", "import fsdp_skill.core.knowledge.cards as k; print(k.default_knowledge_dir())"],
         cwd=elsewhere,
         capture_output=True,
         text=True,

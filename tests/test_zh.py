@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from markdown_it import MarkdownIt
 
-from fsdp_skill.core.knowledge import load_knowledge
-from fsdp_skill.core.zh import CODE_MARK, ZhSection, fences, load_glossary, load_zh, numbers, parse_zh, problems, render
+from fsdp_skill.core.knowledge.cards import load_knowledge
+from fsdp_skill.core.knowledge.zh import CODE_MARK, ZhSection, fences, load_glossary, load_zh, numbers, parse_zh, problems, render
 from fsdp_skill.errors import KnowledgeError
 
 KB = load_knowledge()

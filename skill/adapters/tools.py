@@ -54,7 +54,7 @@ def function_schemas(fmt: Literal["openai", "anthropic"] = "openai") -> list[dic
 def invoke(name: str, arguments: dict | str | None, *, verifier=None) -> BaseModel:
     """Run one tool call from a function-calling framework: validate ``arguments`` (dict or JSON text), call the core.
 
-    ``verifier``: a :class:`fsdp_skill.core.snippets.Verifier` (None: the runtime's).
+    ``verifier``: a :class:`fsdp_skill.core.verify.snippets.Verifier` (None: the runtime's).
     Raises NotFoundError (unknown tool or id), QueryError (bad question or arguments), HarnessError.
     """
     spec = tool_spec(name)

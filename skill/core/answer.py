@@ -16,14 +16,14 @@ from __future__ import annotations
 import time
 import unicodedata
 
+from fsdp_skill.core.atlas.messages import explain_messages
 from fsdp_skill.core.check import Finding, check_source, code_blocks
-from fsdp_skill.core.knowledge import Knowledge, load_knowledge
-from fsdp_skill.core.messages import explain_messages
+from fsdp_skill.core.interpreter import target_python, torch_version
+from fsdp_skill.core.knowledge.cards import Knowledge
 from fsdp_skill.core.models import Answer, ApiInfo, SectionDoc, TopicScore
-from fsdp_skill.core.router import Router, question_parts, setup_facets
-from fsdp_skill.core.snippets import Progress, Verifier, section_out, snippet_verdicts
-from fsdp_skill.core.state import target_python, torch_version
-from fsdp_skill.core.tokenize import language_of
+from fsdp_skill.core.routing.router import Router, get_router, question_parts, setup_facets
+from fsdp_skill.core.routing.tokenize import language_of
+from fsdp_skill.core.verify.snippets import Progress, Verifier, section_out, snippet_verdicts
 from fsdp_skill.errors import QueryError
 
 MAX_QUESTION_CHARS = 32_768
@@ -31,18 +31,6 @@ MAX_K = 20
 MAX_APIS = 8
 MULTI_PART_CHARS = 160  # shorter questions are answered as one
 MULTI_PART_CHARS_ZH = 50  # Chinese says as much in about a third of the characters
-
-_ROUTERS: dict[int, Router] = {}
-
-
-def get_router(kb: Knowledge | None = None) -> Router:
-    """The router for ``kb`` (default: the installed knowledge), built once per process."""
-    kb = kb or load_knowledge()
-    router = _ROUTERS.get(id(kb))
-    if router is None or router.kb is not kb:
-        _ROUTERS.clear()
-        router = _ROUTERS[id(kb)] = Router(kb)
-    return router
 
 
 def validate_question(question) -> str:
@@ -164,7 +152,7 @@ def ask(
     not in :data:`LANGUAGES`.
     An out-of-scope question is not an error: the Answer has ``abstained=True`` and a ``reason``.
     ``verify=False`` returns snippets as ``unverified`` without touching the harness; otherwise each
-    snippet's verdict comes from ``verifier`` (its cache, else a run; see :mod:`fsdp_skill.core.snippets`).
+    snippet's verdict comes from ``verifier`` (its cache, else a run; see :mod:`fsdp_skill.core.verify.snippets`).
     """
     t0 = time.perf_counter()
     question = validate_question(question)
@@ -198,7 +186,7 @@ def ask(
         answer.topics = [TopicScore(id=t, score=round(v, 4)) for t, v in routing.topics]
         if with_api:
             answer.api = api_infos(sections)
-    from fsdp_skill.core.plan_hint import plan_command
+    from fsdp_skill.core.plan.hint import plan_command
 
     answer.plan = plan_command(question)  # also when no section answers: "will 8B fit on 8 H100s?" names no API
     if answer.abstained and answer.plan:

@@ -1,4 +1,5 @@
-"""Where fsdp-skill keeps state: ``$FSDP_SKILL_HOME`` or the user cache dir (``~/.cache/fsdp-skill``)."""
+"""Where fsdp-skill keeps state: ``$FSDP_SKILL_HOME`` or the user cache dir (``~/.cache/fsdp-skill``), and reading
+and writing the JSON files there."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import os
 from pathlib import Path
 
 from fsdp_skill.errors import StateError
-from fsdp_skill.runtime import cache, target
+from fsdp_skill.runtime import cache
 
 HOME_ENV = cache.HOME_ENV
 
@@ -18,7 +19,7 @@ def state_dir() -> Path:
     Raises StateError (one line naming the path) when it is a file, cannot be created or is not a
     writable directory.
     """
-    path = cache.state_dir()
+    path = cache.state_path()
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -31,41 +32,6 @@ def state_dir() -> Path:
 
 def _unusable(path: Path, what: str) -> str:
     return f"state directory {path} {what}; point ${HOME_ENV} at a writable directory (e.g. {HOME_ENV}=$HOME/.cache/fsdp-skill)"
-
-
-def torch_version() -> str | None:
-    """torch version of the target interpreter from package metadata (never imports torch); None if torch
-    is absent there.  Raises InvalidArgument when the target interpreter is unusable."""
-    return target.facts().torch_version
-
-
-def target_python() -> str:
-    """Absolute path of the target interpreter (``$FSDP_SKILL_PYTHON`` or the tool's own); raises
-    InvalidArgument when it is unusable (probed once per process)."""
-    return target.facts().python
-
-
-def torch_dir() -> str | None:
-    """Directory of the target interpreter's torch package (found without importing it), or None."""
-    return target.facts().torch_dir
-
-
-PYTHON_HELP = (
-    "Python interpreter of your training environment: snippets run, and API signatures are read, "
-    "under its torch (default: $FSDP_SKILL_PYTHON, else fsdp-skill's own interpreter)"
-)
-
-
-def use_python(path: str | None) -> str:
-    """Select the target interpreter for this process and its children: validate ``path`` (``--python``;
-    None keeps ``$FSDP_SKILL_PYTHON`` or the tool's own) and set ``$FSDP_SKILL_PYTHON`` to its absolute path.
-
-    Returns that path.  Raises InvalidArgument, one line, when the interpreter does not exist, is not
-    executable, is not a Python or is too old (an interpreter without torch is accepted).
-    """
-    if path is not None:
-        os.environ[target.ENV] = target.check_python(path)
-    return target_python()
 
 
 def read_json(path: Path):

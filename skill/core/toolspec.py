@@ -218,7 +218,7 @@ class PlanInput(BaseModel):
 
 def run_plan(a: PlanInput) -> PlanReport:
     """Plan ``a`` (the built-in transformer in a child process); errors as :func:`fsdp_skill.core.plan.plan_memory`."""
-    from fsdp_skill.core.plan import plan_memory
+    from fsdp_skill.core.plan.report import plan_memory
     from fsdp_skill.core.plan.spec import parse_transformer
 
     gpu = int(a.gpu_memory_gib * 2**30) if a.gpu_memory_gib else None
@@ -259,25 +259,25 @@ def _check_script(a: CheckInput, verifier=None) -> CheckReport:
 
 
 def _get_section(a: SectionInput, verifier=None) -> SectionOut:
-    from fsdp_skill.core.snippets import get_section
+    from fsdp_skill.core.verify.snippets import get_section
 
     return get_section(a.id, verifier=verifier)
 
 
 def _verify_snippet(a: SnippetInput, verifier=None):
-    from fsdp_skill.core.snippets import verify_snippet
+    from fsdp_skill.core.verify.snippets import verify_snippet
 
     return verify_snippet(a.id, verifier=verifier)
 
 
 def _export_snippet(a: ExportInput, verifier=None):
-    from fsdp_skill.core.export import export_one
+    from fsdp_skill.core.verify.export import export_one
 
     return export_one(a.id, include_unverified=a.include_unverified, verifier=verifier)
 
 
 def _list_sections(a: ListInput, verifier=None):
-    from fsdp_skill.core.catalogue import catalogue
+    from fsdp_skill.core.knowledge.catalogue import catalogue
 
     return catalogue(a.topic)
 
@@ -287,9 +287,9 @@ def _plan_memory(a: PlanInput, verifier=None) -> PlanReport:
 
 
 def _tool_specs() -> list[ToolSpec]:
-    from fsdp_skill.core.catalogue import Catalogue
-    from fsdp_skill.core.export import ExportedScript
-    from fsdp_skill.core.snippets import SnippetInfo
+    from fsdp_skill.core.knowledge.catalogue import Catalogue
+    from fsdp_skill.core.verify.export import ExportedScript
+    from fsdp_skill.core.verify.snippets import SnippetInfo
 
     return [
         ToolSpec(
@@ -404,7 +404,7 @@ def _tool_specs() -> list[ToolSpec]:
 def verify_script_spec(session_dir: str) -> ToolSpec:
     """The ``verify_script`` tool, whose working directories live under ``session_dir``.  It runs code the
     caller sends, so it is not in :func:`tool_specs`: only ``fsdp-skill mcp --allow-run-scripts`` adds it."""
-    from fsdp_skill.core.scripts import ScriptRun, run_sent_script
+    from fsdp_skill.core.verify.sent_scripts import ScriptRun, run_sent_script
 
     def call(a: VerifyScriptInput, verifier=None) -> ScriptRun:
         return run_sent_script(

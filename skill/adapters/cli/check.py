@@ -76,8 +76,8 @@ def _validate_run(args) -> None:
 def _run(args) -> tuple[dict, str]:
     """Run the one script as ``verify PATH.py`` would: its verdict as ``verify --json`` prints it, and as text."""
     from fsdp_skill.adapters.cli.verify import format_verdict
-    from fsdp_skill.core.hints import hint_for
-    from fsdp_skill.core.snippets import DEFAULT_VERIFIER, script_job
+    from fsdp_skill.core.verify.hints import hint_for
+    from fsdp_skill.core.verify.snippets import DEFAULT_VERIFIER, script_job
 
     path = args.paths[0]
     job = script_job(

@@ -13,7 +13,7 @@ from fsdp_skill.adapters.cli.check import add_check_parser
 from fsdp_skill.adapters.cli.plan import add_plan_parser
 from fsdp_skill.adapters.cli.verify import add_verify_parser
 from fsdp_skill.adapters.exitcodes import EXIT_ABSTAINED, EXIT_FAIL, EXIT_OK
-from fsdp_skill.core.state import PYTHON_HELP
+from fsdp_skill.adapters.options import PYTHON_HELP
 from fsdp_skill.errors import QueryError
 
 
@@ -63,7 +63,7 @@ def cmd_show(args) -> int:
     """``fsdp-skill show SECTION_ID``: print one knowledge section (markdown or --json); ``--list`` lists
     section ids (``--snippets``: snippet ids), as tab-separated lines or a JSON array."""
     from fsdp_skill.adapters.cli.render import section_markdown
-    from fsdp_skill.core.knowledge import load_knowledge
+    from fsdp_skill.core.knowledge.cards import load_knowledge
 
     kb = load_knowledge()
     if args.list:
@@ -86,7 +86,7 @@ def _list(kb, args) -> int:
 
     if args.section_id:
         raise QueryError("give a SECTION_ID or --list, not both")
-    from fsdp_skill.core.catalogue import catalogue
+    from fsdp_skill.core.knowledge.catalogue import catalogue
 
     sections = catalogue(args.topic, kb=kb).sections
     if args.snippets:
@@ -111,8 +111,8 @@ def cmd_export(args) -> int:
 
     Exit 0 when every selected snippet that can run here passed (``--all`` / ``--topic`` leave out, and
     list, the ones skipped on this host), 1 when one failed, timed out or was refused; bad input raises."""
-    from fsdp_skill.core.export import check_out_dir, export_snippets
-    from fsdp_skill.core.snippets import select_snippets
+    from fsdp_skill.core.verify.export import check_out_dir, export_snippets
+    from fsdp_skill.core.verify.snippets import select_snippets
 
     specs = select_snippets(args.snippet_ids, topics=args.topic, all_snippets=args.all)
     check_out_dir(args.out)

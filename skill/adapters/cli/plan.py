@@ -15,13 +15,13 @@ import shlex
 import sys
 
 from fsdp_skill.adapters.exitcodes import EXIT_FAIL, EXIT_OK
-from fsdp_skill.core.state import PYTHON_HELP
+from fsdp_skill.adapters.options import PYTHON_HELP
 from fsdp_skill.errors import InvalidArgument
 
 
 def cmd_plan(args) -> int:
     """Run the plan and print it; see the module docstring for exit codes."""
-    from fsdp_skill.core.plan import plan_memory
+    from fsdp_skill.core.plan.report import plan_memory
     from fsdp_skill.core.plan.spec import parse_bytes, parse_mesh, parse_reshard, parse_transformer, settings_for
 
     if bool(args.transformer) == bool(args.model):

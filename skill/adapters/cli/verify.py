@@ -27,7 +27,7 @@ import os
 import sys
 
 from fsdp_skill.adapters.exitcodes import EXIT_FAIL, EXIT_OK
-from fsdp_skill.core.state import PYTHON_HELP
+from fsdp_skill.adapters.options import PYTHON_HELP
 from fsdp_skill.errors import QueryError
 
 _MARK = {"passed": "PASS", "failed": "FAIL", "timeout": "TIMEOUT", "skipped": "SKIP", "unverified": "----"}
@@ -113,7 +113,7 @@ def _is_path(target: str) -> bool:
 
 def _jobs(args) -> list:
     """Jobs for the requested targets; raises InputError subclasses (exit 2) on bad usage."""
-    from fsdp_skill.core.snippets import job_for, script_job, select_snippets
+    from fsdp_skill.core.verify.snippets import job_for, script_job, select_snippets
 
     if args.all and (args.targets or args.topic):
         raise QueryError("give snippet ids / paths, --topic or --all, not several of them")
@@ -151,7 +151,7 @@ def _jobs(args) -> list:
 
 def run_verify(args) -> int:
     """Handler of ``fsdp-skill verify``: returns the exit code (0 ok, 1 failed/timeout; usage errors raise)."""
-    from fsdp_skill.core.hints import hint_for
+    from fsdp_skill.core.verify.hints import hint_for
 
     jobs = _jobs(args)
     names = [j.snippet_id or j.filename for j in jobs]
@@ -175,7 +175,7 @@ def run_verify(args) -> int:
 
 
 def _run(jobs, args):
-    from fsdp_skill.core.snippets import DEFAULT_VERIFIER
+    from fsdp_skill.core.verify.snippets import DEFAULT_VERIFIER
 
     verifier = args.verifier or DEFAULT_VERIFIER
     if len(jobs) < 2:

@@ -10,7 +10,7 @@ import ipaddress
 import sys
 
 from fsdp_skill.adapters.exitcodes import EXIT_OK
-from fsdp_skill.core.state import PYTHON_HELP
+from fsdp_skill.adapters.options import PYTHON_HELP
 
 
 def _port(text: str) -> int:
@@ -103,7 +103,7 @@ def cmd_serve(args) -> int:
     errors of :func:`check_bind` (a busy port is exit 1, one line; never uvicorn's exit 3).
     """
     from fsdp_skill.core.extras import require
-    from fsdp_skill.core.knowledge import load_knowledge
+    from fsdp_skill.core.knowledge.cards import load_knowledge
 
     require("serve", "fsdp-skill serve")
 
@@ -120,7 +120,7 @@ def cmd_serve(args) -> int:
         f"http://{_url_host(args.host)}:{args.port}/docs",
         file=sys.stderr,
     )
-    from fsdp_skill.core.state import target_python, torch_version
+    from fsdp_skill.core.interpreter import target_python, torch_version
 
     print(f"fsdp-skill: target interpreter {target_python()} (torch {torch_version() or 'not installed'})", file=sys.stderr)
     from fsdp_skill.adapters.http.app import serve

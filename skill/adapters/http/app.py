@@ -14,7 +14,7 @@ Ids contain one '/' (``topic/slug``).  Only knowledge snippets are ever executed
 code it is sent (:func:`fsdp_skill.core.check.check_code`) and never imports or runs it.
 Routes run the core in worker threads (FastAPI's threadpool; at most ``ASK_CONCURRENCY`` answers are
 computed at once, the rest wait on a semaphore), so verification never blocks the event loop; concurrent requests needing
-the same unverified snippet share one run (``ask`` verifies through :func:`fsdp_skill.core.snippets.shared_verdicts`).
+the same unverified snippet share one run (``ask`` verifies through :func:`fsdp_skill.core.verify.snippets.shared_verdicts`).
 
 Every error is JSON ``{"error": message, "code": code}``: 422 ``invalid_request`` when the body breaks the
 published schema (missing or malformed JSON, located by line and column; a body that is not UTF-8 or nested
@@ -48,8 +48,8 @@ from fsdp_skill.core.check import CheckReport
 from fsdp_skill.core.models import Answer, SectionOut
 from fsdp_skill.core.plan.models import PlanReport
 from fsdp_skill.core.plan.spec import TransformerSpec
-from fsdp_skill.core.snippets import SnippetInfo, stop_runs
 from fsdp_skill.core.toolspec import AskInput, CheckInput, PlanInput
+from fsdp_skill.core.verify.snippets import SnippetInfo, stop_runs
 from fsdp_skill.errors import (
     ExportRefused,
     HarnessError,
@@ -262,15 +262,15 @@ def _skill_error_handler(status: int, code: str):
 
 def create_app(verifier=None) -> FastAPI:
     """The FastAPI application (uvicorn factory: ``fsdp_skill.adapters.http.app:create_app``); ``verifier``
-    (a :class:`fsdp_skill.core.snippets.Verifier`, None: the runtime's) backs every verdict it returns."""
+    (a :class:`fsdp_skill.core.verify.snippets.Verifier`, None: the runtime's) backs every verdict it returns."""
     from importlib.metadata import version
 
-    from fsdp_skill.core.knowledge import load_knowledge
-    from fsdp_skill.core.state import target_python, torch_version
+    from fsdp_skill.core.interpreter import target_python, torch_version
+    from fsdp_skill.core.knowledge.cards import load_knowledge
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        from fsdp_skill.core.answer import get_router
+        from fsdp_skill.core.routing.router import get_router
 
         get_router(load_knowledge())  # fail at startup on a bad card; build the index once
         yield
@@ -359,7 +359,7 @@ def create_app(verifier=None) -> FastAPI:
         summary="One knowledge section with its snippets' latest verdicts (runs nothing)",
     )
     def section_route(section_id: str) -> SectionOut:
-        from fsdp_skill.core.snippets import get_section
+        from fsdp_skill.core.verify.snippets import get_section
 
         return get_section(section_id, verifier=verifier)
 
@@ -373,14 +373,14 @@ def create_app(verifier=None) -> FastAPI:
     def verify_route(
         snippet_id: str, force: bool = Query(False, description="Ignore the cached verdict and run again")
     ) -> SnippetInfo:
-        from fsdp_skill.core.snippets import verify_snippet
+        from fsdp_skill.core.verify.snippets import verify_snippet
 
         return verify_snippet(snippet_id, use_cache=not force, verifier=verifier)
 
     @app.post("/v1/snippets/{snippet_id}/verify", include_in_schema=False)
     def verify_bad_id_route(snippet_id: str) -> SnippetInfo:
         """A one-segment id ('x'): 404 naming close ids (without this route, GET /v1/snippets/{x/verify} made it a 405)."""
-        from fsdp_skill.core.snippets import verify_snippet
+        from fsdp_skill.core.verify.snippets import verify_snippet
 
         return verify_snippet(snippet_id, use_cache=True, verifier=verifier)
 
@@ -399,7 +399,7 @@ def create_app(verifier=None) -> FastAPI:
         snippet_id: str,
         include_unverified: bool = Query(False, description="Also export a snippet that did not pass, marked NOT VERIFIED"),
     ) -> Response:
-        from fsdp_skill.core.export import export_one
+        from fsdp_skill.core.verify.export import export_one
 
         sc = export_one(snippet_id, include_unverified=include_unverified, verifier=verifier)
         return Response(
@@ -420,13 +420,13 @@ def create_app(verifier=None) -> FastAPI:
         summary="A knowledge snippet's code and latest verdict (cached, or 'unverified'; runs nothing)",
     )
     def snippet_route(snippet_id: str) -> SnippetInfo:
-        from fsdp_skill.core.snippets import get_snippet
+        from fsdp_skill.core.verify.snippets import get_snippet
 
         return get_snippet(snippet_id, verifier=verifier)
 
     @app.get("/healthz", response_model=Health, tags=["meta"], summary="Liveness, knowledge fingerprint and counts")
     def healthz() -> Health:
-        from fsdp_skill.core.snippets import in_flight
+        from fsdp_skill.core.verify.snippets import in_flight
 
         kb = load_knowledge()
         return Health(

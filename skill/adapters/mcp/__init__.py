@@ -6,7 +6,7 @@ This module is imported on every CLI start, so the mcp SDK loads only inside the
 from __future__ import annotations
 
 from fsdp_skill.adapters.exitcodes import EXIT_OK
-from fsdp_skill.core.state import PYTHON_HELP
+from fsdp_skill.adapters.options import PYTHON_HELP
 
 
 def cmd_mcp(args) -> int:
@@ -16,7 +16,7 @@ def cmd_mcp(args) -> int:
     Raises MissingDependency (exit 2) when the MCP SDK is not installed (extra ``mcp``).
     """
     from fsdp_skill.core.extras import require
-    from fsdp_skill.core.knowledge import load_knowledge
+    from fsdp_skill.core.knowledge.cards import load_knowledge
 
     require("mcp", "fsdp-skill mcp")
 

@@ -116,7 +116,7 @@ def mcp_tool(spec: ToolSpec, verifier=None) -> Tool:
 
 def build_server(verifier=None, *, script_dir: str | None = None) -> MCPServer:
     """The MCP server with every tool of :func:`fsdp_skill.core.toolspec.tool_specs` registered; ``verifier``
-    (a :class:`fsdp_skill.core.snippets.Verifier`, None: the runtime's) backs every verdict.  With
+    (a :class:`fsdp_skill.core.verify.snippets.Verifier`, None: the runtime's) backs every verdict.  With
     ``script_dir`` (an existing directory) ``verify_script`` is registered too, its working directories under it."""
     from importlib.metadata import version
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from fsdp_skill.core.check.facts import Module
 from fsdp_skill.core.check.finders import FINDERS
 from fsdp_skill.core.check.models import CheckReport, Finding, Rule
-from fsdp_skill.core.check.ranked import rank_findings
+from fsdp_skill.core.check.rank_conditional import rank_findings
 from fsdp_skill.core.check.rules import RULES, SYNTAX
 from fsdp_skill.errors import InvalidArgument
 

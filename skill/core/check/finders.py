@@ -186,7 +186,7 @@ def _uses_gpu_here(m: Module) -> bool:
     """Does the file itself do the work that needs the GPU binding (a collective, a DDP/FSDP wrap, ``.cuda()``,
     a ``"cuda"`` device)? A script that only sets up the group and hands over to code in another file may bind
     the device there (OLMo's ``ladder.py`` calling ``train.main``), so it is not judged on this file alone."""
-    from fsdp_skill.core.check.ranked import COLLECTIVES
+    from fsdp_skill.core.check.rank_conditional import COLLECTIVES
 
     for c in m.calls():
         q, name = m.qual(c) or "", last_name(c) or ""

@@ -1,6 +1,6 @@
 """The rule table: each rule is data (:class:`Rule`: code, severity, message, knowledge section, verified
 snippet) plus a small finder in :mod:`fsdp_skill.core.check.finders` (FSD003-FSD010 in
-:mod:`fsdp_skill.core.check.ranked`). README's rule table is rendered from :data:`RULES`."""
+:mod:`fsdp_skill.core.check.rank_conditional`). README's rule table is rendered from :data:`RULES`."""
 
 from __future__ import annotations
 

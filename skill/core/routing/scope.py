@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-# Terms that put a question in the field by themselves (tokenized forms, see fsdp_skill.core.tokenize).
+# Terms that put a question in the field by themselves (tokenized forms, see fsdp_skill.core.routing.tokenize).
 STRONG_ANCHORS = frozenset(
     """fsdp fsdp1 fsdp2 fullyshard fullyshardeddataparallel shard hsdp zero2 zero3 dtensor devicemesh
     nccl gloo mpi ucc xccl rccl torchrun torchelastic rendezvous rdzv distribut ddp

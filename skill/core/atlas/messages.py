@@ -1,7 +1,7 @@
 """Pasted error and warning messages: where the installed torch raises them, and which sections explain them.
 
 ``explain_messages(question, kb) -> list[ErrorInfo]`` finds the messages of the error atlas
-(:mod:`fsdp_skill.core.atlas`) that a question contains (a traceback, a log line, a quoted message) and
+(:mod:`fsdp_skill.core.atlas.lookup`) that a question contains (a traceback, a log line, a quoted message) and
 attaches the knowledge sections whose ``errors:`` metadata declares that message.  A section template
 (``*`` for any text) also matches the question directly, so a section explains a message even when the
 atlas does not catalogue it (e.g. a CUDA-only NCCL message on a CPU build).
@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import re
 
-from fsdp_skill.core.knowledge import Knowledge
+from fsdp_skill.core.knowledge.cards import Knowledge
 from fsdp_skill.core.models import ErrorInfo, RaisedAt
 
 _PASTED = re.compile(
@@ -68,8 +68,8 @@ def explain_messages(question: str, kb: Knowledge, limit: int = 3) -> list[Error
     holds it) and with the ids of the sections that explain it.  Empty for an ordinary question."""
     if not looks_pasted(question):
         return []
-    from fsdp_skill.core.atlas import explain, find_messages
-    from fsdp_skill.core.state import torch_version
+    from fsdp_skill.core.atlas.lookup import explain, find_messages
+    from fsdp_skill.core.interpreter import torch_version
 
     version = torch_version()
     declared = [(s.id, t) for s in kb.sections.values() for t in s.errors]

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, Field
 
-from fsdp_skill.core.knowledge import Knowledge, load_knowledge
+from fsdp_skill.core.knowledge.cards import Knowledge, load_knowledge
 
 
 class SnippetEntry(BaseModel):
@@ -45,7 +45,7 @@ def catalogue(topics: Iterable[str] = (), *, kb: Knowledge | None = None) -> Cat
     kb = kb or load_knowledge()
     topics = list(topics)
     if topics:
-        from fsdp_skill.core.snippets import select_snippets
+        from fsdp_skill.core.verify.snippets import select_snippets
 
         select_snippets(topics=topics, all_snippets=True, kb=kb)  # an unknown topic names close ones
     by_section: dict[str, list[SnippetEntry]] = {}

@@ -3,7 +3,7 @@
 Each ``##`` section of the knowledge is one BM25 document (rank-bm25's ``BM25Okapi``) made of its
 title (counted twice), aliases, the card's aliases, the Chinese summary, the API names it lists, its
 prose, and the identifiers of its snippets (once each, so boilerplate does not drown the prose).
-Questions and documents go through the same tokenizer (:mod:`fsdp_skill.core.tokenize`); a pasted traceback is
+Questions and documents go through the same tokenizer (:mod:`fsdp_skill.core.routing.tokenize`); a pasted traceback is
 first reduced to its exception lines and frame names.
 """
 
@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fsdp_skill.core import scope
-from fsdp_skill.core.knowledge import Knowledge
+from fsdp_skill.core.knowledge.cards import Knowledge
 from fsdp_skill.core.models import SectionDoc
-from fsdp_skill.core.tokenize import CJK_RUN, TOKENIZER_VERSION, has_cjk, is_traceback, reduce_traceback, tokenize
+from fsdp_skill.core.routing import scope
+from fsdp_skill.core.routing.tokenize import CJK_RUN, TOKENIZER_VERSION, has_cjk, is_traceback, reduce_traceback, tokenize
 
 MAX_QUERY_TOKENS = 400
 # Complete recipes (topic 'recipes') repeat the terms of many focused sections; for a question that is
@@ -288,3 +288,19 @@ def _chinese(text: str | None) -> str:
     """The Chinese runs of a Chinese body, for the index: its Latin words (API names, code) repeat the English
     body's, and indexing them twice would tilt English questions toward sections with long Chinese bodies."""
     return " ".join(CJK_RUN.findall(text or ""))
+
+
+_ROUTERS: dict[int, Router] = {}
+
+
+def get_router(kb: Knowledge | None = None) -> Router:
+    """The router for ``kb`` (default: the installed knowledge), built once per process."""
+    if kb is None:
+        from fsdp_skill.core.knowledge.cards import load_knowledge
+
+        kb = load_knowledge()
+    router = _ROUTERS.get(id(kb))
+    if router is None or router.kb is not kb:
+        _ROUTERS.clear()
+        router = _ROUTERS[id(kb)] = Router(kb)
+    return router

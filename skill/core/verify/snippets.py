@@ -27,7 +27,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, Field
 
-from fsdp_skill.core.knowledge import Knowledge, load_knowledge
+from fsdp_skill.core.knowledge.cards import Knowledge, load_knowledge
 from fsdp_skill.core.models import SectionDoc, SectionOut, SnippetOut, SnippetSpec
 from fsdp_skill.errors import HarnessError, InvalidArgument, NotFoundError
 from fsdp_skill.runtime.api import Job
@@ -315,8 +315,8 @@ def snippet_verdicts(
 def section_out(section: SectionDoc, score: float, verdicts: dict[str, Verdict]) -> SectionOut:
     """A SectionOut with its snippets and their verdicts (unverified where no verdict is known), marked
     when the torch in use is outside the section's declared ``torch`` range."""
-    from fsdp_skill.core.applicability import applies
-    from fsdp_skill.core.state import torch_version
+    from fsdp_skill.core.interpreter import torch_version
+    from fsdp_skill.core.knowledge.applicability import applies
 
     ok, note = applies(section.torch, torch_version()) if section.torch else (None, None)
     return SectionOut(

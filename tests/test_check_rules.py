@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from fsdp_skill.core.check import RULES, check_paths, check_source
-from fsdp_skill.core.knowledge import load_knowledge
+from fsdp_skill.core.knowledge.cards import load_knowledge
 from fsdp_skill.errors import InvalidArgument
 from fsdp_skill.main import main
 

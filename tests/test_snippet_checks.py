@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 import fsdp_skill.runtime as runtime
-from fsdp_skill.core.knowledge import default_knowledge_dir, load_knowledge
-from fsdp_skill.core.snippets import job_for
+from fsdp_skill.core.knowledge.cards import default_knowledge_dir, load_knowledge
+from fsdp_skill.core.verify.snippets import job_for
 from fsdp_skill.runtime.host import cuda_device_count
 
 KB = load_knowledge()

@@ -6,7 +6,7 @@
 * :func:`native_entries`: human-readable strings from the ``.rodata`` of torch's shared libraries that
   mention distributed words (NCCL, Gloo, c10d, ProcessGroup, store, rendezvous, watchdog, ...).
 
-Matching and caching are :mod:`fsdp_skill.core.atlas`.
+Matching and caching are :mod:`fsdp_skill.core.atlas.lookup`.
 """
 
 from __future__ import annotations

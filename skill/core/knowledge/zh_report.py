@@ -1,17 +1,17 @@
-"""``python -m fsdp_skill.core.zh_report``: the drift report of the Chinese bodies, for whoever writes them.
+"""``python -m fsdp_skill.core.knowledge.zh_report``: the drift report of the Chinese bodies, for whoever writes them.
 
-Lists, per section, what :func:`fsdp_skill.core.zh.problems` finds (the same checks ``tests/test_zh.py``
+Lists, per section, what :func:`fsdp_skill.core.knowledge.zh.problems` finds (the same checks ``tests/test_zh.py``
 runs) and the sections that have no Chinese body; ``--dump`` prints the English text a Chinese body must
-follow. Kept apart from :mod:`fsdp_skill.core.zh`, which the knowledge loader imports.
+follow. Kept apart from :mod:`fsdp_skill.core.knowledge.zh`, which the knowledge loader imports.
 """
 
 from __future__ import annotations
 
-from fsdp_skill.core.zh import load_glossary, load_zh, problems
+from fsdp_skill.core.knowledge.zh import load_glossary, load_zh, problems
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m fsdp_skill.core.zh_report [--dump] [ID_PREFIX...]``: list every problem of the Chinese bodies.
+    """``python -m fsdp_skill.core.knowledge.zh_report [--dump] [ID_PREFIX...]``: list every problem of the Chinese bodies.
 
     Prints ``path:line: id: problem`` lines and the sections still missing a Chinese body (only those
     under the given id prefixes, e.g. ``fsdp2/``); exit 1 when anything is listed, else 0. ``--dump``
@@ -20,7 +20,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     import sys
 
-    from fsdp_skill.core.knowledge import load_knowledge
+    from fsdp_skill.core.knowledge.cards import load_knowledge
 
     args = list(argv if argv is not None else sys.argv[1:])
     dump = "--dump" in args

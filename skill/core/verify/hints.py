@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from fsdp_skill.core.knowledge import Knowledge, load_knowledge
+from fsdp_skill.core.knowledge.cards import Knowledge, load_knowledge
 from fsdp_skill.errors import KnowledgeError
 from fsdp_skill.runtime.models import Verdict
 
@@ -73,8 +73,8 @@ _CALL = re.compile(r"^([\w.]+) at .*?(?: \(inside ([\w.<>]+)\))?$")
 
 def _matched(verdict: Verdict, text: str, kb: Knowledge) -> list[str]:
     """Section ids found the way ``ask`` finds them: declared messages in the output, hung calls routed."""
-    from fsdp_skill.core.answer import get_router
-    from fsdp_skill.core.messages import explain_messages
+    from fsdp_skill.core.atlas.messages import explain_messages
+    from fsdp_skill.core.routing.router import get_router
 
     ids = [sid for e in explain_messages(text, kb) for sid in e.sections]
     if verdict.status == "timeout":

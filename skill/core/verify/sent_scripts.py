@@ -3,7 +3,7 @@
 Behind the MCP tool ``verify_script``, which exists only on the local stdio server started with
 ``fsdp-skill mcp --allow-run-scripts`` (never over HTTP).  The code is written to ``WORKDIR/FILENAME``
 and run through the same path as ``fsdp-skill verify WORKDIR/FILENAME -- ARGS`` started from ``WORKDIR``
-(:func:`fsdp_skill.core.snippets.script_job`): the working directory is ``WORKDIR``, the script's
+(:func:`fsdp_skill.core.verify.snippets.script_job`): the working directory is ``WORKDIR``, the script's
 directory is first on ``sys.path``.  Working directories live under one session directory, so a second
 call with the same ``workdir`` sees the files the first one wrote (e.g. a checkpoint to resume from).
 """
@@ -58,14 +58,14 @@ def run_sent_script(
     """Write ``code`` to ``session_dir/workdir/filename`` and run it there on ``world_size`` ranks.
 
     ``timeout`` is in seconds; ``launcher`` is 'warm' or 'torchrun'; ``verifier`` as in
-    :mod:`fsdp_skill.core.snippets` (None: the runtime's).  The working directory is created on first use
+    :mod:`fsdp_skill.core.verify.snippets` (None: the runtime's).  The working directory is created on first use
     and kept, with whatever the script wrote, for later calls with the same ``workdir``.  The ranks' ``HOME``
     (and ``XDG_*_HOME``) is the session's own ``session_dir/.home`` unless ``env`` sets them, so sent code
     never writes into the server user's home (its caches included).
     Raises InvalidArgument for a bad name, HarnessError when the run cannot happen.
     """
-    from fsdp_skill.core.hints import hint_for
-    from fsdp_skill.core.snippets import _verifier, script_job
+    from fsdp_skill.core.verify.hints import hint_for
+    from fsdp_skill.core.verify.snippets import _verifier, script_job
 
     plain_name(workdir, "workdir")
     if not plain_name(filename, "filename").endswith(".py"):

@@ -1,6 +1,6 @@
 """Error atlas: where in the *installed* torch a pasted error, warning or log message comes from.
 
-Built once per torch version, without importing torch (:mod:`fsdp_skill.core.atlas_build`):
+Built once per torch version, without importing torch (:mod:`fsdp_skill.core.atlas.build`):
 
 * **python** entries: every ``raise X(...)``, ``assert cond, msg``, ``warnings.warn(...)``,
   ``logger.warning/error/exception/critical(...)`` and ``torch._check*(cond, lambda: msg)`` under
@@ -32,8 +32,8 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from fsdp_skill.core import state
-from fsdp_skill.core.atlas_build import (  # noqa: F401  (re-exported)
+from fsdp_skill.core import interpreter
+from fsdp_skill.core.atlas.build import (  # noqa: F401  (re-exported)
     FORMAT,
     MIN_LITERAL,
     PY_DIRS,
@@ -42,7 +42,8 @@ from fsdp_skill.core.atlas_build import (  # noqa: F401  (re-exported)
     native_entries,
     python_entries,
 )
-from fsdp_skill.core.state import read_json, state_dir, torch_version, write_json_atomic
+from fsdp_skill.core.interpreter import torch_version
+from fsdp_skill.core.state import read_json, state_dir, write_json_atomic
 
 # ------------------------------------------------------------------------------- index keys
 
@@ -326,7 +327,7 @@ _LOADED: dict[tuple[str, str], Atlas] = {}
 def torch_dir() -> Path | None:
     """Directory of the target interpreter's torch package (``--python``, or the tool's own), found without
     importing it; None when absent."""
-    found = state.torch_dir()
+    found = interpreter.torch_dir()
     return Path(found) if found else None
 
 

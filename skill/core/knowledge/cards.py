@@ -44,7 +44,7 @@ def default_knowledge_dir() -> Path:
     data = resources.files("fsdp_skill") / "knowledge"
     if isinstance(data, Path) and data.is_dir():
         return data
-    return Path(__file__).resolve().parents[2] / "knowledge"  # a checkout: skill/core/ -> knowledge/
+    return Path(__file__).resolve().parents[3] / "knowledge"  # a checkout: skill/core/knowledge/ -> knowledge/
 
 
 @dataclass
@@ -108,7 +108,7 @@ def load_knowledge(directory: str | Path | None = None) -> Knowledge:
     if not directory.is_dir():
         raise KnowledgeError(str(directory), 0, "knowledge directory does not exist")
     files = sorted(p for p in directory.glob("*.md") if not p.name.startswith(("_", ".")))
-    zh_files = sorted((directory / "zh").glob("*.md"))  # the Chinese bodies (fsdp_skill.core.zh)
+    zh_files = sorted((directory / "zh").glob("*.md"))  # the Chinese bodies (fsdp_skill.core.knowledge.zh)
     key = (str(directory), tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files + zh_files))
     if key in _CACHE:
         return _CACHE[key]
@@ -141,7 +141,7 @@ def _attach_zh(kb: Knowledge, zh_sources: list[tuple[Path, bytes]]) -> None:
     KnowledgeError for a Chinese file that does not parse, a Chinese section whose id has no English
     section, or one whose ``{{code}}`` lines do not match the English section's code blocks.
     """
-    from fsdp_skill.core.zh import GLOSSARY_FILE, parse_zh, render
+    from fsdp_skill.core.knowledge.zh import GLOSSARY_FILE, parse_zh, render
 
     for section in kb.sections.values():
         section.title_zh = section.text_zh = None
@@ -171,8 +171,8 @@ def _parsed_path(digest: str) -> Path:
 
 def _read_parsed(directory: Path, digest: str, sources: list[tuple[Path, bytes]]) -> Knowledge | None:
     """The cached parse of ``sources``, or None (parse again) when the file is missing, corrupt, or does
-    not agree with the cards (:func:`fsdp_skill.core.knowledge_check.cards_agree`)."""
-    from fsdp_skill.core.knowledge_check import cards_agree
+    not agree with the cards (:func:`fsdp_skill.core.knowledge.cache_check.cards_agree`)."""
+    from fsdp_skill.core.knowledge.cache_check import cards_agree
     from fsdp_skill.core.state import read_json
 
     data = read_json(_parsed_path(digest))
@@ -298,7 +298,7 @@ def _torch_spec(value, path: Path, line: int, title: str) -> str | None:
     """The section's ``torch`` range, normalised (e.g. '>=2.6'); KnowledgeError when malformed."""
     if value is None:
         return None
-    from fsdp_skill.core.applicability import parse_spec
+    from fsdp_skill.core.knowledge.applicability import parse_spec
 
     try:
         return str(parse_spec(str(value)))

@@ -27,10 +27,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from fsdp_skill.core.knowledge import Knowledge, load_knowledge
+from fsdp_skill.core.interpreter import torch_version
+from fsdp_skill.core.knowledge.cards import Knowledge, load_knowledge
 from fsdp_skill.core.models import SectionDoc, SnippetSpec
-from fsdp_skill.core.snippets import Progress, Verifier, code_sha256, shared_verdicts
-from fsdp_skill.core.state import torch_version
+from fsdp_skill.core.verify.snippets import Progress, Verifier, code_sha256, shared_verdicts
 from fsdp_skill.errors import ExportRefused, InvalidArgument
 from fsdp_skill.runtime.models import Verdict
 
@@ -376,4 +376,4 @@ def runner_source() -> str:
     """Text of the pytest runner written beside exported scripts (the package's ``templates/test_exported.py.tmpl``)."""
     from importlib.resources import files
 
-    return files("fsdp_skill.core").joinpath("templates", "test_exported.py.tmpl").read_text(encoding="utf-8")
+    return files("fsdp_skill.core.verify").joinpath("templates", "test_exported.py.tmpl").read_text(encoding="utf-8")
