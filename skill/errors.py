@@ -3,6 +3,7 @@
     SkillError                   base of every error this project raises on purpose
     ├── InputError               the caller's input is wrong; fix the input and retry
     │   ├── QueryError           a question that cannot be answered as given (empty, too long, binary)
+    │   ├── UsageError           a command's options that do not go together (``verify --all ID``, ``show``)
     │   ├── InvalidArgument      a bad argument: not a .py script, timeout <= 0, unknown backend/launcher
     │   ├── NotFoundError        an unknown section or snippet id (the message names close ids)
     │   └── MissingDependency    an optional part is not installed (the message names the extra to install)
@@ -33,6 +34,11 @@ class InputError(SkillError):
 
 class QueryError(InputError):
     """The question is empty, too long or not text."""
+
+
+class UsageError(InputError):
+    """A command's options or targets that do not go together, e.g. ``give snippet ids / paths or --topic, not
+    both`` (CLI exit 2; the adapters that take a typed request never raise it)."""
 
 
 class InvalidArgument(InputError):

@@ -20,7 +20,7 @@ from fsdp_skill.core.models import Answer, SectionOut
 from fsdp_skill.core.toolspec import tool_specs
 from fsdp_skill.core.verify.export import split_script
 from fsdp_skill.core.verify.snippets import SnippetInfo
-from fsdp_skill.errors import NotFoundError, QueryError
+from fsdp_skill.errors import InvalidArgument, NotFoundError, QueryError
 from fsdp_skill.main import main
 
 EXE = Path(sys.executable).with_name("fsdp-skill")
@@ -257,9 +257,9 @@ def test_invoke_runs_a_function_call():
     assert isinstance(ans, Answer) and ans.sections[0].topic == "join"
     with pytest.raises(NotFoundError, match="unknown tool"):
         invoke("run_code", {"code": "print(1)"})
-    with pytest.raises(QueryError, match="invalid arguments"):
+    with pytest.raises(InvalidArgument, match="invalid arguments"):
         invoke("ask", {"question": "fsdp", "k": "abc"})
-    with pytest.raises(QueryError, match="invalid arguments"):
+    with pytest.raises(InvalidArgument, match="invalid arguments"):
         invoke("ask", {"question": "fsdp", "code": "import os"})
     with pytest.raises(QueryError, match="the question is empty"):
         invoke("ask", {"question": " "})

@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ValidationError
 
 from fsdp_skill.core.toolspec import tool_spec, tool_specs
-from fsdp_skill.errors import InvalidArgument, QueryError
+from fsdp_skill.errors import InvalidArgument
 
 EXIT_OK = 0
 
@@ -55,7 +55,7 @@ def invoke(name: str, arguments: dict | str | None, *, verifier=None) -> BaseMod
     """Run one tool call from a function-calling framework: validate ``arguments`` (dict or JSON text), call the core.
 
     ``verifier``: a :class:`fsdp_skill.core.verify.snippets.Verifier` (None: the runtime's).
-    Raises NotFoundError (unknown tool or id), QueryError (bad question or arguments), HarnessError.
+    Raises NotFoundError (unknown tool or id), QueryError (bad question), InvalidArgument (bad arguments), HarnessError.
     """
     spec = tool_spec(name)
     try:
@@ -63,7 +63,7 @@ def invoke(name: str, arguments: dict | str | None, *, verifier=None) -> BaseMod
             arguments = json.loads(arguments or "{}")
         args = spec.input.model_validate(arguments or {})
     except (ValueError, ValidationError) as exc:
-        raise QueryError(f"invalid arguments for tool {name!r}: {exc}") from exc
+        raise InvalidArgument(f"invalid arguments for tool {name!r}: {exc}") from exc
     return spec.call(args, verifier)
 
 

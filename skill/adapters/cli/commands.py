@@ -14,17 +14,17 @@ from fsdp_skill.adapters.cli.plan import add_plan_parser
 from fsdp_skill.adapters.cli.verify import add_verify_parser
 from fsdp_skill.adapters.exitcodes import EXIT_ABSTAINED, EXIT_FAIL, EXIT_OK
 from fsdp_skill.adapters.options import PYTHON_HELP
-from fsdp_skill.errors import QueryError
+from fsdp_skill.errors import QueryError, UsageError
 
 
 def _read_question(words: list[str]) -> str:
     if words == ["-"]:
         if sys.stdin is None:  # started with stdin closed (``ask - <&-``)
-            raise QueryError("'-' reads the question from standard input, which is closed")
+            raise UsageError("'-' reads the question from standard input, which is closed")
         try:
             data = sys.stdin.buffer.read()
         except (OSError, ValueError) as exc:
-            raise QueryError(f"cannot read the question from standard input: {exc}") from None
+            raise UsageError(f"cannot read the question from standard input: {exc}") from None
         try:
             return data.decode("utf-8")
         except UnicodeDecodeError:
@@ -69,9 +69,9 @@ def cmd_show(args) -> int:
     if args.list:
         return _list(kb, args)
     if args.snippets or args.topic:
-        raise QueryError("--snippets and --topic go with --list")
+        raise UsageError("--snippets and --topic go with --list")
     if not args.section_id:
-        raise QueryError("give a SECTION_ID (see `fsdp-skill show --list`)")
+        raise UsageError("give a SECTION_ID (see `fsdp-skill show --list`)")
     section = kb.section(args.section_id)
     if args.json:
         sys.stdout.write(section.model_dump_json() + "\n")
@@ -85,7 +85,7 @@ def _list(kb, args) -> int:
     import json
 
     if args.section_id:
-        raise QueryError("give a SECTION_ID or --list, not both")
+        raise UsageError("give a SECTION_ID or --list, not both")
     from fsdp_skill.core.knowledge.catalogue import catalogue
 
     sections = catalogue(args.topic, kb=kb).sections

@@ -28,7 +28,7 @@ import sys
 
 from fsdp_skill.adapters.exitcodes import EXIT_FAIL, EXIT_OK
 from fsdp_skill.adapters.options import PYTHON_HELP
-from fsdp_skill.errors import QueryError
+from fsdp_skill.errors import UsageError
 
 _MARK = {"passed": "PASS", "failed": "FAIL", "timeout": "TIMEOUT", "skipped": "SKIP", "unverified": "----"}
 
@@ -97,9 +97,9 @@ def _nodes(args):
         return None
     flags = ", ".join("--" + f.replace("_", "-") for f in given)
     if args.launcher != "torchrun":
-        raise QueryError(f"{flags} need --launcher torchrun (the warm launcher runs on one host)")
+        raise UsageError(f"{flags} need --launcher torchrun (the warm launcher runs on one host)")
     if args.nnodes is None:
-        raise QueryError(f"{flags} need --nnodes N")
+        raise UsageError(f"{flags} need --nnodes N")
     from fsdp_skill.runtime.torchrun import Nodes
 
     nodes = Nodes(**{f: getattr(args, f) for f in _NODE_FLAGS})
@@ -112,30 +112,30 @@ def _is_path(target: str) -> bool:
 
 
 def _jobs(args) -> list:
-    """Jobs for the requested targets; raises InputError subclasses (exit 2) on bad usage."""
+    """Jobs for the requested targets; raises UsageError / NotFoundError (exit 2) on bad usage."""
     from fsdp_skill.core.verify.snippets import job_for, script_job, select_snippets
 
     if args.all and (args.targets or args.topic):
-        raise QueryError("give snippet ids / paths, --topic or --all, not several of them")
+        raise UsageError("give snippet ids / paths, --topic or --all, not several of them")
     if args.targets and args.topic:
-        raise QueryError("give snippet ids / paths or --topic, not both")
+        raise UsageError("give snippet ids / paths or --topic, not both")
     if not (args.all or args.topic or args.targets):
-        raise QueryError("nothing to verify: give SNIPPET_ID..., PATH.py..., --topic T or --all")
+        raise UsageError("nothing to verify: give SNIPPET_ID..., PATH.py..., --topic T or --all")
     from fsdp_skill.runtime.api import MAX_TIMEOUT_S, MAX_WORLD_SIZE
 
     if args.world_size is not None and not 1 <= args.world_size <= MAX_WORLD_SIZE:
-        raise QueryError(f"--world-size must be from 1 to {MAX_WORLD_SIZE} (ranks on this host), not {args.world_size}")
+        raise UsageError(f"--world-size must be from 1 to {MAX_WORLD_SIZE} (ranks on this host), not {args.world_size}")
     if args.timeout is not None and not 0 < args.timeout <= MAX_TIMEOUT_S:
-        raise QueryError(
+        raise UsageError(
             f"--timeout must be a positive number of seconds, at most {MAX_TIMEOUT_S:g} (a day), not {args.timeout:g}"
         )
     nodes = _nodes(args)
     if nodes is not None and (args.all or args.topic or len(args.targets) != 1):
-        raise QueryError(f"several nodes (--nnodes {nodes.nnodes}) verify one target at a time, the same on every node")
+        raise UsageError(f"several nodes (--nnodes {nodes.nnodes}) verify one target at a time, the same on every node")
     overrides = {"world_size": args.world_size, "backend": args.backend, "timeout": args.timeout}
     script_args = getattr(args, "script_args", None) or []
     if script_args and (args.all or args.topic or len(args.targets) != 1 or not _is_path(args.targets[0])):
-        raise QueryError("arguments after '--' are for one script: give exactly one PATH.py before '--'")
+        raise UsageError("arguments after '--' are for one script: give exactly one PATH.py before '--'")
     jobs = []
     if args.all or args.topic:
         jobs = [job_for(s, **overrides) for s in select_snippets(topics=args.topic, all_snippets=args.all)]
