@@ -1,3 +1,4 @@
+# file-run: started as a file under the user's interpreter; standard library and torch only (tests/test_layers.py)
 """Live API signatures from torch: ``python introspect.py NAME...`` prints a JSON list, one object per name.
 
     [{"name": "torch.distributed.fsdp.fully_shard", "available": true, "signature": "fully_shard(module, ...)",

@@ -1,3 +1,4 @@
+# file-run: started as a file under the user's interpreter; standard library and torch only (tests/test_layers.py)
 """Facts about a Python environment's torch, found without importing torch: ``python probe.py`` prints JSON.
 
 Runs under the *target* interpreter (``--python PATH``) as a file, so it needs nothing but the standard

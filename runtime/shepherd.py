@@ -1,3 +1,4 @@
+# file-run: started as a file under the user's interpreter; standard library and torch only (tests/test_layers.py)
 """Supervisor of one launcher process tree: ``python .../runtime/shepherd.py [--rmtree DIR]... [--fd N]... -- CMD ARGS...``.
 
 The torchrun launcher runs ``python -m torch.distributed.run`` under it and the warm launcher its zygote,

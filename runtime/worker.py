@@ -1,3 +1,4 @@
+# file-run: started as a file under the user's interpreter; standard library and torch only (tests/test_layers.py)
 """What runs inside a rank process: torchrun's environment, the script as ``__main__``, a faithful exit.
 
 Used by the zygote (:mod:`fsdp_skill.runtime.zygote`) in each forked rank.  Nothing here imports torch at module

@@ -1,3 +1,4 @@
+# file-run: started as a file under the user's interpreter; standard library and torch only (tests/test_layers.py)
 """Fork server ("zygote") of the warm launcher: ``python .../runtime/zygote.py --fd N``.
 
 Why: ``import torch`` and the lazy imports of the first ``fully_shard`` cost seconds per process; ranks
@@ -66,7 +67,7 @@ import tempfile
 import time
 
 
-def _load(name: str):
+def load_sibling(name: str):
     """Module ``name`` (its file beside this one) as a private module object, not registered in
     ``sys.modules``: a rank's script sees no module of fsdp-skill, the way it would under torchrun."""
     import importlib.util
@@ -78,8 +79,8 @@ def _load(name: str):
     return module
 
 
-_worker = _load("worker")
-_shepherd = _load("shepherd")
+_worker = load_sibling("worker")
+_shepherd = load_sibling("shepherd")
 install_import_time_env_sync, rank_env, run_script = (_worker.install_import_time_env_sync, _worker.rank_env, _worker.run_script)
 
 # Modules imported before the first fork.  torch._dynamo and friends are what the first fully_shard /

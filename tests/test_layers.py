@@ -15,10 +15,12 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 # installed name -> repository folder (pyproject's package-dir)
 PACKAGES = {"fsdp_skill": ROOT / "skill", "fsdp_skill.runtime": ROOT / "runtime"}
-# modules run inside ranks or the fork server: started by file, never imported as part of the package
+# A module started (or loaded) as a file under the user's interpreter (``--python``) opens with this line; such a
+# module may use only the standard library and torch (test_file_run_modules_need_only_stdlib_and_torch), and
+# every module the package starts or loads by file must carry it (test_every_module_run_as_a_file_is_marked).
+FILE_RUN_MARKER = "# file-run: "
+# run inside ranks or the fork server: started by file, never imported as part of the package
 RANK_SIDE = {"fsdp_skill.runtime.zygote", "fsdp_skill.runtime.worker"}
-# run as files under the target interpreter (--python), and imported by the tool for its own interpreter
-TARGET_SIDE = {"fsdp_skill.runtime.probe", "fsdp_skill.runtime.introspect"}
 # loaded by the planner's child process, which has torch: importable only where torch is installed
 NEEDS_TORCH = {"fsdp_skill.core.plan.transformer"}
 
@@ -131,11 +133,88 @@ def test_runtime_imports_nothing_of_the_skill_layer():
             assert deps <= {d for d in MODULES if d.startswith("fsdp_skill.runtime")} | {"fsdp_skill.errors"}, (name, deps)
 
 
-def test_rank_side_needs_only_stdlib_and_torch():
-    for name in RANK_SIDE | TARGET_SIDE:
+def _file_run(path: Path) -> bool:
+    return path.read_text(encoding="utf-8").startswith(FILE_RUN_MARKER)
+
+
+FILE_RUN = {name for name, path in MODULES.items() if _file_run(path)}
+
+
+def test_file_run_modules_need_only_stdlib_and_torch():
+    """A file-run module imports nothing of fsdp_skill (at any level, in any function) and no third-party
+    package but torch: under ``--python`` the user's interpreter has neither."""
+    assert FILE_RUN, "no module carries the file-run marker"
+    for name in sorted(FILE_RUN):
         assert GRAPH[name] == set(), (name, GRAPH[name])
         foreign = {m for m in _external(MODULES[name]) if m not in sys.stdlib_module_names} - {"torch", "__future__"}
         assert foreign == set(), (name, foreign)
+        tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
+        relative = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level]
+        assert relative == [], (name, "relative imports", relative)
+
+
+def _run_as_file(name: str, path: Path) -> set[str]:
+    """Modules of ours that ``name`` starts or loads as files: a ``"x.py"`` string naming a sibling file, a
+    ``load_sibling("x")`` call, or a module's ``.__file__`` (``python <module>.__file__``)."""
+    siblings = {p.stem: p for p in path.parent.glob("*.py")}
+    package = name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.endswith(".py"):
+            stem = node.value[: -len(".py")]
+            if stem in siblings and siblings[stem] != path:
+                found.add(f"{package}.{stem}")
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "load_sibling":
+            if node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value in siblings:
+                found.add(f"{package}.{node.args[0].value}")
+        elif isinstance(node, ast.Attribute) and node.attr == "__file__" and isinstance(node.value, ast.Name):
+            target = _imported_as(name, path, node.value.id)
+            if target:
+                found.add(target)
+    return found
+
+
+def _imported_as(name: str, path: Path, alias: str) -> str | None:
+    """The module of ours bound to ``alias`` in ``name`` (``from pkg import mod as alias``), or None."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join(anchor + ([base] if base else []))
+            for a in node.names:
+                if (a.asname or a.name) == alias and f"{base}.{a.name}" in MODULES:
+                    return f"{base}.{a.name}"
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if (a.asname or a.name) == alias and a.name in MODULES:
+                    return a.name
+    return None
+
+
+RUN_AS_FILE = {target: name for name, path in MODULES.items() for target in _run_as_file(name, path)}
+
+
+def test_every_module_run_as_a_file_is_marked():
+    """What the package starts or loads by file is marked, so the stdlib-and-torch rule guards it; a marked
+    module nobody runs as a file would be a stale marker."""
+    unmarked = {target: by for target, by in RUN_AS_FILE.items() if target not in FILE_RUN}
+    assert unmarked == {}, f"run as a file but not marked '{FILE_RUN_MARKER}...': {unmarked}"
+    assert FILE_RUN <= set(RUN_AS_FILE), f"marked but never run as a file: {FILE_RUN - set(RUN_AS_FILE)}"
+
+
+def test_file_run_guard_sees_the_known_ones():
+    """The discovery finds the launchers' files (a guard that found nothing would pass vacuously)."""
+    assert {
+        "fsdp_skill.runtime.zygote",
+        "fsdp_skill.runtime.worker",
+        "fsdp_skill.runtime.shepherd",
+        "fsdp_skill.runtime.probe",
+        "fsdp_skill.runtime.introspect",
+        "fsdp_skill.core.plan.child",
+        "fsdp_skill.core.plan.transformer",
+    } <= set(RUN_AS_FILE)
 
 
 def test_graph_sees_function_level_imports():

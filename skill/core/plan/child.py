@@ -1,3 +1,4 @@
+# file-run: started as a file under the user's interpreter; standard library and torch only (tests/test_layers.py)
 """The planner's child process: ``python child.py < request.json`` prints one JSON line per setting.
 
 Runs under the target interpreter as a file (standard library and torch only; the built-in model is

@@ -1,3 +1,4 @@
+# file-run: started as a file under the user's interpreter; standard library and torch only (tests/test_layers.py)
 """The built-in decoder-only transformer that ``fsdp-skill plan --transformer`` plans (Llama-style).
 
     tok_embeddings (vocab x dim) -> layers x Block -> norm (RMSNorm) -> output (dim x vocab, untied)
