@@ -140,17 +140,16 @@ def _file_run(path: Path) -> bool:
 FILE_RUN = {name for name, path in MODULES.items() if _file_run(path)}
 
 
-def test_file_run_modules_need_only_stdlib_and_torch():
+@pytest.mark.parametrize("name", sorted(FILE_RUN))
+def test_file_run_module_needs_only_stdlib_and_torch(name):
     """A file-run module imports nothing of fsdp_skill (at any level, in any function) and no third-party
     package but torch: under ``--python`` the user's interpreter has neither."""
-    assert FILE_RUN, "no module carries the file-run marker"
-    for name in sorted(FILE_RUN):
-        assert GRAPH[name] == set(), (name, GRAPH[name])
-        foreign = {m for m in _external(MODULES[name]) if m not in sys.stdlib_module_names} - {"torch", "__future__"}
-        assert foreign == set(), (name, foreign)
-        tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
-        relative = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level]
-        assert relative == [], (name, "relative imports", relative)
+    assert GRAPH[name] == set(), (name, GRAPH[name])
+    foreign = {m for m in _external(MODULES[name]) if m not in sys.stdlib_module_names} - {"torch", "__future__"}
+    assert foreign == set(), (name, foreign)
+    tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
+    relative = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level]
+    assert relative == [], (name, "relative imports", relative)
 
 
 def _run_as_file(name: str, path: Path) -> set[str]:
