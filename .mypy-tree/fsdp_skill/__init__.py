@@ -1,1 +1,0 @@
-/work/main/skill/__init__.py
