@@ -73,7 +73,8 @@ def _tool_function(spec: ToolSpec, verifier=None):
         )
         for name, field in spec.input.model_fields.items()
     ]
-    tool.__signature__ = inspect.Signature(params, return_annotation=spec.output)
+    # inspect.signature reads __signature__, an attribute functions do not declare
+    tool.__signature__ = inspect.Signature(params, return_annotation=spec.output)  # type: ignore[attr-defined]
     tool.__name__ = spec.name
     tool.__doc__ = spec.description
     return tool
