@@ -80,7 +80,7 @@ def _tool_function(spec: ToolSpec, verifier=None):
     return tool
 
 
-def annotations(spec: ToolSpec) -> ToolAnnotations:
+def tool_annotations(spec: ToolSpec) -> ToolAnnotations:
     """The MCP annotations of a tool, from its spec's hints (no tool reaches outside this host)."""
     if spec.read_only:
         return ToolAnnotations(title=spec.title, read_only_hint=True, open_world_hint=False)
@@ -100,7 +100,7 @@ def mcp_tool(spec: ToolSpec, verifier=None) -> Tool:
         name=spec.name,
         title=spec.title,
         description=spec.description,
-        annotations=annotations(spec),
+        annotations=tool_annotations(spec),
         structured_output=True,
     )
     tool.parameters = spec.input.model_json_schema(by_alias=True)  # what StrictArguments enforces
