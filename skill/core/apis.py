@@ -16,6 +16,8 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
+from typing import Any
 
 from fsdp_skill.core.models import ApiInfo
 from fsdp_skill.core.state import read_json, state_dir, write_json_atomic
@@ -26,11 +28,14 @@ from fsdp_skill.runtime import target
 API_FORMAT = 3  # version of the cached ApiInfo form (part of the cache file name); bump when introspect changes
 INTROSPECT_TIMEOUT_S = 600.0  # importing torch in a cold interpreter on a loaded machine
 resolve = _script.resolve
+# runtime/introspect.py is a file-run script (standard library only, unannotated): the types of the two calls made here
+_describe: Callable[[str], dict[str, str | bool | None]] = _script.describe
+_torch_import_error: Callable[[], str | None] = _script.torch_import_error
 
 
 def introspect(name: str) -> ApiInfo:
     """Signature and first docstring paragraph of ``name`` in *this* interpreter's torch (imports it)."""
-    return ApiInfo.model_validate(_script.describe(name))
+    return ApiInfo.model_validate(_describe(name))
 
 
 def introspect_in(python: str, names: list[str]) -> list[ApiInfo]:
@@ -81,12 +86,12 @@ class ApiCache:
         ident = hashlib.sha256(self.facts.python.encode()).hexdigest()[:12]
         self.path = state_dir() / f"api-{self.version}-{ident}-v{API_FORMAT}.json"
         data = read_json(self.path) if self.facts.torch_version else None
-        self.entries: dict[str, dict] = data if isinstance(data, dict) else {}
+        self.entries: dict[str, dict[str, Any]] = data if isinstance(data, dict) else {}
 
-    def _fresh(self, names: list[str]) -> dict[str, dict]:
+    def _fresh(self, names: list[str]) -> dict[str, dict[str, Any]]:
         """Introspect ``names``; raises HarnessError (nothing is cached then) when torch does not import."""
         if self.facts.python == os.path.abspath(sys.executable):  # this interpreter: no subprocess
-            broken = _script.torch_import_error()
+            broken = _torch_import_error()
             if broken:
                 raise HarnessError(f"cannot read API signatures from {self.facts.python}: {broken}")
             return {n: introspect(n).model_dump() for n in names}

@@ -34,14 +34,15 @@ def _unusable(path: Path, what: str) -> str:
     return f"state directory {path} {what}; point ${HOME_ENV} at a writable directory (e.g. {HOME_ENV}=$HOME/.cache/fsdp-skill)"
 
 
-def read_json(path: Path):
-    """JSON content of ``path``, or None when missing or corrupt."""
+def read_json(path: Path) -> object:
+    """JSON content of ``path`` (any JSON value: the caller checks its shape), or None when missing or corrupt."""
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
 
 
-def write_json_atomic(path: Path, data) -> None:
-    """Write ``data`` as JSON atomically (see :func:`fsdp_skill.runtime.cache.atomic_write_text`)."""
+def write_json_atomic(path: Path, data: object) -> None:
+    """Write ``data`` (a JSON-serialisable value; ``TypeError`` otherwise) as JSON atomically (see
+    :func:`fsdp_skill.runtime.cache.atomic_write_text`)."""
     cache.atomic_write_text(path, json.dumps(data, ensure_ascii=False))

@@ -25,10 +25,15 @@ import dataclasses
 import json
 import os
 import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from fsdp_skill.adapters.exitcodes import EXIT_FAIL, EXIT_OK
 from fsdp_skill.adapters.options import PYTHON_HELP
 from fsdp_skill.errors import UsageError
+
+if TYPE_CHECKING:  # the CLI imports the runtime only when it runs something
+    from fsdp_skill.runtime.models import Verdict
 
 _MARK = {"passed": "PASS", "failed": "FAIL", "timeout": "TIMEOUT", "skipped": "SKIP", "unverified": "----"}
 
@@ -207,7 +212,7 @@ def _summary(verdicts) -> str:
     return ", ".join(f"{n} {s}" for s, n in counts.items()) + f" ({cached} from cache)"
 
 
-def format_verdict(v, name: str, hints: list[str] = ()) -> str:
+def format_verdict(v: Verdict, name: str, hints: Sequence[str] = ()) -> str:
     """A readable, plain-text report of one verdict: status line, then per-rank details when it did not pass."""
     where = (
         f"{v.launcher or '-'}, {v.backend} x{v.world_size}"

@@ -33,7 +33,7 @@ import os
 import signal
 import threading
 from contextlib import asynccontextmanager
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -308,7 +308,8 @@ def create_app(verifier=None) -> FastAPI:
         )
         return _error(500, f"internal error ({type(exc).__name__})", "internal_error")
 
-    errors = {s: {"model": ErrorBody} for s in (400, 404, 422)}
+    # FastAPI's `responses`: status -> OpenAPI response fields (here the body model)
+    errors: dict[int | str, dict[str, Any]] = {s: {"model": ErrorBody} for s in (400, 404, 422)}
     ask_slots = threading.BoundedSemaphore(ASK_CONCURRENCY)
 
     @app.post(
@@ -480,6 +481,7 @@ def serve(
             super().handle_exit(sig, frame)
             threading.Thread(target=stop_runs, name="fsdp-skill-stop-runs", daemon=True).start()
             if sig == signal.SIGTERM:  # a requested stop, not an interrupt: exit 0 once shut down
-                self._captured_signals = [s for s in self._captured_signals if s != signal.SIGTERM]
+                # uvicorn.Server's list of signals to re-raise after shutdown (uvicorn is not analysed: declared here)
+                self._captured_signals: list[int] = [s for s in self._captured_signals if s != signal.SIGTERM]
 
     _Server(uvicorn.Config("fsdp_skill.adapters.http.app:create_app", **kwargs)).run()

@@ -40,7 +40,7 @@ class ReadDeadlineH11Protocol(H11Protocol):
 
     read_timeout: float = READ_TIMEOUT_S
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+    def connection_made(self, transport: asyncio.Transport) -> None:
         super().connection_made(transport)
         self._arm_read_deadline()
 

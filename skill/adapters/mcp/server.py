@@ -73,13 +73,14 @@ def _tool_function(spec: ToolSpec, verifier=None):
         )
         for name, field in spec.input.model_fields.items()
     ]
-    tool.__signature__ = inspect.Signature(params, return_annotation=spec.output)
+    # inspect.signature reads __signature__, an attribute functions do not declare
+    tool.__signature__ = inspect.Signature(params, return_annotation=spec.output)  # type: ignore[attr-defined]
     tool.__name__ = spec.name
     tool.__doc__ = spec.description
     return tool
 
 
-def annotations(spec: ToolSpec) -> ToolAnnotations:
+def tool_annotations(spec: ToolSpec) -> ToolAnnotations:
     """The MCP annotations of a tool, from its spec's hints (no tool reaches outside this host)."""
     if spec.read_only:
         return ToolAnnotations(title=spec.title, read_only_hint=True, open_world_hint=False)
@@ -99,7 +100,7 @@ def mcp_tool(spec: ToolSpec, verifier=None) -> Tool:
         name=spec.name,
         title=spec.title,
         description=spec.description,
-        annotations=annotations(spec),
+        annotations=tool_annotations(spec),
         structured_output=True,
     )
     tool.parameters = spec.input.model_json_schema(by_alias=True)  # what StrictArguments enforces

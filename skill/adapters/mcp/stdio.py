@@ -24,21 +24,26 @@ import json
 import os
 import sys
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING, BinaryIO
 
 import anyio
 import mcp_types as types
 from mcp.server.stdio import stdio_server
 
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
 PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
 
 
-def _id(value):
+def _id(value: object) -> str | int | None:
     """A JSON-RPC id usable in a reply (a string or an integer), else None."""
     return value if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)) else None
 
 
-def _valid_unicode(obj) -> bool:
+def _valid_unicode(obj: object) -> bool:
     """Whether every string (keys included) in parsed JSON ``obj`` is valid Unicode, i.e. encodable as UTF-8
     (JSON's ``\\ud800`` escapes can carry unpaired surrogates)."""
     if isinstance(obj, str):
@@ -54,7 +59,7 @@ def _valid_unicode(obj) -> bool:
     return True
 
 
-def classify(obj) -> tuple[int, str] | None:
+def classify(obj: object) -> tuple[int, str] | None:
     """None when ``obj`` (parsed JSON) is a JSON-RPC message the SDK accepts, else (code, message) of the error."""
     try:
         types.jsonrpc_message_adapter.validate_python(obj, by_name=False)
@@ -73,10 +78,10 @@ def classify(obj) -> tuple[int, str] | None:
 class Wire:
     """The protocol side of stdout: one line per message, written under a lock; notes the replies."""
 
-    def __init__(self, out):
+    def __init__(self, out: BinaryIO) -> None:
         self._out = out
         self._lock = threading.Lock()
-        self.pending: set = set()  # ids of requests let through and not yet answered
+        self.pending: set[str | int] = set()  # ids of requests let through and not yet answered
         self.settled = threading.Condition(self._lock)
 
     def _write_sync(self, text: str) -> None:
@@ -98,13 +103,14 @@ class Wire:
     async def flush(self) -> None:
         """Nothing to do: :meth:`write` flushes."""
 
-    def settle(self, rid) -> None:
-        """Request ``rid`` needs no more waiting for (answered or cancelled)."""
+    def settle(self, rid: object) -> None:
+        """Request ``rid`` (an id as a message holds it) needs no more waiting for (answered or cancelled)."""
         with self._lock:
-            self.pending.discard(rid)
+            if isinstance(rid, (str, int)):  # only those are ever pending
+                self.pending.discard(rid)
             self.settled.notify_all()
 
-    async def error(self, rid, code: int, message: str) -> None:
+    async def error(self, rid: str | int | None, code: int, message: str) -> None:
         """Reply with a JSON-RPC error."""
         reply = {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}
         await anyio.to_thread.run_sync(self._write_sync, json.dumps(reply, separators=(",", ":")) + "\n")
@@ -119,11 +125,11 @@ class Wire:
 class Gate:
     """The lines of the real stdin the SDK should see, as an async iterator of str (see the module doc)."""
 
-    def __init__(self, inp, wire: Wire):
+    def __init__(self, inp: BinaryIO, wire: Wire) -> None:
         self._inp = anyio.wrap_file(inp)
         self._wire = wire
 
-    def __aiter__(self):
+    def __aiter__(self) -> Gate:
         return self
 
     async def __anext__(self) -> str:
@@ -170,7 +176,7 @@ class Gate:
 
 
 @contextmanager
-def _claim_std_fds():
+def _claim_std_fds() -> Iterator[tuple[BinaryIO, BinaryIO]]:
     """Private duplicates of fd 0 and fd 1 (binary files) while fd 0 reads /dev/null and fd 1 writes to
     stderr; restored on exit."""
     saved = os.dup(0), os.dup(1)
@@ -188,16 +194,17 @@ def _claim_std_fds():
             os.close(fd)
 
 
-async def serve(server, inp, out) -> None:
+async def serve(server: MCPServer, inp: BinaryIO, out: BinaryIO) -> None:
     """Serve ``server`` (an MCPServer) on the binary files ``inp``/``out`` until ``inp`` ends and every
     request read has been answered."""
     wire = Wire(out)
-    async with stdio_server(stdin=Gate(inp, wire), stdout=wire) as (read_stream, write_stream):
+    # stdio_server only iterates stdin and calls stdout.write/flush, but declares anyio.AsyncFile[str] for both
+    async with stdio_server(stdin=Gate(inp, wire), stdout=wire) as (read_stream, write_stream):  # type: ignore[arg-type]
         lowlevel = server._lowlevel_server  # the SDK's MCPServer.run_stdio_async does the same
         await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
 
-def run(server) -> None:
+def run(server: MCPServer) -> None:
     """Serve ``server`` over this process's stdin/stdout (see the module doc)."""
     with _claim_std_fds() as (inp, out):
         anyio.run(serve, server, inp, out)

@@ -18,6 +18,7 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from fsdp_skill.core.check.facts import last_name  # the same ast helper as the checker's
 
@@ -48,12 +49,12 @@ class Entry:
     function: str | None  # enclosing "Class.method" / "function"; None at module level and for native
     condition: str | None  # guarding test, e.g. "not (x > 0)"; None when unguarded
 
-    def to_row(self) -> list:
+    def to_row(self) -> list[str | int | None]:
         """The compact JSON row stored in the cache (order of the fields above)."""
         return [self.message, self.kind, self.via, self.exception, self.path, self.line, self.function, self.condition]
 
     @classmethod
-    def from_row(cls, row: Sequence) -> Entry:
+    def from_row(cls, row: Sequence[Any]) -> Entry:
         """Inverse of :meth:`to_row`; raises ``ValueError``/``TypeError`` on a malformed row."""
         if len(row) != 8 or not isinstance(row[0], str):
             raise ValueError("bad atlas row")
@@ -91,10 +92,12 @@ _CHECK_EXC = {
     "_check_is_size": "RuntimeError",
 }
 
-Parts = list  # list[str | None]; None is a hole
+Parts = list[str | None]  # literal pieces; None is a hole
+# name -> [(line, op, value)] of a scope's assignments (see _Module._assignments)
+_Env = dict[str, list[tuple[int, str, ast.expr]]]
 
 
-def _sub_fields(parts: Parts, pattern: re.Pattern, literal: dict[str, str]) -> Parts:
+def _sub_fields(parts: Parts, pattern: re.Pattern[str], literal: dict[str, str]) -> Parts:
     """Replace format fields inside literal parts by holes (``literal`` maps escapes like ``%%``)."""
     out: Parts = []
     for part in parts:
@@ -122,10 +125,10 @@ class _Module:
 
     # -- message templates
     @staticmethod
-    def _assignments(body: list, nested: bool = True) -> dict[str, list[tuple[int, str, ast.AST]]]:
+    def _assignments(body: list[ast.stmt], nested: bool = True) -> _Env:
         """name -> [(line, op, value)] for ``name = ...`` / ``name += ...`` (not inside nested defs)."""
-        env: dict[str, list[tuple[int, str, ast.AST]]] = {}
-        stack = list(body)
+        env: _Env = {}
+        stack: list[ast.AST] = list(body)
         while stack:
             node = stack.pop()
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
@@ -142,7 +145,7 @@ class _Module:
             sites.sort(key=lambda s: s[0])
         return env
 
-    def _resolve(self, name: str, line: int, env: dict | None, depth: int) -> Parts:
+    def _resolve(self, name: str, line: int, env: _Env | None, depth: int) -> Parts:
         """Template of local/module variable ``name`` as assigned before ``line``; a hole if unknown."""
         for scope in (env, self.module_env):
             sites = [s for s in (scope or {}).get(name, ()) if s[0] < line]
@@ -157,7 +160,7 @@ class _Module:
             return parts
         return [None]
 
-    def _template(self, node: ast.AST, env: dict | None, line: int, depth: int = 0) -> Parts:
+    def _template(self, node: ast.AST, env: _Env | None, line: int, depth: int = 0) -> Parts:
         """Literal pieces (str) and holes (None) of a message expression."""
         if depth > 4:
             return [None]
@@ -180,7 +183,7 @@ class _Module:
         return [None]
 
     # -- traversal
-    def _segment(self, node: ast.AST) -> str:
+    def _segment(self, node: ast.expr) -> str:
         # ast.get_source_segment re-splits the whole file on every call; slice our own line list instead
         first, last = node.lineno - 1, (node.end_lineno or node.lineno) - 1
         if node.end_col_offset is None or last >= len(self.lines):
@@ -197,11 +200,11 @@ class _Module:
         text = " ".join(text.split())
         return text if len(text) <= MAX_CONDITION else text[: MAX_CONDITION - 1] + "…"
 
-    def _walk(self, body: list, qual: tuple, guard: str | None, func, in_class: bool) -> None:
+    def _walk(self, body: list[ast.stmt], qual: tuple[str, ...], guard: str | None, func: _Env | None, in_class: bool) -> None:
         for node in body:
             self._stmt(node, qual, guard, func, in_class)
 
-    def _stmt(self, node: ast.AST, qual: tuple, guard: str | None, func, in_class: bool) -> None:
+    def _stmt(self, node: ast.stmt, qual: tuple[str, ...], guard: str | None, func: _Env | None, in_class: bool) -> None:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             env = self._assignments(node.body)
             self._walk(node.body, qual + (node.name,), None, env, False)
@@ -233,7 +236,7 @@ class _Module:
                     else:
                         self._stmt(child, qual, guard, func, in_class)
 
-    def _call(self, call: ast.Call, qual: tuple, guard: str | None, func) -> None:
+    def _call(self, call: ast.Call, qual: tuple[str, ...], guard: str | None, func: _Env | None) -> None:
         f, args = call.func, call.args
         attr = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
         owner = last_name(f.value) if isinstance(f, ast.Attribute) else None
@@ -256,10 +259,28 @@ class _Module:
             if args and msg is not None:
                 self._add(msg, "check", exc, call, qual, f"not ({self._segment(args[0])})", func)
 
-    def _add(self, msg: ast.AST, via: str, exc, node, qual, guard, func) -> None:
+    def _add(
+        self,
+        msg: ast.expr,
+        via: str,
+        exc: str | None,
+        node: ast.stmt | ast.expr,
+        qual: tuple[str, ...],
+        guard: str | None,
+        func: _Env | None,
+    ) -> None:
         self._add_parts(self._template(msg, func, node.lineno), via, exc, node, qual, guard, func)
 
-    def _add_parts(self, parts: Parts, via, exc, node, qual, guard, func) -> None:
+    def _add_parts(
+        self,
+        parts: Parts,
+        via: str,
+        exc: str | None,
+        node: ast.stmt | ast.expr,
+        qual: tuple[str, ...],
+        guard: str | None,
+        func: _Env | None,
+    ) -> None:
         message = _render(parts)
         if message is None:
             return
@@ -323,7 +344,7 @@ _DOCSTRING = re.compile(
 _ASSERT = re.compile(r' INTERNAL ASSERT FAILED at "[^"]*distributed[^"]*":\d+')
 
 
-def _rodata_ranges(mm) -> list[tuple[int, int]]:
+def _rodata_ranges(mm: mmap.mmap) -> list[tuple[int, int]]:
     """(start, end) file offsets of the read-only string sections of an ELF file; whole file otherwise."""
     try:
         if mm[:4] != b"\x7fELF" or mm[4] != 2 or mm[5] != 1:  # 64-bit little-endian only

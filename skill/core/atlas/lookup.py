@@ -31,6 +31,7 @@ import itertools
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TypedDict
 
 from fsdp_skill.core import interpreter
 from fsdp_skill.core.atlas.build import (  # noqa: F401  (re-exported)
@@ -102,6 +103,15 @@ _FUZZY_CANDIDATES = 8
 _CHUNK = 8
 
 
+class AtlasDocument(TypedDict):
+    """The cache file's JSON object (:meth:`Atlas.to_json`)."""
+
+    format: int  # FORMAT of the builder that wrote it
+    torch: str | None  # torch version the entries come from
+    entries: list[list[str | int | None]]  # Entry.to_row() of each entry
+    index: list[list[str] | str]  # [keys, postings]: keys, and one text "gid,gid gid ..." of their group ids
+
+
 class _Group:
     """All sites of one template plus its lazily compiled matcher."""
 
@@ -110,31 +120,32 @@ class _Group:
     def __init__(self, entries: list[Entry]):
         self.entries = entries
         self.pieces: list[str] | None = None  # computed on first use: loading stays cheap
-        self._regex = None
+        self._regex: re.Pattern[str] | None = None
 
-    def _prepare(self) -> None:
-        self.pieces = [p for p in (_WS.sub("", s) for s in self.entries[0].message.split("*")) if p]
-        self.total = sum(map(len, self.pieces))
-        self.longest = max(self.pieces, key=len) if self.pieces else ""
+    def _prepare(self) -> list[str]:
+        """Computes (and returns) ``pieces``, the template's whitespace-free literal runs, with ``total`` and ``longest``."""
+        pieces = [p for p in (_WS.sub("", s) for s in self.entries[0].message.split("*")) if p]
+        self.pieces = pieces
+        self.total = sum(map(len, pieces))
+        self.longest = max(pieces, key=len) if pieces else ""
+        return pieces
 
     def exact(self, canon: str) -> bool:
         """Whether whitespace-free ``canon`` contains the whole template (holes match up to 400 chars)."""
-        if self.pieces is None:
-            self._prepare()
-        if not self.pieces or self.longest not in canon:
+        pieces = self.pieces if self.pieces is not None else self._prepare()
+        if not pieces or self.longest not in canon:
             return False
-        if len(self.pieces) == 1:
+        if len(pieces) == 1:
             return True
         if self._regex is None:
-            self._regex = re.compile(_HOLE_RE.join(map(re.escape, self.pieces)))
+            self._regex = re.compile(_HOLE_RE.join(map(re.escape, pieces)))
         return self._regex.search(canon) is not None
 
     def partial(self, canon: str) -> int:
         """Literal characters of the template found in ``canon`` as contiguous runs of >= 2 chunks."""
-        if self.pieces is None:
-            self._prepare()
+        pieces = self.pieces if self.pieces is not None else self._prepare()
         found = 0
-        for piece in self.pieces:
+        for piece in pieces:
             n = len(piece) // _CHUNK
             best, i = 0, 0
             while i < n:
@@ -196,7 +207,7 @@ class Atlas:
                 index.setdefault(k, []).append(gid)
         return index
 
-    def to_json(self) -> dict:
+    def to_json(self) -> AtlasDocument:
         """The cache document: format, torch version, entry rows and the index as ``[keys, postings]``
         where postings is one text "gid,gid gid ..." (a quarter of the parse time of a JSON object)."""
         keys = list(self.index)

@@ -12,11 +12,16 @@ from __future__ import annotations
 import os
 import re
 import shlex
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from fsdp_skill.core.models import Card, SectionDoc, SnippetSpec
 from fsdp_skill.errors import KnowledgeError, NotFoundError
+
+if TYPE_CHECKING:  # markdown-it is imported when a card is parsed, not when the cache is read
+    from markdown_it.token import Token
 
 KNOWLEDGE_ENV = "FSDP_SKILL_KNOWLEDGE"
 REQUIRED_FRONT = ("id", "title", "topic", "aliases", "sources")
@@ -82,7 +87,7 @@ class Knowledge:
         return self.digest[:16]
 
 
-def _unknown(kind: str, key: str, known: dict) -> str:
+def _unknown(kind: str, key: str, known: Collection[str]) -> str:
     import difflib
 
     close = difflib.get_close_matches(key, list(known), n=3, cutoff=0.5)
@@ -90,7 +95,7 @@ def _unknown(kind: str, key: str, known: dict) -> str:
     return f"unknown {kind} id {key!r}{hint}"
 
 
-_CACHE: dict[tuple, Knowledge] = {}
+_CACHE: dict[tuple[str, tuple[tuple[str, int, int], ...]], Knowledge] = {}  # (directory, (name, size, mtime_ns) per file)
 PARSED_FORMAT = 4  # bump when the parsed form changes, so stale caches are ignored
 
 
@@ -153,14 +158,14 @@ def _attach_zh(kb: Knowledge, zh_sources: list[tuple[Path, bytes]]) -> None:
         except UnicodeDecodeError as exc:
             raise KnowledgeError(str(path), 1, f"Chinese card is not UTF-8: {exc}") from None
         for zh in parse_zh(text, path):
-            section = kb.sections.get(zh.id)
-            if section is None:
+            english = kb.sections.get(zh.id)
+            if english is None:
                 raise KnowledgeError(str(path), zh.line, f"Chinese section {zh.id!r} has no English section")
             try:
-                section.text_zh = render(section.text, zh.template).strip()
+                english.text_zh = render(english.text, zh.template).strip()
             except ValueError as exc:
                 raise KnowledgeError(str(path), zh.line, f"{zh.id}: {exc}") from None
-            section.title_zh = zh.title
+            english.title_zh = zh.title
 
 
 def _parsed_path(digest: str) -> Path:
@@ -226,8 +231,9 @@ def _index(directory: Path, cards: list[Card]) -> Knowledge:
     return kb
 
 
-def _yaml(text: str, path: Path, line: int, what: str) -> dict:
-    import yaml
+def _yaml(text: str, path: Path, line: int, what: str) -> dict[str, Any]:
+    """The YAML mapping in ``text`` (open: the caller checks its keys); KnowledgeError at ``line`` otherwise."""
+    import yaml  # type: ignore[import-untyped]  # PyYAML ships no annotations and types-PyYAML is not installed
 
     try:
         data = yaml.safe_load(text)
@@ -241,7 +247,7 @@ def _yaml(text: str, path: Path, line: int, what: str) -> dict:
     return data
 
 
-def _str_list(value, path: Path, line: int, key: str) -> list[str]:
+def _str_list(value: object, path: Path, line: int, key: str) -> list[str]:
     if value is None:
         return []
     if isinstance(value, str):
@@ -294,7 +300,7 @@ def parse_card(source: str, path: str | Path = "<card>") -> Card:
     return card
 
 
-def _torch_spec(value, path: Path, line: int, title: str) -> str | None:
+def _torch_spec(value: object, path: Path, line: int, title: str) -> str | None:
     """The section's ``torch`` range, normalised (e.g. '>=2.6'); KnowledgeError when malformed."""
     if value is None:
         return None
@@ -306,10 +312,10 @@ def _torch_spec(value, path: Path, line: int, title: str) -> str | None:
         raise KnowledgeError(str(path), line, f"section {title!r}: {exc}") from None
 
 
-def _parse_section(tokens, start: int, end: int, lines: list[str], path: Path, card: Card) -> SectionDoc:
+def _parse_section(tokens: Sequence[Token], start: int, end: int, lines: list[str], path: Path, card: Card) -> SectionDoc:
     head = tokens[start]
     title = tokens[start + 1].content.strip()
-    line = head.map[0] + 1
+    line = _lines(head)[0] + 1
     body = tokens[start + 3 : end]
     # a following h1 (or any heading above h2) would end the section too
     for i, t in enumerate(body):
@@ -321,25 +327,26 @@ def _parse_section(tokens, start: int, end: int, lines: list[str], path: Path, c
             str(path), line, f"section {title!r} must be followed by an HTML comment with its metadata (slug, apis, sources, zh)"
         )
     meta_tok = body[0]
+    meta_map = _lines(meta_tok)
     meta_src = meta_tok.content.strip()
     if not meta_src.endswith("-->"):
-        raise KnowledgeError(str(path), meta_tok.map[0] + 1, "metadata comment is not closed with '-->' before a blank line")
-    meta = _yaml(meta_src[4:-3], path, meta_tok.map[0] + 1, "section metadata")
+        raise KnowledgeError(str(path), meta_map[0] + 1, "metadata comment is not closed with '-->' before a blank line")
+    meta = _yaml(meta_src[4:-3], path, meta_map[0] + 1, "section metadata")
     slug = str(meta.get("slug") or "")
     if not _SLUG.match(slug):
         raise KnowledgeError(
-            str(path), meta_tok.map[0] + 1, f"section {title!r}: 'slug' must be lower-case letters, digits and '-' (got {slug!r})"
+            str(path), meta_map[0] + 1, f"section {title!r}: 'slug' must be lower-case letters, digits and '-' (got {slug!r})"
         )
     unknown = set(meta) - {"slug", "apis", "sources", "aliases", "zh", "errors", "torch"}
     if unknown:
-        raise KnowledgeError(str(path), meta_tok.map[0] + 1, f"unknown metadata key(s) {sorted(unknown)}")
-    sources = _str_list(meta.get("sources"), path, meta_tok.map[0] + 1, "sources")
+        raise KnowledgeError(str(path), meta_map[0] + 1, f"unknown metadata key(s) {sorted(unknown)}")
+    sources = _str_list(meta.get("sources"), path, meta_map[0] + 1, "sources")
     if not sources:
-        raise KnowledgeError(str(path), meta_tok.map[0] + 1, f"section {title!r} cites no official source ('sources')")
+        raise KnowledgeError(str(path), meta_map[0] + 1, f"section {title!r} cites no official source ('sources')")
     for url in sources:
         if not url.startswith("https://"):
-            raise KnowledgeError(str(path), meta_tok.map[0] + 1, f"source {url!r} is not an https URL")
-    torch_spec = _torch_spec(meta.get("torch"), path, meta_tok.map[0] + 1, title)
+            raise KnowledgeError(str(path), meta_map[0] + 1, f"source {url!r} is not an https URL")
+    torch_spec = _torch_spec(meta.get("torch"), path, meta_map[0] + 1, title)
     section_id = f"{card.topic}/{slug}"
     section = SectionDoc(
         id=section_id,
@@ -348,16 +355,16 @@ def _parse_section(tokens, start: int, end: int, lines: list[str], path: Path, c
         card=card.file,
         line=line,
         text="",
-        apis=_str_list(meta.get("apis"), path, meta_tok.map[0] + 1, "apis"),
+        apis=_str_list(meta.get("apis"), path, meta_map[0] + 1, "apis"),
         sources=sources,
-        aliases=_str_list(meta.get("aliases"), path, meta_tok.map[0] + 1, "aliases"),
+        aliases=_str_list(meta.get("aliases"), path, meta_map[0] + 1, "aliases"),
         zh=(str(meta["zh"]).strip() if meta.get("zh") else None),
-        errors=_str_list(meta.get("errors"), path, meta_tok.map[0] + 1, "errors"),
+        errors=_str_list(meta.get("errors"), path, meta_map[0] + 1, "errors"),
         torch=torch_spec,
     )
     # body text: source lines of the remaining blocks, without verify fences (those become snippets)
     text_parts: list[str] = []
-    last_line = meta_tok.map[1]
+    last_line = meta_map[1]
     body_end_line = None
     for t in body[1:]:
         if t.map is None:
@@ -375,13 +382,19 @@ def _parse_section(tokens, start: int, end: int, lines: list[str], path: Path, c
     return section
 
 
+def _lines(tok: Token) -> list[int]:
+    """``[first, end)`` 0-based source lines of a block token (heading, html_block, fence: markdown-it maps each one)."""
+    assert tok.map is not None, f"markdown-it block token {tok.type!r} without a source map"
+    return tok.map
+
+
 def _is_verify(info: str) -> bool:
     words = info.split()
     return len(words) >= 2 and words[1] == "verify"
 
 
-def _parse_snippet(tok, path: Path, section: SectionDoc, index: int) -> SnippetSpec:
-    line = tok.map[0] + 1
+def _parse_snippet(tok: Token, path: Path, section: SectionDoc, index: int) -> SnippetSpec:
+    line = _lines(tok)[0] + 1
     words = tok.info.split()
     if words[0] != "python":
         raise KnowledgeError(str(path), line, f"verify fences must be python (got {words[0]!r})")
@@ -434,7 +447,7 @@ def _parse_snippet(tok, path: Path, section: SectionDoc, index: int) -> SnippetS
     )
 
 
-def _checks(settings: dict, path: Path, line: int, info: str) -> tuple[str | None, float | None, str | None]:
+def _checks(settings: dict[str, str], path: Path, line: int, info: str) -> tuple[str | None, float | None, str | None]:
     """(checks, tol, expects) of a fence: ``checks=reference tol=1e-6``, ``checks=raises expects="X: msg"``,
     ``checks=agree`` or ``checks=runs``; raises KnowledgeError for a bad combination."""
     checks = settings.get("checks")

@@ -52,8 +52,8 @@ class Term:
 
     english: str
     chinese: str
-    pattern: re.Pattern
-    avoid: re.Pattern | None = None
+    pattern: re.Pattern[str]
+    avoid: re.Pattern[str] | None = None
 
 
 def parse_zh(source: str, path: str | Path = "<zh>") -> list[ZhSection]:
@@ -75,7 +75,7 @@ def parse_zh(source: str, path: str | Path = "<zh>") -> list[ZhSection]:
         end = heads[n + 1] if n + 1 < len(heads) else len(lines)
         nxt = next((j for j in range(start + 1, end) if lines[j].strip()), None)
         m = _ID_COMMENT.match(lines[nxt].strip()) if nxt is not None else None
-        if not m:
+        if nxt is None or not m:  # m is None exactly when nxt is
             raise KnowledgeError(
                 str(path), start + 1, "a Chinese section needs '<!-- id: card/slug -->' on the line after its heading"
             )

@@ -43,9 +43,9 @@ def main(argv: list[str] | None = None) -> int:
         for p in problems(sec.text, zh[sid], glossary):
             print(f"{zh[sid].path}:{zh[sid].line}: {sid}: {p}")
             bad += 1
-    for sid, sec in zh.items():
+    for sid, zsec in zh.items():
         if sid not in kb.sections and sid.startswith(prefixes):
-            print(f"{sec.path}:{sec.line}: {sid}: no English section has this id")
+            print(f"{zsec.path}:{zsec.line}: {sid}: no English section has this id")
             bad += 1
     print(f"{bad} problem(s)", file=sys.stderr)
     return 1 if bad else 0

@@ -30,8 +30,9 @@ from pydantic import BaseModel, Field
 from fsdp_skill.core.interpreter import torch_version
 from fsdp_skill.core.knowledge.cards import Knowledge, load_knowledge
 from fsdp_skill.core.models import SectionDoc, SnippetSpec
-from fsdp_skill.core.verify.snippets import Progress, Verifier, code_sha256, shared_verdicts
+from fsdp_skill.core.verify.snippets import Progress, Verifier, shared_verdicts
 from fsdp_skill.errors import ExportRefused, InvalidArgument
+from fsdp_skill.runtime.cache import code_sha256
 from fsdp_skill.runtime.models import Verdict
 
 HEADER_END = "# ---- end of fsdp-skill header: everything below this line is the verified code, byte for byte ----\n"
@@ -376,4 +377,5 @@ def runner_source() -> str:
     """Text of the pytest runner written beside exported scripts (the package's ``templates/test_exported.py.tmpl``)."""
     from importlib.resources import files
 
-    return files("fsdp_skill.core.verify").joinpath("templates", "test_exported.py.tmpl").read_text(encoding="utf-8")
+    # one part per step: Traversable.joinpath takes a single part before Python 3.11
+    return (files("fsdp_skill.core.verify") / "templates" / "test_exported.py.tmpl").read_text(encoding="utf-8")

@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import os
 import re
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
 from fsdp_skill.errors import InvalidArgument
 from fsdp_skill.runtime.models import Verdict
+
+if TYPE_CHECKING:  # snippets imports the runtime's harness: loaded when a script is run
+    from fsdp_skill.core.verify.snippets import Verifier
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
@@ -53,7 +57,7 @@ def run_sent_script(
     backend: str = "auto",
     timeout: float = 60.0,
     launcher: str = "warm",
-    verifier=None,
+    verifier: Verifier | None = None,
 ) -> ScriptRun:
     """Write ``code`` to ``session_dir/workdir/filename`` and run it there on ``world_size`` ranks.
 

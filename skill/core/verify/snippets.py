@@ -202,7 +202,7 @@ class _Run:
     """One verification run in progress; ``joined`` counts callers that wait on it instead of running."""
 
     def __init__(self) -> None:
-        self.future: Future = Future()
+        self.future: Future[Verdict] = Future()
         self.joined = 0
 
 
@@ -232,7 +232,7 @@ def shared_verdicts(
     runtime) when the runs could not happen; callers waiting on those runs get the same error.
     """
     out: dict[str, Verdict] = {}
-    waiting: dict[str, Future] = {}
+    waiting: dict[str, Future[Verdict]] = {}
     owned: list[tuple[SnippetSpec, _Run]] = []
     for spec in dict((s.id, s) for s in specs).values():
         if use_cache:
