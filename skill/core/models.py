@@ -16,7 +16,7 @@ from fsdp_skill.runtime.models import Verdict
 class SnippetSpec(BaseModel):
     """A runnable code fence of a knowledge card: a complete script plus its harness settings."""
 
-    id: str = Field(description="Stable snippet id, e.g. 'fsdp2/fully-shard-basic'")
+    id: str = Field(description="Stable snippet id, e.g. 'fsdp2/optimizer-order'")
     section_id: str = Field(description="Id of the section the snippet belongs to")
     code: str = Field(description="The complete script, byte-for-byte what is verified and exported")
     world_size: int = Field(2, description="Number of ranks the script is launched with")
@@ -45,7 +45,7 @@ class SnippetSpec(BaseModel):
 
     @property
     def filename(self) -> str:
-        """File name used when the snippet is exported, e.g. 'fsdp2_fully-shard-basic.py'."""
+        """File name used when the snippet is exported, e.g. 'fsdp2_optimizer-order.py'."""
         return self.id.replace("/", "_") + ".py"
 
 

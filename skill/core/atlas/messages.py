@@ -8,6 +8,10 @@ atlas does not catalogue it (e.g. a CUDA-only NCCL message on a CPU build).
 
 The atlas is consulted only when the question looks like it holds a message (:func:`looks_pasted`), so an
 ordinary how-to question never loads it.
+
+This is the one mapping from a message to sections: ``verify``'s hints for a failed run are
+:func:`explaining_sections` of the run's text, the sections ``ask`` lists for the same text (plus what only
+the run's structure shows, :mod:`fsdp_skill.core.verify.hints`).
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ from fsdp_skill.core.models import ErrorInfo, RaisedAt
 
 _PASTED = re.compile(
     r"Error\b|Exception\b|Warning\b|Traceback|INTERNAL ASSERT|\[rank\d+\]|^\s*File \"|"
-    r"^\s*\[?[EWIF]\d{4} |\bwarn(?:ing)?:|[\"'“‘`][^\"'”’`\n]{30,}[\"'”’`]",
+    r"^\s*\[?[EWIF]\d{4} |\bwarn(?:ing)?:|[\"'“‘`][^\"'”’`\n]{30,}[\"'”’`]|"
+    r"^\s*terminate called |\[enforce fail at |\bNCCL WARN ",
     re.MULTILINE,
 )
 _WS = re.compile(r"\s+")
@@ -115,3 +120,10 @@ def explain_messages(question: str, kb: Knowledge, limit: int = 3) -> list[Error
             )
         )
     return out
+
+
+def explaining_sections(text: str, kb: Knowledge, limit: int = 3) -> list[str]:
+    """Ids of the sections that explain the messages in ``text``, best message first, no duplicates: the
+    ``sections`` of :func:`explain_messages` (what ``ask`` lists for ``text`` as a question).  Empty when
+    ``text`` holds no message a section declares."""
+    return list(dict.fromkeys(sid for e in explain_messages(text, kb, limit=limit) for sid in e.sections))
