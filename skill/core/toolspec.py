@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -20,6 +20,13 @@ from fsdp_skill.core.answer import MAX_K, MAX_QUESTION_CHARS
 from fsdp_skill.core.check import MAX_CHECK_CHARS, CheckReport
 from fsdp_skill.core.models import Answer, SectionOut
 from fsdp_skill.core.plan.models import PlanReport
+
+if TYPE_CHECKING:
+    from fsdp_skill.core.knowledge.catalogue import Catalogue
+    from fsdp_skill.core.plan.spec import Setting
+    from fsdp_skill.core.verify.export import ExportedScript
+    from fsdp_skill.core.verify.sent_scripts import ScriptRun
+    from fsdp_skill.core.verify.snippets import SnippetInfo, Verifier
 
 MAX_PLAN_WORLD_SIZE = 65536
 PLAN_TIMEOUT_S = 300.0  # a plan asked over HTTP/MCP (seconds)
@@ -195,7 +202,7 @@ class PlanInput(BaseModel):
         "e.g. ['world-size=8,16,32,64', 'ac=none,per-block'] (at most 16 rows)",
     )
 
-    def settings(self) -> list:
+    def settings(self) -> list[Setting]:
         """The validated settings of this request (InvalidArgument when one is wrong)."""
         from fsdp_skill.core.plan.spec import parse_mesh, parse_reshard, settings_for
         from fsdp_skill.errors import InvalidArgument
@@ -235,8 +242,9 @@ class ToolSpec:
     description: str
     input: type[BaseModel]
     output: type[BaseModel]
-    # call(arguments, verifier): the core call; ``verifier`` None means the runtime's (see core.snippets)
-    call: Callable[[BaseModel, Any], BaseModel]
+    # call(arguments, verifier): the core call, given an instance of ``input``; ``verifier`` None means the
+    # runtime's (see core.verify.snippets)
+    call: Callable[[Any, Verifier | None], BaseModel]
     # Behaviour hints for agents (MCP tool annotations): read_only = changes nothing the caller can see (a
     # verdict cached along the way is not a change); idempotent = calling again with the same arguments has
     # no further effect; destructive = may delete or overwrite the caller's data.  No tool reaches outside
@@ -246,43 +254,43 @@ class ToolSpec:
     destructive: bool = False
 
 
-def _ask(a: AskInput, verifier=None) -> Answer:
+def _ask(a: AskInput, verifier: Verifier | None = None) -> Answer:
     from fsdp_skill.core.answer import ask
 
     return ask(a.question, k=a.k, verify=a.verify, verifier=verifier, language=a.language)
 
 
-def _check_script(a: CheckInput, verifier=None) -> CheckReport:
+def _check_script(a: CheckInput, verifier: Verifier | None = None) -> CheckReport:
     from fsdp_skill.core.check import check_code
 
     return check_code(a.code, a.path, select=a.select, ignore=a.ignore)
 
 
-def _get_section(a: SectionInput, verifier=None) -> SectionOut:
+def _get_section(a: SectionInput, verifier: Verifier | None = None) -> SectionOut:
     from fsdp_skill.core.verify.snippets import get_section
 
     return get_section(a.id, verifier=verifier)
 
 
-def _verify_snippet(a: SnippetInput, verifier=None):
+def _verify_snippet(a: SnippetInput, verifier: Verifier | None = None) -> SnippetInfo:
     from fsdp_skill.core.verify.snippets import verify_snippet
 
     return verify_snippet(a.id, verifier=verifier)
 
 
-def _export_snippet(a: ExportInput, verifier=None):
+def _export_snippet(a: ExportInput, verifier: Verifier | None = None) -> ExportedScript:
     from fsdp_skill.core.verify.export import export_one
 
     return export_one(a.id, include_unverified=a.include_unverified, verifier=verifier)
 
 
-def _list_sections(a: ListInput, verifier=None):
+def _list_sections(a: ListInput, verifier: Verifier | None = None) -> Catalogue:
     from fsdp_skill.core.knowledge.catalogue import catalogue
 
     return catalogue(a.topic)
 
 
-def _plan_memory(a: PlanInput, verifier=None) -> PlanReport:
+def _plan_memory(a: PlanInput, verifier: Verifier | None = None) -> PlanReport:
     return run_plan(a)
 
 
@@ -406,7 +414,7 @@ def verify_script_spec(session_dir: str) -> ToolSpec:
     caller sends, so it is not in :func:`tool_specs`: only ``fsdp-skill mcp --allow-run-scripts`` adds it."""
     from fsdp_skill.core.verify.sent_scripts import ScriptRun, run_sent_script
 
-    def call(a: VerifyScriptInput, verifier=None) -> ScriptRun:
+    def call(a: VerifyScriptInput, verifier: Verifier | None = None) -> ScriptRun:
         return run_sent_script(
             a.code,
             session_dir=session_dir,
