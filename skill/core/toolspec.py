@@ -21,15 +21,12 @@ from fsdp_skill.core.check import MAX_CHECK_CHARS, CheckReport
 from fsdp_skill.core.models import Answer, SectionOut
 from fsdp_skill.core.plan.models import PlanReport
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported where a tool runs (the plan request imports the runtime's limits)
     from fsdp_skill.core.knowledge.catalogue import Catalogue
-    from fsdp_skill.core.plan.spec import Setting
+    from fsdp_skill.core.plan.request import PlanRequest
     from fsdp_skill.core.verify.export import ExportedScript
     from fsdp_skill.core.verify.sent_scripts import ScriptRun
     from fsdp_skill.core.verify.snippets import SnippetInfo, Verifier
-
-MAX_PLAN_WORLD_SIZE = 65536
-PLAN_TIMEOUT_S = 300.0  # a plan asked over HTTP/MCP (seconds)
 
 _TERMS = (
     "FSDP / FSDP2 (fully_shard, FullyShardedDataParallel), sharding 分片 (FULL_SHARD, SHARD_GRAD_OP, "
@@ -164,75 +161,6 @@ class VerifyScriptInput(BaseModel):
     )
 
 
-class PlanInput(BaseModel):
-    """Arguments of the ``plan_memory`` tool (and the body of ``POST /v1/plan``): the built-in transformer only,
-    never the caller's code."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    transformer: str = Field(
-        min_length=1,
-        max_length=200,
-        description="Sizes of the built-in Llama-style decoder, as "
-        "the CLI takes them: 'layers=32,dim=4096,heads=32,kv_heads=8,ffn=14336,vocab=128256'",
-    )
-    world_size: int = Field(8, ge=1, le=MAX_PLAN_WORLD_SIZE, description="Ranks of a 1-D mesh (ignored with mesh)")
-    mesh: str = Field(
-        "",
-        max_length=20,
-        description="HSDP mesh 'RxS' (R replicas of S-way shards), e.g. '2x8'; empty: the 1-D mesh of world_size",
-    )
-    batch: int = Field(1, ge=1, le=4096, description="Micro-batch per rank")
-    seq: int = Field(2048, ge=2, le=1_048_576, description="Sequence length")
-    param_dtype: Literal["fp32", "bf16", "fp16", "none"] = Field(
-        "bf16", description="MixedPrecisionPolicy.param_dtype (none: no mixed precision)"
-    )
-    reduce_dtype: Literal["fp32", "bf16", "fp16", "none"] = Field("fp32", description="MixedPrecisionPolicy.reduce_dtype")
-    optimizer: Literal["adamw", "adam", "sgd"] = Field("adamw", description="Optimizer (adamw/adam: 2 states, sgd: 1)")
-    activation_checkpointing: Literal["none", "per-block"] = Field("none", description="Checkpoint every block")
-    reshard_after_forward: str = Field(
-        "true", max_length=10, description="For the blocks: 'true', 'false' or an int shard size after forward"
-    )
-    cpu_offload: bool = Field(False, description="CPUOffloadPolicy (sharded state in host memory)")
-    gpu_memory_gib: float = Field(0, ge=0, le=4096, description="GPU memory in GiB for a fit verdict; 0: no verdict")
-    sweep: list[str] = Field(
-        default_factory=list,
-        max_length=4,
-        description="One row per value, as the CLI's --sweep: "
-        "e.g. ['world-size=8,16,32,64', 'ac=none,per-block'] (at most 16 rows)",
-    )
-
-    def settings(self) -> list[Setting]:
-        """The validated settings of this request (InvalidArgument when one is wrong)."""
-        from fsdp_skill.core.plan.spec import parse_mesh, parse_reshard, settings_for
-        from fsdp_skill.errors import InvalidArgument
-
-        if self.mesh and "world_size" in self.model_fields_set:
-            raise InvalidArgument("give world_size or mesh, not both")
-        base = {
-            "mesh": parse_mesh(self.mesh) if self.mesh else [self.world_size],
-            "batch": self.batch,
-            "seq": self.seq,
-            "param_dtype": None if self.param_dtype == "none" else self.param_dtype,
-            "reduce_dtype": None if self.reduce_dtype == "none" else self.reduce_dtype,
-            "optimizer": self.optimizer,
-            "activation_checkpointing": self.activation_checkpointing,
-            "cpu_offload": self.cpu_offload,
-            "reshard_after_forward": parse_reshard(str(self.reshard_after_forward)),
-        }
-        return settings_for(base, self.sweep)
-
-
-def run_plan(a: PlanInput) -> PlanReport:
-    """Plan ``a`` (the built-in transformer in a child process); errors as :func:`fsdp_skill.core.plan.plan_memory`."""
-    from fsdp_skill.core.plan.report import plan_memory
-    from fsdp_skill.core.plan.spec import parse_transformer
-
-    gpu = int(a.gpu_memory_gib * 2**30) if a.gpu_memory_gib else None
-    spec = parse_transformer(a.transformer) if isinstance(a.transformer, str) else a.transformer  # HTTP: an object too
-    return plan_memory(a.settings(), transformer=spec, gpu_memory=gpu, timeout=PLAN_TIMEOUT_S)
-
-
 @dataclass(frozen=True)
 class ToolSpec:
     """One agent tool: its name, when to call it, its typed input and output, and the core call behind it."""
@@ -290,12 +218,15 @@ def _list_sections(a: ListInput, verifier: Verifier | None = None) -> Catalogue:
     return catalogue(a.topic)
 
 
-def _plan_memory(a: PlanInput, verifier: Verifier | None = None) -> PlanReport:
-    return run_plan(a)
+def _plan_memory(a: PlanRequest, verifier: Verifier | None = None) -> PlanReport:
+    from fsdp_skill.core.plan.report import plan_request
+
+    return plan_request(a)
 
 
 def _tool_specs() -> list[ToolSpec]:
     from fsdp_skill.core.knowledge.catalogue import Catalogue
+    from fsdp_skill.core.plan.request import PlanRequest
     from fsdp_skill.core.verify.export import ExportedScript
     from fsdp_skill.core.verify.snippets import SnippetInfo
 
@@ -402,7 +333,7 @@ def _tool_specs() -> list[ToolSpec]:
                 "the peak with their knowledge sections. Use sweep to compare world sizes, activation checkpointing, "
                 "reshard_after_forward or dtypes. Takes seconds to a minute."
             ),
-            input=PlanInput,
+            input=PlanRequest,  # the body of POST /v1/plan too: one request model (core/plan/request.py)
             output=PlanReport,
             call=_plan_memory,
         ),
