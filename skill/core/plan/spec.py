@@ -152,12 +152,15 @@ def parse_bytes(text: str) -> int:
 
 
 def format_size(n: int) -> str:
-    """``n`` bytes as the shortest text :func:`parse_bytes` reads back as exactly ``n``: ``80GiB``, ``80GB``,
-    ``0.001GiB`` (1073741 bytes), else ``1234B``.  ``n`` must be > 0."""
+    """``n`` bytes as a short text :func:`parse_bytes` reads back as exactly ``n``, in the first unit that has
+    one: ``80GiB``, ``80GB``, ``1.024MiB`` (1073741 bytes), else ``1234B``.  ``n`` must be > 0."""
     for unit in ("GiB", "GB", "TiB", "TB", "MiB", "MB", "KiB", "kB"):
         text = f"{n / _UNITS[unit.lower()]:g}{unit}"
-        if "e" not in text and parse_bytes(text) == n:
-            return text
+        try:
+            if "e" not in text and parse_bytes(text) == n:
+                return text
+        except InvalidArgument:  # rounds to 0 bytes in this unit
+            continue
     return f"{n}B"
 
 
