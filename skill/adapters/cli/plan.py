@@ -48,14 +48,17 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def request_from_args(args: argparse.Namespace) -> LocalPlanRequest:
     """The plan request of parsed ``fsdp-skill plan`` options: each option given sets the request field of its
-    name (the model holds every default), ``--gpu-memory SIZE`` sets ``gpu_memory_gib``.  Raises InvalidArgument
-    naming the option (a size without a unit, a value over its limit, a wrong choice)."""
+    name (the model holds every default); ``--reshard-after-forward`` is read as true, false or an int, and
+    ``--gpu-memory SIZE`` sets ``gpu_memory_gib``.  Raises InvalidArgument naming the option (a size without a
+    unit, a value over its limit, a wrong choice)."""
     from pydantic import ValidationError
 
     from fsdp_skill.core.plan.request import LocalPlanRequest, flag
-    from fsdp_skill.core.plan.spec import first_error, parse_bytes
+    from fsdp_skill.core.plan.spec import first_error, parse_bytes, parse_reshard
 
     given: dict[str, Any] = {f: getattr(args, f) for f in LocalPlanRequest.model_fields if getattr(args, f, None) is not None}
+    if args.reshard_after_forward is not None:  # read as a report holds it: true / false / an int, read whole
+        given["reshard_after_forward"] = parse_reshard(args.reshard_after_forward)
     if args.gpu_memory is not None:
         given["gpu_memory_gib"] = parse_bytes(args.gpu_memory) / 2**30
     try:
