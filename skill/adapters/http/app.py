@@ -33,7 +33,7 @@ import os
 import signal
 import threading
 from contextlib import asynccontextmanager
-from typing import Literal
+from typing import Any, Literal
 
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -277,7 +277,7 @@ def create_app(verifier=None) -> FastAPI:
         )
         return _error(500, f"internal error ({type(exc).__name__})", "internal_error")
 
-    errors = {s: {"model": ErrorBody} for s in (400, 404, 422)}
+    errors: dict[int | str, dict[str, Any]] = {s: {"model": ErrorBody} for s in (400, 404, 422)}
     ask_slots = threading.BoundedSemaphore(ASK_CONCURRENCY)
 
     @app.post(
