@@ -30,7 +30,7 @@ reshard texts, the sweep, a setting over the limits (:mod:`.spec` holds them, on
 
 :func:`flag` names the CLI option of each field; :func:`command_line` writes a setting back as options.  The
 planner's child (``child.py``, a file run under the user's interpreter) cannot import any of this:
-tests/test_plan.py parses it and checks that every key it reads is a Setting field or one that
+tests/test_plan_request.py parses it and checks that every key it reads is a Setting field or one that
 :func:`~.report.child_request` writes.
 """
 
