@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,8 +21,12 @@ from fsdp_skill.core.check import MAX_CHECK_CHARS, CheckReport
 from fsdp_skill.core.models import Answer, SectionOut
 from fsdp_skill.core.plan.models import PlanReport
 
-MAX_PLAN_WORLD_SIZE = 65536
-PLAN_TIMEOUT_S = 300.0  # a plan asked over HTTP/MCP (seconds)
+if TYPE_CHECKING:  # imported where a tool runs (the plan request imports the runtime's limits)
+    from fsdp_skill.core.knowledge.catalogue import Catalogue
+    from fsdp_skill.core.plan.request import PlanRequest
+    from fsdp_skill.core.verify.export import ExportedScript
+    from fsdp_skill.core.verify.sent_scripts import ScriptRun
+    from fsdp_skill.core.verify.snippets import SnippetInfo, Verifier
 
 _TERMS = (
     "FSDP / FSDP2 (fully_shard, FullyShardedDataParallel), sharding 分片 (FULL_SHARD, SHARD_GRAD_OP, "
@@ -157,75 +161,6 @@ class VerifyScriptInput(BaseModel):
     )
 
 
-class PlanInput(BaseModel):
-    """Arguments of the ``plan_memory`` tool (and the body of ``POST /v1/plan``): the built-in transformer only,
-    never the caller's code."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    transformer: str = Field(
-        min_length=1,
-        max_length=200,
-        description="Sizes of the built-in Llama-style decoder, as "
-        "the CLI takes them: 'layers=32,dim=4096,heads=32,kv_heads=8,ffn=14336,vocab=128256'",
-    )
-    world_size: int = Field(8, ge=1, le=MAX_PLAN_WORLD_SIZE, description="Ranks of a 1-D mesh (ignored with mesh)")
-    mesh: str = Field(
-        "",
-        max_length=20,
-        description="HSDP mesh 'RxS' (R replicas of S-way shards), e.g. '2x8'; empty: the 1-D mesh of world_size",
-    )
-    batch: int = Field(1, ge=1, le=4096, description="Micro-batch per rank")
-    seq: int = Field(2048, ge=2, le=1_048_576, description="Sequence length")
-    param_dtype: Literal["fp32", "bf16", "fp16", "none"] = Field(
-        "bf16", description="MixedPrecisionPolicy.param_dtype (none: no mixed precision)"
-    )
-    reduce_dtype: Literal["fp32", "bf16", "fp16", "none"] = Field("fp32", description="MixedPrecisionPolicy.reduce_dtype")
-    optimizer: Literal["adamw", "adam", "sgd"] = Field("adamw", description="Optimizer (adamw/adam: 2 states, sgd: 1)")
-    activation_checkpointing: Literal["none", "per-block"] = Field("none", description="Checkpoint every block")
-    reshard_after_forward: str = Field(
-        "true", max_length=10, description="For the blocks: 'true', 'false' or an int shard size after forward"
-    )
-    cpu_offload: bool = Field(False, description="CPUOffloadPolicy (sharded state in host memory)")
-    gpu_memory_gib: float = Field(0, ge=0, le=4096, description="GPU memory in GiB for a fit verdict; 0: no verdict")
-    sweep: list[str] = Field(
-        default_factory=list,
-        max_length=4,
-        description="One row per value, as the CLI's --sweep: "
-        "e.g. ['world-size=8,16,32,64', 'ac=none,per-block'] (at most 16 rows)",
-    )
-
-    def settings(self) -> list:
-        """The validated settings of this request (InvalidArgument when one is wrong)."""
-        from fsdp_skill.core.plan.spec import parse_mesh, parse_reshard, settings_for
-        from fsdp_skill.errors import InvalidArgument
-
-        if self.mesh and "world_size" in self.model_fields_set:
-            raise InvalidArgument("give world_size or mesh, not both")
-        base = {
-            "mesh": parse_mesh(self.mesh) if self.mesh else [self.world_size],
-            "batch": self.batch,
-            "seq": self.seq,
-            "param_dtype": None if self.param_dtype == "none" else self.param_dtype,
-            "reduce_dtype": None if self.reduce_dtype == "none" else self.reduce_dtype,
-            "optimizer": self.optimizer,
-            "activation_checkpointing": self.activation_checkpointing,
-            "cpu_offload": self.cpu_offload,
-            "reshard_after_forward": parse_reshard(str(self.reshard_after_forward)),
-        }
-        return settings_for(base, self.sweep)
-
-
-def run_plan(a: PlanInput) -> PlanReport:
-    """Plan ``a`` (the built-in transformer in a child process); errors as :func:`fsdp_skill.core.plan.plan_memory`."""
-    from fsdp_skill.core.plan.report import plan_memory
-    from fsdp_skill.core.plan.spec import parse_transformer
-
-    gpu = int(a.gpu_memory_gib * 2**30) if a.gpu_memory_gib else None
-    spec = parse_transformer(a.transformer) if isinstance(a.transformer, str) else a.transformer  # HTTP: an object too
-    return plan_memory(a.settings(), transformer=spec, gpu_memory=gpu, timeout=PLAN_TIMEOUT_S)
-
-
 @dataclass(frozen=True)
 class ToolSpec:
     """One agent tool: its name, when to call it, its typed input and output, and the core call behind it."""
@@ -235,8 +170,9 @@ class ToolSpec:
     description: str
     input: type[BaseModel]
     output: type[BaseModel]
-    # call(arguments, verifier): the core call; ``verifier`` None means the runtime's (see core.snippets)
-    call: Callable[[BaseModel, Any], BaseModel]
+    # call(arguments, verifier): the core call, given an instance of ``input``; ``verifier`` None means the
+    # runtime's (see core.verify.snippets)
+    call: Callable[[Any, Verifier | None], BaseModel]
     # Behaviour hints for agents (MCP tool annotations): read_only = changes nothing the caller can see (a
     # verdict cached along the way is not a change); idempotent = calling again with the same arguments has
     # no further effect; destructive = may delete or overwrite the caller's data.  No tool reaches outside
@@ -246,48 +182,51 @@ class ToolSpec:
     destructive: bool = False
 
 
-def _ask(a: AskInput, verifier=None) -> Answer:
+def _ask(a: AskInput, verifier: Verifier | None = None) -> Answer:
     from fsdp_skill.core.answer import ask
 
     return ask(a.question, k=a.k, verify=a.verify, verifier=verifier, language=a.language)
 
 
-def _check_script(a: CheckInput, verifier=None) -> CheckReport:
+def _check_script(a: CheckInput, verifier: Verifier | None = None) -> CheckReport:
     from fsdp_skill.core.check import check_code
 
     return check_code(a.code, a.path, select=a.select, ignore=a.ignore)
 
 
-def _get_section(a: SectionInput, verifier=None) -> SectionOut:
+def _get_section(a: SectionInput, verifier: Verifier | None = None) -> SectionOut:
     from fsdp_skill.core.verify.snippets import get_section
 
     return get_section(a.id, verifier=verifier)
 
 
-def _verify_snippet(a: SnippetInput, verifier=None):
+def _verify_snippet(a: SnippetInput, verifier: Verifier | None = None) -> SnippetInfo:
     from fsdp_skill.core.verify.snippets import verify_snippet
 
     return verify_snippet(a.id, verifier=verifier)
 
 
-def _export_snippet(a: ExportInput, verifier=None):
+def _export_snippet(a: ExportInput, verifier: Verifier | None = None) -> ExportedScript:
     from fsdp_skill.core.verify.export import export_one
 
     return export_one(a.id, include_unverified=a.include_unverified, verifier=verifier)
 
 
-def _list_sections(a: ListInput, verifier=None):
+def _list_sections(a: ListInput, verifier: Verifier | None = None) -> Catalogue:
     from fsdp_skill.core.knowledge.catalogue import catalogue
 
     return catalogue(a.topic)
 
 
-def _plan_memory(a: PlanInput, verifier=None) -> PlanReport:
-    return run_plan(a)
+def _plan_memory(a: PlanRequest, verifier: Verifier | None = None) -> PlanReport:
+    from fsdp_skill.core.plan.report import plan_request
+
+    return plan_request(a)
 
 
 def _tool_specs() -> list[ToolSpec]:
     from fsdp_skill.core.knowledge.catalogue import Catalogue
+    from fsdp_skill.core.plan.request import PlanRequest
     from fsdp_skill.core.verify.export import ExportedScript
     from fsdp_skill.core.verify.snippets import SnippetInfo
 
@@ -394,7 +333,7 @@ def _tool_specs() -> list[ToolSpec]:
                 "the peak with their knowledge sections. Use sweep to compare world sizes, activation checkpointing, "
                 "reshard_after_forward or dtypes. Takes seconds to a minute."
             ),
-            input=PlanInput,
+            input=PlanRequest,  # the body of POST /v1/plan too: one request model (core/plan/request.py)
             output=PlanReport,
             call=_plan_memory,
         ),
@@ -406,7 +345,7 @@ def verify_script_spec(session_dir: str) -> ToolSpec:
     caller sends, so it is not in :func:`tool_specs`: only ``fsdp-skill mcp --allow-run-scripts`` adds it."""
     from fsdp_skill.core.verify.sent_scripts import ScriptRun, run_sent_script
 
-    def call(a: VerifyScriptInput, verifier=None) -> ScriptRun:
+    def call(a: VerifyScriptInput, verifier: Verifier | None = None) -> ScriptRun:
         return run_sent_script(
             a.code,
             session_dir=session_dir,

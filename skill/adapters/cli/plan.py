@@ -11,54 +11,32 @@ cannot be planned (one line on stderr), 1 when the planner could not run (no tor
 
 from __future__ import annotations
 
+import argparse
 import shlex
 import sys
+from typing import TYPE_CHECKING, Any
 
 from fsdp_skill.adapters.exitcodes import EXIT_FAIL, EXIT_OK
 from fsdp_skill.adapters.options import PYTHON_HELP
 from fsdp_skill.errors import InvalidArgument
 
+if TYPE_CHECKING:
+    from fsdp_skill.core.plan.request import LocalPlanRequest
 
-def cmd_plan(args) -> int:
+# An option whose help is this takes its help (description and default) and its choices from the request model,
+# when --help is printed (building the parser for every command imports no model: see _KnobHelp)
+FROM_MODEL = "%(from_model)s"
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
     """Run the plan and print it; see the module docstring for exit codes."""
-    from fsdp_skill.core.plan.report import plan_memory
-    from fsdp_skill.core.plan.spec import parse_bytes, parse_mesh, parse_reshard, parse_transformer, settings_for
+    from fsdp_skill.core.plan.report import plan_request
 
-    if bool(args.transformer) == bool(args.model):
-        raise InvalidArgument("give exactly one model: --transformer SPEC or --model FILE.py:FUNCTION")
-    if args.world_size is not None and args.mesh:
-        raise InvalidArgument("give --world-size N or --mesh RxS, not both")
-    if args.input and not args.model:
-        raise InvalidArgument("--input goes with --model (the built-in transformer takes --batch and --seq)")
-    if args.world_size is not None and args.world_size < 1:
-        raise InvalidArgument(f"--world-size must be >= 1, not {args.world_size}")
-    if not 0 < args.timeout <= 86400:
-        raise InvalidArgument(f"--timeout must be a positive number of seconds, at most 86400, not {args.timeout:g}")
-    mesh = parse_mesh(args.mesh) if args.mesh else [args.world_size or 8]
-    base = {
-        "mesh": mesh,
-        "batch": args.batch,
-        "seq": args.seq,
-        "optimizer": args.optimizer,
-        "param_dtype": None if args.param_dtype == "none" else args.param_dtype,
-        "reduce_dtype": None if args.reduce_dtype == "none" else args.reduce_dtype,
-        "activation_checkpointing": args.activation_checkpointing,
-        "reshard_after_forward": parse_reshard(args.reshard_after_forward),
-        "cpu_offload": args.cpu_offload,
-    }
-    settings = settings_for(base, args.sweep)
-    gpu = parse_bytes(args.gpu_memory) if args.gpu_memory else None
-    transformer = parse_transformer(args.transformer) if args.transformer else None
-    print(f"planning {len(settings)} setting(s) in a child process (fake process group, fake tensors)…", file=sys.stderr)
-    report = plan_memory(
-        settings,
-        transformer=transformer,
-        factory=args.model,
-        input_factory=args.input,
-        gpu_memory=gpu,
-        timeout=args.timeout,
-        command=shlex.join(["fsdp-skill", *args.argv]) if getattr(args, "argv", None) else "",
-    )
+    def starting(n: int) -> None:
+        print(f"planning {n} setting(s) in a child process (fake process group, fake tensors)…", file=sys.stderr)
+
+    command = shlex.join(["fsdp-skill", *args.argv]) if getattr(args, "argv", None) else ""
+    report = plan_request(request_from_args(args), command=command, on_start=starting)
     if args.json:
         sys.stdout.write(report.model_dump_json() + "\n")
     else:
@@ -68,14 +46,74 @@ def cmd_plan(args) -> int:
     return EXIT_FAIL if any(r.fit and r.fit.status == "does not fit" for r in report.rows) else EXIT_OK
 
 
-def add_plan_parser(sub) -> None:
-    """Register ``plan`` on the ``fsdp-skill`` subparsers."""
+def request_from_args(args: argparse.Namespace) -> LocalPlanRequest:
+    """The plan request of parsed ``fsdp-skill plan`` options: each option given sets the request field of its
+    name (the model holds every default); ``--reshard-after-forward`` is read as true, false or an int, and
+    ``--gpu-memory SIZE`` sets ``gpu_memory_gib``.  Raises InvalidArgument naming the option (a size without a
+    unit, a value over its limit, a wrong choice)."""
+    from pydantic import ValidationError
+
+    from fsdp_skill.core.plan.request import LocalPlanRequest, flag
+    from fsdp_skill.core.plan.spec import first_error, parse_bytes, parse_reshard
+
+    given: dict[str, Any] = {f: getattr(args, f) for f in LocalPlanRequest.model_fields if getattr(args, f, None) is not None}
+    if args.reshard_after_forward is not None:  # read as a report holds it: true / false / an int, read whole
+        given["reshard_after_forward"] = parse_reshard(args.reshard_after_forward)
+    if args.gpu_memory is not None:
+        given["gpu_memory_gib"] = parse_bytes(args.gpu_memory) / 2**30
+    try:
+        return LocalPlanRequest.model_validate(given)
+    except ValidationError as exc:
+        raise InvalidArgument(first_error(exc, flag)) from None
+
+
+class _KnobHelp(argparse.HelpFormatter):
+    """Help of the knob options from :class:`~fsdp_skill.core.plan.request.LocalPlanRequest`: the field's
+    description and default, and a Literal field's values as the metavar (``{adamw,adam,sgd}``)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if text != FROM_MODEL:
+            return text
+        field = _field(action.dest)
+        default = field.get_default(call_default_factory=True)
+        shown = (
+            ""
+            if default in (None, False, "", [])
+            else f" (default {str(default).lower() if isinstance(default, bool) else _num(default)})"
+        )
+        return (field.description or "").replace("%", "%%") + shown
+
+    def _metavar_formatter(self, action: argparse.Action, default_metavar: str) -> Any:
+        if action.help == FROM_MODEL and action.metavar is None:
+            from typing import Literal, get_args, get_origin
+
+            annotation = _field(action.dest).annotation
+            if get_origin(annotation) is Literal:
+                default_metavar = "{" + ",".join(map(str, get_args(annotation))) + "}"
+        return super()._metavar_formatter(action, default_metavar)
+
+
+def _field(name: str) -> Any:
+    from fsdp_skill.core.plan.request import LocalPlanRequest
+
+    return LocalPlanRequest.model_fields[name]
+
+
+def _num(value: object) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def add_plan_parser(sub: Any) -> None:
+    """Register ``plan`` on the ``fsdp-skill`` subparsers.  No option has a default here: an option not given
+    leaves the request model's default (:func:`request_from_args`)."""
     p = sub.add_parser(
         "plan",
         help="per-rank peak GPU memory by category for FSDP2 at any world size, planned on CPU",
         description="Plan one FSDP2 training step as one rank of any world size (fake process group, "
         "fake tensors, FSDPMemTracker): peak memory by category, the phase of the peak, a "
         "fit verdict and the knobs that lower it. FSDP1 is out of scope.",
+        formatter_class=_KnobHelp,
     )
     m = p.add_argument_group("model (one of)")
     m.add_argument(
@@ -83,38 +121,19 @@ def add_plan_parser(sub) -> None:
         metavar="SPEC",
         help="built-in Llama-style decoder: layers=32,dim=4096,heads=32,kv_heads=8,ffn=14336,vocab=128256",
     )
-    m.add_argument(
-        "--model",
-        metavar="FILE.py:FN",
-        help="your factory returning an nn.Module (path.py:fn or "
-        "pkg.module:fn), called with no arguments under FakeTensorMode in a child process",
-    )
-    m.add_argument(
-        "--input",
-        metavar="FILE.py:FN",
-        help="with --model: a factory returning the step's input tensor (or tuple); default int64 tokens of --batch x --seq",
-    )
+    m.add_argument("--model", metavar="FILE.py:FN", help=FROM_MODEL)
+    m.add_argument("--input", metavar="FILE.py:FN", help=FROM_MODEL)
     r = p.add_argument_group("run")
-    r.add_argument("--world-size", type=int, default=None, metavar="N", help="ranks of the 1-D mesh (default 8)")
-    r.add_argument("--mesh", metavar="RxS", help="HSDP: R replicas of S-way shards, e.g. 2x8")
-    r.add_argument("--batch", type=int, default=1, metavar="B", help="micro-batch per rank (default 1)")
-    r.add_argument("--seq", type=int, default=2048, metavar="S", help="sequence length (default 2048)")
-    r.add_argument(
-        "--param-dtype",
-        choices=("bf16", "fp16", "fp32", "none"),
-        default="bf16",
-        help="MixedPrecisionPolicy.param_dtype (default bf16; none: no mixed precision)",
-    )
-    r.add_argument(
-        "--reduce-dtype",
-        choices=("fp32", "bf16", "fp16", "none"),
-        default="fp32",
-        help="MixedPrecisionPolicy.reduce_dtype (default fp32)",
-    )
-    r.add_argument("--optimizer", choices=("adamw", "adam", "sgd"), default="adamw", help="default adamw")
-    r.add_argument("--activation-checkpointing", choices=("none", "per-block"), default="none", help="default none")
-    r.add_argument("--reshard-after-forward", default="true", metavar="true|false|N", help="for the blocks (default true)")
-    r.add_argument("--cpu-offload", action="store_true", help="CPUOffloadPolicy (sharded state in host memory)")
+    r.add_argument("--world-size", type=int, metavar="N", help=FROM_MODEL)
+    r.add_argument("--mesh", metavar="RxS", help=FROM_MODEL)
+    r.add_argument("--batch", type=int, metavar="B", help=FROM_MODEL)
+    r.add_argument("--seq", type=int, metavar="S", help=FROM_MODEL)
+    r.add_argument("--param-dtype", help=FROM_MODEL)
+    r.add_argument("--reduce-dtype", help=FROM_MODEL)
+    r.add_argument("--optimizer", help=FROM_MODEL)
+    r.add_argument("--activation-checkpointing", help=FROM_MODEL)
+    r.add_argument("--reshard-after-forward", metavar="true|false|N", help=FROM_MODEL)
+    r.add_argument("--cpu-offload", action="store_true", default=None, help=FROM_MODEL)
     o = p.add_argument_group("output")
     o.add_argument(
         "--gpu-memory", metavar="SIZE", help="GPU memory for a fit verdict, e.g. 80GiB (exit 1 when a row does not fit)"
@@ -122,12 +141,11 @@ def add_plan_parser(sub) -> None:
     o.add_argument(
         "--sweep",
         action="append",
-        default=[],
         metavar="KEY=V1,V2",
         help="one row per value (repeatable: every combination): world-size, mesh, ac, reshard, dtype, "
         "reduce-dtype, optimizer, batch, seq, cpu-offload",
     )
-    o.add_argument("--timeout", type=float, default=600.0, metavar="S", help="seconds for the whole plan (default 600)")
+    o.add_argument("--timeout", type=float, metavar="S", help=FROM_MODEL)
     o.add_argument("--json", action="store_true", help="print the PlanReport as JSON (bytes)")
     o.add_argument("--python", metavar="PATH", help=PYTHON_HELP)
     p.set_defaults(func=cmd_plan)

@@ -33,7 +33,7 @@ import os
 import signal
 import threading
 from contextlib import asynccontextmanager
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -47,8 +47,8 @@ from fsdp_skill.core.answer import MAX_QUESTION_CHARS
 from fsdp_skill.core.check import CheckReport
 from fsdp_skill.core.models import Answer, SectionOut
 from fsdp_skill.core.plan.models import PlanReport
-from fsdp_skill.core.plan.spec import TransformerSpec
-from fsdp_skill.core.toolspec import AskInput, CheckInput, PlanInput
+from fsdp_skill.core.plan.request import PlanRequest
+from fsdp_skill.core.toolspec import AskInput, CheckInput
 from fsdp_skill.core.verify.snippets import SnippetInfo, stop_runs
 from fsdp_skill.errors import (
     ExportRefused,
@@ -105,37 +105,6 @@ class CheckRequest(CheckInput):
         extra="forbid",
         strict=True,
         json_schema_extra={"examples": [{"code": "import torch\n...", "path": "train.py", "select": ["FSD0"], "ignore": []}]},
-    )
-
-
-class PlanRequest(PlanInput):
-    """Body of ``POST /v1/plan`` (built-in transformer sizes only: no client code is run).  ``transformer`` is the
-    CLI's text or the object a PlanReport's ``transformer`` holds, and ``reshard_after_forward`` a JSON bool or int
-    too, so a report's sizes and setting can be sent back as they are."""
-
-    transformer: TransformerSpec | Annotated[str, Field(min_length=1, max_length=200)] = Field(
-        description="Sizes of the built-in Llama-style decoder: an object with layers, dim, heads, kv_heads, ffn and "
-        "vocab, or the CLI's text 'layers=32,dim=4096,heads=32,kv_heads=8,ffn=14336,vocab=128256'"
-    )
-    reshard_after_forward: bool | int | Annotated[str, Field(max_length=10)] = Field(
-        "true",
-        description="For the blocks: true, false or an int shard size after forward (as a report's setting "
-        "holds it), or those as text",
-    )
-
-    model_config = ConfigDict(
-        extra="forbid",
-        json_schema_extra={
-            "examples": [
-                {
-                    "transformer": "layers=32,dim=4096,heads=32,kv_heads=8,ffn=14336,vocab=128256",
-                    "world_size": 8,
-                    "seq": 4096,
-                    "gpu_memory_gib": 80,
-                    "sweep": ["ac=none,per-block"],
-                }
-            ]
-        },
     )
 
 
@@ -347,10 +316,10 @@ def create_app(verifier=None) -> FastAPI:
         summary="Per-rank peak memory of FSDP2 training for the built-in transformer (no client code is run)",
     )
     def plan_route(body: PlanRequest) -> PlanReport:
-        from fsdp_skill.core.toolspec import run_plan
+        from fsdp_skill.core.plan.report import plan_request
 
         with plan_slots:
-            return run_plan(body)
+            return plan_request(body)
 
     @app.get(
         "/v1/sections/{section_id:kid}",

@@ -48,9 +48,10 @@ class StrictArguments(FuncMetadata):
     input_model: Any = None
 
     def validate_arguments(self, arguments_to_validate: dict[str, Any]) -> dict[str, Any]:
-        """The validated arguments as keyword arguments; raises pydantic's ValidationError (a tool error)."""
+        """The validated arguments the call gave, as keyword arguments (a field left out stays out, so the tool's
+        model still knows it was not given); raises pydantic's ValidationError (a tool error)."""
         model: BaseModel = self.input_model.model_validate(arguments_to_validate, strict=True)
-        return {name: getattr(model, name) for name in type(model).model_fields}
+        return {name: getattr(model, name) for name in model.model_fields_set}
 
 
 def _tool_function(spec: ToolSpec, verifier=None):

@@ -20,6 +20,8 @@ Each output line is ``{"ok": true, ...figures...}`` or ``{"ok": false, "kind": "
 "torch", "error": "one line"}`` (then the child exits 3).  Bytes everywhere.
 """
 
+from __future__ import annotations
+
 import importlib
 import importlib.util
 import json
@@ -27,6 +29,12 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Callable, Iterable
+from types import ModuleType
+from typing import Any
+
+# torch is not analysed (pyproject's mypy section): its objects are Any here.  A setting and the model spec are
+# the request's JSON objects (dict[str, Any]); inputs are (positional arguments, keyword arguments).
 
 DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 CATEGORIES = {
@@ -47,25 +55,27 @@ CATEGORIES = {
 class PlanFailure(Exception):
     """A setting or model the planner cannot run; ``kind`` is 'model', 'setting' or 'torch'."""
 
-    def __init__(self, kind, message):
+    def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
         self.kind = kind
 
 
-def load_sibling(name):
+def load_sibling(name: str) -> ModuleType:
     """The module ``name`` from the file ``name.py`` beside this one, under a private module name."""
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py")
     key = "_fsdp_skill_plan_" + name
     if key in sys.modules:
         return sys.modules[key]
     spec = importlib.util.spec_from_file_location(key, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{path} cannot be loaded as a module")
     module = importlib.util.module_from_spec(spec)
     sys.modules[key] = module
     spec.loader.exec_module(module)
     return module
 
 
-def resolve_factory(ref):
+def resolve_factory(ref: str) -> Callable[[], Any]:
     """The callable named by ``path/to/file.py:name`` or ``package.module:name``; raises PlanFailure('model')."""
     target, _, attr = ref.rpartition(":")
     if not target or not attr:
@@ -78,6 +88,8 @@ def resolve_factory(ref):
             if folder not in sys.path:
                 sys.path.insert(0, folder)
             spec = importlib.util.spec_from_file_location("_fsdp_skill_user_model", target)
+            if spec is None or spec.loader is None:
+                raise PlanFailure("model", f"{target} cannot be loaded as a module")
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
         else:
@@ -89,30 +101,33 @@ def resolve_factory(ref):
     fn = getattr(module, attr, None)
     if not callable(fn):
         raise PlanFailure("model", f"{target} has no callable {attr!r}")
-    return fn
+    return fn  # type: ignore[no-any-return]  # the user's callable, whatever it returns
 
 
-def _line(exc):
+def _line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}".strip()
 
 
-def blocks_of(model):
+def blocks_of(model: Any) -> list[Any]:
     """The model's blocks: the children of its largest ``nn.ModuleList`` (e.g. ``model.layers``), or []."""
     from torch import nn
 
     lists = [m for m in model.modules() if isinstance(m, nn.ModuleList)]
-    return list(max(lists, key=len)) if lists else []
+    if not lists:
+        return []
+    largest: Any = max(lists, key=len)
+    return list(largest)
 
 
-def dtype(name):
+def dtype(name: str | None) -> Any:
     """torch dtype for 'fp32' / 'bf16' / 'fp16', None for None."""
     import torch
 
     return None if name is None else getattr(torch, DTYPES[name])
 
 
-def shard(model, mesh, setting):
+def shard(model: Any, mesh: Any, setting: dict[str, Any]) -> list[Any]:
     """Apply activation checkpointing (per block, when asked) and fully_shard per block and on the root,
     with the setting's MixedPrecisionPolicy, reshard_after_forward and CPUOffloadPolicy; returns the blocks."""
     from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, OffloadPolicy, fully_shard
@@ -138,7 +153,7 @@ def shard(model, mesh, setting):
     return blocks
 
 
-def make_optimizer(model, name):
+def make_optimizer(model: Any, name: str) -> Any:
     """AdamW / Adam (lr 1e-4, two fp32 states per parameter) or SGD (momentum 0.9, one), ``foreach=True``
     as torch picks on CUDA."""
     import torch
@@ -153,7 +168,7 @@ def make_optimizer(model, name):
     raise PlanFailure("setting", f"unknown optimizer {name!r}; use adamw, adam or sgd")
 
 
-def compute_loss(model, inputs, builtin):
+def compute_loss(model: Any, inputs: tuple[tuple[Any, ...], dict[str, Any]], builtin: bool) -> Any:
     """The scalar loss of one forward: next-token cross-entropy for the built-in transformer, else the
     output's ``.loss`` when it has one, else the sum of its (first) tensor output."""
     import torch
@@ -172,7 +187,13 @@ def compute_loss(model, inputs, builtin):
     return loss
 
 
-def train_step(model, optimizer, inputs, builtin, marks=None):
+def train_step(
+    model: Any,
+    optimizer: Any,
+    inputs: tuple[tuple[Any, ...], dict[str, Any]],
+    builtin: bool,
+    marks: Callable[[str], object] | None = None,
+) -> None:
     """One step: forward, backward, optimizer step; ``marks(phase)`` is called after each phase.  The
     gradients stay set (the caller zeroes them)."""
     loss = compute_loss(model, inputs, builtin)
@@ -183,7 +204,7 @@ def train_step(model, optimizer, inputs, builtin, marks=None):
     marks and marks("optimizer step")
 
 
-def warm_up(model, optimizer):
+def warm_up(model: Any, optimizer: Any) -> None:
     """Create the optimizer state as the first step would (zero gradients, one ``step``), then drop the
     gradients: the measured step is then a steady-state one, with optimizer state held throughout.
 
@@ -200,7 +221,7 @@ def warm_up(model, optimizer):
     optimizer.zero_grad(set_to_none=True)
 
 
-def _call_factory(ref):
+def _call_factory(ref: str) -> Any:
     """The user's ``file.py:fn`` / ``pkg.mod:fn`` called with no arguments; any failure is a PlanFailure naming it."""
     try:
         return resolve_factory(ref)()
@@ -210,7 +231,7 @@ def _call_factory(ref):
         raise PlanFailure("model", f"{ref}() failed: {_line(exc)}") from exc
 
 
-def build_model(spec):
+def build_model(spec: dict[str, Any]) -> Any:
     """The model of the request: the built-in transformer or the user's factory (called with no arguments)."""
     from torch import nn
 
@@ -222,7 +243,7 @@ def build_model(spec):
     return model
 
 
-def make_inputs(spec, setting):
+def make_inputs(spec: dict[str, Any], setting: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """The step's inputs as ``(args, kwargs)``: from the input factory (a dict: keyword arguments; a tuple or list:
     positional arguments, so ``(batch_dict,)`` passes one dict; anything else but None: one argument), else
     int64 tokens of batch x seq.  Raises PlanFailure('model') for None or a dict with a non-str key."""
@@ -245,12 +266,13 @@ def make_inputs(spec, setting):
     return (torch.randint(0, vocab, (setting["batch"], setting["seq"])),), {}
 
 
-def local_bytes(tensors):
+def local_bytes(tensors: Iterable[Any]) -> int:
     """Bytes of the distinct storages behind ``tensors`` (a DTensor counts its local shard's storage, padding
     included): what this rank holds for them."""
     from torch.distributed.tensor import DTensor
 
-    seen, total = set(), 0
+    seen: set[int] = set()
+    total = 0
     for t in tensors:
         st = (t._local_tensor if isinstance(t, DTensor) else t).untyped_storage()  # to_local() without autograd
         key = st._cdata  # the StorageImpl itself (fake storages have no data pointer)
@@ -260,7 +282,7 @@ def local_bytes(tensors):
     return total
 
 
-def held_bytes(model, optimizer):
+def held_bytes(model: Any, optimizer: Any) -> tuple[int, int, int]:
     """(sharded parameter, sharded gradient, optimizer state) bytes this rank holds after the step."""
     import torch
 
@@ -272,7 +294,7 @@ def held_bytes(model, optimizer):
 HOST_WITH_OFFLOAD = ("Sharded Param", "Sharded Grad", "OptState")  # in host memory under CPUOffloadPolicy
 
 
-def make_tracker(model, optimizer, device_peak=False):
+def make_tracker(model: Any, optimizer: Any, device_peak: bool = False) -> Any:
     """An ``FSDPMemTracker`` for ``model`` and ``optimizer`` that keeps only the global peak, and also the peak of
     what is not in HOST_WITH_OFFLOAD (``device_peak``, bytes, with its category snapshot ``device_peak_snap``):
     the GPU's own peak under CPUOffloadPolicy, which can come at another moment than the whole peak.
@@ -286,10 +308,11 @@ def make_tracker(model, optimizer, device_peak=False):
 
     track_device = device_peak
 
-    class GlobalPeakTracker(FSDPMemTracker):
-        device_peak, device_peak_snap = 0, {}
+    class GlobalPeakTracker(FSDPMemTracker):  # type: ignore[misc]  # torch's class, Any here
+        device_peak: int = 0
+        device_peak_snap: dict[Any, dict[Any, int]] = {}
 
-        def _update_peak_stats(self, peak_state):
+        def _update_peak_stats(self, peak_state: Any) -> None:
             device = 0
             for dev, dev_snap in self._curr_mem_snap.items():
                 if self._peak_mem.get(dev, 0) < dev_snap["Total"]:
@@ -313,7 +336,7 @@ def make_tracker(model, optimizer, device_peak=False):
     return tracker
 
 
-def _snapshot(tracker, which, snap=None):
+def _snapshot(tracker: Any, which: str, snap: dict[Any, Any] | None = None) -> dict[str, int]:
     """Bytes per category (our names) of the tracker's ``which`` snapshot, or of ``snap`` when given."""
     snap = tracker.get_tracker_snapshot(which) if snap is None else snap
     out = {v: 0 for v in CATEGORIES.values()}
@@ -325,7 +348,7 @@ def _snapshot(tracker, which, snap=None):
     return out
 
 
-def _needs():
+def _needs() -> tuple[Any, Any, Any]:
     """The torch pieces the planner needs (FakeTensorMode, init_device_mesh, FakeStore); raises PlanFailure('torch')
     naming the installed torch when one is missing."""
     import torch
@@ -345,7 +368,7 @@ def _needs():
     return FakeTensorMode, init_device_mesh, FakeStore
 
 
-def plan_one(spec, setting):
+def plan_one(spec: dict[str, Any], setting: dict[str, Any]) -> dict[str, Any]:
     """Figures of one setting (a dict, bytes), acting as rank ``setting['rank']``; raises PlanFailure."""
     import torch
     import torch.distributed as dist
@@ -375,7 +398,7 @@ def plan_one(spec, setting):
             warm_up(model, optimizer)
             tracker = make_tracker(model, optimizer, device_peak=bool(setting.get("cpu_offload")))
             tracker.track_inputs(inputs)
-            peaks = {}
+            peaks: dict[str, tuple[int, int]] = {}
             with tracker:
                 train_step(
                     model,
@@ -401,7 +424,7 @@ def plan_one(spec, setting):
         dist.destroy_process_group()
     total = sum(peak.values())
     on_device = sum(device.values()) if device else None
-    which, top = (1, on_device) if device else (0, total)  # with offload, the phase of the GPU's own peak
+    which, top = (1, on_device) if on_device is not None else (0, total)  # with offload, the phase of the GPU's own peak
     phase = next(p for p in ("forward", "backward", "optimizer step") if peaks[p][which] >= top)
     return {
         "ok": True,
@@ -422,7 +445,7 @@ def plan_one(spec, setting):
     }
 
 
-def main():
+def main() -> int:
     """Read the request on stdin, print one JSON line per setting; exit 0, or 3 after a failure line."""
     import warnings
 

@@ -1,6 +1,7 @@
 """The plan's report: run the child for every setting and add the fit verdict, estimates and suggestions.
 
-    plan_memory(model=TransformerSpec | factory="path.py:fn", settings=[Setting, ...]) -> PlanReport
+    plan_request(PlanRequest | LocalPlanRequest) -> PlanReport          what the CLI, HTTP and MCP call
+    plan_memory([Setting, ...], transformer=TransformerSpec | factory="path.py:fn", ...) -> PlanReport
 
 The measuring happens in a child process (:mod:`.runner` runs :mod:`.child` under the target
 interpreter); this module only validates, runs it and adds the fit verdict, estimates and suggestions
@@ -9,14 +10,49 @@ interpreter); this module only validates, runs it and adds the fit verdict, esti
 
 from __future__ import annotations
 
-import shlex
+from collections.abc import Callable
+from typing import Any
 
 from fsdp_skill.core.plan.advice import MEASURED, estimates, fit, not_measured, suggestions
 from fsdp_skill.core.plan.models import PlanReport, PlanRow
+from fsdp_skill.core.plan.request import PlanKnobs, command_line
+from fsdp_skill.core.plan.runner import DEFAULT_TIMEOUT_S, run_child
 from fsdp_skill.core.plan.spec import Setting, TransformerSpec
 from fsdp_skill.errors import HarnessError, InvalidArgument
 
-__all__ = ["plan_memory", "PlanReport", "Setting", "TransformerSpec"]
+__all__ = ["plan_request", "plan_memory", "child_request", "PlanReport", "Setting", "TransformerSpec"]
+
+
+def plan_request(request: PlanKnobs, *, command: str = "", on_start: Callable[[int], None] | None = None) -> PlanReport:
+    """Plan ``request`` (a :class:`~.request.PlanRequest` from HTTP or MCP, a :class:`~.request.LocalPlanRequest`
+    from the CLI); ``command``: the report's command line (default :meth:`~.request.PlanKnobs.command_line`);
+    ``on_start(n)`` is called once the request is read whole, before the child starts on its ``n`` settings.
+    Raises as :func:`plan_memory` does."""
+    transformer, factory, input_factory = request.models()
+    settings = request.settings()
+    command = command or request.command_line()
+    if on_start is not None:
+        on_start(len(settings))
+    return plan_memory(
+        settings,
+        transformer=transformer,
+        factory=factory,
+        input_factory=input_factory,
+        gpu_memory=request.gpu_bytes(),
+        timeout=request.timeout_s(),
+        command=command,
+    )
+
+
+def child_request(
+    settings: list[Setting], transformer: TransformerSpec | None, factory: str | None, input_factory: str | None
+) -> dict[str, Any]:
+    """The JSON document the planner's child reads on stdin (drawn in ``child.py``'s docstring): the model (the
+    transformer's sizes, or the factory and input factory references) and every setting's fields."""
+    model: dict[str, Any] = (
+        {"transformer": transformer.check().model_dump()} if transformer else {"factory": factory, "input": input_factory}
+    )
+    return {"model": model, "settings": [s.check().model_dump() for s in settings]}
 
 
 def plan_memory(
@@ -26,7 +62,7 @@ def plan_memory(
     factory: str | None = None,
     input_factory: str | None = None,
     gpu_memory: int | None = None,
-    timeout: float = 600.0,
+    timeout: float = DEFAULT_TIMEOUT_S,
     command: str = "",
 ) -> PlanReport:
     """Plan every setting for the built-in ``transformer`` or the user's ``factory`` (``path.py:fn`` or
@@ -36,20 +72,17 @@ def plan_memory(
     Raises InvalidArgument (no model or two, a bad setting, a model the child cannot build or step) and
     HarnessError (torch missing, the child crashed or timed out).
     """
-    from fsdp_skill.core.plan.runner import run_child
-
     if (transformer is None) == (factory is None):
         raise InvalidArgument("give exactly one model: --transformer SPEC or --model FILE.py:FUNCTION")
     if not settings:
         raise InvalidArgument("no setting to plan")
     if gpu_memory is not None and gpu_memory <= 0:
         raise InvalidArgument(f"gpu_memory({gpu_memory}) must be > 0 bytes")
-    model = {"transformer": transformer.check().model_dump()} if transformer else {"factory": factory, "input": input_factory}
-    results = run_child({"model": model, "settings": [s.check().model_dump() for s in settings]}, timeout=timeout)
+    results = run_child(child_request(settings, transformer, factory, input_factory), timeout=timeout)
     if len(results) != len(settings):
         raise HarnessError(f"the planner returned {len(results)} result(s) for {len(settings)} setting(s)")
     rows = [_row(s, r, gpu_memory, bool(input_factory)) for s, r in zip(settings, results, strict=True)]
-    name = f"transformer {transformer.text()}" if transformer else factory
+    name = f"transformer {transformer.text()}" if transformer else str(factory)
     return PlanReport(
         model=name,
         transformer=transformer,
@@ -60,12 +93,15 @@ def plan_memory(
         measured=MEASURED,
         not_measured=not_measured(rows),
         suggestions=suggestions(rows, bool(input_factory)),
-        command=command or command_line(settings, transformer, factory, gpu_memory),
+        command=command
+        or command_line(
+            settings[0], transformer=transformer, factory=factory, input_factory=input_factory, gpu_memory=gpu_memory
+        ),
         torch_version=results[0]["torch_version"],
     )
 
 
-def _row(setting: Setting, r: dict, gpu_memory: int | None, custom_input: bool) -> PlanRow:
+def _row(setting: Setting, r: dict[str, Any], gpu_memory: int | None, custom_input: bool) -> PlanRow:
     device_peak = r["peak_bytes"]
     if setting.cpu_offload:
         if r.get("device_peak_bytes") is None:
@@ -92,32 +128,3 @@ def _row(setting: Setting, r: dict, gpu_memory: int | None, custom_input: bool) 
     if gpu_memory is not None:
         row.fit = fit(row, gpu_memory)
     return row
-
-
-def command_line(
-    settings: list[Setting], transformer: TransformerSpec | None, factory: str | None, gpu_memory: int | None
-) -> str:
-    """An ``fsdp-skill plan`` command line for the first setting (a ready command for answers and reports)."""
-    s = settings[0]
-    parts = ["fsdp-skill", "plan"]
-    parts += ["--transformer", transformer.text()] if transformer else ["--model", factory or ""]
-    parts += ["--mesh", "x".join(map(str, s.mesh))] if len(s.mesh) == 2 else ["--world-size", str(s.world_size)]
-    parts += [
-        "--batch",
-        str(s.batch),
-        "--seq",
-        str(s.seq),
-        "--param-dtype",
-        s.param_dtype or "none",
-        "--reduce-dtype",
-        s.reduce_dtype or "none",
-        "--optimizer",
-        s.optimizer,
-        "--activation-checkpointing",
-        s.activation_checkpointing,
-        "--reshard-after-forward",
-        str(s.reshard_after_forward).lower(),
-    ]
-    parts += ["--cpu-offload"] if s.cpu_offload else []
-    parts += ["--gpu-memory", f"{gpu_memory / 2**30:g}GiB"] if gpu_memory else []
-    return shlex.join(parts)

@@ -16,7 +16,10 @@ import shutil
 import signal
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 from fsdp_skill.errors import HarnessError, InvalidArgument
 
@@ -24,7 +27,7 @@ CHILD = str(Path(__file__).resolve().with_name("child.py"))
 DEFAULT_TIMEOUT_S = 600.0
 
 
-def run_child(request: dict, *, timeout: float = DEFAULT_TIMEOUT_S) -> list[dict]:
+def run_child(request: dict[str, Any], *, timeout: float = DEFAULT_TIMEOUT_S) -> list[dict[str, Any]]:
     """One ``ok`` result dict per setting of ``request`` (the child's JSON lines), in order.
 
     ``timeout``: seconds for the whole request.  Raises InvalidArgument (the model or a setting cannot be
@@ -52,8 +55,9 @@ def run_child(request: dict, *, timeout: float = DEFAULT_TIMEOUT_S) -> list[dict
             )
         try:
             try:
-                proc.stdin.write(json.dumps(request))
-                proc.stdin.close()
+                if proc.stdin is not None:  # always: stdin=PIPE
+                    proc.stdin.write(json.dumps(request))
+                    proc.stdin.close()
             except BrokenPipeError:
                 pass  # the child died before reading: its exit code and stderr say why
             proc.wait(timeout=timeout)
@@ -72,7 +76,7 @@ def run_child(request: dict, *, timeout: float = DEFAULT_TIMEOUT_S) -> list[dict
     return _results(out, err, proc.returncode)
 
 
-def _terminate_as_exit():
+def _terminate_as_exit() -> Callable[[], object]:
     """While a plan runs in the main thread, SIGTERM raises SystemExit (so the child's session is killed on the
     way out, as on Ctrl-C); returns the function that restores the previous handler."""
     import threading
@@ -83,14 +87,14 @@ def _terminate_as_exit():
     if previous not in (signal.SIG_DFL, None):
         return lambda: None  # the caller (serve) handles SIGTERM itself
 
-    def _exit(signum, frame):
+    def _exit(signum: int, frame: FrameType | None) -> None:
         raise SystemExit(128 + signum)
 
     signal.signal(signal.SIGTERM, _exit)
     return lambda: signal.signal(signal.SIGTERM, previous)
 
 
-def _kill(proc: subprocess.Popen) -> None:
+def _kill(proc: subprocess.Popen[str]) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -101,8 +105,8 @@ def _kill(proc: subprocess.Popen) -> None:
         pass
 
 
-def _results(out: str, err: str, code: int) -> list[dict]:
-    results = []
+def _results(out: str, err: str, code: int) -> list[dict[str, Any]]:
+    results: list[dict[str, Any]] = []
     for line in out.splitlines():
         try:
             item = json.loads(line)

@@ -1,19 +1,29 @@
-"""What to plan: the model (built-in transformer sizes or a user factory) and the run settings, parsed
-from the CLI's strings and validated with the numbers in the message (InvalidArgument, exit 2 / HTTP 400)."""
+"""What to plan: the built-in transformer's sizes and one run's :class:`Setting`, parsed from their text forms
+and validated with the numbers in the message (InvalidArgument, exit 2 / HTTP 400).
+
+The limits of a plan live here, once: :data:`MAX_WORLD_SIZE`, :data:`MAX_BATCH`, :data:`MAX_SEQ`, the sweep's
+:data:`MAX_SWEEP_ROWS` and :data:`MAX_SWEEP_AXES`.  :class:`RunKnobs` holds the knobs a setting and a plan request
+(:mod:`.request`) take in the same form, so their type, default, limit and description are written once.
+"""
 
 from __future__ import annotations
 
 import itertools
 import re
-from typing import Literal
+from collections.abc import Callable
+from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from fsdp_skill.errors import InvalidArgument
 
 MAX_WORLD_SIZE = 65536  # ranks one plan may simulate (the fake process group allocates nothing per rank)
-MAX_SWEEP_ROWS = 16
-DTYPE_NAMES = ("fp32", "bf16", "fp16")
+MAX_BATCH = 1_000_000  # micro-batch per rank (fake tensors: a size costs nothing but its numbers)
+MAX_SEQ = 10_000_000  # tokens per sample
+MAX_SWEEP_ROWS = 16  # settings one plan measures (each takes seconds of a CPU core)
+MAX_SWEEP_AXES = 4  # --sweep items (KEY=V1,V2,...); four two-value axes already make 16 rows
+DType = Literal["fp32", "bf16", "fp16"]
+DTYPE_NAMES: tuple[str, ...] = get_args(DType)
 _UNITS = {
     "": 1,
     "b": 1,
@@ -58,19 +68,12 @@ class TransformerSpec(BaseModel):
         return ",".join(f"{k}={v}" for k, v in self.model_dump().items())
 
 
-class Setting(BaseModel):
-    """One run to plan: mesh, FSDP2 options, optimizer and input size."""
+class RunKnobs(BaseModel):
+    """The knobs of one run that a :class:`Setting` and a plan request hold in the same form (their type, default,
+    limit and description, written once); both subclasses add the knobs whose forms differ."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    mesh: list[int] = Field(description="Device mesh shape: [world_size] (FSDP) or [replicate, shard] (HSDP)")
-    reshard_after_forward: bool | int = Field(
-        True, description="fully_shard's reshard_after_forward for the blocks: true, false, or an int shard size after forward"
-    )
-    param_dtype: Literal["fp32", "bf16", "fp16"] | None = Field(
-        "bf16", description="MixedPrecisionPolicy.param_dtype (None: no mixed precision)"
-    )
-    reduce_dtype: Literal["fp32", "bf16", "fp16"] | None = Field("fp32", description="MixedPrecisionPolicy.reduce_dtype")
+    batch: int = Field(1, ge=1, le=MAX_BATCH, description="Micro-batch size per rank")
+    seq: int = Field(2048, ge=2, le=MAX_SEQ, description="Sequence length (tokens per sample)")
     optimizer: Literal["adamw", "adam", "sgd"] = Field(
         "adamw", description="adamw/adam: two fp32 states per parameter; sgd: momentum 0.9, one"
     )
@@ -78,8 +81,19 @@ class Setting(BaseModel):
     cpu_offload: bool = Field(
         False, description="CPUOffloadPolicy: sharded parameters, gradients and optimizer state in host memory"
     )
-    batch: int = Field(1, ge=1, le=1_000_000, description="Micro-batch size per rank")
-    seq: int = Field(2048, ge=2, le=10_000_000, description="Sequence length (tokens per sample)")
+
+
+class Setting(RunKnobs):
+    """One run to plan: mesh, FSDP2 options, optimizer and input size (the knobs of :class:`RunKnobs` too)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mesh: list[int] = Field(description="Device mesh shape: [world_size] (FSDP) or [replicate, shard] (HSDP)")
+    reshard_after_forward: bool | int = Field(
+        True, description="fully_shard's reshard_after_forward for the blocks: true, false, or an int shard size after forward"
+    )
+    param_dtype: DType | None = Field("bf16", description="MixedPrecisionPolicy.param_dtype (None: no mixed precision)")
+    reduce_dtype: DType | None = Field("fp32", description="MixedPrecisionPolicy.reduce_dtype")
     rank: int = Field(0, ge=0, description="The rank the plan acts as")
 
     @property
@@ -137,6 +151,19 @@ def parse_bytes(text: str) -> int:
     return value
 
 
+def format_size(n: int) -> str:
+    """``n`` bytes as a short text :func:`parse_bytes` reads back as exactly ``n``, in the first unit that has
+    one: ``80GiB``, ``80GB``, ``1.024MiB`` (1073741 bytes), else ``1234B``.  ``n`` must be > 0."""
+    for unit in ("GiB", "GB", "TiB", "TB", "MiB", "MB", "KiB", "kB"):
+        text = f"{n / _UNITS[unit.lower()]:g}{unit}"
+        try:
+            if "e" not in text and parse_bytes(text) == n:
+                return text
+        except InvalidArgument:  # rounds to 0 bytes in this unit
+            continue
+    return f"{n}B"
+
+
 def parse_transformer(text: str) -> TransformerSpec:
     """``layers=32,dim=4096,heads=32,kv_heads=8,ffn=14336,vocab=128256`` -> TransformerSpec (all six keys)."""
     fields: dict[str, int] = {}
@@ -162,7 +189,7 @@ def parse_transformer(text: str) -> TransformerSpec:
     try:
         return TransformerSpec(**fields).check()
     except ValueError as exc:
-        raise InvalidArgument(f"--transformer: {_first_error(exc)}") from None
+        raise InvalidArgument(f"--transformer: {first_error(exc)}") from None
 
 
 def parse_mesh(text: str) -> list[int]:
@@ -174,7 +201,7 @@ def parse_mesh(text: str) -> list[int]:
 
 
 def parse_reshard(text: str) -> bool | int:
-    """``true`` / ``false`` / an int shard size."""
+    """``true`` / ``false`` / an int shard size; raises InvalidArgument."""
     low = str(text).strip().lower()
     if low in ("true", "false"):
         return low == "true"
@@ -206,7 +233,7 @@ def _positive(text: str) -> int:
 
 
 # --sweep KEY=V1,V2,...: the setting field each key sets, and how a value is read
-SWEEP_KEYS = {
+SWEEP_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "world-size": ("mesh", lambda v: [_positive(v)]),
     "mesh": ("mesh", parse_mesh),
     "ac": ("activation_checkpointing", lambda v: {"none": "none", "per-block": "per-block"}.get(v.strip(), v)),
@@ -220,10 +247,11 @@ SWEEP_KEYS = {
 }
 
 
-def parse_sweep(items: list[str]) -> list[dict]:
+def parse_sweep(items: list[str]) -> list[dict[str, Any]]:
     """``["world-size=8,16", "ac=none,per-block"]`` -> the list of field overrides of every combination
     (the product, in order); raises InvalidArgument for an unknown key or over MAX_SWEEP_ROWS rows."""
-    axes, fields = [], {}
+    axes: list[list[tuple[str, Any]]] = []
+    fields: dict[str, str] = {}
     for item in items:
         key, eq, values = item.partition("=")
         key = key.strip().replace("_", "-")
@@ -242,7 +270,7 @@ def parse_sweep(items: list[str]) -> list[dict]:
     return rows
 
 
-def settings_for(base: dict, sweep: list[str]) -> list[Setting]:
+def settings_for(base: dict[str, Any], sweep: list[str]) -> list[Setting]:
     """The settings of a plan: ``base`` fields with each sweep combination applied; raises InvalidArgument."""
     out = []
     for overrides in parse_sweep(sweep):
@@ -254,13 +282,21 @@ def settings_for(base: dict, sweep: list[str]) -> list[Setting]:
         try:
             out.append(Setting(**{**base, **overrides}).check())
         except ValueError as exc:
-            raise InvalidArgument(f"setting {overrides or base}: {_first_error(exc)}") from None
+            raise InvalidArgument(f"setting {overrides or base}: {first_error(exc)}") from None
     return out
 
 
-def _first_error(exc: Exception) -> str:
-    errors = getattr(exc, "errors", None)
-    if callable(errors):
-        e = errors()[0]
-        return f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg', '')}".strip(": ")
-    return str(exc)
+def first_error(exc: Exception, name: Callable[[str], str] | None = None) -> str:
+    """One line for a validation error: its first problem as ``field: message`` (``name`` renders the top field,
+    e.g. as the CLI flag that sets it; without it the whole location is joined with dots).  Of a union's
+    alternatives (``bool | int | str``) the problem is the one that is not a type mismatch, when there is one:
+    a 12-character string is 'at most 10 characters', not 'not a valid boolean'."""
+    if not isinstance(exc, ValidationError):
+        return str(exc)
+    errors = exc.errors()
+    first = errors[0]
+    same_field = [e for e in errors if e["loc"][:1] == first["loc"][:1]]
+    e = next((e for e in same_field if not e["type"].endswith("_type")), first)
+    loc = [str(p) for p in e["loc"]]
+    where = name(loc[0]) if name and loc else ".".join(loc)
+    return f"{where}: {e['msg']}".strip(": ")
