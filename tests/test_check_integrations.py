@@ -263,7 +263,7 @@ def test_ask_on_a_pasted_script_without_fences():
     ids=["prose", "traceback", "two fences", "shell fence", "broken fence", "bare script"],
 )
 def test_code_blocks(text, blocks):
-    from fsdp_skill.core.check import code_blocks
+    from fsdp_skill.core.code_blocks import code_blocks
 
     assert len(code_blocks(text)) == blocks
 
@@ -271,7 +271,7 @@ def test_code_blocks(text, blocks):
 def test_questions_without_code_route_exactly_as_before(monkeypatch):
     """Every question of the routing sets has no code, and routes the same with the checker taken out of ask."""
     from fsdp_skill.core import answer as answer_mod
-    from fsdp_skill.core.check import code_blocks
+    from fsdp_skill.core.code_blocks import code_blocks
 
     questions = _questions()
     assert len(questions) > 150 and not [q for q in questions if code_blocks(q)]
