@@ -12,7 +12,7 @@ import ast
 import sys
 from collections.abc import Iterable
 
-from fsdp_skill.core.check.facts import Module
+from fsdp_skill.core.check.facts import FileFacts
 from fsdp_skill.core.check.finders import FINDERS
 from fsdp_skill.core.check.models import Finding
 from fsdp_skill.core.check.noqa import noqa_lines, silenced
@@ -94,10 +94,10 @@ def check_tree(
 ) -> list[Finding]:
     """Findings for an already parsed module (a flake8 plugin gets the tree and applies ``# noqa`` itself)."""
     sel, ign = validate_codes(select), validate_codes(ignore)
-    m = Module.build(tree)
-    raw: list[tuple[str, ast.AST, str | None]] = list(rank_findings(m))
+    facts = FileFacts.build(tree)
+    raw: list[tuple[str, ast.AST, str | None]] = list(rank_findings(facts))
     for code_, fn in FINDERS.items():
-        raw += [(code_, node, detail) for node, detail in fn(m)]
+        raw += [(code_, node, detail) for node, detail in fn(facts)]
     seen = set()
     out = []
     for code_, node, detail in raw:

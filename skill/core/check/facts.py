@@ -1,4 +1,5 @@
-"""What the rules need to know about one module, computed once from its ``ast`` (never imported or run).
+"""What the rules need to know about one parsed file (:class:`FileFacts`), computed once from its ``ast`` (never
+imported or run).
 
 - **Names**: each import alias resolves to its canonical torch name (``dist.barrier`` ->
   ``torch.distributed.barrier``, ``torch.distributed._composable.fsdp.fully_shard`` ->
@@ -6,7 +7,7 @@
 - **Scopes and versions**: a name is followed inside its function (or the module body): each binding
   (assignment, ``for`` target, ``with ... as``, parameter) is a version, and a load sees the last binding
   before it. ``model = FSDP(model)`` therefore reads the old ``model`` and binds a new one.
-- **Module chains**: :meth:`Module.chain` follows a module expression to the variable it hangs off:
+- **Module chains**: :meth:`FileFacts.chain` follows a module expression to the variable it hangs off:
   ``layer`` in ``for layer in model.layers`` is ``model.layers[*]``; ``model.to(device)``, ``FSDP(model)``,
   ``fully_shard(model)`` and ``torch.compile(model)`` are ``model``.
 - **Rank conditions**: ``if`` tests that hold on some ranks only: comparisons involving
@@ -253,8 +254,8 @@ class Chain:
 
 
 @dataclass
-class Module:
-    """The facts of one parsed module (see the module docstring)."""
+class FileFacts:
+    """The facts of one parsed file (see the module docstring); :meth:`build` computes them from its tree."""
 
     tree: ast.Module
     aliases: dict[str, str] = field(default_factory=dict)
@@ -276,14 +277,14 @@ class Module:
     cache: dict = field(default_factory=dict)  # per-module memo for finders (keyed by their own names)
 
     @classmethod
-    def build(cls, tree: ast.Module) -> Module:
-        m = cls(tree)
-        m._index()
-        m._imports()
-        m._bindings()
-        m._ranks()
-        m._wrapped()
-        return m
+    def build(cls, tree: ast.Module) -> FileFacts:
+        facts = cls(tree)
+        facts._index()
+        facts._imports()
+        facts._bindings()
+        facts._ranks()
+        facts._wrapped()
+        return facts
 
     def _index(self) -> None:
         """One pre-order pass (source order): every node, its parent, its scope, the calls."""
