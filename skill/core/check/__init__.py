@@ -29,7 +29,7 @@ from fsdp_skill.core.check.files import check_paths
 from fsdp_skill.core.check.finders import FINDERS
 from fsdp_skill.core.check.models import CheckReport, Finding, Rule
 from fsdp_skill.core.check.report import MAX_CHECK_CHARS, check_code, report
-from fsdp_skill.core.check.rules import RULES, SYNTAX
+from fsdp_skill.core.check.rules import NOT_ANALYSED, RULES
 from fsdp_skill.core.check.selection import validate_codes
 
 __all__ = [
@@ -37,9 +37,9 @@ __all__ = [
     "FINDERS",
     "Finding",
     "MAX_CHECK_CHARS",
+    "NOT_ANALYSED",
     "RULES",
     "Rule",
-    "SYNTAX",
     "check_code",
     "check_paths",
     "check_source",

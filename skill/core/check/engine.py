@@ -17,7 +17,7 @@ from fsdp_skill.core.check.finders import FINDERS
 from fsdp_skill.core.check.models import Finding
 from fsdp_skill.core.check.noqa import noqa_lines, silenced
 from fsdp_skill.core.check.rank_conditional import rank_findings
-from fsdp_skill.core.check.rules import RULES, SYNTAX
+from fsdp_skill.core.check.rules import NOT_ANALYSED, RULES
 from fsdp_skill.core.check.selection import keep, validate_codes
 
 _PY = f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -58,7 +58,7 @@ def check_source(
         msg = getattr(exc, "msg", None) or str(exc)
         found = [
             Finding(
-                code=SYNTAX,
+                code=NOT_ANALYSED,
                 severity="error",
                 message=f"file does not parse with Python {_PY}: {msg}",
                 path=path,
@@ -75,7 +75,7 @@ def check_source(
     except Exception as exc:  # noqa: BLE001 - a checker bug on one file must not hide the findings of the others
         found = [
             Finding(
-                code=SYNTAX,
+                code=NOT_ANALYSED,
                 severity="error",
                 path=path,
                 line=1,

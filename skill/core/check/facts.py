@@ -583,14 +583,14 @@ class FileFacts:
             for sub in ast.walk(stmt):
                 out.setdefault(id(sub), []).append(branch)
 
-    def other_branch_has(self, branch: ast.AST, node: ast.AST, key) -> bool:
-        """Do the ranks that do not take ``node``'s path reach a call with ``key`` too?
+    def other_branch_has(self, branch: ast.AST, node: ast.AST, wanted) -> bool:
+        """Do the ranks that do not take ``node``'s path reach a call that ``wanted`` accepts too?
 
         For ``if c: A else: B`` the other path is the other branch; when ``node``'s branch ends in an exit
         (``return``, ``continue``, ``break``), the statements after the ``if`` belong to the other path too.
         For ``node`` after ``if c: ...; return``, the other path is that exiting branch.
         """
-        return any(key(sub) for stmt in self.other_path(branch, node) for sub in ast.walk(stmt) if isinstance(sub, ast.Call))
+        return any(wanted(sub) for stmt in self.other_path(branch, node) for sub in ast.walk(stmt) if isinstance(sub, ast.Call))
 
     def other_path(self, branch: ast.AST, node: ast.AST) -> list[ast.AST]:
         """The statements the ranks that do not run ``node`` under ``branch`` run instead (see other_branch_has)."""
@@ -665,7 +665,7 @@ class FileFacts:
         return False
 
     # --- wrapped modules -----------------------------------------------------------------------------
-    def _key(self, node: ast.AST) -> tuple[int, str] | None:
+    def _variable_key(self, node: ast.AST) -> tuple[int, str] | None:
         """Where a module variable lives: (scope of its binding, name) for a bare name, (0, 'self.model') else."""
         if isinstance(node, ast.Name):
             return self.binding(node)[0][:2]
@@ -678,7 +678,7 @@ class FileFacts:
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
                 q = self.qual(node.value)
                 for t in node.targets:
-                    key = (id(self.scope_of(node)), t.id) if isinstance(t, ast.Name) else self._key(t)
+                    key = (id(self.scope_of(node)), t.id) if isinstance(t, ast.Name) else self._variable_key(t)
                     if key and q == DDP:
                         self.ddp.add(key)
                     if key and q == FSDP1:
@@ -686,7 +686,7 @@ class FileFacts:
                     elif key and q == FULLY_SHARD:
                         fsdp2.add(key)
             if isinstance(node, ast.Call) and self.qual(node) == FULLY_SHARD and node.args:
-                key = self._key(node.args[0])
+                key = self._variable_key(node.args[0])
                 if key:
                     fsdp2.add(key)
             if (
@@ -695,21 +695,21 @@ class FileFacts:
                 and node.args
                 and isinstance(node.args[0], (ast.List, ast.Tuple))
             ):
-                self.joined |= {k for el in node.args[0].elts if (k := self._key(el))}
+                self.joined |= {k for el in node.args[0].elts if (k := self._variable_key(el))}
         self.fsdp1, self.fsdp2 = fsdp1, fsdp2 - fsdp1
 
     def is_fsdp1(self, node: ast.AST) -> bool:
         """Does this Name/Attribute hold an FSDP1 wrapper (a variable of this scope, or an attribute anywhere)?"""
-        return self._key(node) in self.fsdp1
+        return self._variable_key(node) in self.fsdp1
 
     def is_fsdp2(self, node: ast.AST) -> bool:
         """Does this Name/Attribute hold an FSDP2 (fully_shard) module?"""
-        return self._key(node) in self.fsdp2
+        return self._variable_key(node) in self.fsdp2
 
     def is_fsdp(self, node: ast.AST) -> bool:
         return self.is_fsdp1(node) or self.is_fsdp2(node)
 
     def is_joined_ddp(self, node: ast.AST) -> bool:
         """A DDP wrapper that some ``Join([...])`` of this file was given (its join config stays on)."""
-        key = self._key(node)
+        key = self._variable_key(node)
         return key in self.ddp and key in self.joined

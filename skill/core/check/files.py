@@ -19,7 +19,7 @@ from fsdp_skill.errors import InvalidArgument
 _SKIP_DIRS = {"__pycache__", "node_modules", "site-packages"}
 
 
-def _files(path: str) -> list[Path]:
+def _python_files(path: str) -> list[Path]:
     p = Path(path)
     if p.is_dir():
         return sorted(
@@ -73,7 +73,7 @@ def check_paths(
                 raise InvalidArgument("'-' reads the script from standard input, which is closed")
             targets.append((None, "-"))
         else:
-            targets += [(f, str(f)) for f in _files(path)]
+            targets += [(f, str(f)) for f in _python_files(path)]
     out: list[Finding] = []
     for p, label in targets:
         out += check_source(_read(p, label), label, select=sel, ignore=ign)

@@ -85,17 +85,17 @@ def _optimizer_before(facts: FileFacts, api: str) -> Found:
 
 
 @finder("FSD001")
-def fsd001(facts: FileFacts) -> Found:
+def optimizer_before_fully_shard(facts: FileFacts) -> Found:
     yield from _optimizer_before(facts, FULLY_SHARD)
 
 
 @finder("FSD002")
-def fsd002(facts: FileFacts) -> Found:
+def optimizer_before_fsdp1_wrap(facts: FileFacts) -> Found:
     yield from _optimizer_before(facts, FSDP1)
 
 
 @finder("FSD011")
-def fsd011(facts: FileFacts) -> Found:
+def plain_grad_scaler_with_fsdp(facts: FileFacts) -> Found:
     if not facts.uses(FSDP1, FULLY_SHARD):
         return
     for call in facts.calls():
@@ -153,7 +153,7 @@ def _param_owners(facts: FileFacts, expr: ast.AST | None, depth: int = 0) -> Ite
 
 
 @finder("FSD012")
-def fsd012(facts: FileFacts) -> Found:
+def clip_grad_norm_of_fsdp1_params(facts: FileFacts) -> Found:
     for call in facts.calls():
         if facts.qual(call) == "torch.nn.utils.clip_grad_norm_" and any(
             facts.is_fsdp1(o) for o in _param_owners(facts, kwarg(call, "parameters", 0))
@@ -239,7 +239,7 @@ def _indexed_device(facts: FileFacts, arg: ast.AST) -> bool:
 
 
 @finder("FSD013")
-def fsd013(facts: FileFacts) -> Found:
+def nccl_without_set_device(facts: FileFacts) -> Found:
     if (
         not _is_script(facts)
         or any(
@@ -276,7 +276,7 @@ def _in_test_harness(facts: FileFacts, node: ast.AST) -> bool:
 
 
 @finder("FSD014")
-def fsd014(facts: FileFacts) -> Found:
+def process_group_never_destroyed(facts: FileFacts) -> Found:
     if not _is_script(facts) or facts.uses("torch.distributed.destroy_process_group"):
         return
     for call in facts.calls():
@@ -292,7 +292,7 @@ def fsd014(facts: FileFacts) -> Found:
 
 
 @finder("FSD015")
-def fsd015(facts: FileFacts) -> Found:
+def submodule_sharded_after_parent(facts: FileFacts) -> Found:
     wraps = _wraps(facts, {FULLY_SHARD})
     for later, c2 in wraps:
         for first, c1 in wraps:
@@ -308,7 +308,7 @@ def _state_dict_owner(facts: FileFacts, expr: ast.AST | None) -> ast.AST | None:
     return None
 
 
-def _is(pred, node: ast.AST | None) -> bool:
+def _holds(pred, node: ast.AST | None) -> bool:
     return node is not None and pred(node)
 
 
@@ -329,11 +329,11 @@ def _per_rank_file(facts: FileFacts, save: ast.Call) -> bool:
 
 
 @finder("FSD016")
-def fsd016(facts: FileFacts) -> Found:
+def torch_save_of_fsdp2_state_dict(facts: FileFacts) -> Found:
     for call in facts.calls():
         if (
             facts.qual(call) == "torch.save"
-            and _is(facts.is_fsdp2, _state_dict_owner(facts, kwarg(call, "obj", 0)))
+            and _holds(facts.is_fsdp2, _state_dict_owner(facts, kwarg(call, "obj", 0)))
             and not _per_rank_file(facts, call)
         ):
             yield call, None
@@ -350,7 +350,7 @@ def _optimizer_names(facts: FileFacts) -> set[str]:
 
 
 @finder("FSD017")
-def fsd017(facts: FileFacts) -> Found:
+def torch_save_of_fsdp1_optimizer_state(facts: FileFacts) -> Found:
     if not facts.uses(FSDP1):
         return
     optims = _optimizer_names(facts)
@@ -364,7 +364,7 @@ def fsd017(facts: FileFacts) -> Found:
 
 
 @finder("FSD018")
-def fsd018(facts: FileFacts) -> Found:
+def no_sync_on_fsdp2(facts: FileFacts) -> Found:
     for call in facts.calls():
         if isinstance(call.func, ast.Attribute) and call.func.attr == "no_sync" and facts.is_fsdp2(call.func.value):
             yield call, None
@@ -395,7 +395,7 @@ _CLASS_FOR = {
 
 
 @finder("FSD019")
-def fsd019(facts: FileFacts) -> Found:
+def other_fsdp_argument_or_class(facts: FileFacts) -> Found:
     for call in facts.calls():
         q = facts.qual(call)
         if q not in _CLASS_FOR:
@@ -435,7 +435,7 @@ def _assigned_chain(facts: FileFacts, value: ast.AST) -> Chain | None:
 
 
 @finder("FSD020")
-def fsd020(facts: FileFacts) -> Found:
+def low_precision_cast_before_sharding(facts: FileFacts) -> Found:
     wraps = _wraps(facts, {FULLY_SHARD, FSDP1})
     for call in facts.calls():
         if not _low_cast(facts, call):
@@ -458,7 +458,7 @@ def _trained(facts: FileFacts, chains: list[Chain | None]) -> bool:
 
 
 @finder("FSD021")
-def fsd021(facts: FileFacts) -> Found:
+def direct_forward_of_fsdp2(facts: FileFacts) -> Found:
     registered = {
         (dotted(c.args[0]), c.args[1].value)
         for c in facts.calls()
@@ -472,7 +472,7 @@ def fsd021(facts: FileFacts) -> Found:
 
 
 @finder("FSD022")
-def fsd022(facts: FileFacts) -> Found:
+def hook_on_fsdp2_parameters(facts: FileFacts) -> Found:
     for call in facts.calls():
         if not (isinstance(call.func, ast.Attribute) and call.func.attr == "register_hook"):
             continue
@@ -486,7 +486,7 @@ def fsd022(facts: FileFacts) -> Found:
 
 
 @finder("FSD023")
-def fsd023(facts: FileFacts) -> Found:
+def join_given_fsdp(facts: FileFacts) -> Found:
     for call in facts.calls():
         if (
             facts.qual(call) == "torch.distributed.algorithms.Join"
@@ -504,7 +504,7 @@ def _nccl_only_default(facts: FileFacts) -> bool:
 
 
 @finder("FSD024")
-def fsd024(facts: FileFacts) -> Found:
+def monitored_barrier_on_nccl_only(facts: FileFacts) -> Found:
     if not _nccl_only_default(facts):
         return
     for call in facts.calls():
@@ -513,7 +513,7 @@ def fsd024(facts: FileFacts) -> Found:
 
 
 @finder("FSD025")
-def fsd025(facts: FileFacts) -> Found:
+def async_save_without_cpu_group(facts: FileFacts) -> Found:
     if not _nccl_only_default(facts):
         return
     for call in facts.calls():
@@ -558,7 +558,7 @@ def _entry_point(facts: FileFacts) -> bool:
 
 
 @finder("FSD026")
-def fsd026(facts: FileFacts) -> Found:
+def argparse_only_local_rank_underscore(facts: FileFacts) -> Found:
     texts = [n.value for n in facts.nodes if isinstance(n, ast.Constant) and isinstance(n.value, str)]
     # the DeepSpeed launcher passes --local_rank (underscore): right for a DeepSpeed script; a script that reads
     # LOCAL_RANK from the environment (itself, or through an init_distributed_mode(args)-style helper) works under
@@ -607,7 +607,7 @@ def _grad_guarded(facts: FileFacts, call: ast.AST) -> bool:
 
 
 @finder("FSD027")
-def fsd027(facts: FileFacts) -> Found:
+def checkpoint_without_use_reentrant(facts: FileFacts) -> Found:
     for call in facts.calls():
         q = facts.qual(call) or ""
         if q == "torch.utils.checkpoint.checkpoint" and (_under_version_check(facts, call) or _grad_guarded(facts, call)):
@@ -625,7 +625,7 @@ def fsd027(facts: FileFacts) -> Found:
 
 
 @finder("FSD028")
-def fsd028(facts: FileFacts) -> Found:
+def fullgraph_compile_of_fsdp2_root(facts: FileFacts) -> Found:
     roots = {
         dotted(c.args[0])
         for c in facts.calls()
@@ -645,7 +645,7 @@ def fsd028(facts: FileFacts) -> Found:
 
 
 @finder("FSD029")
-def fsd029(facts: FileFacts) -> Found:
+def tensor_parallel_after_fully_shard(facts: FileFacts) -> Found:
     wraps = _wraps(facts, {FULLY_SHARD})
     for call in facts.calls():
         if facts.qual(call) == "torch.distributed.tensor.parallel.parallelize_module" and call.args:
@@ -656,7 +656,7 @@ def fsd029(facts: FileFacts) -> Found:
 
 
 @finder("FSD030")
-def fsd030(facts: FileFacts) -> Found:
+def gradient_sync_never_turned_back_on(facts: FileFacts) -> Found:
     calls = [c for c in facts.calls() if last_name(c) == "set_requires_gradient_sync" and isinstance(c.func, ast.Attribute)]
     args = [kwarg(c, "requires_gradient_sync", 0) for c in calls]
     if calls and all(isinstance(a, ast.Constant) and a.value is False for a in args):
@@ -695,7 +695,7 @@ def _owner_prefixes(facts: FileFacts, expr: ast.AST) -> set[str]:
 
 
 @finder("FSD031")
-def fsd031(facts: FileFacts) -> Found:
+def fsdp1_frozen_params_without_orig_params(facts: FileFacts) -> Found:
     for call in facts.calls():
         if (
             facts.qual(call) != FSDP1
@@ -710,7 +710,7 @@ def fsd031(facts: FileFacts) -> Found:
 
 
 @finder("FSD032")
-def fsd032(facts: FileFacts) -> Found:
+def meta_model_never_materialised(facts: FileFacts) -> Found:
     if not _is_script(facts) or any(
         isinstance(c.func, ast.Attribute)
         and c.func.attr == "to_empty"
@@ -768,7 +768,7 @@ def _offloading(facts: FileFacts, call: ast.Call) -> bool:
 
 
 @finder("FSD033")
-def fsd033(facts: FileFacts) -> Found:
+def offload_without_fused_optimizer(facts: FileFacts) -> Found:
     offloaded = [c for w, c in _wraps(facts, {FULLY_SHARD, FSDP1}) if _offloading(facts, w)]
     if not offloaded:
         return
@@ -785,7 +785,7 @@ def fsd033(facts: FileFacts) -> Found:
 
 
 @finder("FSD034")
-def fsd034(facts: FileFacts) -> Found:
+def param_dtype_without_reduce_dtype(facts: FileFacts) -> Found:
     for call in facts.calls():
         if (facts.qual(call) or "") in ("torch.distributed.fsdp.MixedPrecisionPolicy", "torch.distributed.fsdp.MixedPrecision"):
             pd = kwarg(call, "param_dtype", 0)
@@ -809,7 +809,7 @@ def _epoch_loop_over(facts: FileFacts, loader: ast.Call) -> bool:
 
 
 @finder("FSD035")
-def fsd035(facts: FileFacts) -> Found:
+def sampler_without_set_epoch(facts: FileFacts) -> Found:
     if any(last_name(c) == "set_epoch" for c in facts.calls()):
         return
     for call in facts.calls():

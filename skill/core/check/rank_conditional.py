@@ -37,9 +37,9 @@ COLLECTIVES = {
 }
 # init_process_group is not here: a subset of processes may form its own default group (an RPC job's trainers)
 GROUP_CREATORS = {"new_group", "new_subgroups", "new_subgroups_by_enumeration", "init_device_mesh"}
-DCP = {"save", "load", "async_save", "save_state_dict", "load_state_dict"}
-SD_GET = {"get_model_state_dict", "get_optimizer_state_dict", "get_state_dict"}
-SD_SET = {"set_model_state_dict", "set_optimizer_state_dict", "set_state_dict"}
+DCP_CALLS = {"save", "load", "async_save", "save_state_dict", "load_state_dict"}
+STATE_DICT_GETTERS = {"get_model_state_dict", "get_optimizer_state_dict", "get_state_dict"}
+STATE_DICT_SETTERS = {"set_model_state_dict", "set_optimizer_state_dict", "set_state_dict"}
 
 
 def _options_flag(facts: FileFacts, call: ast.Call, flag: str) -> bool:
@@ -144,15 +144,15 @@ def collective_kind(facts: FileFacts, call: ast.Call) -> tuple[str, str] | None:
     if (
         q.startswith("torch.distributed.checkpoint.")
         and q.count(".") == 3
-        and name in DCP
+        and name in DCP_CALLS
         and not is_true(kwarg(call, "no_dist"))
     ):  # no_dist=True: one process, no collective
         return "FSD004", f"dcp.{name}()"
     if q.startswith("torch.distributed.checkpoint.state_dict.") and (
-        name in SD_GET
+        name in STATE_DICT_GETTERS
         and _options_flag(facts, call, "full_state_dict")
         and not _sharded_later(facts, call)
-        or name in SD_SET
+        or name in STATE_DICT_SETTERS
         and _options_flag(facts, call, "broadcast_from_rank0")
     ):
         return "FSD005", f"{name}(full_state_dict/broadcast_from_rank0)"
@@ -193,14 +193,14 @@ def _summaries(facts: FileFacts) -> dict[str, tuple[str, str, int]]:
                 continue
             for node in facts.scope_nodes(fn):
                 if isinstance(node, ast.Call):
-                    kind = _kind(facts, node, out, exclude=fname)
+                    kind = _collective_reached(facts, node, out, exclude=fname)
                     if kind is not None:
                         out[fname] = (kind[0], kind[1], kind[2] or node.lineno)
                         break
     return out
 
 
-def _kind(
+def _collective_reached(
     facts: FileFacts, call: ast.Call, summaries: dict, exclude: str | None = None
 ) -> tuple[str, str, int | None, str | None] | None:
     """(code, label of the collective, its line when reached through a local function, that function's name)."""
@@ -273,7 +273,7 @@ def _paired(facts: FileFacts, branches: dict, summaries: dict) -> set[tuple[int,
     seen: dict[tuple[int, str], list[tuple[int, tuple | None]]] = {}
     for call in facts.calls():
         enclosing = branches.get(id(call))
-        kind = _kind(facts, call, summaries) if enclosing else None
+        kind = _collective_reached(facts, call, summaries) if enclosing else None
         if kind is not None:
             seen.setdefault((id(facts.scope_of(call)), kind[1]), []).append(
                 (id(enclosing[-1]), _node_side(facts, enclosing[-1], call))
@@ -359,7 +359,7 @@ def rank_findings(facts: FileFacts) -> Iterator[tuple[str, ast.AST, str]]:
     paired = _paired(facts, branches, summaries)
     for call in facts.calls():
         enclosing = branches.get(id(call))
-        kind = _kind(facts, call, summaries) if enclosing else None
+        kind = _collective_reached(facts, call, summaries) if enclosing else None
         if kind is None:
             continue
         code, label, line, via = kind
@@ -373,7 +373,7 @@ def rank_findings(facts: FileFacts) -> Iterator[tuple[str, ast.AST, str]]:
             if _guarded_by_the_rest(facts, branch, call) or _other_path_references(facts, branch, call, label, summaries):
                 continue
             if not facts.other_branch_has(
-                branch, call, lambda c, label=label: (_kind(facts, c, summaries) or ("", ""))[1] == label
+                branch, call, lambda c, label=label: (_collective_reached(facts, c, summaries) or ("", ""))[1] == label
             ):
                 what = f"{via}(), which runs {label} at line {line}," if via else label
                 yield code, call, f"{what} runs only on some ranks (rank condition at line {branch.lineno})"

@@ -326,4 +326,4 @@ RULES: dict[str, Rule] = {
     ]
 }
 
-SYNTAX = "FSD000"  # the file was not analysed (does not parse, or the checker failed on it): a finding, not a rule
+NOT_ANALYSED = "FSD000"  # the file was not analysed (does not parse, or the checker failed on it): a finding, not a rule
