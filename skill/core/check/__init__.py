@@ -13,7 +13,7 @@ re-exports the public names; what lives where:
   characters) and the :class:`CheckReport` with counts.
 - :mod:`.noqa`: ``# noqa`` / ``# noqa: FSD003,FSD011`` comments; :mod:`.selection`: ``select`` / ``ignore``
   by code prefix (:func:`validate_codes`).
-- :mod:`.rules`: the rule table :data:`RULES` (README renders it); :mod:`.finders` and
+- :mod:`.rules`: the rule table :data:`RULES` (README renders it) and :data:`RULE_RANGE`; :mod:`.finders` and
   :mod:`.rank_conditional`: the code that finds each rule's mistake (:data:`FINDERS` maps code -> finder);
   :mod:`.facts`: what the finders know about one parsed file; :mod:`.models`: :class:`Rule`,
   :class:`Finding`, :class:`CheckReport`.
@@ -29,7 +29,7 @@ from fsdp_skill.core.check.files import check_paths
 from fsdp_skill.core.check.finders import FINDERS
 from fsdp_skill.core.check.models import CheckReport, Finding, Rule
 from fsdp_skill.core.check.report import MAX_CHECK_CHARS, check_code, report
-from fsdp_skill.core.check.rules import NOT_ANALYSED, RULES
+from fsdp_skill.core.check.rules import NOT_ANALYSED, RULE_RANGE, RULES
 from fsdp_skill.core.check.selection import validate_codes
 
 __all__ = [
@@ -38,6 +38,7 @@ __all__ = [
     "Finding",
     "MAX_CHECK_CHARS",
     "NOT_ANALYSED",
+    "RULE_RANGE",
     "RULES",
     "Rule",
     "check_code",

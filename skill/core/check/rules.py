@@ -327,3 +327,6 @@ RULES: dict[str, Rule] = {
 }
 
 NOT_ANALYSED = "FSD000"  # the file was not analysed (does not parse, or the checker failed on it): a finding, not a rule
+# the rule codes as a range ("FSD001-FSD036"): the check_script tool's description gives it, and a test holds the
+# pre-commit hook's description and README to it
+RULE_RANGE = f"{min(RULES)}-{max(RULES)}"
