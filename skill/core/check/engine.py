@@ -12,7 +12,7 @@ import ast
 import sys
 from collections.abc import Iterable
 
-from fsdp_skill.core.check.facts import FileFacts
+from fsdp_skill.core.check.facts import FileFacts, Located
 from fsdp_skill.core.check.finders import FINDERS
 from fsdp_skill.core.check.models import Finding
 from fsdp_skill.core.check.noqa import noqa_lines, silenced
@@ -23,7 +23,7 @@ from fsdp_skill.core.check.selection import keep, validate_codes
 _PY = f"{sys.version_info.major}.{sys.version_info.minor}"
 
 
-def _finding(code: str, node: ast.AST, detail: str | None, path: str) -> Finding:
+def _finding(code: str, node: Located, detail: str | None, path: str) -> Finding:
     rule = RULES[code]
     if not detail:
         message = rule.message
@@ -95,11 +95,11 @@ def check_tree(
     """Findings for an already parsed module (a flake8 plugin gets the tree and applies ``# noqa`` itself)."""
     sel, ign = validate_codes(select), validate_codes(ignore)
     facts = FileFacts.build(tree)
-    raw: list[tuple[str, ast.AST, str | None]] = list(rank_findings(facts))
+    raw: list[tuple[str, Located, str | None]] = list(rank_findings(facts))
     for code_, fn in FINDERS.items():
         raw += [(code_, node, detail) for node, detail in fn(facts)]
-    seen = set()
-    out = []
+    seen: set[tuple[str, int, int]] = set()
+    out: list[Finding] = []
     for code_, node, detail in raw:
         f = _finding(code_, node, detail, path)
         key = (f.code, f.line, f.col)

@@ -24,8 +24,9 @@ from __future__ import annotations
 import ast
 import functools
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 # canonical spellings: (old prefix, new prefix), applied until none matches
 _CANON = [
@@ -103,6 +104,18 @@ _MAIN_NAME = re.compile(
 _RANK_ZERO_DECORATORS = {"rank_zero_only", "main_process_only", "on_main_process", "rank0_only", "master_only"}
 
 Pos = tuple[int, int]
+
+
+class Located(Protocol):
+    """An ast node with a source position: a statement, an expression, a keyword, an argument (``ast.AST``
+    itself declares none). Lines are 1-based, columns 0-based UTF-8 byte offsets, as :mod:`ast` gives them."""
+
+    lineno: int
+    col_offset: int
+    end_lineno: int | None
+    end_col_offset: int | None
+
+
 _EXITS = (ast.Return, ast.Continue, ast.Break)  # not raise: an error path, the job fails anyway
 # singleton nodes (Load(), Add(), Eq(), ...) shared by the whole tree: not indexed
 _SHARED = (ast.expr_context, ast.operator, ast.cmpop, ast.boolop, ast.unaryop)
@@ -204,7 +217,7 @@ def dotted(node: ast.AST) -> str | None:
     return None
 
 
-def kwarg(call: ast.Call, name: str, pos: int | None = None) -> ast.AST | None:
+def kwarg(call: ast.Call, name: str, pos: int | None = None) -> ast.expr | None:
     """The argument ``name`` of ``call`` (by keyword, or positional index ``pos``)."""
     for kw in call.keywords:
         if kw.arg == name:
@@ -215,14 +228,17 @@ def kwarg(call: ast.Call, name: str, pos: int | None = None) -> ast.AST | None:
 
 
 def is_true(node: ast.AST | None) -> bool:
+    """Is ``node`` the constant ``True``?"""
     return isinstance(node, ast.Constant) and node.value is True
 
 
-def start(node: ast.AST) -> Pos:
+def start(node: Located) -> Pos:
+    """(line, column) where ``node`` starts."""
     return (node.lineno, node.col_offset)
 
 
-def end(node: ast.AST) -> Pos:
+def end(node: Located) -> Pos:
+    """(line, column) where ``node`` ends (its start line and column 0 when ast gives no end)."""
     return (node.end_lineno or node.lineno, node.end_col_offset or 0)
 
 
@@ -261,23 +277,24 @@ class FileFacts:
     aliases: dict[str, str] = field(default_factory=dict)
     parents: dict[int, ast.AST] = field(default_factory=dict)
     bindings: dict[tuple[int, str], list[Binding]] = field(default_factory=dict)
-    functions: dict[str, ast.AST] = field(default_factory=dict)
+    functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=dict)  # module-level
     rank_names: set[str] = field(default_factory=set)
     main_flags: set[str] = field(default_factory=set)
     fsdp1: set[tuple[int, str]] = field(default_factory=set)
     fsdp2: set[tuple[int, str]] = field(default_factory=set)
     ddp: set[tuple[int, str]] = field(default_factory=set)
     joined: set[tuple[int, str]] = field(default_factory=set)  # modules passed to Join([...]) somewhere
-    _rank_nodes: dict[int, list[ast.AST]] | None = None
+    _rank_nodes: dict[int, list[ast.stmt]] | None = None
     nodes: list[ast.AST] = field(default_factory=list)  # every node, in ast.walk order
     _calls: list[ast.Call] = field(default_factory=list)
     _scopes: dict[int, ast.AST] = field(default_factory=dict)
     _by_scope: dict[int, list[ast.AST]] = field(default_factory=dict)
     _quals: dict[int, str | None] = field(default_factory=dict)
-    cache: dict = field(default_factory=dict)  # per-module memo for finders (keyed by their own names)
+    cache: dict[object, Any] = field(default_factory=dict)  # per-file memo for finders (keyed by their own names)
 
     @classmethod
     def build(cls, tree: ast.Module) -> FileFacts:
+        """The facts of ``tree`` (an :func:`ast.parse` result), computed in a few passes over it."""
         facts = cls(tree)
         facts._index()
         facts._imports()
@@ -302,12 +319,11 @@ class FileFacts:
             by_scope[id(scope)].append(node)
             if isinstance(node, call_t):
                 calls.append(node)
+            inner: ast.AST = scope
             if isinstance(node, funcs):
                 inner = node
                 by_scope[nid] = []
-            else:
-                inner = scope
-            children = []
+            children: list[ast.AST] = []
             for name in node._fields:
                 value = getattr(node, name, None)
                 if value.__class__ is list:
@@ -374,9 +390,10 @@ class FileFacts:
                 lst.append(Binding(pos, kind, value, len(lst) + 1))
 
     def _bindings(self) -> None:
-        scopes = [self.tree] + [n for n in self.nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        scopes: list[ast.Module | ast.FunctionDef | ast.AsyncFunctionDef] = [self.tree]
+        scopes += [n for n in self.nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
         for scope in scopes:
-            if scope is not self.tree:
+            if not isinstance(scope, ast.Module):
                 if isinstance(self.parents.get(id(scope)), ast.Module):
                     self.functions[scope.name] = scope
                 args = scope.args
@@ -475,22 +492,22 @@ class FileFacts:
 
     # --- rank conditions -----------------------------------------------------------------------------
     def _ranks(self) -> None:
-        assigns = []
+        assigns: list[tuple[list[ast.expr], ast.expr]] = []  # (targets, value)
         for node in self.nodes:
             if isinstance(node, ast.arg) and rank_name(node.arg):
                 self.rank_names.add(node.arg)
-            elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
-                assigns.append(node)
+            elif isinstance(node, ast.Assign):
+                assigns.append((node.targets, node.value))
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                assigns.append(([node.target], node.value))
         for _ in range(3):  # names bound to rank expressions, then flags bound to rank comparisons
-            for node in assigns:
-                if True:
-                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                    for t in targets:
-                        if isinstance(t, ast.Name):
-                            if self.is_rank_expr(node.value):
-                                self.rank_names.add(t.id)
-                            elif self.is_rank_test(node.value):
-                                self.main_flags.add(t.id)
+            for targets, value in assigns:
+                for t in targets:
+                    if isinstance(t, ast.Name):
+                        if self.is_rank_expr(value):
+                            self.rank_names.add(t.id)
+                        elif self.is_rank_test(value):
+                            self.main_flags.add(t.id)
 
     def is_rank_expr(self, node: ast.AST) -> bool:
         """Does ``node`` evaluate to this process's rank (or a value derived from it)?"""
@@ -516,6 +533,7 @@ class FileFacts:
         return isinstance(node, ast.Constant) and node.value in RANK_ENV
 
     def is_main_predicate(self, node: ast.AST) -> bool:
+        """Is ``node`` a main-process flag (bound to a rank test) or helper (``is_main_process()``, ``is_master``)?"""
         if isinstance(node, ast.Name) and node.id in self.main_flags:
             return True
         if isinstance(node, ast.Name) and self._flag_parameter(node):
@@ -557,10 +575,10 @@ class FileFacts:
             return self.is_main_predicate(test) or self.is_rank_expr(test)
         return False
 
-    def rank_branches(self) -> dict[int, list[ast.AST]]:
+    def rank_branches(self) -> dict[int, list[ast.stmt]]:
         """id(node) -> every ``if`` (or ``@rank_zero_only`` function) that runs it on some ranks only, outermost first."""
         if self._rank_nodes is None:
-            out: dict[int, list[ast.AST]] = {}
+            out: dict[int, list[ast.stmt]] = {}
             for node in self.nodes:
                 if isinstance(node, ast.If) and self.is_rank_test(node.test):
                     for stmt in node.body + node.orelse:
@@ -577,13 +595,13 @@ class FileFacts:
             self._rank_nodes = out
         return self._rank_nodes
 
-    def _after_exit(self, branch: ast.If, out: dict[int, list[ast.AST]]) -> None:
+    def _after_exit(self, branch: ast.If, out: dict[int, list[ast.stmt]]) -> None:
         """``if rank != 0: return`` — what follows in the same block runs on the other ranks only."""
         for stmt in self._after(branch):
             for sub in ast.walk(stmt):
                 out.setdefault(id(sub), []).append(branch)
 
-    def other_branch_has(self, branch: ast.AST, node: ast.AST, wanted) -> bool:
+    def other_branch_has(self, branch: ast.AST, node: ast.AST, wanted: Callable[[ast.Call], bool]) -> bool:
         """Do the ranks that do not take ``node``'s path reach a call that ``wanted`` accepts too?
 
         For ``if c: A else: B`` the other path is the other branch; when ``node``'s branch ends in an exit
@@ -597,7 +615,7 @@ class FileFacts:
         if not isinstance(branch, ast.If):
             return []
 
-        def holds(block):
+        def holds(block: list[ast.stmt]) -> bool:
             return any(node is sub for stmt in block for sub in ast.walk(stmt))
 
         if holds(branch.body) or holds(branch.orelse):
@@ -609,7 +627,7 @@ class FileFacts:
         """Does the path through ``node`` leave ``branch``'s block after it (a ``return``, or a ``continue`` /
         ``break`` of a loop around ``branch``), so that it never reaches the statements after ``branch``?"""
         outer_loops = {id(a) for a in self.ancestors(branch) if isinstance(a, (ast.For, ast.While, ast.AsyncFor))}
-        cur = node
+        cur: ast.AST | None = node
         while cur is not None and cur is not branch:
             parent = self.parents.get(id(cur))
             for name in ("body", "orelse", "finalbody"):
@@ -647,6 +665,7 @@ class FileFacts:
         return []
 
     def ancestors(self, node: ast.AST) -> Iterator[ast.AST]:
+        """The nodes that hold ``node``, innermost first, up to the module."""
         cur = self.parents.get(id(node))
         while cur is not None:
             yield cur
@@ -658,7 +677,7 @@ class FileFacts:
         for anc in self.ancestors(b):
             if id(anc) in pa and isinstance(anc, ast.If):
 
-                def side(n, anc=anc):
+                def side(n: ast.AST, anc: ast.If = anc) -> bool:
                     return any(n is s or any(n is w for w in ast.walk(s)) for s in anc.body)
 
                 return side(a) != side(b)
@@ -707,6 +726,7 @@ class FileFacts:
         return self._variable_key(node) in self.fsdp2
 
     def is_fsdp(self, node: ast.AST) -> bool:
+        """Does this Name/Attribute hold an FSDP1 wrapper or an FSDP2 module?"""
         return self.is_fsdp1(node) or self.is_fsdp2(node)
 
     def is_joined_ddp(self, node: ast.AST) -> bool:

@@ -10,17 +10,32 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 
-from fsdp_skill.core.check.facts import FSDP1, FULLY_SHARD, Chain, FileFacts, dotted, end, is_true, kwarg, last_name, start
+from fsdp_skill.core.check.facts import (
+    FSDP1,
+    FULLY_SHARD,
+    Chain,
+    FileFacts,
+    Located,
+    dotted,
+    end,
+    is_true,
+    kwarg,
+    last_name,
+    start,
+)
 
-Found = Iterator[tuple[ast.AST, str | None]]
-FINDERS: dict[str, Callable[[FileFacts], Found]] = {}
+Found = Iterator[tuple[Located, str | None]]  # (the node to report, a detail for the message or None)
+Finder = Callable[[FileFacts], Found]
+FINDERS: dict[str, Finder] = {}  # rule code -> its finder (the rank-conditional rules are found by rank_findings)
 
 _PARAM_METHODS = {"parameters", "named_parameters"}
 _LOW = {"bfloat16", "float16", "half", "bf16", "fp16"}
 
 
-def finder(code: str):
-    def deco(fn):
+def finder(code: str) -> Callable[[Finder], Finder]:
+    """Register the decorated function as the finder of rule ``code`` in :data:`FINDERS`."""
+
+    def deco(fn: Finder) -> Finder:
         FINDERS[code] = fn
         return fn
 
@@ -56,8 +71,10 @@ def _wraps(facts: FileFacts, apis: set[str]) -> list[tuple[ast.Call, Chain]]:
     """Calls of ``apis`` with the chain of each module they wrap (a list argument: each element)."""
     key = ("wraps", frozenset(apis))
     if key in facts.cache:
-        return facts.cache[key]
-    out = facts.cache[key] = []
+        cached: list[tuple[ast.Call, Chain]] = facts.cache[key]
+        return cached
+    out: list[tuple[ast.Call, Chain]] = []
+    facts.cache[key] = out
     for call in facts.calls():
         if facts.qual(call) in apis and call.args:
             arg = call.args[0]
@@ -68,7 +85,8 @@ def _wraps(facts: FileFacts, apis: set[str]) -> list[tuple[ast.Call, Chain]]:
     return out
 
 
-def _ordered(facts: FileFacts, first: ast.AST, later: ast.AST) -> bool:
+def _ordered(facts: FileFacts, first: ast.expr, later: ast.expr) -> bool:
+    """Does ``first`` end before ``later`` starts, in the same function body and not in the other branch of an ``if``?"""
     return facts.scope_of(first) is facts.scope_of(later) and end(first) <= start(later) and not facts.exclusive(first, later)
 
 
@@ -86,16 +104,19 @@ def _optimizer_before(facts: FileFacts, api: str) -> Found:
 
 @finder("FSD001")
 def optimizer_before_fully_shard(facts: FileFacts) -> Found:
+    """FSD001: an optimizer built from a module's parameters before ``fully_shard`` of that module."""
     yield from _optimizer_before(facts, FULLY_SHARD)
 
 
 @finder("FSD002")
 def optimizer_before_fsdp1_wrap(facts: FileFacts) -> Found:
+    """FSD002: an optimizer built from a module's parameters before ``FSDP(...)`` wraps it."""
     yield from _optimizer_before(facts, FSDP1)
 
 
 @finder("FSD011")
 def plain_grad_scaler_with_fsdp(facts: FileFacts) -> Found:
+    """FSD011: a plain ``GradScaler`` (not disabled) in a file that shards with FSDP, off its no-FSDP paths."""
     if not facts.uses(FSDP1, FULLY_SHARD):
         return
     for call in facts.calls():
@@ -115,7 +136,7 @@ def _mentions_fsdp(node: ast.AST) -> bool:
 def _fsdp_excluded(facts: FileFacts, node: ast.AST) -> bool:
     """Is ``node`` on a path where FSDP is off: after ``assert not args.fsdp`` in its block, under ``if not
     use_fsdp:``, or in the ``else`` of ``if args.fsdp:`` (open_lm's amp path refuses FSDP)?"""
-    cur = node
+    cur: ast.AST | None = node
     while cur is not None:
         parent = facts.parents.get(id(cur))
         if isinstance(parent, ast.If) and _mentions_fsdp(parent.test):
@@ -154,6 +175,7 @@ def _param_owners(facts: FileFacts, expr: ast.AST | None, depth: int = 0) -> Ite
 
 @finder("FSD012")
 def clip_grad_norm_of_fsdp1_params(facts: FileFacts) -> Found:
+    """FSD012: ``torch.nn.utils.clip_grad_norm_`` on an FSDP1 module's parameters."""
     for call in facts.calls():
         if facts.qual(call) == "torch.nn.utils.clip_grad_norm_" and any(
             facts.is_fsdp1(o) for o in _param_owners(facts, kwarg(call, "parameters", 0))
@@ -240,6 +262,7 @@ def _indexed_device(facts: FileFacts, arg: ast.AST) -> bool:
 
 @finder("FSD013")
 def nccl_without_set_device(facts: FileFacts) -> Found:
+    """FSD013: an NCCL ``init_process_group`` in a script that never binds each rank's GPU."""
     if (
         not _is_script(facts)
         or any(
@@ -277,6 +300,7 @@ def _in_test_harness(facts: FileFacts, node: ast.AST) -> bool:
 
 @finder("FSD014")
 def process_group_never_destroyed(facts: FileFacts) -> Found:
+    """FSD014: a script's ``init_process_group`` with no ``destroy_process_group`` (its first one)."""
     if not _is_script(facts) or facts.uses("torch.distributed.destroy_process_group"):
         return
     for call in facts.calls():
@@ -293,6 +317,7 @@ def process_group_never_destroyed(facts: FileFacts) -> Found:
 
 @finder("FSD015")
 def submodule_sharded_after_parent(facts: FileFacts) -> Found:
+    """FSD015: ``fully_shard`` of a submodule after ``fully_shard`` of its parent."""
     wraps = _wraps(facts, {FULLY_SHARD})
     for later, c2 in wraps:
         for first, c1 in wraps:
@@ -308,7 +333,7 @@ def _state_dict_owner(facts: FileFacts, expr: ast.AST | None) -> ast.AST | None:
     return None
 
 
-def _holds(pred, node: ast.AST | None) -> bool:
+def _holds(pred: Callable[[ast.AST], bool], node: ast.AST | None) -> bool:
     return node is not None and pred(node)
 
 
@@ -317,7 +342,8 @@ def _per_rank_file(facts: FileFacts, save: ast.Call) -> bool:
     target = kwarg(save, "f", 1)
     if target is None:
         return False
-    todo, seen = [target], 0
+    todo: list[ast.AST] = [target]
+    seen = 0
     while todo and seen < 8:  # through names: fn = f"optim.{get_rank():05d}.pt"; torch.save(sd, join(d, fn))
         node, seen = todo.pop(), seen + 1
         for n in ast.walk(node):
@@ -330,6 +356,7 @@ def _per_rank_file(facts: FileFacts, save: ast.Call) -> bool:
 
 @finder("FSD016")
 def torch_save_of_fsdp2_state_dict(facts: FileFacts) -> Found:
+    """FSD016: ``torch.save`` of an FSDP2 module's ``state_dict()`` to a file that is not per rank."""
     for call in facts.calls():
         if (
             facts.qual(call) == "torch.save"
@@ -341,16 +368,17 @@ def torch_save_of_fsdp2_state_dict(facts: FileFacts) -> Found:
 
 def _optimizer_names(facts: FileFacts) -> set[str]:
     return {
-        dotted(t)
+        name
         for node in facts.nodes
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and _is_optimizer(facts, node.value)
         for t in node.targets
-        if dotted(t)
+        if (name := dotted(t))
     }
 
 
 @finder("FSD017")
 def torch_save_of_fsdp1_optimizer_state(facts: FileFacts) -> Found:
+    """FSD017: ``torch.save(optimizer.state_dict())`` in a file that uses FSDP1."""
     if not facts.uses(FSDP1):
         return
     optims = _optimizer_names(facts)
@@ -365,6 +393,7 @@ def torch_save_of_fsdp1_optimizer_state(facts: FileFacts) -> Found:
 
 @finder("FSD018")
 def no_sync_on_fsdp2(facts: FileFacts) -> Found:
+    """FSD018: ``no_sync()`` called on an FSDP2 module."""
     for call in facts.calls():
         if isinstance(call.func, ast.Attribute) and call.func.attr == "no_sync" and facts.is_fsdp2(call.func.value):
             yield call, None
@@ -396,6 +425,7 @@ _CLASS_FOR = {
 
 @finder("FSD019")
 def other_fsdp_argument_or_class(facts: FileFacts) -> Found:
+    """FSD019: an FSDP1 argument or class given to ``fully_shard``, or an FSDP2 one to ``FSDP``."""
     for call in facts.calls():
         q = facts.qual(call)
         if q not in _CLASS_FOR:
@@ -436,9 +466,10 @@ def _assigned_chain(facts: FileFacts, value: ast.AST) -> Chain | None:
 
 @finder("FSD020")
 def low_precision_cast_before_sharding(facts: FileFacts) -> Found:
+    """FSD020: a trained model cast to bf16/fp16 before it is sharded."""
     wraps = _wraps(facts, {FULLY_SHARD, FSDP1})
     for call in facts.calls():
-        if not _low_cast(facts, call):
+        if not _low_cast(facts, call) or not isinstance(call.func, ast.Attribute):  # a cast is a method call
             continue
         c = facts.chain(call.func.value) or _assigned_chain(facts, call)
         hit = next((w for w, wc in wraps if c and _ordered(facts, call, w) and (c.covers(wc) or wc.covers(c))), None)
@@ -449,16 +480,17 @@ def low_precision_cast_before_sharding(facts: FileFacts) -> Found:
 def _trained(facts: FileFacts, chains: list[Chain | None]) -> bool:
     """Is an optimizer built in this file from the parameters of one of these modules? A model cast to bf16 and
     sharded only for inference (verl's reward model) has no master weights or optimizer state to lose."""
-    chains = [c for c in chains if c]
+    known = [c for c in chains if c is not None]
     return any(
         _is_optimizer(facts, call)
-        and any(src.covers(c) or c.covers(src) for c in chains for src in _param_sources(facts, kwarg(call, "params", 0)))
+        and any(src.covers(c) or c.covers(src) for c in known for src in _param_sources(facts, kwarg(call, "params", 0)))
         for call in facts.calls()
     )
 
 
 @finder("FSD021")
 def direct_forward_of_fsdp2(facts: FileFacts) -> Found:
+    """FSD021: ``.forward()`` / ``.generate()`` of an FSDP2 module not registered with ``register_fsdp_forward_method``."""
     registered = {
         (dotted(c.args[0]), c.args[1].value)
         for c in facts.calls()
@@ -473,6 +505,7 @@ def direct_forward_of_fsdp2(facts: FileFacts) -> Found:
 
 @finder("FSD022")
 def hook_on_fsdp2_parameters(facts: FileFacts) -> Found:
+    """FSD022: ``register_hook`` on the parameters of an FSDP2 module."""
     for call in facts.calls():
         if not (isinstance(call.func, ast.Attribute) and call.func.attr == "register_hook"):
             continue
@@ -487,6 +520,7 @@ def hook_on_fsdp2_parameters(facts: FileFacts) -> Found:
 
 @finder("FSD023")
 def join_given_fsdp(facts: FileFacts) -> Found:
+    """FSD023: an FSDP module in the list given to ``Join``."""
     for call in facts.calls():
         if (
             facts.qual(call) == "torch.distributed.algorithms.Join"
@@ -505,6 +539,7 @@ def _nccl_only_default(facts: FileFacts) -> bool:
 
 @finder("FSD024")
 def monitored_barrier_on_nccl_only(facts: FileFacts) -> Found:
+    """FSD024: ``monitored_barrier`` on the default group of a file that forms it with NCCL only."""
     if not _nccl_only_default(facts):
         return
     for call in facts.calls():
@@ -514,6 +549,7 @@ def monitored_barrier_on_nccl_only(facts: FileFacts) -> Found:
 
 @finder("FSD025")
 def async_save_without_cpu_group(facts: FileFacts) -> Found:
+    """FSD025: ``dcp.async_save`` without a process group, where the default group is NCCL only."""
     if not _nccl_only_default(facts):
         return
     for call in facts.calls():
@@ -559,6 +595,7 @@ def _entry_point(facts: FileFacts) -> bool:
 
 @finder("FSD026")
 def argparse_only_local_rank_underscore(facts: FileFacts) -> Found:
+    """FSD026: an entry module that declares ``--local_rank`` but not ``--local-rank`` (see the exemptions inside)."""
     texts = [n.value for n in facts.nodes if isinstance(n, ast.Constant) and isinstance(n.value, str)]
     # the DeepSpeed launcher passes --local_rank (underscore): right for a DeepSpeed script; a script that reads
     # LOCAL_RANK from the environment (itself, or through an init_distributed_mode(args)-style helper) works under
@@ -608,6 +645,7 @@ def _grad_guarded(facts: FileFacts, call: ast.AST) -> bool:
 
 @finder("FSD027")
 def checkpoint_without_use_reentrant(facts: FileFacts) -> Found:
+    """FSD027: activation checkpointing without ``use_reentrant=False`` (or with the reentrant impl)."""
     for call in facts.calls():
         q = facts.qual(call) or ""
         if q == "torch.utils.checkpoint.checkpoint" and (_under_version_check(facts, call) or _grad_guarded(facts, call)):
@@ -626,6 +664,7 @@ def checkpoint_without_use_reentrant(facts: FileFacts) -> Found:
 
 @finder("FSD028")
 def fullgraph_compile_of_fsdp2_root(facts: FileFacts) -> Found:
+    """FSD028: ``torch.compile(..., fullgraph=True)`` of a module sharded as the root with ``fully_shard``."""
     roots = {
         dotted(c.args[0])
         for c in facts.calls()
@@ -646,6 +685,7 @@ def fullgraph_compile_of_fsdp2_root(facts: FileFacts) -> Found:
 
 @finder("FSD029")
 def tensor_parallel_after_fully_shard(facts: FileFacts) -> Found:
+    """FSD029: ``parallelize_module`` of a module after ``fully_shard`` of it (or of a parent)."""
     wraps = _wraps(facts, {FULLY_SHARD})
     for call in facts.calls():
         if facts.qual(call) == "torch.distributed.tensor.parallel.parallelize_module" and call.args:
@@ -657,6 +697,7 @@ def tensor_parallel_after_fully_shard(facts: FileFacts) -> Found:
 
 @finder("FSD030")
 def gradient_sync_never_turned_back_on(facts: FileFacts) -> Found:
+    """FSD030: ``set_requires_gradient_sync(False)`` with no call that turns it back on."""
     calls = [c for c in facts.calls() if last_name(c) == "set_requires_gradient_sync" and isinstance(c.func, ast.Attribute)]
     args = [kwarg(c, "requires_gradient_sync", 0) for c in calls]
     if calls and all(isinstance(a, ast.Constant) and a.value is False for a in args):
@@ -669,7 +710,8 @@ def _freezes(facts: FileFacts, scope: ast.AST) -> set[str]:
     for node in facts.scope_nodes(scope):
         if (
             isinstance(node, ast.Call)
-            and last_name(node) == "requires_grad_"
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "requires_grad_"
             and node.args
             and isinstance(node.args[0], ast.Constant)
             and node.args[0].value is False
@@ -696,6 +738,7 @@ def _owner_prefixes(facts: FileFacts, expr: ast.AST) -> set[str]:
 
 @finder("FSD031")
 def fsdp1_frozen_params_without_orig_params(facts: FileFacts) -> Found:
+    """FSD031: FSDP1 wrapping a partly frozen module as one unit without ``use_orig_params=True``."""
     for call in facts.calls():
         if (
             facts.qual(call) != FSDP1
@@ -711,6 +754,7 @@ def fsdp1_frozen_params_without_orig_params(facts: FileFacts) -> Found:
 
 @finder("FSD032")
 def meta_model_never_materialised(facts: FileFacts) -> Found:
+    """FSD032: a model built on the meta device and sharded, never materialised (``to_empty``), in a script."""
     if not _is_script(facts) or any(
         isinstance(c.func, ast.Attribute)
         and c.func.attr == "to_empty"
@@ -769,6 +813,7 @@ def _offloading(facts: FileFacts, call: ast.Call) -> bool:
 
 @finder("FSD033")
 def offload_without_fused_optimizer(facts: FileFacts) -> Found:
+    """FSD033: an optimizer of CPU-offloaded parameters without ``fused=`` / ``foreach=``."""
     offloaded = [c for w, c in _wraps(facts, {FULLY_SHARD, FSDP1}) if _offloading(facts, w)]
     if not offloaded:
         return
@@ -786,6 +831,7 @@ def offload_without_fused_optimizer(facts: FileFacts) -> Found:
 
 @finder("FSD034")
 def param_dtype_without_reduce_dtype(facts: FileFacts) -> Found:
+    """FSD034: a low-precision ``param_dtype`` without a ``reduce_dtype``."""
     for call in facts.calls():
         if (facts.qual(call) or "") in ("torch.distributed.fsdp.MixedPrecisionPolicy", "torch.distributed.fsdp.MixedPrecision"):
             pd = kwarg(call, "param_dtype", 0)
@@ -810,6 +856,7 @@ def _epoch_loop_over(facts: FileFacts, loader: ast.Call) -> bool:
 
 @finder("FSD035")
 def sampler_without_set_epoch(facts: FileFacts) -> Found:
+    """FSD035: a shuffling ``DistributedSampler`` whose loader runs in an epoch loop, with no ``set_epoch``."""
     if any(last_name(c) == "set_epoch" for c in facts.calls()):
         return
     for call in facts.calls():

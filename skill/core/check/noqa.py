@@ -33,6 +33,8 @@ def noqa_lines(source: str) -> dict[int, set[str] | None]:
 def silenced(f: Finding, noqa: dict[int, set[str] | None]) -> bool:
     """Does a ``# noqa`` on any line of ``f`` (``noqa`` as :func:`noqa_lines` gives it) silence its code?"""
     for line in range(f.line, f.end_line + 1):
-        if line in noqa and (noqa[line] is None or f.code in noqa[line]):
-            return True
+        if line in noqa:
+            codes = noqa[line]
+            if codes is None or f.code in codes:
+                return True
     return False

@@ -10,9 +10,16 @@ runs on every rank, so neither is reported.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
-from fsdp_skill.core.check.facts import FSDP1, FileFacts, dotted, is_true, kwarg, last_name
+from fsdp_skill.core.check.facts import FSDP1, FileFacts, Located, dotted, is_true, kwarg, last_name
+
+# local function name -> (code, label, line) of the first collective it can run (see _summaries)
+Summaries = dict[str, tuple[str, str, int]]
+# id(node) -> the statements that run it on some ranks only, outermost first (FileFacts.rank_branches)
+Branches = dict[int, list[ast.stmt]]
+# the ranks a rank test selects: ("in" | "notin", the rank values[, the rest of an `and` test, as ast dumps])
+Side = tuple[object, ...]
 
 COLLECTIVES = {
     "barrier",
@@ -182,11 +189,11 @@ def collective_kind(facts: FileFacts, call: ast.Call) -> tuple[str, str] | None:
     return None
 
 
-def _summaries(facts: FileFacts) -> dict[str, tuple[str, str, int]]:
+def _summaries(facts: FileFacts) -> Summaries:
     """Local function name -> (code, label, line) of the first collective it can run, directly or through another
     local function (a fixpoint over the file's module-level functions). A collective under a rank condition
     inside the function counts too: run on some ranks only, the function reaches its side of a pair alone."""
-    out: dict[str, tuple[str, str, int]] = {}
+    out: Summaries = {}
     for _ in range(4):
         for fname, fn in facts.functions.items():
             if fname in out:
@@ -201,7 +208,7 @@ def _summaries(facts: FileFacts) -> dict[str, tuple[str, str, int]]:
 
 
 def _collective_reached(
-    facts: FileFacts, call: ast.Call, summaries: dict, exclude: str | None = None
+    facts: FileFacts, call: ast.Call, summaries: Summaries, exclude: str | None = None
 ) -> tuple[str, str, int | None, str | None] | None:
     """(code, label of the collective, its line when reached through a local function, that function's name)."""
     kind = collective_kind(facts, call)
@@ -218,7 +225,7 @@ def _collective_reached(
     return None
 
 
-def _side(facts: FileFacts, test: ast.AST) -> tuple | None:
+def _side(facts: FileFacts, test: ast.AST) -> Side | None:
     """The ranks a simple rank test selects: ('in', {0}) for ``rank == 0`` / ``is_main_process()``, ('notin', {-1, 0})
     for ``local_rank not in [-1, 0]``; None when the test is not that simple."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
@@ -252,11 +259,13 @@ def _side(facts: FileFacts, test: ast.AST) -> tuple | None:
     return None
 
 
-def _negate(side: tuple) -> tuple:
+def _negate(side: Side) -> Side:
+    """The ranks the other branch of ``side``'s test selects."""
     return ("notin" if side[0] == "in" else "in", *side[1:])
 
 
-def _node_side(facts: FileFacts, branch: ast.AST, node: ast.AST) -> tuple | None:
+def _node_side(facts: FileFacts, branch: ast.AST, node: ast.AST) -> Side | None:
+    """The ranks on which ``node`` runs under ``branch`` (None: not a simple rank test)."""
     if not isinstance(branch, ast.If):
         return ("in", frozenset({0}))  # @rank_zero_only
     side = _side(facts, branch.test)
@@ -267,13 +276,15 @@ def _node_side(facts: FileFacts, branch: ast.AST, node: ast.AST) -> tuple | None
     return side if in_body else _negate(side)
 
 
-def _paired(facts: FileFacts, branches: dict, summaries: dict) -> set[tuple[int, str]]:
+def _paired(facts: FileFacts, branches: Branches, summaries: Summaries) -> set[tuple[int, str]]:
     """(scope, collective) found under complementary rank conditions of one function (``local_rank not in [-1, 0]``
     and ``local_rank == 0``): the "first process works, the others wait" pattern, where every rank reaches one side."""
-    seen: dict[tuple[int, str], list[tuple[int, tuple | None]]] = {}
+    seen: dict[tuple[int, str], list[tuple[int, Side | None]]] = {}
     for call in facts.calls():
         enclosing = branches.get(id(call))
-        kind = _collective_reached(facts, call, summaries) if enclosing else None
+        if not enclosing:
+            continue
+        kind = _collective_reached(facts, call, summaries)
         if kind is not None:
             seen.setdefault((id(facts.scope_of(call)), kind[1]), []).append(
                 (id(enclosing[-1]), _node_side(facts, enclosing[-1], call))
@@ -320,13 +331,13 @@ def _guarded_by_the_rest(facts: FileFacts, branch: ast.AST, call: ast.Call) -> b
     return any(_complement(x, g) for x in rest for g in guards)
 
 
-def _other_path_references(facts: FileFacts, branch: ast.AST, call: ast.Call, label: str, summaries: dict) -> bool:
+def _other_path_references(facts: FileFacts, branch: ast.AST, call: ast.Call, label: str, summaries: Summaries) -> bool:
     """The other ranks' path hands a local function that runs the same collective to something that calls it
     (``if rank == 0: button.click(fn=generate)`` ... ``else: worker()``, both running barrier + broadcast)."""
     return _reaches(facts, facts.other_path(branch, call), label, summaries, set())
 
 
-def _reaches(facts: FileFacts, stmts: list[ast.AST], label: str, summaries: dict, seen: set[str]) -> bool:
+def _reaches(facts: FileFacts, stmts: Sequence[ast.AST], label: str, summaries: Summaries, seen: set[str]) -> bool:
     """Do ``stmts`` name (call or pass along) a local function that runs ``label``, directly or through the local
     functions that function names (``create_demo()`` wiring ``button.click(fn=generate)``)?"""
     for n in (n for stmt in stmts for n in ast.walk(stmt)):
@@ -346,20 +357,22 @@ def _reaches(facts: FileFacts, stmts: list[ast.AST], label: str, summaries: dict
 def _complement(a: ast.AST, b: ast.AST) -> bool:
     """Is ``b`` written as ``not a`` (or ``a`` as ``not b``)?"""
 
-    def neg(x):
+    def neg(x: ast.AST) -> ast.expr | None:
         return x.operand if isinstance(x, ast.UnaryOp) and isinstance(x.op, ast.Not) else None
 
     return any(x is not None and ast.dump(x) == ast.dump(y) for x, y in ((neg(a), b), (neg(b), a)))
 
 
-def rank_findings(facts: FileFacts) -> Iterator[tuple[str, ast.AST, str]]:
+def rank_findings(facts: FileFacts) -> Iterator[tuple[str, Located, str]]:
     """(code, node, detail) for every collective reached on some ranks only."""
     branches = facts.rank_branches()
     summaries = _summaries(facts)
     paired = _paired(facts, branches, summaries)
     for call in facts.calls():
         enclosing = branches.get(id(call))
-        kind = _collective_reached(facts, call, summaries) if enclosing else None
+        if not enclosing:
+            continue
+        kind = _collective_reached(facts, call, summaries)
         if kind is None:
             continue
         code, label, line, via = kind
@@ -372,9 +385,11 @@ def rank_findings(facts: FileFacts) -> Iterator[tuple[str, ast.AST, str]]:
                 continue
             if _guarded_by_the_rest(facts, branch, call) or _other_path_references(facts, branch, call, label, summaries):
                 continue
-            if not facts.other_branch_has(
-                branch, call, lambda c, label=label: (_collective_reached(facts, c, summaries) or ("", ""))[1] == label
-            ):
+
+            def same_collective(c: ast.Call, label: str = label) -> bool:
+                return (_collective_reached(facts, c, summaries) or ("", ""))[1] == label
+
+            if not facts.other_branch_has(branch, call, same_collective):
                 what = f"{via}(), which runs {label} at line {line}," if via else label
                 yield code, call, f"{what} runs only on some ranks (rank condition at line {branch.lineno})"
                 break

@@ -4,10 +4,10 @@ snippet) plus a small finder in :mod:`fsdp_skill.core.check.finders` (FSD003-FSD
 
 from __future__ import annotations
 
-from fsdp_skill.core.check.models import Rule
+from fsdp_skill.core.check.models import Rule, Severity
 
 
-def _r(code, severity, summary, message, section, snippet) -> Rule:
+def _r(code: str, severity: Severity, summary: str, message: str, section: str, snippet: str) -> Rule:
     return Rule(code=code, severity=severity, summary=summary, message=message, section=section, snippet=snippet)
 
 
