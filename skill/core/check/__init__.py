@@ -13,12 +13,15 @@ re-exports the public names; what lives where:
   characters) and the :class:`CheckReport` with counts.
 - :mod:`.noqa`: ``# noqa`` / ``# noqa: FSD003,FSD011`` comments; :mod:`.selection`: ``select`` / ``ignore``
   by code prefix (:func:`validate_codes`).
-- :mod:`.rules`: the rule table :data:`RULES` (README renders it) and :data:`RULE_RANGE`; :mod:`.finders` and
+- :mod:`.rules`: the rule table :data:`RULES` (README's table mirrors it) and :data:`RULE_RANGE`; :mod:`.finders` and
   :mod:`.rank_conditional`: the code that finds each rule's mistake (:data:`FINDERS` maps code -> finder);
   :mod:`.facts`: what the finders know about one parsed file; :mod:`.models`: :class:`Rule`,
   :class:`Finding`, :class:`CheckReport`.
 
-A new rule is a :class:`Rule` in :mod:`.rules`, a finder, and its two fixtures in ``tests/data/check/``.
+A new rule is a :class:`Rule` in :mod:`.rules` (the next code: :data:`RULE_RANGE` follows), a finder registered
+with ``@finder(code)`` in :mod:`.finders` (a rank-conditional one: a case of ``collective_kind`` in
+:mod:`.rank_conditional`), its two fixtures ``tests/data/check/FSDxxx_bad.py`` / ``_good.py`` and
+its row of README's rule table (``tests/test_check_rules.py`` holds each to the others).
 The Python code pasted in a question (``ask``) is found by :mod:`fsdp_skill.core.code_blocks`.
 """
 
