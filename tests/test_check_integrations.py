@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import json
+import re
 import shlex
 import subprocess
 import sys
@@ -15,7 +16,7 @@ import pytest
 import yaml
 
 from fsdp_skill.adapters.flake8 import Plugin
-from fsdp_skill.core.check import check_source
+from fsdp_skill.core.check import RULE_RANGE, RULES, check_source
 from fsdp_skill.main import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -74,6 +75,32 @@ def test_pre_commit_hook_names_the_check_command():
     assert f'{exe} = "fsdp_skill.main:main"' in pyproject  # a console script of this package
     args = build_parser().parse_args([*argv, "a.py", "b.py"])  # pre-commit appends the staged files
     assert args.command == "check" and args.paths == ["a.py", "b.py"]
+
+
+_RANGE = re.compile(r"\bFSD\d{3}-FSD\d{3}\b")
+
+
+def test_rule_codes_form_the_range_the_doors_give():
+    """RULE_RANGE ("FSD001-FSD036", RULES' first and last code) is what the tool description, the hook and README
+    say: the codes run without a gap from the first to the last (a retired code would make the range a lie)."""
+    first = int(min(RULES)[3:])
+    assert sorted(RULES) == [f"FSD{i:03d}" for i in range(first, first + len(RULES))]
+
+
+def test_check_script_tool_description_gives_the_rule_range():
+    from fsdp_skill.core.toolspec import tool_spec
+
+    assert _RANGE.findall(tool_spec("check_script").description) == [RULE_RANGE]
+
+
+@pytest.mark.parametrize("name", [".pre-commit-hooks.yaml", "README.md"])
+def test_rule_ranges_written_in_data_files_match_the_rules(name):
+    """The hook's description and README are written by hand: every range of rule codes they give is RULES'."""
+    text = (ROOT / name).read_text(encoding="utf-8")
+    assert set(_RANGE.findall(text)) <= {RULE_RANGE}, f"{name} gives a rule range other than {RULE_RANGE}"
+    if name == ".pre-commit-hooks.yaml":
+        (hook,) = yaml.safe_load(text)
+        assert f"(rules {RULE_RANGE})" in hook["description"]
 
 
 # --- check --run: static findings and the run's verdict in one report -------------------------------------
@@ -263,7 +290,7 @@ def test_ask_on_a_pasted_script_without_fences():
     ids=["prose", "traceback", "two fences", "shell fence", "broken fence", "bare script"],
 )
 def test_code_blocks(text, blocks):
-    from fsdp_skill.core.check import code_blocks
+    from fsdp_skill.core.code_blocks import code_blocks
 
     assert len(code_blocks(text)) == blocks
 
@@ -271,7 +298,7 @@ def test_code_blocks(text, blocks):
 def test_questions_without_code_route_exactly_as_before(monkeypatch):
     """Every question of the routing sets has no code, and routes the same with the checker taken out of ask."""
     from fsdp_skill.core import answer as answer_mod
-    from fsdp_skill.core.check import code_blocks
+    from fsdp_skill.core.code_blocks import code_blocks
 
     questions = _questions()
     assert len(questions) > 150 and not [q for q in questions if code_blocks(q)]

@@ -240,6 +240,17 @@ def test_unhashable_comparisons_do_not_crash_the_checker():
     assert check_source(code, "t.py") == []
 
 
+def test_a_bare_requires_grad_call_does_not_crash_the_frozen_params_rule():
+    """FSD031 looks for ``module.requires_grad_(False)``; a function of that name called bare once made the checker
+    fail on the file (FSD000, AttributeError)."""
+    code = (
+        "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+        "def requires_grad_(flag):\n    pass\n"
+        "def main(model):\n    requires_grad_(False)\n    model = FSDP(model)\n"
+    )
+    assert check_source(code, "t.py") == []
+
+
 def test_a_checker_failure_on_one_file_is_reported_for_that_file_and_the_others_are_checked(tmp_path, monkeypatch):
     import fsdp_skill.core.check as check
 

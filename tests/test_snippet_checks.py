@@ -61,24 +61,53 @@ def test_every_reference_snippet_has_a_mutation():
     assert missing == []
 
 
-def _mutated_jobs():
+def _mutation_id(snippet_id: str, mutation: dict) -> str:
+    """``snippet-id::what-the-mutation-does`` (its ``why``, as a slug): the test id that names a mutation."""
+    return f"{snippet_id}::{re.sub(r'[^a-z0-9]+', '-', mutation['why'].lower()).strip('-')}"
+
+
+# (snippet id, index of the mutation in its list), one test id each
+MUTATION_CASES = [
+    pytest.param(spec.id, i, id=_mutation_id(spec.id, m)) for spec in REFERENCE for i, m in enumerate(MUTATIONS.get(spec.id, []))
+]
+
+
+def test_mutation_ids_are_unique():
+    """Two mutations of one snippet with the same ``why`` would share a test id (pytest would number them)."""
+    ids = [p.id for p in MUTATION_CASES]
+    assert sorted({i for i in ids if ids.count(i) > 1}) == []
+
+
+def _runs_here(spec) -> bool:
+    return not ("cuda" in spec.requires and cuda_device_count() < spec.world_size)
+
+
+@pytest.fixture(scope="module")
+def mutation_verdicts(request, tmp_path_factory):
+    """(snippet id, mutation index) -> Verdict, for every mutation selected in this session that can run here,
+    verified in one batch on one warm launcher (as one test did before each mutation had its own id)."""
+    selected = [
+        (item.callspec.params["snippet_id"], item.callspec.params["index"])
+        for item in request.session.items
+        if getattr(item, "originalname", None) == "test_every_mutation_fails"
+    ]
+    cases = [(sid, i) for sid, i in selected if _runs_here(KB.snippets[sid])]
     jobs = []
-    for spec in REFERENCE:
-        if "cuda" in spec.requires and cuda_device_count() < spec.world_size:
-            continue  # cannot run here: its mutations are checked where it can
-        for m in MUTATIONS.get(spec.id, []):
-            mutated = spec.model_copy(update={"code": spec.code.replace(m["replace"], m["with"])})
-            jobs.append((spec.id, m["why"], job_for(mutated)))
-    return jobs
+    for sid, i in cases:
+        spec, m = KB.snippets[sid], MUTATIONS[sid][i]
+        jobs.append(job_for(spec.model_copy(update={"code": spec.code.replace(m["replace"], m["with"])})))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("FSDP_SKILL_HOME", str(tmp_path_factory.mktemp("mutation-home")))
+        verdicts = runtime.verify_many(jobs, use_cache=False) if jobs else []
+    return dict(zip(cases, verdicts, strict=True))
 
 
 @pytest.mark.slow
-def test_every_mutation_fails(tmp_path_factory):
+@pytest.mark.parametrize("snippet_id, index", MUTATION_CASES)
+def test_every_mutation_fails(snippet_id, index, mutation_verdicts):
     """Each mutated reference snippet (a rank's gradient scaled, a step skipped, other data, ...) must fail."""
-    jobs = _mutated_jobs()
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("FSDP_SKILL_HOME", str(tmp_path_factory.mktemp("mutation-home")))
-        verdicts = runtime.verify_many([j for _, _, j in jobs], use_cache=False)
-    table = [(sid, why, v.status) for (sid, why, _), v in zip(jobs, verdicts, strict=True)]
-    survivors = [row for row in table if row[2] != "failed"]
-    assert survivors == [], survivors
+    spec, why = KB.snippets[snippet_id], MUTATIONS[snippet_id][index]["why"]
+    if not _runs_here(spec):
+        pytest.skip(f"needs {spec.world_size} CUDA devices: its mutations are checked where it can run")
+    verdict = mutation_verdicts[(snippet_id, index)]
+    assert verdict.status == "failed", (snippet_id, why, verdict.status, verdict.reason)

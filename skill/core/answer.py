@@ -17,7 +17,8 @@ import time
 import unicodedata
 
 from fsdp_skill.core.atlas.messages import explain_messages
-from fsdp_skill.core.check import Finding, check_source, code_blocks
+from fsdp_skill.core.check import Finding, check_source
+from fsdp_skill.core.code_blocks import code_blocks
 from fsdp_skill.core.interpreter import target_python, torch_version
 from fsdp_skill.core.knowledge.cards import Knowledge
 from fsdp_skill.core.models import Answer, ApiInfo, SectionDoc, TopicScore

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from fsdp_skill.core.answer import MAX_K, MAX_QUESTION_CHARS
-from fsdp_skill.core.check import MAX_CHECK_CHARS, CheckReport
+from fsdp_skill.core.check import MAX_CHECK_CHARS, RULE_RANGE, CheckReport
 from fsdp_skill.core.models import Answer, SectionOut
 from fsdp_skill.core.plan.models import PlanReport
 
@@ -253,7 +253,7 @@ def _tool_specs() -> list[ToolSpec]:
                 "Review Python code statically (parsed, never run) for FSDP / torch.distributed mistakes: the "
                 "optimizer built before fully_shard, a collective or barrier on only some ranks, GradScaler "
                 "instead of ShardedGradScaler, NCCL without set_device, a checkpoint saved or loaded on one rank, "
-                "and more (rules FSD001-FSD036). Each finding has code, severity (error: hangs, crashes or computes "
+                f"and more (rules {RULE_RANGE}). Each finding has code, severity (error: hangs, crashes or computes "
                 "wrong results; warning; info), message, line/col, the knowledge section that explains it "
                 "(get_section) and the verified snippet that shows the fix (export_snippet). Call it on every "
                 "training script you write or edit, before running it or giving it to the user; fix every error."

@@ -1,4 +1,5 @@
-"""What the rules need to know about one module, computed once from its ``ast`` (never imported or run).
+"""What the rules need to know about one parsed file (:class:`FileFacts`), computed once from its ``ast`` (never
+imported or run).
 
 - **Names**: each import alias resolves to its canonical torch name (``dist.barrier`` ->
   ``torch.distributed.barrier``, ``torch.distributed._composable.fsdp.fully_shard`` ->
@@ -6,7 +7,7 @@
 - **Scopes and versions**: a name is followed inside its function (or the module body): each binding
   (assignment, ``for`` target, ``with ... as``, parameter) is a version, and a load sees the last binding
   before it. ``model = FSDP(model)`` therefore reads the old ``model`` and binds a new one.
-- **Module chains**: :meth:`Module.chain` follows a module expression to the variable it hangs off:
+- **Module chains**: :meth:`FileFacts.chain` follows a module expression to the variable it hangs off:
   ``layer`` in ``for layer in model.layers`` is ``model.layers[*]``; ``model.to(device)``, ``FSDP(model)``,
   ``fully_shard(model)`` and ``torch.compile(model)`` are ``model``.
 - **Rank conditions**: ``if`` tests that hold on some ranks only: comparisons involving
@@ -23,8 +24,9 @@ from __future__ import annotations
 import ast
 import functools
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 # canonical spellings: (old prefix, new prefix), applied until none matches
 _CANON = [
@@ -102,6 +104,18 @@ _MAIN_NAME = re.compile(
 _RANK_ZERO_DECORATORS = {"rank_zero_only", "main_process_only", "on_main_process", "rank0_only", "master_only"}
 
 Pos = tuple[int, int]
+
+
+class Located(Protocol):
+    """An ast node with a source position: a statement, an expression, a keyword, an argument (``ast.AST``
+    itself declares none). Lines are 1-based, columns 0-based UTF-8 byte offsets, as :mod:`ast` gives them."""
+
+    lineno: int
+    col_offset: int
+    end_lineno: int | None
+    end_col_offset: int | None
+
+
 _EXITS = (ast.Return, ast.Continue, ast.Break)  # not raise: an error path, the job fails anyway
 # singleton nodes (Load(), Add(), Eq(), ...) shared by the whole tree: not indexed
 _SHARED = (ast.expr_context, ast.operator, ast.cmpop, ast.boolop, ast.unaryop)
@@ -203,7 +217,7 @@ def dotted(node: ast.AST) -> str | None:
     return None
 
 
-def kwarg(call: ast.Call, name: str, pos: int | None = None) -> ast.AST | None:
+def kwarg(call: ast.Call, name: str, pos: int | None = None) -> ast.expr | None:
     """The argument ``name`` of ``call`` (by keyword, or positional index ``pos``)."""
     for kw in call.keywords:
         if kw.arg == name:
@@ -214,14 +228,17 @@ def kwarg(call: ast.Call, name: str, pos: int | None = None) -> ast.AST | None:
 
 
 def is_true(node: ast.AST | None) -> bool:
+    """Is ``node`` the constant ``True``?"""
     return isinstance(node, ast.Constant) and node.value is True
 
 
-def start(node: ast.AST) -> Pos:
+def start(node: Located) -> Pos:
+    """(line, column) where ``node`` starts."""
     return (node.lineno, node.col_offset)
 
 
-def end(node: ast.AST) -> Pos:
+def end(node: Located) -> Pos:
+    """(line, column) where ``node`` ends (its start line and column 0 when ast gives no end)."""
     return (node.end_lineno or node.lineno, node.end_col_offset or 0)
 
 
@@ -253,37 +270,38 @@ class Chain:
 
 
 @dataclass
-class Module:
-    """The facts of one parsed module (see the module docstring)."""
+class FileFacts:
+    """The facts of one parsed file (see the module docstring); :meth:`build` computes them from its tree."""
 
     tree: ast.Module
     aliases: dict[str, str] = field(default_factory=dict)
     parents: dict[int, ast.AST] = field(default_factory=dict)
     bindings: dict[tuple[int, str], list[Binding]] = field(default_factory=dict)
-    functions: dict[str, ast.AST] = field(default_factory=dict)
+    functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=dict)  # module-level
     rank_names: set[str] = field(default_factory=set)
     main_flags: set[str] = field(default_factory=set)
     fsdp1: set[tuple[int, str]] = field(default_factory=set)
     fsdp2: set[tuple[int, str]] = field(default_factory=set)
     ddp: set[tuple[int, str]] = field(default_factory=set)
     joined: set[tuple[int, str]] = field(default_factory=set)  # modules passed to Join([...]) somewhere
-    _rank_nodes: dict[int, list[ast.AST]] | None = None
+    _rank_nodes: dict[int, list[ast.stmt]] | None = None
     nodes: list[ast.AST] = field(default_factory=list)  # every node, in ast.walk order
     _calls: list[ast.Call] = field(default_factory=list)
     _scopes: dict[int, ast.AST] = field(default_factory=dict)
     _by_scope: dict[int, list[ast.AST]] = field(default_factory=dict)
     _quals: dict[int, str | None] = field(default_factory=dict)
-    cache: dict = field(default_factory=dict)  # per-module memo for finders (keyed by their own names)
+    cache: dict[object, Any] = field(default_factory=dict)  # per-file memo for finders (keyed by their own names)
 
     @classmethod
-    def build(cls, tree: ast.Module) -> Module:
-        m = cls(tree)
-        m._index()
-        m._imports()
-        m._bindings()
-        m._ranks()
-        m._wrapped()
-        return m
+    def build(cls, tree: ast.Module) -> FileFacts:
+        """The facts of ``tree`` (an :func:`ast.parse` result), computed in a few passes over it."""
+        facts = cls(tree)
+        facts._index()
+        facts._imports()
+        facts._bindings()
+        facts._ranks()
+        facts._wrapped()
+        return facts
 
     def _index(self) -> None:
         """One pre-order pass (source order): every node, its parent, its scope, the calls."""
@@ -301,12 +319,11 @@ class Module:
             by_scope[id(scope)].append(node)
             if isinstance(node, call_t):
                 calls.append(node)
+            inner: ast.AST = scope
             if isinstance(node, funcs):
                 inner = node
                 by_scope[nid] = []
-            else:
-                inner = scope
-            children = []
+            children: list[ast.AST] = []
             for name in node._fields:
                 value = getattr(node, name, None)
                 if value.__class__ is list:
@@ -373,9 +390,10 @@ class Module:
                 lst.append(Binding(pos, kind, value, len(lst) + 1))
 
     def _bindings(self) -> None:
-        scopes = [self.tree] + [n for n in self.nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        scopes: list[ast.Module | ast.FunctionDef | ast.AsyncFunctionDef] = [self.tree]
+        scopes += [n for n in self.nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
         for scope in scopes:
-            if scope is not self.tree:
+            if not isinstance(scope, ast.Module):
                 if isinstance(self.parents.get(id(scope)), ast.Module):
                     self.functions[scope.name] = scope
                 args = scope.args
@@ -474,22 +492,22 @@ class Module:
 
     # --- rank conditions -----------------------------------------------------------------------------
     def _ranks(self) -> None:
-        assigns = []
+        assigns: list[tuple[list[ast.expr], ast.expr]] = []  # (targets, value)
         for node in self.nodes:
             if isinstance(node, ast.arg) and rank_name(node.arg):
                 self.rank_names.add(node.arg)
-            elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
-                assigns.append(node)
+            elif isinstance(node, ast.Assign):
+                assigns.append((node.targets, node.value))
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                assigns.append(([node.target], node.value))
         for _ in range(3):  # names bound to rank expressions, then flags bound to rank comparisons
-            for node in assigns:
-                if True:
-                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                    for t in targets:
-                        if isinstance(t, ast.Name):
-                            if self.is_rank_expr(node.value):
-                                self.rank_names.add(t.id)
-                            elif self.is_rank_test(node.value):
-                                self.main_flags.add(t.id)
+            for targets, value in assigns:
+                for t in targets:
+                    if isinstance(t, ast.Name):
+                        if self.is_rank_expr(value):
+                            self.rank_names.add(t.id)
+                        elif self.is_rank_test(value):
+                            self.main_flags.add(t.id)
 
     def is_rank_expr(self, node: ast.AST) -> bool:
         """Does ``node`` evaluate to this process's rank (or a value derived from it)?"""
@@ -515,6 +533,7 @@ class Module:
         return isinstance(node, ast.Constant) and node.value in RANK_ENV
 
     def is_main_predicate(self, node: ast.AST) -> bool:
+        """Is ``node`` a main-process flag (bound to a rank test) or helper (``is_main_process()``, ``is_master``)?"""
         if isinstance(node, ast.Name) and node.id in self.main_flags:
             return True
         if isinstance(node, ast.Name) and self._flag_parameter(node):
@@ -556,10 +575,10 @@ class Module:
             return self.is_main_predicate(test) or self.is_rank_expr(test)
         return False
 
-    def rank_branches(self) -> dict[int, list[ast.AST]]:
+    def rank_branches(self) -> dict[int, list[ast.stmt]]:
         """id(node) -> every ``if`` (or ``@rank_zero_only`` function) that runs it on some ranks only, outermost first."""
         if self._rank_nodes is None:
-            out: dict[int, list[ast.AST]] = {}
+            out: dict[int, list[ast.stmt]] = {}
             for node in self.nodes:
                 if isinstance(node, ast.If) and self.is_rank_test(node.test):
                     for stmt in node.body + node.orelse:
@@ -576,27 +595,27 @@ class Module:
             self._rank_nodes = out
         return self._rank_nodes
 
-    def _after_exit(self, branch: ast.If, out: dict[int, list[ast.AST]]) -> None:
+    def _after_exit(self, branch: ast.If, out: dict[int, list[ast.stmt]]) -> None:
         """``if rank != 0: return`` — what follows in the same block runs on the other ranks only."""
         for stmt in self._after(branch):
             for sub in ast.walk(stmt):
                 out.setdefault(id(sub), []).append(branch)
 
-    def other_branch_has(self, branch: ast.AST, node: ast.AST, key) -> bool:
-        """Do the ranks that do not take ``node``'s path reach a call with ``key`` too?
+    def other_branch_has(self, branch: ast.AST, node: ast.AST, wanted: Callable[[ast.Call], bool]) -> bool:
+        """Do the ranks that do not take ``node``'s path reach a call that ``wanted`` accepts too?
 
         For ``if c: A else: B`` the other path is the other branch; when ``node``'s branch ends in an exit
         (``return``, ``continue``, ``break``), the statements after the ``if`` belong to the other path too.
         For ``node`` after ``if c: ...; return``, the other path is that exiting branch.
         """
-        return any(key(sub) for stmt in self.other_path(branch, node) for sub in ast.walk(stmt) if isinstance(sub, ast.Call))
+        return any(wanted(sub) for stmt in self.other_path(branch, node) for sub in ast.walk(stmt) if isinstance(sub, ast.Call))
 
     def other_path(self, branch: ast.AST, node: ast.AST) -> list[ast.AST]:
         """The statements the ranks that do not run ``node`` under ``branch`` run instead (see other_branch_has)."""
         if not isinstance(branch, ast.If):
             return []
 
-        def holds(block):
+        def holds(block: list[ast.stmt]) -> bool:
             return any(node is sub for stmt in block for sub in ast.walk(stmt))
 
         if holds(branch.body) or holds(branch.orelse):
@@ -608,7 +627,7 @@ class Module:
         """Does the path through ``node`` leave ``branch``'s block after it (a ``return``, or a ``continue`` /
         ``break`` of a loop around ``branch``), so that it never reaches the statements after ``branch``?"""
         outer_loops = {id(a) for a in self.ancestors(branch) if isinstance(a, (ast.For, ast.While, ast.AsyncFor))}
-        cur = node
+        cur: ast.AST | None = node
         while cur is not None and cur is not branch:
             parent = self.parents.get(id(cur))
             for name in ("body", "orelse", "finalbody"):
@@ -646,6 +665,7 @@ class Module:
         return []
 
     def ancestors(self, node: ast.AST) -> Iterator[ast.AST]:
+        """The nodes that hold ``node``, innermost first, up to the module."""
         cur = self.parents.get(id(node))
         while cur is not None:
             yield cur
@@ -657,14 +677,14 @@ class Module:
         for anc in self.ancestors(b):
             if id(anc) in pa and isinstance(anc, ast.If):
 
-                def side(n, anc=anc):
+                def side(n: ast.AST, anc: ast.If = anc) -> bool:
                     return any(n is s or any(n is w for w in ast.walk(s)) for s in anc.body)
 
                 return side(a) != side(b)
         return False
 
     # --- wrapped modules -----------------------------------------------------------------------------
-    def _key(self, node: ast.AST) -> tuple[int, str] | None:
+    def _variable_key(self, node: ast.AST) -> tuple[int, str] | None:
         """Where a module variable lives: (scope of its binding, name) for a bare name, (0, 'self.model') else."""
         if isinstance(node, ast.Name):
             return self.binding(node)[0][:2]
@@ -677,7 +697,7 @@ class Module:
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
                 q = self.qual(node.value)
                 for t in node.targets:
-                    key = (id(self.scope_of(node)), t.id) if isinstance(t, ast.Name) else self._key(t)
+                    key = (id(self.scope_of(node)), t.id) if isinstance(t, ast.Name) else self._variable_key(t)
                     if key and q == DDP:
                         self.ddp.add(key)
                     if key and q == FSDP1:
@@ -685,7 +705,7 @@ class Module:
                     elif key and q == FULLY_SHARD:
                         fsdp2.add(key)
             if isinstance(node, ast.Call) and self.qual(node) == FULLY_SHARD and node.args:
-                key = self._key(node.args[0])
+                key = self._variable_key(node.args[0])
                 if key:
                     fsdp2.add(key)
             if (
@@ -694,21 +714,22 @@ class Module:
                 and node.args
                 and isinstance(node.args[0], (ast.List, ast.Tuple))
             ):
-                self.joined |= {k for el in node.args[0].elts if (k := self._key(el))}
+                self.joined |= {k for el in node.args[0].elts if (k := self._variable_key(el))}
         self.fsdp1, self.fsdp2 = fsdp1, fsdp2 - fsdp1
 
     def is_fsdp1(self, node: ast.AST) -> bool:
         """Does this Name/Attribute hold an FSDP1 wrapper (a variable of this scope, or an attribute anywhere)?"""
-        return self._key(node) in self.fsdp1
+        return self._variable_key(node) in self.fsdp1
 
     def is_fsdp2(self, node: ast.AST) -> bool:
         """Does this Name/Attribute hold an FSDP2 (fully_shard) module?"""
-        return self._key(node) in self.fsdp2
+        return self._variable_key(node) in self.fsdp2
 
     def is_fsdp(self, node: ast.AST) -> bool:
+        """Does this Name/Attribute hold an FSDP1 wrapper or an FSDP2 module?"""
         return self.is_fsdp1(node) or self.is_fsdp2(node)
 
     def is_joined_ddp(self, node: ast.AST) -> bool:
         """A DDP wrapper that some ``Join([...])`` of this file was given (its join config stays on)."""
-        key = self._key(node)
+        key = self._variable_key(node)
         return key in self.ddp and key in self.joined

@@ -10,100 +10,121 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 
-from fsdp_skill.core.check.facts import FSDP1, FULLY_SHARD, Chain, Module, dotted, end, is_true, kwarg, last_name, start
+from fsdp_skill.core.check.facts import (
+    FSDP1,
+    FULLY_SHARD,
+    Chain,
+    FileFacts,
+    Located,
+    dotted,
+    end,
+    is_true,
+    kwarg,
+    last_name,
+    start,
+)
 
-Found = Iterator[tuple[ast.AST, str | None]]
-FINDERS: dict[str, Callable[[Module], Found]] = {}
+Found = Iterator[tuple[Located, str | None]]  # (the node to report, a detail for the message or None)
+Finder = Callable[[FileFacts], Found]
+FINDERS: dict[str, Finder] = {}  # rule code -> its finder (the rank-conditional rules are found by rank_findings)
 
 _PARAM_METHODS = {"parameters", "named_parameters"}
 _LOW = {"bfloat16", "float16", "half", "bf16", "fp16"}
 
 
-def finder(code: str):
-    def deco(fn):
+def finder(code: str) -> Callable[[Finder], Finder]:
+    """Register the decorated function as the finder of rule ``code`` in :data:`FINDERS`."""
+
+    def deco(fn: Finder) -> Finder:
         FINDERS[code] = fn
         return fn
 
     return deco
 
 
-def _is_optimizer(m: Module, call: ast.Call) -> bool:
-    q = m.qual(call) or ""
+def _is_optimizer(facts: FileFacts, call: ast.Call) -> bool:
+    q = facts.qual(call) or ""
     tail = q.rsplit(".", 1)[-1]
     return (
         q.startswith("torch.optim.") and q.count(".") == 2 and tail[:1].isupper() and tail != "Optimizer"
     ) or q == "torch.distributed.optim.ZeroRedundancyOptimizer"
 
 
-def _param_sources(m: Module, expr: ast.AST | None, depth: int = 0) -> list[Chain]:
+def _param_sources(facts: FileFacts, expr: ast.AST | None, depth: int = 0) -> list[Chain]:
     """Chains of the modules whose ``.parameters()`` / ``.named_parameters()`` feed ``expr`` (following names)."""
     if expr is None or depth > 4:
         return []
     out = []
     for node in ast.walk(expr):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _PARAM_METHODS:
-            c = m.chain(node.func.value)
+            c = facts.chain(node.func.value)
             if c:
                 out.append(c)
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-            _, b = m.binding(node)
+            _, b = facts.binding(node)
             if b is not None and b.kind == "assign" and b.value is not None:
-                out += _param_sources(m, b.value, depth + 1)
+                out += _param_sources(facts, b.value, depth + 1)
     return out
 
 
-def _wraps(m: Module, apis: set[str]) -> list[tuple[ast.Call, Chain]]:
+def _wraps(facts: FileFacts, apis: set[str]) -> list[tuple[ast.Call, Chain]]:
     """Calls of ``apis`` with the chain of each module they wrap (a list argument: each element)."""
     key = ("wraps", frozenset(apis))
-    if key in m.cache:
-        return m.cache[key]
-    out = m.cache[key] = []
-    for call in m.calls():
-        if m.qual(call) in apis and call.args:
+    if key in facts.cache:
+        cached: list[tuple[ast.Call, Chain]] = facts.cache[key]
+        return cached
+    out: list[tuple[ast.Call, Chain]] = []
+    facts.cache[key] = out
+    for call in facts.calls():
+        if facts.qual(call) in apis and call.args:
             arg = call.args[0]
             for el in arg.elts if isinstance(arg, (ast.List, ast.Tuple)) else [arg]:
-                c = m.chain(el)
+                c = facts.chain(el)
                 if c:
                     out.append((call, c))
     return out
 
 
-def _ordered(m: Module, first: ast.AST, later: ast.AST) -> bool:
-    return m.scope_of(first) is m.scope_of(later) and end(first) <= start(later) and not m.exclusive(first, later)
+def _ordered(facts: FileFacts, first: ast.expr, later: ast.expr) -> bool:
+    """Does ``first`` end before ``later`` starts, in the same function body and not in the other branch of an ``if``?"""
+    return facts.scope_of(first) is facts.scope_of(later) and end(first) <= start(later) and not facts.exclusive(first, later)
 
 
-def _optimizer_before(m: Module, api: str) -> Found:
-    wraps = _wraps(m, {api})
-    for call in m.calls():
-        if not _is_optimizer(m, call):
+def _optimizer_before(facts: FileFacts, api: str) -> Found:
+    wraps = _wraps(facts, {api})
+    for call in facts.calls():
+        if not _is_optimizer(facts, call):
             continue
-        for src in _param_sources(m, kwarg(call, "params", 0)):
-            hit = next(((w, c) for w, c in wraps if _ordered(m, call, w) and (src.covers(c) or c.covers(src))), None)
+        for src in _param_sources(facts, kwarg(call, "params", 0)):
+            hit = next(((w, c) for w, c in wraps if _ordered(facts, call, w) and (src.covers(c) or c.covers(src))), None)
             if hit:
                 yield call, None if hit[0].lineno is None else f"(wrapped at line {hit[0].lineno})"
                 break
 
 
 @finder("FSD001")
-def fsd001(m: Module) -> Found:
-    yield from _optimizer_before(m, FULLY_SHARD)
+def optimizer_before_fully_shard(facts: FileFacts) -> Found:
+    """FSD001: an optimizer built from a module's parameters before ``fully_shard`` of that module."""
+    yield from _optimizer_before(facts, FULLY_SHARD)
 
 
 @finder("FSD002")
-def fsd002(m: Module) -> Found:
-    yield from _optimizer_before(m, FSDP1)
+def optimizer_before_fsdp1_wrap(facts: FileFacts) -> Found:
+    """FSD002: an optimizer built from a module's parameters before ``FSDP(...)`` wraps it."""
+    yield from _optimizer_before(facts, FSDP1)
 
 
 @finder("FSD011")
-def fsd011(m: Module) -> Found:
-    if not m.uses(FSDP1, FULLY_SHARD):
+def plain_grad_scaler_with_fsdp(facts: FileFacts) -> Found:
+    """FSD011: a plain ``GradScaler`` (not disabled) in a file that shards with FSDP, off its no-FSDP paths."""
+    if not facts.uses(FSDP1, FULLY_SHARD):
         return
-    for call in m.calls():
+    for call in facts.calls():
         enabled = kwarg(call, "enabled")
         if (
-            m.qual(call) == "torch.amp.GradScaler"
+            facts.qual(call) == "torch.amp.GradScaler"
             and not (isinstance(enabled, ast.Constant) and enabled.value is False)
-            and not _fsdp_excluded(m, call)
+            and not _fsdp_excluded(facts, call)
         ):
             yield call, None
 
@@ -112,12 +133,12 @@ def _mentions_fsdp(node: ast.AST) -> bool:
     return any("fsdp" in (dotted(n) or "").lower() for n in ast.walk(node) if isinstance(n, (ast.Name, ast.Attribute)))
 
 
-def _fsdp_excluded(m: Module, node: ast.AST) -> bool:
+def _fsdp_excluded(facts: FileFacts, node: ast.AST) -> bool:
     """Is ``node`` on a path where FSDP is off: after ``assert not args.fsdp`` in its block, under ``if not
     use_fsdp:``, or in the ``else`` of ``if args.fsdp:`` (open_lm's amp path refuses FSDP)?"""
-    cur = node
+    cur: ast.AST | None = node
     while cur is not None:
-        parent = m.parents.get(id(cur))
+        parent = facts.parents.get(id(cur))
         if isinstance(parent, ast.If) and _mentions_fsdp(parent.test):
             negated = isinstance(parent.test, ast.UnaryOp) and isinstance(parent.test.op, ast.Not)
             in_body = any(cur is st for st in parent.body)
@@ -139,7 +160,7 @@ def _fsdp_excluded(m: Module, node: ast.AST) -> bool:
     return False
 
 
-def _param_owners(m: Module, expr: ast.AST | None, depth: int = 0) -> Iterator[ast.AST]:
+def _param_owners(facts: FileFacts, expr: ast.AST | None, depth: int = 0) -> Iterator[ast.AST]:
     """The module expressions whose parameters feed ``expr`` (``model`` of ``list(model.parameters())``)."""
     if expr is None:
         return
@@ -147,49 +168,50 @@ def _param_owners(m: Module, expr: ast.AST | None, depth: int = 0) -> Iterator[a
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _PARAM_METHODS:
             yield node.func.value
         elif isinstance(node, ast.Name) and depth < 4:
-            _, b = m.binding(node)
+            _, b = facts.binding(node)
             if b is not None and b.kind == "assign" and b.value is not None:
-                yield from _param_owners(m, b.value, depth + 1)
+                yield from _param_owners(facts, b.value, depth + 1)
 
 
 @finder("FSD012")
-def fsd012(m: Module) -> Found:
-    for call in m.calls():
-        if m.qual(call) == "torch.nn.utils.clip_grad_norm_" and any(
-            m.is_fsdp1(o) for o in _param_owners(m, kwarg(call, "parameters", 0))
+def clip_grad_norm_of_fsdp1_params(facts: FileFacts) -> Found:
+    """FSD012: ``torch.nn.utils.clip_grad_norm_`` on an FSDP1 module's parameters."""
+    for call in facts.calls():
+        if facts.qual(call) == "torch.nn.utils.clip_grad_norm_" and any(
+            facts.is_fsdp1(o) for o in _param_owners(facts, kwarg(call, "parameters", 0))
         ):
             yield call, None
 
 
-def _nccl_possible(m: Module, call: ast.Call) -> bool:
-    return any("nccl" in s for s in m.strings(kwarg(call, "backend", 0)))
+def _nccl_possible(facts: FileFacts, call: ast.Call) -> bool:
+    return any("nccl" in s for s in facts.strings(kwarg(call, "backend", 0)))
 
 
-def _is_script(m: Module) -> bool:
+def _is_script(facts: FileFacts) -> bool:
     """Has ``if __name__ == "__main__":`` — a whole program, not a library module whose caller may do the rest."""
     return any(
         isinstance(n, ast.If)
         and isinstance(n.test, ast.Compare)
         and isinstance(n.test.left, ast.Name)
         and n.test.left.id == "__name__"
-        for n in m.tree.body
+        for n in facts.tree.body
     )
 
 
-def _device_helper(m: Module, call: ast.Call) -> bool:
+def _device_helper(facts: FileFacts, call: ast.Call) -> bool:
     """A call into non-torch code about devices (torchtune's ``utils.get_device``): it may bind the GPU there."""
-    name, q = last_name(call) or "", m.qual(call) or ""
+    name, q = last_name(call) or "", facts.qual(call) or ""
     return "device" in name.lower() and not q.startswith("torch.") and name != "device"
 
 
-def _uses_gpu_here(m: Module) -> bool:
+def _uses_gpu_here(facts: FileFacts) -> bool:
     """Does the file itself do the work that needs the GPU binding (a collective, a DDP/FSDP wrap, ``.cuda()``,
     a ``"cuda"`` device)? A script that only sets up the group and hands over to code in another file may bind
     the device there (OLMo's ``ladder.py`` calling ``train.main``), so it is not judged on this file alone."""
     from fsdp_skill.core.check.rank_conditional import COLLECTIVES
 
-    for c in m.calls():
-        q, name = m.qual(c) or "", last_name(c) or ""
+    for c in facts.calls():
+        q, name = facts.qual(c) or "", last_name(c) or ""
         if (
             q.startswith("torch.distributed.")
             and q.rsplit(".", 1)[-1] in COLLECTIVES
@@ -200,15 +222,15 @@ def _uses_gpu_here(m: Module) -> bool:
         # a "cuda" device given to torch: torch.device("cuda"), x.to("cuda"), torch.randn(..., device="cuda")
         args = list(c.args) if q == "torch.device" or name == "to" else []
         args += [k.value for k in c.keywords if k.arg == "device" and (q.startswith("torch.") or name == "to")]
-        if any(s.startswith("cuda") for a in args for s in m.strings(a)):
+        if any(s.startswith("cuda") for a in args for s in facts.strings(a)):
             return True
     return False
 
 
-def _explicit_devices(m: Module) -> bool:
+def _explicit_devices(facts: FileFacts) -> bool:
     """Does the file name each rank's GPU itself (``DDP(..., device_ids=[rank])``, ``.to(rank)``, ``.cuda(rank)``,
     ``torch.device("cuda", rank)``, ``f"cuda:{rank}"``)? Then NCCL finds the device from the tensors."""
-    for c in m.calls():
+    for c in facts.calls():
         name = last_name(c) or ""
         if (
             kwarg(c, "device_ids") is not None
@@ -216,8 +238,8 @@ def _explicit_devices(m: Module) -> bool:
             and c.args
             or name == "to"
             and c.args
-            and _indexed_device(m, c.args[0])
-            or m.qual(c) == "torch.device"
+            and _indexed_device(facts, c.args[0])
+            or facts.qual(c) == "torch.device"
             and len(c.args) > 1
         ):
             return True
@@ -226,38 +248,39 @@ def _explicit_devices(m: Module) -> bool:
         and n.values
         and isinstance(n.values[0], ast.Constant)
         and str(n.values[0].value).startswith("cuda:")
-        for n in m.nodes
+        for n in facts.nodes
     )
 
 
-def _indexed_device(m: Module, arg: ast.AST) -> bool:
+def _indexed_device(facts: FileFacts, arg: ast.AST) -> bool:
     """``x.to(rank)`` / ``x.to(device)`` with a device that is not the bare ``"cuda"`` (nor a dtype)."""
-    value = m.resolve(arg)
-    if isinstance(value, ast.Attribute) or m.strings(value):
+    value = facts.resolve(arg)
+    if isinstance(value, ast.Attribute) or facts.strings(value):
         return False  # torch.float16, "cuda" / "cpu"
-    return not (isinstance(value, ast.Call) and m.qual(value) == "torch.device" and len(value.args) == 1)
+    return not (isinstance(value, ast.Call) and facts.qual(value) == "torch.device" and len(value.args) == 1)
 
 
 @finder("FSD013")
-def fsd013(m: Module) -> Found:
+def nccl_without_set_device(facts: FileFacts) -> Found:
+    """FSD013: an NCCL ``init_process_group`` in a script that never binds each rank's GPU."""
     if (
-        not _is_script(m)
+        not _is_script(facts)
         or any(
             last_name(c) in ("set_device", "set_device_index", "set_default_device")
-            or m.qual(c) == "torch.cuda.device"
-            or _device_helper(m, c)
-            for c in m.calls()
+            or facts.qual(c) == "torch.cuda.device"
+            or _device_helper(facts, c)
+            for c in facts.calls()
         )
-        or not _uses_gpu_here(m)
-        or _explicit_devices(m)
+        or not _uses_gpu_here(facts)
+        or _explicit_devices(facts)
     ):
         return
-    for call in m.calls():
-        q = m.qual(call)
+    for call in facts.calls():
+        q = facts.qual(call)
         ws = kwarg(call, "world_size")
         if (
             q == "torch.distributed.init_process_group"
-            and _nccl_possible(m, call)
+            and _nccl_possible(facts, call)
             and kwarg(call, "device_id") is None
             and not (isinstance(ws, ast.Constant) and ws.value == 1)
         ):
@@ -267,22 +290,23 @@ def fsd013(m: Module) -> Found:
 _HARNESS_BASES = ("MultiProcessTestCase", "DistributedTestBase", "MultiProcContinuousTest", "MultiProcContinousTest")
 
 
-def _in_test_harness(m: Module, node: ast.AST) -> bool:
+def _in_test_harness(facts: FileFacts, node: ast.AST) -> bool:
     """Inside a class built on torch's multi-process test harness, which destroys the group after each test."""
     return any(
         isinstance(anc, ast.ClassDef) and any((last_name(b) or "").endswith(_HARNESS_BASES) for b in anc.bases)
-        for anc in m.ancestors(node)
+        for anc in facts.ancestors(node)
     )
 
 
 @finder("FSD014")
-def fsd014(m: Module) -> Found:
-    if not _is_script(m) or m.uses("torch.distributed.destroy_process_group"):
+def process_group_never_destroyed(facts: FileFacts) -> Found:
+    """FSD014: a script's ``init_process_group`` with no ``destroy_process_group`` (its first one)."""
+    if not _is_script(facts) or facts.uses("torch.distributed.destroy_process_group"):
         return
-    for call in m.calls():
-        if m.qual(call) != "torch.distributed.init_process_group" or _in_test_harness(m, call):
+    for call in facts.calls():
+        if facts.qual(call) != "torch.distributed.init_process_group" or _in_test_harness(facts, call):
             continue
-        backends = m.strings(kwarg(call, "backend", 0))
+        backends = facts.strings(kwarg(call, "backend", 0))
         ws = kwarg(call, "world_size")
         # a gloo-only group, or a one-process group (world_size=1 over a HashStore), has no NCCL teardown to get wrong
         if backends and not any("nccl" in b for b in backends) or isinstance(ws, ast.Constant) and ws.value == 1:
@@ -292,81 +316,86 @@ def fsd014(m: Module) -> Found:
 
 
 @finder("FSD015")
-def fsd015(m: Module) -> Found:
-    wraps = _wraps(m, {FULLY_SHARD})
+def submodule_sharded_after_parent(facts: FileFacts) -> Found:
+    """FSD015: ``fully_shard`` of a submodule after ``fully_shard`` of its parent."""
+    wraps = _wraps(facts, {FULLY_SHARD})
     for later, c2 in wraps:
         for first, c1 in wraps:
-            if first is not later and _ordered(m, first, later) and c1.covers(c2) and len(c1.parts) < len(c2.parts):
+            if first is not later and _ordered(facts, first, later) and c1.covers(c2) and len(c1.parts) < len(c2.parts):
                 yield later, f"(the parent was sharded at line {first.lineno})"
                 break
 
 
-def _state_dict_owner(m: Module, expr: ast.AST | None) -> ast.AST | None:
-    expr = m.resolve(expr)
+def _state_dict_owner(facts: FileFacts, expr: ast.AST | None) -> ast.AST | None:
+    expr = facts.resolve(expr)
     if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "state_dict":
         return expr.func.value
     return None
 
 
-def _is(pred, node: ast.AST | None) -> bool:
+def _holds(pred: Callable[[ast.AST], bool], node: ast.AST | None) -> bool:
     return node is not None and pred(node)
 
 
-def _per_rank_file(m: Module, save: ast.Call) -> bool:
+def _per_rank_file(facts: FileFacts, save: ast.Call) -> bool:
     """``torch.save(sd, f"shard_{rank}.pt")``: each rank writes its own file on purpose."""
     target = kwarg(save, "f", 1)
     if target is None:
         return False
-    todo, seen = [target], 0
+    todo: list[ast.AST] = [target]
+    seen = 0
     while todo and seen < 8:  # through names: fn = f"optim.{get_rank():05d}.pt"; torch.save(sd, join(d, fn))
         node, seen = todo.pop(), seen + 1
         for n in ast.walk(node):
-            if isinstance(n, (ast.Name, ast.Attribute, ast.Call)) and m.is_rank_expr(n):
+            if isinstance(n, (ast.Name, ast.Attribute, ast.Call)) and facts.is_rank_expr(n):
                 return True
-            if isinstance(n, ast.Name) and (value := m.resolve(n)) is not n and value is not None:
+            if isinstance(n, ast.Name) and (value := facts.resolve(n)) is not n and value is not None:
                 todo.append(value)
     return False
 
 
 @finder("FSD016")
-def fsd016(m: Module) -> Found:
-    for call in m.calls():
+def torch_save_of_fsdp2_state_dict(facts: FileFacts) -> Found:
+    """FSD016: ``torch.save`` of an FSDP2 module's ``state_dict()`` to a file that is not per rank."""
+    for call in facts.calls():
         if (
-            m.qual(call) == "torch.save"
-            and _is(m.is_fsdp2, _state_dict_owner(m, kwarg(call, "obj", 0)))
-            and not _per_rank_file(m, call)
+            facts.qual(call) == "torch.save"
+            and _holds(facts.is_fsdp2, _state_dict_owner(facts, kwarg(call, "obj", 0)))
+            and not _per_rank_file(facts, call)
         ):
             yield call, None
 
 
-def _optimizer_names(m: Module) -> set[str]:
+def _optimizer_names(facts: FileFacts) -> set[str]:
     return {
-        dotted(t)
-        for node in m.nodes
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and _is_optimizer(m, node.value)
+        name
+        for node in facts.nodes
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and _is_optimizer(facts, node.value)
         for t in node.targets
-        if dotted(t)
+        if (name := dotted(t))
     }
 
 
 @finder("FSD017")
-def fsd017(m: Module) -> Found:
-    if not m.uses(FSDP1):
+def torch_save_of_fsdp1_optimizer_state(facts: FileFacts) -> Found:
+    """FSD017: ``torch.save(optimizer.state_dict())`` in a file that uses FSDP1."""
+    if not facts.uses(FSDP1):
         return
-    optims = _optimizer_names(m)
-    for call in m.calls():
+    optims = _optimizer_names(facts)
+    for call in facts.calls():
         if (
-            m.qual(call) == "torch.save"
-            and dotted(_state_dict_owner(m, kwarg(call, "obj", 0)) or ast.Pass()) in optims
-            and not _per_rank_file(m, call)
+            facts.qual(call) == "torch.save"
+            and dotted(_state_dict_owner(facts, kwarg(call, "obj", 0)) or ast.Pass()) in optims
+            and not _per_rank_file(facts, call)
         ):
             yield call, None
 
 
 @finder("FSD018")
-def fsd018(m: Module) -> Found:
-    for call in m.calls():
-        if isinstance(call.func, ast.Attribute) and call.func.attr == "no_sync" and m.is_fsdp2(call.func.value):
+def no_sync_on_fsdp2(facts: FileFacts) -> Found:
+    """FSD018: ``no_sync()`` called on an FSDP2 module."""
+    for call in facts.calls():
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "no_sync" and facts.is_fsdp2(call.func.value):
             yield call, None
 
 
@@ -395,9 +424,10 @@ _CLASS_FOR = {
 
 
 @finder("FSD019")
-def fsd019(m: Module) -> Found:
-    for call in m.calls():
-        q = m.qual(call)
+def other_fsdp_argument_or_class(facts: FileFacts) -> Found:
+    """FSD019: an FSDP1 argument or class given to ``fully_shard``, or an FSDP2 one to ``FSDP``."""
+    for call in facts.calls():
+        q = facts.qual(call)
         if q not in _CLASS_FOR:
             continue
         wrong_kw = _FSDP1_ONLY if q == FULLY_SHARD else _FSDP2_ONLY
@@ -405,12 +435,12 @@ def fsd019(m: Module) -> Found:
             if kw.arg in wrong_kw:
                 who = "fully_shard" if q == FULLY_SHARD else "FullyShardedDataParallel"
                 yield kw.value, f"{who}() has no argument {kw.arg}= (TypeError); see the argument mapping"
-            value = m.resolve(kw.value)
+            value = facts.resolve(kw.value)
             if isinstance(value, ast.Call) and last_name(value) in _CLASS_FOR[q][0]:
                 yield kw.value, f"{last_name(value)} is the other FSDP's class; this API takes {_CLASS_FOR[q][1]}"
 
 
-def _low_cast(m: Module, call: ast.Call) -> bool:
+def _low_cast(facts: FileFacts, call: ast.Call) -> bool:
     if not isinstance(call.func, ast.Attribute):
         return False
     if call.func.attr in ("bfloat16", "half"):
@@ -422,98 +452,108 @@ def _low_cast(m: Module, call: ast.Call) -> bool:
     return False
 
 
-def _assigned_chain(m: Module, value: ast.AST) -> Chain | None:
+def _assigned_chain(facts: FileFacts, value: ast.AST) -> Chain | None:
     """The chain of the variable ``value`` is assigned to (``model = Net().bfloat16()``)."""
-    parent = m.parents.get(id(value))
+    parent = facts.parents.get(id(value))
     if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name):
-        scope = m.scope_of(parent)
+        scope = facts.scope_of(parent)
         name = parent.targets[0].id
-        for b in m.bindings.get((id(scope), name), []):
+        for b in facts.bindings.get((id(scope), name), []):
             if b.value is value:
                 return Chain((id(scope), name, b.index))
     return None
 
 
 @finder("FSD020")
-def fsd020(m: Module) -> Found:
-    wraps = _wraps(m, {FULLY_SHARD, FSDP1})
-    for call in m.calls():
-        if not _low_cast(m, call):
+def low_precision_cast_before_sharding(facts: FileFacts) -> Found:
+    """FSD020: a trained model cast to bf16/fp16 before it is sharded."""
+    wraps = _wraps(facts, {FULLY_SHARD, FSDP1})
+    for call in facts.calls():
+        if not _low_cast(facts, call) or not isinstance(call.func, ast.Attribute):  # a cast is a method call
             continue
-        c = m.chain(call.func.value) or _assigned_chain(m, call)
-        hit = next((w for w, wc in wraps if c and _ordered(m, call, w) and (c.covers(wc) or wc.covers(c))), None)
-        if hit is not None and _trained(m, [c, _assigned_chain(m, hit)]):
+        c = facts.chain(call.func.value) or _assigned_chain(facts, call)
+        hit = next((w for w, wc in wraps if c and _ordered(facts, call, w) and (c.covers(wc) or wc.covers(c))), None)
+        if hit is not None and _trained(facts, [c, _assigned_chain(facts, hit)]):
             yield call, None
 
 
-def _trained(m: Module, chains: list[Chain | None]) -> bool:
+def _trained(facts: FileFacts, chains: list[Chain | None]) -> bool:
     """Is an optimizer built in this file from the parameters of one of these modules? A model cast to bf16 and
     sharded only for inference (verl's reward model) has no master weights or optimizer state to lose."""
-    chains = [c for c in chains if c]
+    known = [c for c in chains if c is not None]
     return any(
-        _is_optimizer(m, call)
-        and any(src.covers(c) or c.covers(src) for c in chains for src in _param_sources(m, kwarg(call, "params", 0)))
-        for call in m.calls()
+        _is_optimizer(facts, call)
+        and any(src.covers(c) or c.covers(src) for c in known for src in _param_sources(facts, kwarg(call, "params", 0)))
+        for call in facts.calls()
     )
 
 
 @finder("FSD021")
-def fsd021(m: Module) -> Found:
+def direct_forward_of_fsdp2(facts: FileFacts) -> Found:
+    """FSD021: ``.forward()`` / ``.generate()`` of an FSDP2 module not registered with ``register_fsdp_forward_method``."""
     registered = {
         (dotted(c.args[0]), c.args[1].value)
-        for c in m.calls()
+        for c in facts.calls()
         if last_name(c) == "register_fsdp_forward_method" and len(c.args) > 1 and isinstance(c.args[1], ast.Constant)
     }
-    for call in m.calls():
+    for call in facts.calls():
         if isinstance(call.func, ast.Attribute) and call.func.attr in ("forward", "generate"):
             owner = dotted(call.func.value)
-            if m.is_fsdp2(call.func.value) and (owner, call.func.attr) not in registered:
+            if facts.is_fsdp2(call.func.value) and (owner, call.func.attr) not in registered:
                 yield call, None
 
 
 @finder("FSD022")
-def fsd022(m: Module) -> Found:
-    for call in m.calls():
+def hook_on_fsdp2_parameters(facts: FileFacts) -> Found:
+    """FSD022: ``register_hook`` on the parameters of an FSDP2 module."""
+    for call in facts.calls():
         if not (isinstance(call.func, ast.Attribute) and call.func.attr == "register_hook"):
             continue
         target = call.func.value
         if isinstance(target, ast.Name):
-            _, b = m.binding(target)
-            if b is not None and b.kind == "for" and any(m.is_fsdp2(o) for o in _param_owners(m, b.value)):
+            _, b = facts.binding(target)
+            if b is not None and b.kind == "for" and any(facts.is_fsdp2(o) for o in _param_owners(facts, b.value)):
                 yield call, None
-        elif any(m.is_fsdp2(o) for o in _param_owners(m, target)):
+        elif any(facts.is_fsdp2(o) for o in _param_owners(facts, target)):
             yield call, None
 
 
 @finder("FSD023")
-def fsd023(m: Module) -> Found:
-    for call in m.calls():
-        if m.qual(call) == "torch.distributed.algorithms.Join" and call.args and isinstance(call.args[0], (ast.List, ast.Tuple)):
+def join_given_fsdp(facts: FileFacts) -> Found:
+    """FSD023: an FSDP module in the list given to ``Join``."""
+    for call in facts.calls():
+        if (
+            facts.qual(call) == "torch.distributed.algorithms.Join"
+            and call.args
+            and isinstance(call.args[0], (ast.List, ast.Tuple))
+        ):
             for el in call.args[0].elts:
-                if isinstance(el, (ast.Name, ast.Attribute)) and m.is_fsdp(el):
+                if isinstance(el, (ast.Name, ast.Attribute)) and facts.is_fsdp(el):
                     yield el, None
 
 
-def _nccl_only_default(m: Module) -> bool:
-    inits = [c for c in m.calls() if m.qual(c) == "torch.distributed.init_process_group"]
-    return any("nccl" in m.strings(kwarg(c, "backend", 0)) for c in inits)
+def _nccl_only_default(facts: FileFacts) -> bool:
+    inits = [c for c in facts.calls() if facts.qual(c) == "torch.distributed.init_process_group"]
+    return any("nccl" in facts.strings(kwarg(c, "backend", 0)) for c in inits)
 
 
 @finder("FSD024")
-def fsd024(m: Module) -> Found:
-    if not _nccl_only_default(m):
+def monitored_barrier_on_nccl_only(facts: FileFacts) -> Found:
+    """FSD024: ``monitored_barrier`` on the default group of a file that forms it with NCCL only."""
+    if not _nccl_only_default(facts):
         return
-    for call in m.calls():
-        if m.qual(call) == "torch.distributed.monitored_barrier" and kwarg(call, "group", 0) is None:
+    for call in facts.calls():
+        if facts.qual(call) == "torch.distributed.monitored_barrier" and kwarg(call, "group", 0) is None:
             yield call, None
 
 
 @finder("FSD025")
-def fsd025(m: Module) -> Found:
-    if not _nccl_only_default(m):
+def async_save_without_cpu_group(facts: FileFacts) -> Found:
+    """FSD025: ``dcp.async_save`` without a process group, where the default group is NCCL only."""
+    if not _nccl_only_default(facts):
         return
-    for call in m.calls():
-        if m.qual(call) == "torch.distributed.checkpoint.async_save" and kwarg(call, "process_group") is None:
+    for call in facts.calls():
+        if facts.qual(call) == "torch.distributed.checkpoint.async_save" and kwarg(call, "process_group") is None:
             yield call, None
 
 
@@ -523,68 +563,69 @@ _INIT_HELPER = ("init_distributed", "setup_distributed", "init_dist", "setup_dis
 _LOCAL_RANK_ENV = {"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"}
 
 
-def _local_rank_from_env(m: Module) -> bool:
+def _local_rank_from_env(facts: FileFacts) -> bool:
     """``args.local_rank = int(os.getenv("RANK", 0))``: the script overwrites the flag from the environment."""
     return any(
         isinstance(n, ast.Assign)
         and any(isinstance(t, ast.Attribute) and t.attr == "local_rank" for t in n.targets)
-        and m.is_rank_expr(n.value)
-        for n in m.nodes
+        and facts.is_rank_expr(n.value)
+        for n in facts.nodes
     )
 
 
-def _distributed_here(m: Module) -> bool:
+def _distributed_here(facts: FileFacts) -> bool:
     """Does the module call into torch.distributed itself (an import alone is not use; an Accelerate script's
     launcher passes no flag)?"""
-    quals = {m.qual(c) or "" for c in m.calls()}
+    quals = {facts.qual(c) or "" for c in facts.calls()}
     if any(q.rsplit(".", 1)[-1] == "Accelerator" for q in quals):
         return False
     return any(q.startswith(("torch.distributed.", "torch.nn.parallel.")) for q in quals)
 
 
-def _entry_point(m: Module) -> bool:
+def _entry_point(facts: FileFacts) -> bool:
     """A program's entry module: ``if __name__ == "__main__":``, ``parse_args()`` at module level, or one that
     forms the process group; not a module that only defines the arguments for another one."""
     top_parse = any(
         isinstance(st, (ast.Assign, ast.Expr))
         and any(isinstance(n, ast.Call) and last_name(n) in ("parse_args", "parse_known_args") for n in ast.walk(st))
-        for st in m.tree.body
+        for st in facts.tree.body
     )
-    return _is_script(m) or top_parse or m.uses("torch.distributed.init_process_group")
+    return _is_script(facts) or top_parse or facts.uses("torch.distributed.init_process_group")
 
 
 @finder("FSD026")
-def fsd026(m: Module) -> Found:
-    texts = [n.value for n in m.nodes if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+def argparse_only_local_rank_underscore(facts: FileFacts) -> Found:
+    """FSD026: an entry module that declares ``--local_rank`` but not ``--local-rank`` (see the exemptions inside)."""
+    texts = [n.value for n in facts.nodes if isinstance(n, ast.Constant) and isinstance(n.value, str)]
     # the DeepSpeed launcher passes --local_rank (underscore): right for a DeepSpeed script; a script that reads
     # LOCAL_RANK from the environment (itself, or through an init_distributed_mode(args)-style helper) works under
     # torchrun whatever argparse declares; one that starts its workers itself (mp.spawn) gets no flag at all
     if (
         any("deepspeed" in t.lower() or t in _LOCAL_RANK_ENV for t in texts)
-        or _local_rank_from_env(m)
-        or not _distributed_here(m)
-        or any(a.startswith("deepspeed") for a in m.aliases.values())
-        or not _entry_point(m)
-        or any(any(h in (last_name(c) or "").lower() for h in _INIT_HELPER) for c in m.calls())
+        or _local_rank_from_env(facts)
+        or not _distributed_here(facts)
+        or any(a.startswith("deepspeed") for a in facts.aliases.values())
+        or not _entry_point(facts)
+        or any(any(h in (last_name(c) or "").lower() for h in _INIT_HELPER) for c in facts.calls())
         or any(
-            (m.qual(c) or "").startswith(("torch.multiprocessing.", "multiprocessing."))
+            (facts.qual(c) or "").startswith(("torch.multiprocessing.", "multiprocessing."))
             and last_name(c) in ("spawn", "Process", "start_processes")
-            for c in m.calls()
+            for c in facts.calls()
         )
-        or any(last_name(c) == "parse_known_args" for c in m.calls())
+        or any(last_name(c) == "parse_known_args" for c in facts.calls())
     ):  # an unknown --local-rank=N is ignored
         return
-    for call in m.calls():
+    for call in facts.calls():
         if last_name(call) == "add_argument":
             flags = {a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)}
             if "--local_rank" in flags and "--local-rank" not in flags:
                 yield call, None
 
 
-def _under_version_check(m: Module, call: ast.AST) -> bool:
+def _under_version_check(facts: FileFacts, call: ast.AST) -> bool:
     """Inside ``if is_torch_version(">=", "1.11"): ... else: ...`` (or any test naming a version): the call without
     ``use_reentrant`` is the fallback for an old torch, where the keyword does not exist."""
-    for anc in m.ancestors(call):
+    for anc in facts.ancestors(call):
         if isinstance(anc, ast.If) and any(
             "version" in ((last_name(n) if isinstance(n, (ast.Name, ast.Attribute, ast.Call)) else None) or "").lower()
             for n in ast.walk(anc.test)
@@ -593,20 +634,21 @@ def _under_version_check(m: Module, call: ast.AST) -> bool:
     return False
 
 
-def _grad_guarded(m: Module, call: ast.AST) -> bool:
+def _grad_guarded(facts: FileFacts, call: ast.AST) -> bool:
     """Under ``if self.with_cp and x.requires_grad:``: the reentrant variant's failure (no gradients when no input
     requires grad) cannot happen there."""
     return any(
         isinstance(anc, ast.If) and any(isinstance(n, ast.Attribute) and n.attr == "requires_grad" for n in ast.walk(anc.test))
-        for anc in m.ancestors(call)
+        for anc in facts.ancestors(call)
     )
 
 
 @finder("FSD027")
-def fsd027(m: Module) -> Found:
-    for call in m.calls():
-        q = m.qual(call) or ""
-        if q == "torch.utils.checkpoint.checkpoint" and (_under_version_check(m, call) or _grad_guarded(m, call)):
+def checkpoint_without_use_reentrant(facts: FileFacts) -> Found:
+    """FSD027: activation checkpointing without ``use_reentrant=False`` (or with the reentrant impl)."""
+    for call in facts.calls():
+        q = facts.qual(call) or ""
+        if q == "torch.utils.checkpoint.checkpoint" and (_under_version_check(facts, call) or _grad_guarded(facts, call)):
             continue
         if q == "torch.utils.checkpoint.checkpoint":
             v = kwarg(call, "use_reentrant")
@@ -621,68 +663,72 @@ def fsd027(m: Module) -> Found:
 
 
 @finder("FSD028")
-def fsd028(m: Module) -> Found:
+def fullgraph_compile_of_fsdp2_root(facts: FileFacts) -> Found:
+    """FSD028: ``torch.compile(..., fullgraph=True)`` of a module sharded as the root with ``fully_shard``."""
     roots = {
         dotted(c.args[0])
-        for c in m.calls()
-        if m.qual(c) == FULLY_SHARD
+        for c in facts.calls()
+        if facts.qual(c) == FULLY_SHARD
         and c.args
         and isinstance(c.args[0], ast.Name)
-        and (b := m.binding(c.args[0])[1]) is not None
+        and (b := facts.binding(c.args[0])[1]) is not None
         and b.kind != "for"
     }
-    for call in m.calls():
+    for call in facts.calls():
         if not is_true(kwarg(call, "fullgraph")):
             continue
-        if m.qual(call) == "torch.compile" and call.args and dotted(call.args[0]) in roots:
+        if facts.qual(call) == "torch.compile" and call.args and dotted(call.args[0]) in roots:
             yield call, None
         elif isinstance(call.func, ast.Attribute) and call.func.attr == "compile" and dotted(call.func.value) in roots:
             yield call, None
 
 
 @finder("FSD029")
-def fsd029(m: Module) -> Found:
-    wraps = _wraps(m, {FULLY_SHARD})
-    for call in m.calls():
-        if m.qual(call) == "torch.distributed.tensor.parallel.parallelize_module" and call.args:
-            c = m.chain(call.args[0])
-            hit = next((w for w, wc in wraps if c and _ordered(m, w, call) and wc.covers(c)), None)
+def tensor_parallel_after_fully_shard(facts: FileFacts) -> Found:
+    """FSD029: ``parallelize_module`` of a module after ``fully_shard`` of it (or of a parent)."""
+    wraps = _wraps(facts, {FULLY_SHARD})
+    for call in facts.calls():
+        if facts.qual(call) == "torch.distributed.tensor.parallel.parallelize_module" and call.args:
+            c = facts.chain(call.args[0])
+            hit = next((w for w, wc in wraps if c and _ordered(facts, w, call) and wc.covers(c)), None)
             if hit is not None:
                 yield call, f"(fully_shard at line {hit.lineno})"
 
 
 @finder("FSD030")
-def fsd030(m: Module) -> Found:
-    calls = [c for c in m.calls() if last_name(c) == "set_requires_gradient_sync" and isinstance(c.func, ast.Attribute)]
+def gradient_sync_never_turned_back_on(facts: FileFacts) -> Found:
+    """FSD030: ``set_requires_gradient_sync(False)`` with no call that turns it back on."""
+    calls = [c for c in facts.calls() if last_name(c) == "set_requires_gradient_sync" and isinstance(c.func, ast.Attribute)]
     args = [kwarg(c, "requires_gradient_sync", 0) for c in calls]
     if calls and all(isinstance(a, ast.Constant) and a.value is False for a in args):
         yield calls[0], None
 
 
-def _freezes(m: Module, scope: ast.AST) -> set[str]:
+def _freezes(facts: FileFacts, scope: ast.AST) -> set[str]:
     """Dotted names of modules some of whose parameters are frozen in ``scope``."""
     out = set()
-    for node in m.scope_nodes(scope):
+    for node in facts.scope_nodes(scope):
         if (
             isinstance(node, ast.Call)
-            and last_name(node) == "requires_grad_"
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "requires_grad_"
             and node.args
             and isinstance(node.args[0], ast.Constant)
             and node.args[0].value is False
         ):
-            out |= _owner_prefixes(m, node.func.value)
+            out |= _owner_prefixes(facts, node.func.value)
         elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and node.value.value is False:
             for t in node.targets:
                 if isinstance(t, ast.Attribute) and t.attr == "requires_grad":
-                    out |= _owner_prefixes(m, t.value)
+                    out |= _owner_prefixes(facts, t.value)
     return out
 
 
-def _owner_prefixes(m: Module, expr: ast.AST) -> set[str]:
+def _owner_prefixes(facts: FileFacts, expr: ast.AST) -> set[str]:
     if isinstance(expr, ast.Name):
-        _, b = m.binding(expr)
+        _, b = facts.binding(expr)
         if b is not None and b.kind == "for":
-            return {n for o in _param_owners(m, b.value) for n in _owner_prefixes(m, o)}
+            return {n for o in _param_owners(facts, b.value) for n in _owner_prefixes(facts, o)}
     name = dotted(expr) or (dotted(expr.value) if isinstance(expr, ast.Subscript) else None)
     if not name:
         return set()
@@ -691,42 +737,44 @@ def _owner_prefixes(m: Module, expr: ast.AST) -> set[str]:
 
 
 @finder("FSD031")
-def fsd031(m: Module) -> Found:
-    for call in m.calls():
+def fsdp1_frozen_params_without_orig_params(facts: FileFacts) -> Found:
+    """FSD031: FSDP1 wrapping a partly frozen module as one unit without ``use_orig_params=True``."""
+    for call in facts.calls():
         if (
-            m.qual(call) != FSDP1
+            facts.qual(call) != FSDP1
             or not call.args
             or is_true(kwarg(call, "use_orig_params"))
             or kwarg(call, "auto_wrap_policy") is not None
             or any(k.arg is None for k in call.keywords)
         ):
             continue
-        if dotted(call.args[0]) in _freezes(m, m.scope_of(call)):
+        if dotted(call.args[0]) in _freezes(facts, facts.scope_of(call)):
             yield call, None
 
 
 @finder("FSD032")
-def fsd032(m: Module) -> Found:
-    if not _is_script(m) or any(
+def meta_model_never_materialised(facts: FileFacts) -> Found:
+    """FSD032: a model built on the meta device and sharded, never materialised (``to_empty``), in a script."""
+    if not _is_script(facts) or any(
         isinstance(c.func, ast.Attribute)
         and c.func.attr == "to_empty"
         or last_name(c) == "load_state_dict"
         and is_true(kwarg(c, "assign"))
-        for c in m.calls()
+        for c in facts.calls()
     ):
         return
     meta_with = [
         w
-        for w in m.nodes
+        for w in facts.nodes
         if isinstance(w, (ast.With, ast.AsyncWith))
         and any(
             isinstance(i.context_expr, ast.Call)
-            and m.qual(i.context_expr) == "torch.device"
-            and "meta" in m.strings(kwarg(i.context_expr, "type", 0))
+            and facts.qual(i.context_expr) == "torch.device"
+            and "meta" in facts.strings(kwarg(i.context_expr, "type", 0))
             for i in w.items
         )
     ]
-    if any(a.split(".")[0] in _MATERIALISING for a in m.aliases.values()):
+    if any(a.split(".")[0] in _MATERIALISING for a in facts.aliases.values()):
         return
     built = {
         dotted(t)
@@ -737,8 +785,8 @@ def fsd032(m: Module) -> Found:
         for t in n.targets
         if dotted(t)
     }
-    for call in m.calls():
-        if m.qual(call) == FULLY_SHARD and call.args and dotted(call.args[0]) in built:
+    for call in facts.calls():
+        if facts.qual(call) == FULLY_SHARD and call.args and dotted(call.args[0]) in built:
             yield call, None
             return
 
@@ -748,12 +796,14 @@ def fsd032(m: Module) -> Found:
 _MATERIALISING = {"lightning", "pytorch_lightning", "lightning_fabric"}
 
 
-def _offloading(m: Module, call: ast.Call) -> bool:
-    q = m.qual(call)
-    policy = m.resolve(kwarg(call, "offload_policy") if q == FULLY_SHARD else kwarg(call, "cpu_offload") if q == FSDP1 else None)
+def _offloading(facts: FileFacts, call: ast.Call) -> bool:
+    q = facts.qual(call)
+    policy = facts.resolve(
+        kwarg(call, "offload_policy") if q == FULLY_SHARD else kwarg(call, "cpu_offload") if q == FSDP1 else None
+    )
     if not isinstance(policy, ast.Call):
         return False
-    pq = m.qual(policy)
+    pq = facts.qual(policy)
     return (
         pq == "torch.distributed.fsdp.CPUOffloadPolicy"
         or pq == "torch.distributed.fsdp.CPUOffload"
@@ -762,49 +812,55 @@ def _offloading(m: Module, call: ast.Call) -> bool:
 
 
 @finder("FSD033")
-def fsd033(m: Module) -> Found:
-    offloaded = [c for w, c in _wraps(m, {FULLY_SHARD, FSDP1}) if _offloading(m, w)]
+def offload_without_fused_optimizer(facts: FileFacts) -> Found:
+    """FSD033: an optimizer of CPU-offloaded parameters without ``fused=`` / ``foreach=``."""
+    offloaded = [c for w, c in _wraps(facts, {FULLY_SHARD, FSDP1}) if _offloading(facts, w)]
     if not offloaded:
         return
-    for call in m.calls():
-        if (m.qual(call) or "") not in ("torch.optim.Adam", "torch.optim.AdamW", "torch.optim.SGD", "torch.optim.Adagrad") or any(
-            k.arg in ("fused", "foreach", None) for k in call.keywords
-        ):
+    for call in facts.calls():
+        if (facts.qual(call) or "") not in (
+            "torch.optim.Adam",
+            "torch.optim.AdamW",
+            "torch.optim.SGD",
+            "torch.optim.Adagrad",
+        ) or any(k.arg in ("fused", "foreach", None) for k in call.keywords):
             continue
-        if any(src.covers(c) or c.covers(src) for src in _param_sources(m, kwarg(call, "params", 0)) for c in offloaded):
+        if any(src.covers(c) or c.covers(src) for src in _param_sources(facts, kwarg(call, "params", 0)) for c in offloaded):
             yield call, None
 
 
 @finder("FSD034")
-def fsd034(m: Module) -> Found:
-    for call in m.calls():
-        if (m.qual(call) or "") in ("torch.distributed.fsdp.MixedPrecisionPolicy", "torch.distributed.fsdp.MixedPrecision"):
+def param_dtype_without_reduce_dtype(facts: FileFacts) -> Found:
+    """FSD034: a low-precision ``param_dtype`` without a ``reduce_dtype``."""
+    for call in facts.calls():
+        if (facts.qual(call) or "") in ("torch.distributed.fsdp.MixedPrecisionPolicy", "torch.distributed.fsdp.MixedPrecision"):
             pd = kwarg(call, "param_dtype", 0)
             if pd is not None and last_name(pd) in _LOW and kwarg(call, "reduce_dtype", 1) is None:
                 yield call, None
 
 
-def _epoch_loop_over(m: Module, loader: ast.Call) -> bool:
+def _epoch_loop_over(facts: FileFacts, loader: ast.Call) -> bool:
     """Is the DataLoader built by ``loader`` iterated by a ``for`` nested in another ``for`` (an epoch loop)?"""
-    parent = m.parents.get(id(loader))
+    parent = facts.parents.get(id(loader))
     if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name)):
         return False
     name = parent.targets[0].id
-    for node in m.scope_nodes(m.scope_of(parent)):
+    for node in facts.scope_nodes(facts.scope_of(parent)):
         if isinstance(node, (ast.For, ast.AsyncFor)) and any(
             isinstance(n, ast.Name) and n.id == name for n in ast.walk(node.iter)
         ):
-            if any(isinstance(a, (ast.For, ast.AsyncFor, ast.While)) for a in m.ancestors(node)):
+            if any(isinstance(a, (ast.For, ast.AsyncFor, ast.While)) for a in facts.ancestors(node)):
                 return True
     return False
 
 
 @finder("FSD035")
-def fsd035(m: Module) -> Found:
-    if any(last_name(c) == "set_epoch" for c in m.calls()):
+def sampler_without_set_epoch(facts: FileFacts) -> Found:
+    """FSD035: a shuffling ``DistributedSampler`` whose loader runs in an epoch loop, with no ``set_epoch``."""
+    if any(last_name(c) == "set_epoch" for c in facts.calls()):
         return
-    for call in m.calls():
-        q = m.qual(call) or ""
+    for call in facts.calls():
+        q = facts.qual(call) or ""
         shuffle = kwarg(call, "shuffle")
         if (
             not (q.startswith("torch.utils.data") and q.endswith("DistributedSampler"))
@@ -812,15 +868,15 @@ def fsd035(m: Module) -> Found:
             and shuffle.value is False
         ):
             continue
-        parent = m.parents.get(id(call))
+        parent = facts.parents.get(id(call))
         if not (isinstance(parent, ast.Assign) and isinstance(parent.targets[0], ast.Name)):
             continue
         sampler = parent.targets[0].id
         loaders = [
             c
-            for c in m.calls(m.scope_of(call))
-            if (m.qual(c) or "").endswith("DataLoader")
+            for c in facts.calls(facts.scope_of(call))
+            if (facts.qual(c) or "").endswith("DataLoader")
             and any(isinstance(n, ast.Name) and n.id == sampler for k in c.keywords for n in ast.walk(k.value))
         ]
-        if any(_epoch_loop_over(m, ld) for ld in loaders):
+        if any(_epoch_loop_over(facts, ld) for ld in loaders):
             yield call, None

@@ -10,9 +10,16 @@ runs on every rank, so neither is reported.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
-from fsdp_skill.core.check.facts import FSDP1, Module, dotted, is_true, kwarg, last_name
+from fsdp_skill.core.check.facts import FSDP1, FileFacts, Located, dotted, is_true, kwarg, last_name
+
+# local function name -> (code, label, line) of the first collective it can run (see _summaries)
+Summaries = dict[str, tuple[str, str, int]]
+# id(node) -> the statements that run it on some ranks only, outermost first (FileFacts.rank_branches)
+Branches = dict[int, list[ast.stmt]]
+# the ranks a rank test selects: ("in" | "notin", the rank values[, the rest of an `and` test, as ast dumps])
+Side = tuple[object, ...]
 
 COLLECTIVES = {
     "barrier",
@@ -37,22 +44,22 @@ COLLECTIVES = {
 }
 # init_process_group is not here: a subset of processes may form its own default group (an RPC job's trainers)
 GROUP_CREATORS = {"new_group", "new_subgroups", "new_subgroups_by_enumeration", "init_device_mesh"}
-DCP = {"save", "load", "async_save", "save_state_dict", "load_state_dict"}
-SD_GET = {"get_model_state_dict", "get_optimizer_state_dict", "get_state_dict"}
-SD_SET = {"set_model_state_dict", "set_optimizer_state_dict", "set_state_dict"}
+DCP_CALLS = {"save", "load", "async_save", "save_state_dict", "load_state_dict"}
+STATE_DICT_GETTERS = {"get_model_state_dict", "get_optimizer_state_dict", "get_state_dict"}
+STATE_DICT_SETTERS = {"set_model_state_dict", "set_optimizer_state_dict", "set_state_dict"}
 
 
-def _options_flag(m: Module, call: ast.Call, flag: str) -> bool:
-    opts = m.resolve(kwarg(call, "options"))
+def _options_flag(facts: FileFacts, call: ast.Call, flag: str) -> bool:
+    opts = facts.resolve(kwarg(call, "options"))
     if isinstance(opts, ast.Call) and last_name(opts) == "StateDictOptions":
         v = kwarg(opts, flag)
         return isinstance(v, ast.Constant) and v.value is True
     return False
 
 
-def _fsdp1_sharded_context(m: Module, node: ast.AST) -> bool:
+def _fsdp1_sharded_context(facts: FileFacts, node: ast.AST) -> bool:
     """Is ``node`` inside ``with FSDP.state_dict_type(model, SHARDED_STATE_DICT | LOCAL_STATE_DICT)``?"""
-    for anc in m.ancestors(node):
+    for anc in facts.ancestors(node):
         if isinstance(anc, (ast.With, ast.AsyncWith)):
             for item in anc.items:
                 ce = item.context_expr
@@ -63,12 +70,12 @@ def _fsdp1_sharded_context(m: Module, node: ast.AST) -> bool:
     return False
 
 
-def _sharded_by_default(m: Module) -> bool:
+def _sharded_by_default(facts: FileFacts) -> bool:
     """Does the file switch FSDP1 to SHARDED_STATE_DICT / LOCAL_STATE_DICT for good (``FSDP.set_state_dict_type``)?"""
     return any(
         last_name(c) == "set_state_dict_type"
         and last_name(kwarg(c, "state_dict_type", 1) or c) in ("SHARDED_STATE_DICT", "LOCAL_STATE_DICT")
-        for c in m.calls()
+        for c in facts.calls()
     )
 
 
@@ -94,16 +101,16 @@ _GROUP_ARG = {
 }
 
 
-def _on_subgroup(m: Module, call: ast.Call) -> bool:
+def _on_subgroup(facts: FileFacts, call: ast.Call) -> bool:
     """Is the call given an explicit process group other than the default (``group=g``, ``process_group=pg``, or
     the group in its positional place)?"""
-    name = (m.qual(call) or "").rsplit(".", 1)[-1]
+    name = (facts.qual(call) or "").rsplit(".", 1)[-1]
     at = _GROUP_ARG.get(name)
     for key in ("group", "process_group", None):
         g = kwarg(call, key) if key else (call.args[at] if at is not None and len(call.args) > at else None)
         if g is None or isinstance(g, ast.Constant) and g.value is None or "WORLD" in (dotted(g) or ""):
             continue
-        made = m.resolve(g)  # new_group() without ranks is every rank again, not a subgroup
+        made = facts.resolve(g)  # new_group() without ranks is every rank again, not a subgroup
         if isinstance(made, ast.Call) and last_name(made) == "new_group" and not (made.args or kwarg(made, "ranks")):
             continue
         return True
@@ -113,17 +120,17 @@ def _on_subgroup(m: Module, call: ast.Call) -> bool:
 _SHARDING_WORDS = ("shard", "fsdp", "parallelize")
 
 
-def _sharded_later(m: Module, call: ast.Call) -> bool:
+def _sharded_later(facts: FileFacts, call: ast.Call) -> bool:
     """Is the model of ``get_*_state_dict(model, ...)`` sharded only after this call, in the same function
     (``fully_shard(model)``, ``FSDP(model)`` or a helper named like ``prepare_fully_shard(model, ...)``)? Then
     the call reads a plain module on that rank and runs no collective (composer's rank-0 init before sharding)."""
     model = dotted(call.args[0]) if call.args else None
     if model is None:
         return False
-    scope = m.scope_of(call)
-    for later in m.calls():
+    scope = facts.scope_of(call)
+    for later in facts.calls():
         if (
-            m.scope_of(later) is scope
+            facts.scope_of(later) is scope
             and later.lineno > (call.end_lineno or call.lineno)
             and later.args
             and dotted(later.args[0]) == model
@@ -133,27 +140,27 @@ def _sharded_later(m: Module, call: ast.Call) -> bool:
     return False
 
 
-def collective_kind(m: Module, call: ast.Call) -> tuple[str, str] | None:
+def collective_kind(facts: FileFacts, call: ast.Call) -> tuple[str, str] | None:
     """(rule code, label) when every rank must make ``call`` together, else None."""
-    q = m.qual(call) or ""
+    q = facts.qual(call) or ""
     name = q.rsplit(".", 1)[-1]
-    if _on_subgroup(m, call):
+    if _on_subgroup(facts, call):
         return None  # the rank condition may select the members of that group (composer's per-replica dcp.save)
     if q == f"torch.distributed.{name}" and name in COLLECTIVES:
         return "FSD003", f"dist.{name}()"
     if (
         q.startswith("torch.distributed.checkpoint.")
         and q.count(".") == 3
-        and name in DCP
+        and name in DCP_CALLS
         and not is_true(kwarg(call, "no_dist"))
     ):  # no_dist=True: one process, no collective
         return "FSD004", f"dcp.{name}()"
     if q.startswith("torch.distributed.checkpoint.state_dict.") and (
-        name in SD_GET
-        and _options_flag(m, call, "full_state_dict")
-        and not _sharded_later(m, call)
-        or name in SD_SET
-        and _options_flag(m, call, "broadcast_from_rank0")
+        name in STATE_DICT_GETTERS
+        and _options_flag(facts, call, "full_state_dict")
+        and not _sharded_later(facts, call)
+        or name in STATE_DICT_SETTERS
+        and _options_flag(facts, call, "broadcast_from_rank0")
     ):
         return "FSD005", f"{name}(full_state_dict/broadcast_from_rank0)"
     if q in (f"{FSDP1}.optim_state_dict", f"{FSDP1}.full_optim_state_dict"):
@@ -162,69 +169,69 @@ def collective_kind(m: Module, call: ast.Call) -> tuple[str, str] | None:
         recv = dotted(call.func.value)
         if (
             call.func.attr == "state_dict"
-            and m.is_fsdp1(call.func.value)
-            and not _fsdp1_sharded_context(m, call)
-            and not _sharded_by_default(m)
+            and facts.is_fsdp1(call.func.value)
+            and not _fsdp1_sharded_context(facts, call)
+            and not _sharded_by_default(facts)
         ):
             return "FSD006", f"{recv}.state_dict() of an FSDP1 module"
         if call.func.attr == "full_tensor":
             return "FSD007", ".full_tensor()"
         if call.func.attr == "consolidate_state_dict":
             return "FSD008", ".consolidate_state_dict()"
-        if call.func.attr in ("forward", "generate") and m.is_fsdp(call.func.value):
+        if call.func.attr in ("forward", "generate") and facts.is_fsdp(call.func.value):
             return "FSD010", f"{recv}.{call.func.attr}() of an FSDP module"
     if q in (f"torch.distributed.{n}" for n in GROUP_CREATORS):
         return "FSD009", f"{name}()"
-    if isinstance(call.func, (ast.Name, ast.Attribute)) and m.is_fsdp(call.func):
+    if isinstance(call.func, (ast.Name, ast.Attribute)) and facts.is_fsdp(call.func):
         return "FSD010", f"{dotted(call.func)}(...) (forward of an FSDP module)"
-    if isinstance(call.func, (ast.Name, ast.Attribute)) and m.is_joined_ddp(call.func):
+    if isinstance(call.func, (ast.Name, ast.Attribute)) and facts.is_joined_ddp(call.func):
         return "FSD036", f"{dotted(call.func)}(...) (forward through a DDP wrapper that was given to Join)"
     return None
 
 
-def _summaries(m: Module) -> dict[str, tuple[str, str, int]]:
+def _summaries(facts: FileFacts) -> Summaries:
     """Local function name -> (code, label, line) of the first collective it can run, directly or through another
     local function (a fixpoint over the file's module-level functions). A collective under a rank condition
     inside the function counts too: run on some ranks only, the function reaches its side of a pair alone."""
-    out: dict[str, tuple[str, str, int]] = {}
+    out: Summaries = {}
     for _ in range(4):
-        for fname, fn in m.functions.items():
+        for fname, fn in facts.functions.items():
             if fname in out:
                 continue
-            for node in m.scope_nodes(fn):
+            for node in facts.scope_nodes(fn):
                 if isinstance(node, ast.Call):
-                    kind = _kind(m, node, out, exclude=fname)
+                    kind = _collective_reached(facts, node, out, exclude=fname)
                     if kind is not None:
                         out[fname] = (kind[0], kind[1], kind[2] or node.lineno)
                         break
     return out
 
 
-def _kind(
-    m: Module, call: ast.Call, summaries: dict, exclude: str | None = None
+def _collective_reached(
+    facts: FileFacts, call: ast.Call, summaries: Summaries, exclude: str | None = None
 ) -> tuple[str, str, int | None, str | None] | None:
     """(code, label of the collective, its line when reached through a local function, that function's name)."""
-    kind = collective_kind(m, call)
+    kind = collective_kind(facts, call)
     if kind is not None:
         return kind[0], kind[1], None, None
     if (
         isinstance(call.func, ast.Name)
         and call.func.id in summaries
         and call.func.id != exclude
-        and m.scope_of(call) is not m.functions.get(call.func.id)
+        and facts.scope_of(call) is not facts.functions.get(call.func.id)
     ):
         code, label, line = summaries[call.func.id]
         return code, label, line, call.func.id
     return None
 
 
-def _side(m: Module, test: ast.AST) -> tuple | None:
+def _side(facts: FileFacts, test: ast.AST) -> Side | None:
     """The ranks a simple rank test selects: ('in', {0}) for ``rank == 0`` / ``is_main_process()``, ('notin', {-1, 0})
     for ``local_rank not in [-1, 0]``; None when the test is not that simple."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        inner = _side(m, test.operand)
+        inner = _side(facts, test.operand)
         return _negate(inner) if inner else None
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and m.is_rank_expr(test.left):
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and facts.is_rank_expr(test.left):
         op, right = test.ops[0], test.comparators[0]
         values = right.elts if isinstance(right, (ast.List, ast.Tuple, ast.Set)) else [right]
         if not all(
@@ -240,42 +247,48 @@ def _side(m: Module, test: ast.AST) -> tuple | None:
             return ("in", frozenset({0}))
         kind = {ast.Eq: "in", ast.In: "in", ast.NotEq: "notin", ast.NotIn: "notin"}.get(type(op))
         return (kind, consts) if kind else None
-    if isinstance(test, (ast.Name, ast.Attribute, ast.Call)) and m.is_main_predicate(test):
+    if isinstance(test, (ast.Name, ast.Attribute, ast.Call)) and facts.is_main_predicate(test):
         return ("in", frozenset({0}))
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
         # `not is_leader and num_gpus > 1`: the rank part decides the side; the rest, the same on every rank,
         # travels with it so that only a test with the same rest pairs with it
-        ranked = [v for v in test.values if m.is_rank_test(v)]
-        rest = tuple(ast.dump(v) for v in test.values if not m.is_rank_test(v))
-        inner = _side(m, ranked[0]) if len(ranked) == 1 else None
+        ranked = [v for v in test.values if facts.is_rank_test(v)]
+        rest = tuple(ast.dump(v) for v in test.values if not facts.is_rank_test(v))
+        inner = _side(facts, ranked[0]) if len(ranked) == 1 else None
         return (inner[0], inner[1], rest) if inner and len(inner) == 2 else None
     return None
 
 
-def _negate(side: tuple) -> tuple:
+def _negate(side: Side) -> Side:
+    """The ranks the other branch of ``side``'s test selects."""
     return ("notin" if side[0] == "in" else "in", *side[1:])
 
 
-def _node_side(m: Module, branch: ast.AST, node: ast.AST) -> tuple | None:
+def _node_side(facts: FileFacts, branch: ast.AST, node: ast.AST) -> Side | None:
+    """The ranks on which ``node`` runs under ``branch`` (None: not a simple rank test)."""
     if not isinstance(branch, ast.If):
         return ("in", frozenset({0}))  # @rank_zero_only
-    side = _side(m, branch.test)
+    side = _side(facts, branch.test)
     if side is None:
         return None
-    chain = [node, *m.ancestors(node)]
+    chain = [node, *facts.ancestors(node)]
     in_body = any(stmt is anc for stmt in branch.body for anc in chain)
     return side if in_body else _negate(side)
 
 
-def _paired(m: Module, branches: dict, summaries: dict) -> set[tuple[int, str]]:
+def _paired(facts: FileFacts, branches: Branches, summaries: Summaries) -> set[tuple[int, str]]:
     """(scope, collective) found under complementary rank conditions of one function (``local_rank not in [-1, 0]``
     and ``local_rank == 0``): the "first process works, the others wait" pattern, where every rank reaches one side."""
-    seen: dict[tuple[int, str], list[tuple[int, tuple | None]]] = {}
-    for call in m.calls():
+    seen: dict[tuple[int, str], list[tuple[int, Side | None]]] = {}
+    for call in facts.calls():
         enclosing = branches.get(id(call))
-        kind = _kind(m, call, summaries) if enclosing else None
+        if not enclosing:
+            continue
+        kind = _collective_reached(facts, call, summaries)
         if kind is not None:
-            seen.setdefault((id(m.scope_of(call)), kind[1]), []).append((id(enclosing[-1]), _node_side(m, enclosing[-1], call)))
+            seen.setdefault((id(facts.scope_of(call)), kind[1]), []).append(
+                (id(enclosing[-1]), _node_side(facts, enclosing[-1], call))
+            )
     return {
         key
         for key, sides in seen.items()
@@ -283,7 +296,7 @@ def _paired(m: Module, branches: dict, summaries: dict) -> set[tuple[int, str]]:
     }
 
 
-def _not_distributed_side(m: Module, branch: ast.AST, node: ast.AST) -> bool:
+def _not_distributed_side(facts: FileFacts, branch: ast.AST, node: ast.AST) -> bool:
     """Is ``node`` on the side of ``if rank == -1`` (or ``... and rank == -1``) that no rank of a distributed job
     takes (-1: "not launched distributed")?"""
     if not isinstance(branch, ast.If):
@@ -293,7 +306,7 @@ def _not_distributed_side(m: Module, branch: ast.AST, node: ast.AST) -> bool:
         isinstance(t, ast.Compare)
         and len(t.ops) == 1
         and isinstance(t.ops[0], (ast.Eq, ast.In))
-        and m.is_rank_expr(t.left)
+        and facts.is_rank_expr(t.left)
         and _all_minus_one(t.comparators[0])
         for t in tests
     )
@@ -308,34 +321,34 @@ def _all_minus_one(node: ast.AST) -> bool:
         return False
 
 
-def _guarded_by_the_rest(m: Module, branch: ast.AST, call: ast.Call) -> bool:
+def _guarded_by_the_rest(facts: FileFacts, branch: ast.AST, call: ast.Call) -> bool:
     """``if not A and rank != 0: return`` ... ``if A: collective()``: the ranks that left did so only when A is
     false, and the collective runs only when A is true, so every rank of the job reaches it."""
     if not (isinstance(branch, ast.If) and isinstance(branch.test, ast.BoolOp) and isinstance(branch.test.op, ast.And)):
         return False
-    rest = [v for v in branch.test.values if not m.is_rank_test(v)]
-    guards = [a.test for a in m.ancestors(call) if isinstance(a, ast.If) and a is not branch]
+    rest = [v for v in branch.test.values if not facts.is_rank_test(v)]
+    guards = [a.test for a in facts.ancestors(call) if isinstance(a, ast.If) and a is not branch]
     return any(_complement(x, g) for x in rest for g in guards)
 
 
-def _other_path_references(m: Module, branch: ast.AST, call: ast.Call, label: str, summaries: dict) -> bool:
+def _other_path_references(facts: FileFacts, branch: ast.AST, call: ast.Call, label: str, summaries: Summaries) -> bool:
     """The other ranks' path hands a local function that runs the same collective to something that calls it
     (``if rank == 0: button.click(fn=generate)`` ... ``else: worker()``, both running barrier + broadcast)."""
-    return _reaches(m, m.other_path(branch, call), label, summaries, set())
+    return _reaches(facts, facts.other_path(branch, call), label, summaries, set())
 
 
-def _reaches(m: Module, stmts: list[ast.AST], label: str, summaries: dict, seen: set[str]) -> bool:
+def _reaches(facts: FileFacts, stmts: Sequence[ast.AST], label: str, summaries: Summaries, seen: set[str]) -> bool:
     """Do ``stmts`` name (call or pass along) a local function that runs ``label``, directly or through the local
     functions that function names (``create_demo()`` wiring ``button.click(fn=generate)``)?"""
     for n in (n for stmt in stmts for n in ast.walk(stmt)):
-        if not (isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)) or n.id in seen or n.id not in m.functions:
+        if not (isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)) or n.id in seen or n.id not in facts.functions:
             continue
         seen.add(n.id)
         if (
             n.id in summaries
             and summaries[n.id][1] == label
             or len(seen) < 8
-            and _reaches(m, m.functions[n.id].body, label, summaries, seen)
+            and _reaches(facts, facts.functions[n.id].body, label, summaries, seen)
         ):
             return True
     return False
@@ -344,33 +357,39 @@ def _reaches(m: Module, stmts: list[ast.AST], label: str, summaries: dict, seen:
 def _complement(a: ast.AST, b: ast.AST) -> bool:
     """Is ``b`` written as ``not a`` (or ``a`` as ``not b``)?"""
 
-    def neg(x):
+    def neg(x: ast.AST) -> ast.expr | None:
         return x.operand if isinstance(x, ast.UnaryOp) and isinstance(x.op, ast.Not) else None
 
     return any(x is not None and ast.dump(x) == ast.dump(y) for x, y in ((neg(a), b), (neg(b), a)))
 
 
-def rank_findings(m: Module) -> Iterator[tuple[str, ast.AST, str]]:
+def rank_findings(facts: FileFacts) -> Iterator[tuple[str, Located, str]]:
     """(code, node, detail) for every collective reached on some ranks only."""
-    branches = m.rank_branches()
-    summaries = _summaries(m)
-    paired = _paired(m, branches, summaries)
-    for call in m.calls():
+    branches = facts.rank_branches()
+    summaries = _summaries(facts)
+    paired = _paired(facts, branches, summaries)
+    for call in facts.calls():
         enclosing = branches.get(id(call))
-        kind = _kind(m, call, summaries) if enclosing else None
+        if not enclosing:
+            continue
+        kind = _collective_reached(facts, call, summaries)
         if kind is None:
             continue
         code, label, line, via = kind
         # innermost first; one unbalanced condition is enough. The innermost is balanced by its else branch, or by
         # a separate if on the complementary ranks (if rank != 0: barrier() ... if rank == 0: barrier()).
-        if any(_not_distributed_side(m, branch, call) for branch in enclosing):
+        if any(_not_distributed_side(facts, branch, call) for branch in enclosing):
             continue  # under `if local_rank == -1:` no process group exists: the job is not distributed there
         for depth, branch in enumerate(reversed(enclosing)):
-            if depth == 0 and (id(m.scope_of(call)), label) in paired:
+            if depth == 0 and (id(facts.scope_of(call)), label) in paired:
                 continue
-            if _guarded_by_the_rest(m, branch, call) or _other_path_references(m, branch, call, label, summaries):
+            if _guarded_by_the_rest(facts, branch, call) or _other_path_references(facts, branch, call, label, summaries):
                 continue
-            if not m.other_branch_has(branch, call, lambda c, label=label: (_kind(m, c, summaries) or ("", ""))[1] == label):
+
+            def same_collective(c: ast.Call, label: str = label) -> bool:
+                return (_collective_reached(facts, c, summaries) or ("", ""))[1] == label
+
+            if not facts.other_branch_has(branch, call, same_collective):
                 what = f"{via}(), which runs {label} at line {line}," if via else label
                 yield code, call, f"{what} runs only on some ranks (rank condition at line {branch.lineno})"
                 break

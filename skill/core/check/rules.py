@@ -4,10 +4,10 @@ snippet) plus a small finder in :mod:`fsdp_skill.core.check.finders` (FSD003-FSD
 
 from __future__ import annotations
 
-from fsdp_skill.core.check.models import Rule
+from fsdp_skill.core.check.models import Rule, Severity
 
 
-def _r(code, severity, summary, message, section, snippet) -> Rule:
+def _r(code: str, severity: Severity, summary: str, message: str, section: str, snippet: str) -> Rule:
     return Rule(code=code, severity=severity, summary=summary, message=message, section=section, snippet=snippet)
 
 
@@ -326,4 +326,7 @@ RULES: dict[str, Rule] = {
     ]
 }
 
-SYNTAX = "FSD000"  # the file was not analysed (does not parse, or the checker failed on it): a finding, not a rule
+NOT_ANALYSED = "FSD000"  # the file was not analysed (does not parse, or the checker failed on it): a finding, not a rule
+# the rule codes as a range ("FSD001-FSD036"): the check_script tool's description gives it, and a test holds the
+# pre-commit hook's description and README to it
+RULE_RANGE = f"{min(RULES)}-{max(RULES)}"
