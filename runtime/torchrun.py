@@ -39,6 +39,7 @@ from pathlib import Path
 
 from fsdp_skill.errors import HarnessError, InvalidArgument
 from fsdp_skill.runtime import orphans
+from fsdp_skill.runtime.models import Verdict
 from fsdp_skill.runtime.report import RawRank, RawRun, read_text
 
 DUMP_WAIT_S = 2.0
@@ -113,6 +114,28 @@ class Nodes:
         """e.g. ``'2 nodes, c10d rendezvous at 127.0.0.1:29400 (id job1)'``."""
         where = self.rdzv_endpoint or f"{self.master_addr}:{self.master_port or 29500}"
         return f"{self.nnodes} nodes, {self.rdzv_backend or 'static'} rendezvous at {where} (id {self.rdzv_id or 'none'})"
+
+
+def across_nodes(verdict: Verdict, nodes: Nodes, per_node: int, error: str | None) -> Verdict:
+    """A multi-node verdict: world_size is the global one (nnodes x ``per_node``), ranks are this node's under
+    their global numbers, and the reason says which part of the job this node ran; ``error`` is the run's
+    launcher-level error (:attr:`RawRun.error`), the reason of a rendezvous that timed out."""
+    total = nodes.nnodes * per_node
+    mine = [r.rank for r in verdict.ranks]
+    part = (
+        (f"ranks {min(mine)}-{max(mine)} of {total}" if len(mine) > 1 else f"rank {mine[0]} of {total}")
+        if mine
+        else f"none of the {total} ranks"
+    )
+    reason = verdict.reason
+    if verdict.status == "passed":
+        reason = f"this node's {len(mine)} ranks exited 0 ({part}; {nodes.describe()})"
+    elif verdict.status == "timeout" and not mine and error:
+        reason = error
+    else:
+        first, _, rest = (reason or "").partition("\n")
+        reason = f"{first} [this node ran {part}; {nodes.describe()}]" + (f"\n{rest}" if rest else "")
+    return verdict.model_copy(update={"world_size": total, "nnodes": nodes.nnodes, "reason": reason})
 
 
 _RANK_PREFIX = re.compile(r"^\[rank\d+\]: ?", re.M)

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from fsdp_skill.errors import HarnessError
 from fsdp_skill.runtime import orphans
+from fsdp_skill.runtime.report import RawRank, RawRun, read_text
 
 START_TIMEOUT_S = 300.0  # importing torch on a loaded 2-core machine can take a while
 # Started as a file, not as a module of this package: the zygote and the ranks it forks hold none of the
@@ -309,6 +310,44 @@ def stop() -> None:
     with _shared_lock:
         _stopped = True
     shutdown()
+
+
+def _int_or_none(text: str) -> int | None:
+    try:
+        return int(text.strip())
+    except ValueError:
+        return None
+
+
+def raw_run(msg: dict, rundir: str) -> RawRun:
+    """What the zygote's ``result`` message (see :mod:`fsdp_skill.runtime.zygote`) and the files its ranks
+    left in ``rundir`` (``rank{N}.log``, ``.tb``, ``.stack``, ``.exit``) say about the run."""
+    ranks = []
+    for r in msg["ranks"]:
+        n = r["rank"]
+        # A rank asked for its stack (SIGUSR1) after its faulthandler was gone (it was already exiting) dies
+        # of that signal: the harness ended it, not the script.
+        by_harness = r["killed_by_harness"] or (r["signal"] == "SIGUSR1" and r.get("dumped", False))
+        ranks.append(
+            RawRank(
+                rank=n,
+                exit_code=r["exit_code"],
+                signal=r["signal"],
+                killed_by_harness=by_harness,
+                order=r.get("order"),
+                log=read_text(os.path.join(rundir, f"rank{n}.log")),
+                traceback=read_text(os.path.join(rundir, f"rank{n}.tb")) or None,
+                stack=read_text(os.path.join(rundir, f"rank{n}.stack")) or None,
+                script_exit=_int_or_none(read_text(os.path.join(rundir, f"rank{n}.exit"))),
+            )
+        )
+    return RawRun(
+        seconds=msg["seconds"],
+        timed_out=msg["timed_out"],
+        ranks=ranks,
+        first_failure=msg["first_failure"],
+        torch_version=msg.get("torch_version"),
+    )
 
 
 def current_pid(python: str | None = None) -> int | None:
