@@ -13,6 +13,7 @@ import os
 import shutil
 import tempfile
 import time
+from typing import TYPE_CHECKING
 
 from fsdp_skill.errors import HarnessError
 from fsdp_skill.runtime import host, target
@@ -20,6 +21,9 @@ from fsdp_skill.runtime.job import Job
 from fsdp_skill.runtime.models import Verdict
 from fsdp_skill.runtime.rankenv import job_env
 from fsdp_skill.runtime.report import RawRun, make_verdict
+
+if TYPE_CHECKING:
+    from fsdp_skill.runtime.warm import WarmLauncher
 
 KEEP_ENV = "FSDP_SKILL_KEEP_RUNS"  # set to keep each run's directory (script, per-rank logs) for debugging
 WARM_EXIT_ENV = "FSDP_SKILL_WARM_EXIT"  # 'fast': warm ranks end with os._exit (see verify_code)
@@ -42,91 +46,118 @@ ZYGOTE_DIED = (
 )
 
 
-def run(job: Job, place: host.Placement, sha: str, launcher: str, facts: target.Facts, attempt: int = 1) -> Verdict:
+ATTEMPTS = 2  # runs of one job on the warm launcher when its zygote dies: the first, and one on a fresh zygote
+
+
+def run(job: Job, place: host.Placement, sha: str, launcher: str, facts: target.Facts) -> Verdict:
     """Run ``job`` once on ``launcher`` and make its verdict.  If the warm zygote dies during the run (a
     rank or a process it started killed it, or a concurrent job's did), the job runs once more on a fresh
-    zygote; if that one dies too, the verdict is failed with that reason, so the rest of a batch still
-    gets verdicts."""
+    zygote; if that one dies too, the verdict is failed with that reason (:data:`ZYGOTE_DIED`), so the rest
+    of a batch still gets verdicts.  Raises HarnessError when the launcher cannot run the job at all."""
+    attempt = 1
+    while (verdict := _attempt(job, place, sha, launcher, facts, last=attempt == ATTEMPTS)) is None:
+        attempt += 1  # the zygote died: once more, on a fresh one
+    return verdict
+
+
+def _attempt(job: Job, place: host.Placement, sha: str, launcher: str, facts: target.Facts, *, last: bool) -> Verdict | None:
+    """One run in a fresh run directory (removed afterwards unless ``$FSDP_SKILL_KEEP_RUNS`` is set); None when
+    the warm zygote died and this is not the ``last`` attempt."""
+    zygote = None
     if launcher == "warm":
         from fsdp_skill.runtime import warm
 
         zygote = warm.shared(facts.python)
-        base = None if os.environ.get(KEEP_ENV) else zygote.workdir
-    else:
-        zygote, base = None, None
-    rundir = tempfile.mkdtemp(prefix="run-", dir=base)
+    rundir = tempfile.mkdtemp(prefix="run-", dir=None if os.environ.get(KEEP_ENV) or zygote is None else zygote.workdir)
     try:
-        if job.path:
-            script, workdir = os.path.abspath(job.path), os.path.abspath(job.cwd or os.getcwd())
-        else:
-            workdir = os.path.join(rundir, "work")
-            os.mkdir(workdir)
-            script = os.path.join(workdir, os.path.basename(job.filename))
-            with open(script, "w", encoding="utf-8") as f:
-                f.write(job.code)
+        script, workdir = _script(job, rundir)
         env = job_env(job, place, facts, rundir)
-        if zygote is not None and os.environ.get(WARM_EXIT_ENV):  # read (and removed) by the zygote
-            env[WARM_EXIT_ENV] = os.environ[WARM_EXIT_ENV]
         torch_version = facts.torch_version
         if zygote is not None:
-            t0 = time.monotonic()
-            try:
-                msg = zygote.run(
-                    script=script,
-                    workdir=workdir,
-                    rundir=rundir,
-                    world_size=job.world_size,
-                    timeout=float(job.timeout),
-                    env=env,
-                    args=list(job.args),
-                )
-                raw = warm.raw_run(msg, rundir)
-            except warm.LauncherDied:
-                if attempt == 1:
-                    raw = None  # run again (after this run's directory is removed)
-                else:
-                    raw = RawRun(
-                        seconds=round(time.monotonic() - t0, 3), timed_out=False, ranks=[], first_failure=None, error=ZYGOTE_DIED
-                    )
+            if os.environ.get(WARM_EXIT_ENV):  # read (and removed) by the zygote
+                env[WARM_EXIT_ENV] = os.environ[WARM_EXIT_ENV]
+            raw = _run_warm(zygote, job, script, workdir, rundir, env, last=last)
+            if raw is None:
+                return None
             torch_version = zygote.torch_version
         else:
-            from fsdp_skill.runtime.torchrun import run_torchrun
+            raw = _run_torchrun(job, script, workdir, rundir, env, facts.python)
+        verdict = make_verdict(
+            raw,
+            script=script,
+            code=job.code,
+            code_sha256=sha,
+            snippet_id=job.snippet_id,
+            backend=place.backend,
+            device=place.device,
+            world_size=job.world_size,
+            timeout=float(job.timeout),
+            launcher=launcher,
+            torch_version=torch_version,
+        )
+        verdict = verdict.model_copy(update={**environment(facts), "torch_version": verdict.torch_version})
+        if job.nodes is None:
+            return verdict
+        from fsdp_skill.runtime.torchrun import across_nodes
 
-            try:
-                raw = run_torchrun(
-                    script=script,
-                    workdir=workdir,
-                    rundir=rundir,
-                    world_size=job.world_size,
-                    timeout=float(job.timeout),
-                    env=env,
-                    python=facts.python,
-                    args=list(job.args),
-                    nodes=job.nodes,
-                )
-            except OSError as exc:
-                raise HarnessError(f"cannot run torchrun: {exc}") from exc
-        if raw is not None:
-            verdict = make_verdict(
-                raw,
-                script=script,
-                code=job.code,
-                code_sha256=sha,
-                snippet_id=job.snippet_id,
-                backend=place.backend,
-                device=place.device,
-                world_size=job.world_size,
-                timeout=float(job.timeout),
-                launcher=launcher,
-                torch_version=torch_version,
-            )
-            verdict = verdict.model_copy(update={**environment(facts), "torch_version": verdict.torch_version})
-            if job.nodes is None:
-                return verdict
-            from fsdp_skill.runtime.torchrun import across_nodes
-
-            return across_nodes(verdict, job.nodes, job.world_size, raw.error)
+        return across_nodes(verdict, job.nodes, job.world_size, raw.error)
     finally:
         if not os.environ.get(KEEP_ENV):
             shutil.rmtree(rundir, ignore_errors=True)
-    return run(job, place, sha, launcher, facts, attempt=attempt + 1)  # the zygote died: once more
+
+
+def _script(job: Job, rundir: str) -> tuple[str, str]:
+    """``(script, workdir)``: a user's file where it lies, run from ``job.cwd`` (default: this process's), or
+    the code written to ``<rundir>/work/<filename>``, run from that directory."""
+    if job.path:
+        return os.path.abspath(job.path), os.path.abspath(job.cwd or os.getcwd())
+    workdir = os.path.join(rundir, "work")
+    os.mkdir(workdir)
+    script = os.path.join(workdir, os.path.basename(job.filename))
+    with open(script, "w", encoding="utf-8") as f:
+        f.write(job.code)
+    return script, workdir
+
+
+def _run_warm(
+    zygote: WarmLauncher, job: Job, script: str, workdir: str, rundir: str, env: dict[str, str], *, last: bool
+) -> RawRun | None:
+    """The run on the warm launcher; None when the zygote died and another attempt follows, a run with the
+    :data:`ZYGOTE_DIED` error when it died on the ``last`` one."""
+    from fsdp_skill.runtime import warm
+
+    t0 = time.monotonic()
+    try:
+        return zygote.run(
+            script=script,
+            workdir=workdir,
+            rundir=rundir,
+            world_size=job.world_size,
+            timeout=float(job.timeout),
+            env=env,
+            args=list(job.args),
+        )
+    except warm.LauncherDied:
+        if not last:
+            return None
+        return RawRun(seconds=round(time.monotonic() - t0, 3), timed_out=False, ranks=[], first_failure=None, error=ZYGOTE_DIED)
+
+
+def _run_torchrun(job: Job, script: str, workdir: str, rundir: str, env: dict[str, str], python: str) -> RawRun:
+    """The run under ``python -m torch.distributed.run``; HarnessError when the interpreter cannot start."""
+    from fsdp_skill.runtime.torchrun import run_torchrun
+
+    try:
+        return run_torchrun(
+            script=script,
+            workdir=workdir,
+            rundir=rundir,
+            world_size=job.world_size,
+            timeout=float(job.timeout),
+            env=env,
+            python=python,
+            args=list(job.args),
+            nodes=job.nodes,
+        )
+    except OSError as exc:
+        raise HarnessError(f"cannot run torchrun: {exc}") from exc

@@ -126,9 +126,9 @@ class WarmLauncher:
         timeout: float,
         env: dict[str, str],
         args: list[str] | None = None,
-    ) -> dict:
+    ) -> RawRun:
         """Run ``script`` on ``world_size`` forked ranks (each with ``sys.argv == [script, *args]``); returns
-        the zygote's raw ``result`` message.
+        what the zygote's ``result`` message and the files its ranks left in ``rundir`` say (:func:`raw_run`).
 
         Blocks at most ``timeout`` seconds plus a margin for stack dumps and reaping.  Raises HarnessError
         when the zygote dies (LauncherDied, once whatever it left is killed and reaped, see
@@ -136,9 +136,10 @@ class WarmLauncher:
         launcher is closed (every rank killed) and the interrupt is re-raised.
         """
         with orphans.watching():  # if a rank kills the shepherd, what it leaves comes to this process
-            return self._run(
+            msg = self._run(
                 script=script, workdir=workdir, rundir=rundir, world_size=world_size, timeout=timeout, env=env, args=args
             )
+        return raw_run(msg, rundir)
 
     def _run(
         self,

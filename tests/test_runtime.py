@@ -22,6 +22,7 @@ import pytest
 import fsdp_skill.runtime as runtime
 from fsdp_skill.errors import InvalidArgument
 from fsdp_skill.runtime import Job, Verdict, cache, host, launch, warm
+from fsdp_skill.runtime import report as runtime_report
 from fsdp_skill.runtime.report import blocked_at
 
 SCRIPTS = Path(__file__).parent / "data" / "scripts"
@@ -472,6 +473,34 @@ def test_debug_jobs_always_run_and_report_warm_timeouts_as_seen(monkeypatch):
     first, second = runtime.verify_many([job, job])
     assert calls == ["warm", "warm"]  # run twice (no cache hit), never rerun under torchrun
     assert first.status == second.status == "timeout" and not second.cached
+
+
+class _DyingZygote:
+    """A stand-in for the warm launcher whose zygote dies during the first ``deaths`` runs, then passes."""
+
+    torch_version = "2.13.0+cpu"
+
+    def __init__(self, workdir: str, deaths: int):
+        self.workdir, self.deaths, self.runs = workdir, deaths, 0
+
+    def run(self, *, script, workdir, rundir, world_size, timeout, env, args):
+        self.runs += 1
+        if self.runs <= self.deaths:
+            raise warm.LauncherDied("the warm launcher exited during the run")
+        return runtime_report.RawRun(
+            seconds=0.1, timed_out=False, ranks=[runtime_report.RawRank(rank=r, exit_code=0) for r in range(world_size)]
+        )
+
+
+@pytest.mark.parametrize("deaths, runs, status", [(0, 1, "passed"), (1, 2, "passed"), (2, 2, "failed"), (5, 2, "failed")])
+def test_a_dying_zygote_gets_one_fresh_rerun_then_a_failed_verdict(deaths, runs, status, tmp_path, monkeypatch):
+    zygote = _DyingZygote(str(tmp_path), deaths)
+    monkeypatch.setattr(warm, "shared", lambda python=None: zygote)
+    facts = runtime.api.require_torch()
+    v = launch.run(Job(code="x = 1\n"), host.resolve("gloo", 2), "0" * 64, "warm", facts)
+    assert (zygote.runs, v.status) == (runs, status)
+    assert v.reason == (launch.ZYGOTE_DIED if status == "failed" else "all 2 ranks exited 0")
+    assert list(tmp_path.iterdir()) == []  # every attempt's run directory is removed
 
 
 # --------------------------------------------------------------------------- a user's project, run in place
