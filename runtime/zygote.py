@@ -65,15 +65,18 @@ import socket
 import sys
 import tempfile
 import time
+import types
 
 
-def load_sibling(name: str):
+def load_sibling(name: str) -> types.ModuleType:
     """Module ``name`` (its file beside this one) as a private module object, not registered in
     ``sys.modules``: a rank's script sees no module of fsdp-skill, the way it would under torchrun."""
     import importlib.util
 
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
     spec = importlib.util.spec_from_file_location(f"_fsdp_skill_rank_{name}", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -81,6 +84,7 @@ def load_sibling(name: str):
 
 _worker = load_sibling("worker")
 _shepherd = load_sibling("shepherd")
+_procfs = load_sibling("procfs")
 install_import_time_env_sync, rank_env, run_script = (_worker.install_import_time_env_sync, _worker.rank_env, _worker.run_script)
 
 # Modules imported before the first fork.  torch._dynamo and friends are what the first fully_shard /
@@ -121,22 +125,6 @@ def _set_pdeathsig() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     except Exception:  # not Linux: the zygote still kills its process groups on exit
         pass
-
-
-def _signame(num: int) -> str:
-    try:
-        return signal.Signals(num).name
-    except ValueError:
-        return f"signal {num}"
-
-
-def _thread_count() -> int:
-    try:
-        return len(os.listdir("/proc/self/task"))
-    except OSError:
-        import threading
-
-        return threading.active_count()
 
 
 class _Rank:
@@ -402,12 +390,12 @@ class Zygote:
             for p in [*(r.pid for r in j.ranks), *([j.store_pid] if j.store_pid else [])]
         }
         while True:
-            tree = _shepherd.children_map()
+            tree = _procfs.children_map()
             roots = list(own)
             for pid in tree.get(self.pid, ()):
                 if pid not in own and pid not in others and self._run_id(pid) not in self._other_run_ids(job):
                     roots.append(pid)
-            victims = [p for root in roots for p in [root, *_shepherd.descendants(root, tree)] if p not in own]
+            victims = [p for root in roots for p in [root, *_procfs.descendants(root, tree)] if p not in own]
             if not victims:
                 return
             for pid in victims:
@@ -422,15 +410,8 @@ class Zygote:
 
     @staticmethod
     def _run_id(pid: int) -> str | None:
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                env = f.read().split(b"\0")
-        except OSError:
-            return None
-        for item in env:
-            if item.startswith(b"TORCHELASTIC_RUN_ID="):
-                return item[20:].decode(errors="replace")
-        return None
+        env = _procfs.environ(pid)
+        return None if env is None else env.get("TORCHELASTIC_RUN_ID")
 
     def _reap(self, pid: int) -> None:
         while True:
@@ -455,7 +436,7 @@ class Zygote:
             if info.si_code == os.CLD_EXITED:
                 r.exit_code = info.si_status
             else:
-                r.signal = _signame(info.si_status)
+                r.signal = _procfs.signame(info.si_status)
         if not r.done:
             return
         r.order = sum(1 for other in job.ranks if other.order is not None)
@@ -758,15 +739,9 @@ def main(argv: list[str] | None = None) -> int:
             }
         )
         return 1
-    threads = _thread_count()
+    threads = _procfs.thread_count()
     if threads != 1:
-        names = []
-        try:
-            for tid in sorted(os.listdir("/proc/self/task")):
-                with open(f"/proc/self/task/{tid}/comm") as f:
-                    names.append(f.read().strip())
-        except OSError:
-            pass
+        names = _procfs.thread_names()
         say(
             {
                 "type": "fatal",
