@@ -16,7 +16,7 @@ import time
 from typing import TYPE_CHECKING
 
 from fsdp_skill.errors import HarnessError
-from fsdp_skill.runtime import host, target
+from fsdp_skill.runtime import host, knobs, target
 from fsdp_skill.runtime.job import Job
 from fsdp_skill.runtime.models import Verdict
 from fsdp_skill.runtime.rankenv import job_env
@@ -24,9 +24,6 @@ from fsdp_skill.runtime.report import RawRun, make_verdict
 
 if TYPE_CHECKING:
     from fsdp_skill.runtime.warm import WarmLauncher
-
-KEEP_ENV = "FSDP_SKILL_KEEP_RUNS"  # set to keep each run's directory (script, per-rank logs) for debugging
-WARM_EXIT_ENV = "FSDP_SKILL_WARM_EXIT"  # 'fast': warm ranks end with os._exit (see verify_code)
 
 
 def environment(facts: target.Facts) -> dict:
@@ -68,14 +65,14 @@ def _attempt(job: Job, place: host.Placement, sha: str, launcher: str, facts: ta
         from fsdp_skill.runtime import warm
 
         zygote = warm.shared(facts.python)
-    rundir = tempfile.mkdtemp(prefix="run-", dir=None if os.environ.get(KEEP_ENV) or zygote is None else zygote.workdir)
+    rundir = tempfile.mkdtemp(prefix="run-", dir=None if os.environ.get(knobs.KEEP_RUNS) or zygote is None else zygote.workdir)
     try:
         script, workdir = _script(job, rundir)
         env = job_env(job, place, facts, rundir)
         torch_version = facts.torch_version
         if zygote is not None:
-            if os.environ.get(WARM_EXIT_ENV):  # read (and removed) by the zygote
-                env[WARM_EXIT_ENV] = os.environ[WARM_EXIT_ENV]
+            if os.environ.get(knobs.WARM_EXIT):  # read (and removed) by the zygote
+                env[knobs.WARM_EXIT] = os.environ[knobs.WARM_EXIT]
             raw = _run_warm(zygote, job, script, workdir, rundir, env, last=last)
             if raw is None:
                 return None
@@ -102,7 +99,7 @@ def _attempt(job: Job, place: host.Placement, sha: str, launcher: str, facts: ta
 
         return across_nodes(verdict, job.nodes, job.world_size, raw.error)
     finally:
-        if not os.environ.get(KEEP_ENV):
+        if not os.environ.get(knobs.KEEP_RUNS):
             shutil.rmtree(rundir, ignore_errors=True)
 
 

@@ -15,12 +15,10 @@ from __future__ import annotations
 import os
 from datetime import datetime, timezone
 
-from fsdp_skill.runtime import cache, host, launch, target
+from fsdp_skill.runtime import cache, host, knobs, launch, target
 from fsdp_skill.runtime.job import LAUNCHERS, Job, validate
 from fsdp_skill.runtime.launch import environment
 from fsdp_skill.runtime.models import Verdict
-
-CONFIRM_ENV = "FSDP_SKILL_CONFIRM_TIMEOUTS"  # '0' reports warm timeouts without rerunning them under torchrun
 
 
 def _now() -> str:
@@ -108,7 +106,12 @@ def verify(job: Job, *, launcher: str, use_cache: bool, facts: target.Facts) -> 
                 "reason": (f"{again.reason}; this is a second run: the first failed only in interpreter teardown ({first})"),
             }
         )
-    if verdict.status == "timeout" and launcher == "warm" and not job.debug and os.environ.get(CONFIRM_ENV, "1") != "0":
+    if (
+        verdict.status == "timeout"
+        and launcher == "warm"
+        and not job.debug
+        and os.environ.get(knobs.CONFIRM_TIMEOUTS, "1") != "0"
+    ):
         verdict = confirm(job, place, sha, verdict, facts)
     verdict = verdict.model_copy(update={"checks": job.checks})
     if not (job.path or job.env):  # a script run in place also depends on its directory, cwd and arguments

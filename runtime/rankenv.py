@@ -9,17 +9,16 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from fsdp_skill.runtime import host, target
+from fsdp_skill.runtime import host, knobs, target
 from fsdp_skill.runtime.job import Job
 
 _XDG_VARS = ("XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME")
-STATE_PREFIX = "FSDP_SKILL_"
 
 
 def scrubbed_env(environ: Mapping[str, str]) -> dict[str, str]:
     """A copy of ``environ`` without the tool's own variables (names starting ``FSDP_SKILL_``: state
     directory, cards, target interpreter, launcher knobs), for processes that run a user's code."""
-    return {k: v for k, v in environ.items() if not k.startswith(STATE_PREFIX)}
+    return {k: v for k, v in environ.items() if not k.startswith(knobs.PREFIX)}
 
 
 _TORCHRUN_VARS = {

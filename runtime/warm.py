@@ -28,15 +28,13 @@ import time
 from pathlib import Path
 
 from fsdp_skill.errors import HarnessError
-from fsdp_skill.runtime import orphans
+from fsdp_skill.runtime import knobs, orphans
 from fsdp_skill.runtime.report import RawRank, RawRun, read_text
 
 START_TIMEOUT_S = 300.0  # importing torch on a loaded 2-core machine can take a while
 # Started as a file, not as a module of this package: the zygote and the ranks it forks hold none of the
 # tool's modules (nor pydantic), only the standard library and torch.
 ZYGOTE_SCRIPT = str(Path(__file__).resolve().with_name("zygote.py"))
-# Where the tool keeps its state and cards, and which interpreter it targets: never passed to the zygote.
-_STATE_VARS = ("FSDP_SKILL_HOME", "FSDP_SKILL_KNOWLEDGE", "FSDP_SKILL_PYTHON")
 SHEPHERD = sys.platform == "linux"
 SHEPHERD_SCRIPT = str(Path(__file__).resolve().with_name("shepherd.py"))
 
@@ -63,9 +61,9 @@ class WarmLauncher:
         self._closed = False
         self._closing = False  # close() was called: a job left without an answer was stopped, not killed
         ours, theirs = socket.socketpair()
-        # The zygote keeps its own knobs (FSDP_SKILL_PRELOAD, FSDP_SKILL_WARM_EXIT) but not where the tool
-        # keeps its state: ranks can read their parent's /proc/PID/environ.
-        env = {k: v for k, v in os.environ.items() if k not in _STATE_VARS}
+        # The zygote keeps the launcher's knobs (FSDP_SKILL_PRELOAD, FSDP_SKILL_WARM_EXIT) but not where the tool
+        # keeps its state and which interpreter it targets (knobs.STATE): ranks can read their parent's /proc/PID/environ.
+        env = {k: v for k, v in os.environ.items() if k not in knobs.STATE}
         env.setdefault("OMP_NUM_THREADS", "1")
         env.setdefault("OPENBLAS_NUM_THREADS", "1")
         cmd = [self.python, ZYGOTE_SCRIPT, "--fd", str(theirs.fileno()), "--workdir", self.workdir]

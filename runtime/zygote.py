@@ -85,6 +85,7 @@ def load_sibling(name: str) -> types.ModuleType:
 _worker = load_sibling("worker")
 _shepherd = load_sibling("shepherd")
 _procfs = load_sibling("procfs")
+_knobs = load_sibling("knobs")
 install_import_time_env_sync, rank_env, run_script = (_worker.install_import_time_env_sync, _worker.rank_env, _worker.run_script)
 
 # Modules imported before the first fork.  torch._dynamo and friends are what the first fully_shard /
@@ -111,7 +112,6 @@ PRELOAD = (
     "torch.distributed.checkpoint._fsspec_filesystem",  # dcp.save/load (imports fsspec)
     "torch.utils.serialization",
 )
-EXIT_ENV = "FSDP_SKILL_WARM_EXIT"  # 'fast': ranks os._exit without finalizing (default: Py_Exit, see _rank_main)
 FAIL_GRACE_S = 0.5  # after the first failing rank, how long the others may exit on their own
 DUMP_WAIT_S = 1.5  # how long to wait for faulthandler dumps before SIGKILL
 STORE_START_S = 30.0  # how long the store child may take to report its port
@@ -625,7 +625,8 @@ class Zygote:
             port += chunk
         os.close(go_r)
         env = dict(job.env)
-        exit_mode = env.pop(EXIT_ENV, "finalize")  # the client's knob for this job; the script never sees it
+        # The client's knob for this job ('fast': os._exit, no finalizing); the script never sees it.
+        exit_mode = env.pop(_knobs.WARM_EXIT, "finalize")
         env.update(rank_env(rank, job.world_size, int(port), run_id=job.id))
         os.environ.clear()
         os.environ.update(env)
@@ -722,8 +723,8 @@ def main(argv: list[str] | None = None) -> int:
 
     t0 = time.perf_counter()
     modules = PRELOAD
-    if os.environ.get("FSDP_SKILL_PRELOAD"):  # e.g. "torch,torch.distributed" (benchmarks compare preloads)
-        modules = tuple(m.strip() for m in os.environ["FSDP_SKILL_PRELOAD"].split(",") if m.strip())
+    if os.environ.get(_knobs.PRELOAD):  # e.g. "torch,torch.distributed" (benchmarks compare preloads)
+        modules = tuple(m.strip() for m in os.environ[_knobs.PRELOAD].split(",") if m.strip())
     try:
         version, missing = preload(modules)
     except BaseException as exc:  # noqa: BLE001 - reported to the client, which raises HarnessError
