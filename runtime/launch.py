@@ -13,7 +13,7 @@ import os
 import shutil
 import tempfile
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from fsdp_skill.errors import HarnessError
 from fsdp_skill.runtime import host, knobs, target
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from fsdp_skill.runtime.warm import WarmLauncher
 
 
-def environment(facts: target.Facts) -> dict:
+def environment(facts: target.Facts) -> dict[str, Any]:
     """The Verdict fields that name the environment of a run: interpreter, torch version, CUDA/NCCL, devices."""
     return {
         "python": facts.python,

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from datetime import datetime, timezone
 
+from fsdp_skill.errors import InvalidArgument
 from fsdp_skill.runtime import cache, host, knobs, launch, target
 from fsdp_skill.runtime.job import LAUNCHERS, Job, validate
 from fsdp_skill.runtime.launch import environment
@@ -58,7 +59,10 @@ def unavailable(code_sha: str, job: Job, facts: target.Facts) -> Verdict:
 
 
 def key(sha: str, job: Job, place: host.Placement, facts: target.Facts, launcher: str) -> cache.VerdictKey:
-    """The cache key of ``job`` on ``launcher`` in this environment (see :class:`fsdp_skill.runtime.cache.VerdictKey`)."""
+    """The cache key of ``job`` on ``launcher`` in this environment (see :class:`fsdp_skill.runtime.cache.VerdictKey`);
+    InvalidArgument for an interpreter without torch (its callers answer that case before)."""
+    if facts.torch_version is None:
+        raise InvalidArgument(target.no_torch_reason(facts.python))
     return cache.VerdictKey(sha, job.world_size, place.backend, facts.torch_version, facts.python, launcher, cache.outcome_env())
 
 

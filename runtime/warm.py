@@ -25,7 +25,9 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from fsdp_skill.errors import HarnessError
 from fsdp_skill.runtime import knobs, orphans
@@ -44,6 +46,14 @@ class LauncherDied(HarnessError):
     starts a fresh one."""
 
 
+@dataclass
+class _Slot:
+    """Where the reader thread leaves a job's ``result`` message (None: the zygote went away) for its caller."""
+
+    event: threading.Event = field(default_factory=threading.Event)
+    msg: dict[str, Any] | None = None
+
+
 class WarmLauncher:
     """A running zygote and the channel to it.
 
@@ -57,7 +67,7 @@ class WarmLauncher:
         self._log_path = os.path.join(self.workdir, "zygote.log")
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
-        self._pending: dict[str, dict] = {}
+        self._pending: dict[str, _Slot] = {}
         self._closed = False
         self._closing = False  # close() was called: a job left without an answer was stopped, not killed
         ours, theirs = socket.socketpair()
@@ -96,7 +106,7 @@ class WarmLauncher:
         except OSError:  # socket.timeout is an OSError
             line = b""
         ours.settimeout(None)
-        msg = json.loads(line) if line.strip() else {"type": "fatal", "message": self._log_tail()}
+        msg: dict[str, Any] = json.loads(line) if line.strip() else {"type": "fatal", "message": self._log_tail()}
         if msg.get("type") != "ready":
             self._terminate()
             self._reader.close()
@@ -149,9 +159,9 @@ class WarmLauncher:
         timeout: float,
         env: dict[str, str],
         args: list[str] | None,
-    ) -> dict:
+    ) -> dict[str, Any]:
         job_id = f"j{next(self._ids)}-{os.getpid()}"
-        slot = {"event": threading.Event(), "msg": None}
+        slot = _Slot()
         request = {
             "type": "run",
             "id": job_id,
@@ -173,7 +183,7 @@ class WarmLauncher:
                 self._pending.pop(job_id, None)
                 raise HarnessError(f"the warm launcher is gone: {exc}{self._log_tail()}") from exc
         try:
-            if not slot["event"].wait(timeout + 120.0):
+            if not slot.event.wait(timeout + 120.0):
                 raise HarnessError(f"the warm launcher did not answer within {timeout + 120.0:g} s")
         except KeyboardInterrupt:
             self.close()
@@ -181,7 +191,7 @@ class WarmLauncher:
         finally:
             with self._lock:
                 self._pending.pop(job_id, None)
-        msg = slot["msg"]
+        msg = slot.msg
         if msg is None:
             if self._closing:
                 raise HarnessError("the run was stopped: the warm launcher was closed (the harness is shutting down)")
@@ -218,8 +228,8 @@ class WarmLauncher:
                     with self._lock:
                         slot = self._pending.get(msg.get("id"))
                     if slot is not None:
-                        slot["msg"] = msg
-                        slot["event"].set()
+                        slot.msg = msg
+                        slot.event.set()
                 elif msg.get("type") == "bye":
                     break
         except (OSError, ValueError):
@@ -227,7 +237,7 @@ class WarmLauncher:
         with self._lock:
             self._closed = True
             for slot in self._pending.values():
-                slot["event"].set()  # msg stays None: the caller raises HarnessError
+                slot.event.set()  # msg stays None: the caller raises HarnessError
 
     def _log_tail(self) -> str:
         try:
@@ -318,7 +328,7 @@ def _int_or_none(text: str) -> int | None:
         return None
 
 
-def raw_run(msg: dict, rundir: str) -> RawRun:
+def raw_run(msg: dict[str, Any], rundir: str) -> RawRun:
     """What the zygote's ``result`` message (see :mod:`fsdp_skill.runtime.zygote`) and the files its ranks
     left in ``rundir`` (``rank{N}.log``, ``.tb``, ``.stack``, ``.exit``) say about the run."""
     ranks = []

@@ -57,6 +57,7 @@ Files a rank leaves in ``rundir``: ``rank{N}.log`` (stdout and stderr interleave
 from __future__ import annotations
 
 import importlib
+import io
 import json
 import os
 import selectors
@@ -90,7 +91,7 @@ install_import_time_env_sync, rank_env, run_script = (_worker.install_import_tim
 
 # Modules imported before the first fork.  torch._dynamo and friends are what the first fully_shard /
 # optimizer step would otherwise import lazily (measured with benchmarks/bench_verify.py --modules).
-PRELOAD = (
+PRELOAD: tuple[str, ...] = (
     "torch",
     "torch.distributed",
     "torch.distributed.fsdp",
@@ -131,7 +132,9 @@ class _Rank:
     __slots__ = ("rank", "pid", "pidfd", "go", "exit_code", "signal", "done", "killed", "dumped", "order")
 
     def __init__(self, rank: int, pid: int, go: int | None):
-        self.rank, self.pid, self.pidfd, self.go = rank, pid, None, go
+        self.rank, self.pid = rank, pid
+        self.pidfd: int | None = None  # readable once the rank exits (Linux >= 5.3)
+        self.go: int | None = go  # write end of the pipe the rank waits on for the store's port
         self.exit_code: int | None = None
         self.signal: str | None = None
         self.done = self.killed = self.dumped = False
@@ -259,8 +262,7 @@ class Zygote:
                 return
             self.jobs[job.id] = job
             try:
-                self._start_store(job)
-                self._start_ranks(job)
+                self._start_ranks(job, self._start_store(job))
             except OSError as exc:
                 self._fail_job(job, f"could not fork: {exc}")
         elif msg.get("type") == "shutdown":
@@ -282,7 +284,7 @@ class Zygote:
             self._finalize(job)
             return
         if job.state == "running":
-            if job.first_failure is not None and now >= job.fail_time + FAIL_GRACE_S:
+            if job.fail_time is not None and now >= job.fail_time + FAIL_GRACE_S:  # set with first_failure
                 self._start_dump(job, now)
             elif now >= job.deadline:
                 job.timed_out = True
@@ -440,14 +442,15 @@ class Zygote:
         if not r.done:
             return
         r.order = sum(1 for other in job.ranks if other.order is not None)
-        r.pidfd = self._drop_fd(r.pidfd)
+        self._drop_fd(r.pidfd)
+        r.pidfd = None
         failed = r.exit_code != 0 or r.signal is not None
         if failed and job.first_failure is None and job.state == "running" and not r.killed:
             job.first_failure = r.rank
             job.fail_time = time.monotonic()
 
     def _drop_fd(self, fd: int | None) -> None:
-        """Unregister ``fd`` from the selector (if it is there) and close it; returns None for the caller's field."""
+        """Unregister ``fd`` from the selector (if it is there) and close it (None: nothing to do)."""
         if fd is not None:
             try:
                 self.sel.unregister(fd)
@@ -471,12 +474,14 @@ class Zygote:
         return f": {text.splitlines()[-1]}" if text else ""
 
     def _close_job_fds(self, job: _Job) -> None:
-        job.store_fd = self._drop_fd(job.store_fd)
+        self._drop_fd(job.store_fd)
+        job.store_fd = None
         for r in job.ranks:
             if r.go is not None:
                 os.close(r.go)
                 r.go = None
-            r.pidfd = self._drop_fd(r.pidfd)
+            self._drop_fd(r.pidfd)
+            r.pidfd = None
 
     def _own_fds(self) -> list[int]:
         fds = [self.wake_r, self.wake_w]
@@ -535,7 +540,8 @@ class Zygote:
         os.dup2(log, 2)
         os.close(log)
 
-    def _start_store(self, job: _Job) -> None:
+    def _start_store(self, job: _Job) -> int:
+        """Fork the job's store child, the leader of the job's process group; returns its pid (the group id)."""
         r, w = os.pipe()
 
         def store_main() -> int:
@@ -560,8 +566,11 @@ class Zygote:
         os.set_blocking(r, False)
         job.store_fd = r
         self.sel.register(r, selectors.EVENT_READ, ("store", job))
+        return pid
 
     def _read_store(self, job: _Job) -> None:
+        if job.store_fd is None:  # the port is known already
+            return
         try:
             chunk = os.read(job.store_fd, 64)
         except BlockingIOError:
@@ -569,8 +578,11 @@ class Zygote:
         job.store_buf += chunk
         if b"\n" in job.store_buf:
             job.port = int(job.store_buf.split(b"\n", 1)[0])
-            job.store_fd = self._drop_fd(job.store_fd)
+            self._drop_fd(job.store_fd)
+            job.store_fd = None
             for r in job.ranks:  # release the ranks waiting for the port
+                if r.go is None:
+                    continue
                 try:
                     os.write(r.go, f"{job.port}\n".encode())
                 except OSError:
@@ -580,19 +592,20 @@ class Zygote:
         elif not chunk:
             self._fail_job(job, f"the store process exited before reporting a port{self._store_log(job)}")
 
-    def _start_ranks(self, job: _Job) -> None:
-        """Fork every rank now; each waits on its own pipe for the store's port (sent by _read_store)."""
+    def _start_ranks(self, job: _Job, pgid: int) -> None:
+        """Fork every rank now, into process group ``pgid`` (the store child's); each waits on its own pipe for
+        the store's port (sent by _read_store)."""
         for rank in range(job.world_size):
             go_r, go_w = os.pipe()
             try:
-                pid = self._fork(lambda rank=rank, go_r=go_r, go_w=go_w: self._rank_main(job, rank, go_r, go_w))
+                pid = self._fork(lambda rank=rank, go_r=go_r, go_w=go_w: self._rank_main(job, rank, pgid, go_r, go_w))
             except OSError:
                 os.close(go_w)
                 raise
             finally:
                 os.close(go_r)
             try:
-                os.setpgid(pid, job.pgid)
+                os.setpgid(pid, pgid)
             except OSError:
                 pass
             r = _Rank(rank, pid, go_w)
@@ -604,16 +617,16 @@ class Zygote:
                 except OSError:
                     self.has_pidfd = False
 
-    def _rank_main(self, job: _Job, rank: int, go_r: int, go_w: int) -> int:
+    def _rank_main(self, job: _Job, rank: int, pgid: int, go_r: int, go_w: int) -> int:
         """Body of a rank process: torchrun's environment, faulthandler, then the script as __main__."""
-        self._child_setup(job.pgid, os.path.join(job.rundir, f"rank{rank}.log"), keep=(go_r,), close=(go_w,))
+        self._child_setup(pgid, os.path.join(job.rundir, f"rank{rank}.log"), keep=(go_r,), close=(go_w,))
         import faulthandler
         import random
         import weakref
 
         # Finalizers of the preload only unregister torch.library kernels from this process's dispatcher
         # at exit (~60 ms of atexit work per rank, invisible outside the process); a script's own stay.
-        for info in list(weakref.finalize._registry.values()):
+        for info in list(weakref.finalize._registry.values()):  # type: ignore[attr-defined]  # CPython's private table
             if getattr(info.func, "__module__", None) == "torch.library":
                 info.atexit = False
         os.chdir(job.workdir)
@@ -635,11 +648,12 @@ class Zygote:
         faulthandler.register(signal.SIGUSR1, file=stack_file, all_threads=True, chain=False)
         faulthandler.enable(file=sys.stderr, all_threads=True)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR1})
-        try:
-            sys.stdout.reconfigure(line_buffering=True)
-            sys.stderr.reconfigure(line_buffering=True)
-        except (AttributeError, ValueError):
-            pass
+        for stream in (sys.stdout, sys.stderr):
+            if isinstance(stream, io.TextIOWrapper):
+                try:
+                    stream.reconfigure(line_buffering=True)
+                except ValueError:
+                    pass
         random.seed()  # a fresh interpreter seeds from the OS; a fork would share the zygote's state
         if "numpy" in sys.modules:
             try:
@@ -684,7 +698,7 @@ class Zygote:
             self.stopping = True
 
 
-def preload(modules=PRELOAD) -> tuple[str, list[str]]:
+def preload(modules: tuple[str, ...] = PRELOAD) -> tuple[str, list[str]]:
     """Import ``modules`` (torch first); returns (torch.__version__, modules that failed to import)."""
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     os.environ.setdefault("OMP_NUM_THREADS", "1")
