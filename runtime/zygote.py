@@ -42,7 +42,7 @@ Fidelity (what a forked rank does the way ``python script.py`` under torchrun do
     fails a warm run as it fails under torchrun.  ``FSDP_SKILL_WARM_EXIT=fast`` skips that teardown with
     ``os._exit`` (~0.3 s less per rank, and blind to the race);
   * all ranks share the zygote's str hash seed (a fresh interpreter draws one per process) and run
-    under SCHED_BATCH (see _rank_main); a warm ``timeout`` is rechecked under torchrun (fsdp_skill.runtime.api).
+    under SCHED_BATCH (see _rank_main); a warm ``timeout`` is rechecked under torchrun (fsdp_skill.runtime.policy).
 
 Protocol: JSON lines on the socket given as ``--fd``.
   zygote -> client: {"type": "ready", "pid", "torch_version", "preload_s", "modules"} | {"type": "fatal", "message"}
