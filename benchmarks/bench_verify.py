@@ -93,12 +93,9 @@ def main() -> None:
 
 def run(args) -> None:
     import fsdp_skill.runtime as runtime
-    from fsdp_skill.runtime import warm
+    from fsdp_skill.runtime import host, warm
 
-    print(
-        f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} "
-        f"(1 min) at start; torch {runtime.api.host.torch_version()}"
-    )
+    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} (1 min) at start; torch {host.torch_version()}")
     t0 = time.perf_counter()
     launcher = warm.shared()
     print(f"zygote start-up: {time.perf_counter() - t0:.2f} s (preload {launcher.preload_s:.2f} s), paid once per process\n")

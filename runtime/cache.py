@@ -21,9 +21,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from fsdp_skill.runtime import knobs
 from fsdp_skill.runtime.models import Verdict
 
-HOME_ENV = "FSDP_SKILL_HOME"
 CACHED_STATUSES = ("passed", "failed", "timeout")
 # 2: warm ranks finalize the interpreter at exit (verdicts of the fast exit are not reused)
 # 3: keyed by the target interpreter too (verdicts carry python, cuda/nccl availability, device count)
@@ -36,8 +36,9 @@ _SCHEMA = 4
 # (PYTHONPATH: a sitecustomize there runs in every rank), the dynamic loader's preloads and paths, thread
 # counts, visible devices, every TORCH_* switch, and the warm launcher's exit mode.
 OUTCOME_ENV = re.compile(
-    r"^(?:[A-Z0-9_]*_SOCKET_IFNAME|NCCL_\w*|TORCH_\w*|GLOO_\w*|MASTER_ADDR|FSDP_SKILL_WARM_EXIT"
-    r"|PYTHONPATH|PYTHONHOME|PYTHONUSERBASE|PYTHONNOUSERSITE|PYTHONSAFEPATH|PYTHONWARNINGS"
+    r"^(?:[A-Z0-9_]*_SOCKET_IFNAME|NCCL_\w*|TORCH_\w*|GLOO_\w*|MASTER_ADDR|"
+    + re.escape(knobs.WARM_EXIT)
+    + r"|PYTHONPATH|PYTHONHOME|PYTHONUSERBASE|PYTHONNOUSERSITE|PYTHONSAFEPATH|PYTHONWARNINGS"
     r"|LD_PRELOAD|LD_LIBRARY_PATH|OMP_NUM_THREADS|MKL_NUM_THREADS|CUDA_VISIBLE_DEVICES)$"
 )
 _SHA = re.compile(r"^[0-9a-f]{64}$")
@@ -46,7 +47,7 @@ _SHA = re.compile(r"^[0-9a-f]{64}$")
 def state_path() -> Path:
     """The state directory's path: ``$FSDP_SKILL_HOME`` or the user cache dir; neither created nor checked here
     (:func:`fsdp_skill.core.state.state_dir` does both, for the skill layer)."""
-    env = os.environ.get(HOME_ENV)
+    env = os.environ.get(knobs.HOME)
     if env:
         return Path(env)
     from platformdirs import user_cache_dir

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import overload
 
 _RUNTIME_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _PREFIX = r"(?:\[(?:rank|default)\d+\]:)?"  # torch's excepthook prefixes each line with "[rankN]:"
@@ -32,6 +33,10 @@ def is_harness_file(path: str) -> bool:
     return any(part in path for part in _HARNESS_PARTS)
 
 
+@overload
+def scrub(text: str) -> str: ...
+@overload
+def scrub(text: None) -> None: ...
 def scrub(text: str | None) -> str | None:
     """``text`` without harness frames (a traceback frame's source and caret lines go with it) and without
     faulthandler's ``Extension modules: ...`` line; None stays None."""

@@ -21,9 +21,10 @@ import threading
 import time
 from collections.abc import Iterable
 
+from fsdp_skill.runtime import procfs
 from fsdp_skill.runtime import shepherd as _shepherd
 
-_SHEPHERD = os.path.realpath(_shepherd.__file__).encode()
+_SHEPHERD = os.path.realpath(_shepherd.__file__)
 OWNER_ENV = "FSDP_HARNESS_OWNER"  # not FSDP_SKILL_*: those never reach a rank
 SWEEP_LIMIT_S = 10.0  # how long a sweep waits for its victims to die (a process in uninterruptible sleep)
 _lock = threading.Lock()  # one sweep at a time
@@ -58,28 +59,21 @@ def watching():
 
 
 def _session(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read()
-    except OSError:
-        return None
-    return int(data[data.rfind(b")") + 2 :].split()[3])
+    st = procfs.stat(pid)
+    return None if st is None else st.session
 
 
-def _marked(pid: int, mark: bytes) -> bool:
-    """Whether ``pid`` carries this caller's mark and is not a shepherd (a live one is waited for by the
-    thread that started it; a dead one has no readable environment)."""
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as f:
-            if mark not in f.read().split(b"\0"):
-                return False
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return _SHEPHERD not in f.read().split(b"\0")[:4]
-    except OSError:
+def _marked(pid: int, mark: str) -> bool:
+    """Whether ``pid`` carries this caller's mark (``OWNER_ENV`` set to ``mark``) and is not a shepherd (a
+    live one is waited for by the thread that started it; a dead one has no readable environment)."""
+    env = procfs.environ(pid)
+    if env is None or env.get(OWNER_ENV) != mark:
         return False
+    args = procfs.cmdline(pid)
+    return args is not None and _SHEPHERD not in args[:4]
 
 
-def _belongs(pid: int, mark: bytes, sessions: set[int]) -> bool:
+def _belongs(pid: int, mark: str, sessions: set[int]) -> bool:
     if pid in sessions:
         return False  # the dead shepherd itself: its own thread reaps it
     return _marked(pid, mark) or (bool(sessions) and _session(pid) in sessions)
@@ -102,17 +96,17 @@ def sweep(sessions: Iterable[int] = ()) -> list[int]:
     (empty when this process was never a subreaper or nothing was left).  Never raises."""
     if _armed != os.getpid():
         return []
-    me, mark, sessions = os.getpid(), f"{OWNER_ENV}={os.getpid()}".encode(), set(sessions)
+    me, mark, sessions = os.getpid(), str(os.getpid()), set(sessions)
     victims: set[int] = set()
     killed: list[int] = []
     deadline = time.monotonic() + SWEEP_LIMIT_S
     with _lock:
         while time.monotonic() < deadline:
-            tree = _shepherd.children_map()
+            tree = procfs.children_map()
             mine = set(tree.get(me, ()))
             victims |= {p for p in mine - victims if _belongs(p, mark, sessions)}
-            victims |= {d for p in list(victims) for d in _shepherd.descendants(p, tree)}
-            victims = {p for p in victims if os.path.exists(f"/proc/{p}")}  # a pid gone stays forgotten
+            victims |= {d for p in list(victims) for d in procfs.descendants(p, tree)}
+            victims = {p for p in victims if procfs.exists(p)}  # a pid gone stays forgotten
             if not victims:
                 break
             for pid in victims:

@@ -231,8 +231,8 @@ def _describe(rr: RankResult) -> str:
 def _failure(rr: RankResult) -> tuple[str, str | None]:
     """``(summary, message)``: one line naming the rank, its error and where; a multi-line error message is
     returned whole as ``message`` to go under it."""
-    msg = rr.error
-    multi = bool(msg) and "\n" in msg
+    msg = rr.error or ""
+    multi = "\n" in msg
     if rr.traceback:
         what = msg.split(":", 1)[0] if multi else (msg or "an exception")
         text = f"rank {rr.rank} raised {what}" + (f" at {rr.error_at}" if rr.error_at else "")
@@ -316,7 +316,7 @@ def make_verdict(
     world_size: int,
     timeout: float,
     launcher: str,
-    torch_version: str,
+    torch_version: str | None,
 ) -> Verdict:
     """Build the Verdict of a finished run: ``passed`` only if every rank exited 0 and nothing timed out.
 

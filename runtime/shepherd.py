@@ -8,7 +8,7 @@ process group, which is what the launchers did before.  Standard library only: i
 (``--fd N``: an inherited descriptor passed on to ``CMD``).
 
 * It marks itself ``PR_SET_CHILD_SUBREAPER``: a descendant whose parent exits is reparented to the
-  shepherd, never to init, so :func:`descendants` (a ppid walk over ``/proc``) finds every process left.
+  shepherd, never to init, so ``procfs.descendants`` (a ppid walk over ``/proc``) finds every process left.
 * Its stdin is a pipe whose only writer is the caller: EOF means the caller exited, however it died
   (SIGKILL included).  Unlike ``PR_SET_PDEATHSIG``, which fires when the *thread* that forked a child
   exits, this also holds when a server starts a launcher from a worker thread that later ends.  The
@@ -28,7 +28,24 @@ import signal
 import subprocess
 import sys
 import time
+import types
 
+
+def load_sibling(name: str) -> types.ModuleType:
+    """Module ``name`` (its file beside this one) as a private module object, not registered in ``sys.modules``:
+    the shepherd runs as a file (``python -I shepherd.py``), where no package is there to import from."""
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"_fsdp_skill_shepherd_{name}", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+procfs = load_sibling("procfs")
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 _libc = None
@@ -47,44 +64,6 @@ def prctl(option: int, value: int) -> bool:
         return False
 
 
-def _stat(pid: int) -> tuple[int, str] | None:
-    """``(ppid, state)`` of ``pid`` from /proc, or None when it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read()
-    except OSError:
-        return None
-    fields = data[data.rfind(b")") + 2 :].split()
-    return int(fields[1]), fields[0].decode()
-
-
-def children_map() -> dict[int, list[int]]:
-    """``{ppid: [pid, ...]}`` of every process in /proc (empty without /proc)."""
-    try:
-        entries = [int(e) for e in os.listdir("/proc") if e.isdigit()]
-    except OSError:
-        return {}
-    children: dict[int, list[int]] = {}
-    for pid in entries:
-        st = _stat(pid)
-        if st is not None:
-            children.setdefault(st[0], []).append(pid)
-    return children
-
-
-def descendants(root: int, children: dict[int, list[int]] | None = None) -> list[int]:
-    """Pids of every live or zombie descendant of ``root`` (a ppid walk over ``children``, default a fresh
-    :func:`children_map`)."""
-    if children is None:
-        children = children_map()
-    out, todo = [], list(children.get(root, ()))
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo.extend(children.get(pid, ()))
-    return out
-
-
 def kill(pid: int) -> None:
     """SIGKILL ``pid`` and, if it leads one, its process group (errors ignored: it may be gone)."""
     for fn in (os.killpg, os.kill):
@@ -99,14 +78,14 @@ def kill_tree(me: int, keep: int | None = None, statuses: dict[int, int] | None 
     reparented: ``me`` is a subreaper), until none is left.  ``keep`` (the command, already exited and
     unreaped) is left to the caller; ``statuses`` collects the wait status of each pid reaped."""
     while True:
-        pids = [p for p in descendants(me) if p != keep]
+        pids = [p for p in procfs.descendants(me) if p != keep]
         if not pids:
             return
         for pid in pids:
             kill(pid)
         for pid in pids:
-            st = _stat(pid)
-            if st is not None and st[0] == me:
+            st = procfs.stat(pid)
+            if st is not None and st.ppid == me:
                 try:
                     _, status = os.waitpid(pid, 0)
                     if statuses is not None:

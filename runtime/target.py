@@ -28,9 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fsdp_skill.errors import InvalidArgument
-from fsdp_skill.runtime import probe
+from fsdp_skill.runtime import knobs, probe
 
-ENV = "FSDP_SKILL_PYTHON"
 PROBE_SCRIPT = str(Path(__file__).resolve().with_name("probe.py"))
 PROBE_TIMEOUT_S = 60.0  # a cold interpreter start on a loaded machine; the probe itself takes ~30 ms
 MIN_PYTHON = (3, 9)  # the zygote uses os.pidfd_open
@@ -65,7 +64,7 @@ class Facts:
 
 def python() -> str:
     """Absolute path of the selected target interpreter: ``$FSDP_SKILL_PYTHON`` or ``sys.executable``."""
-    chosen = os.path.expanduser(os.environ.get(ENV) or sys.executable)
+    chosen = os.path.expanduser(os.environ.get(knobs.PYTHON) or sys.executable)
     if os.sep not in chosen:  # a bare name such as 'python3' is looked up on PATH, as a shell would
         chosen = shutil.which(chosen) or chosen
     return os.path.abspath(chosen)
@@ -95,7 +94,7 @@ def facts(python_path: str | None = None, source: str | None = None) -> Facts:
     executable, is not a Python or is older than 3.9.  An interpreter without torch is valid.
     """
     if python_path is None:
-        source = source or (ENV if os.environ.get(ENV) else "--python")
+        source = source or (knobs.PYTHON if os.environ.get(knobs.PYTHON) else "--python")
         python_path = python()
     source = source or "--python"
     path = os.path.abspath(python_path)

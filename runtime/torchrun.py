@@ -38,7 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fsdp_skill.errors import HarnessError, InvalidArgument
-from fsdp_skill.runtime import orphans
+from fsdp_skill.runtime import orphans, procfs
+from fsdp_skill.runtime.models import Verdict
 from fsdp_skill.runtime.report import RawRank, RawRun, read_text
 
 DUMP_WAIT_S = 2.0
@@ -115,42 +116,39 @@ class Nodes:
         return f"{self.nnodes} nodes, {self.rdzv_backend or 'static'} rendezvous at {where} (id {self.rdzv_id or 'none'})"
 
 
+def across_nodes(verdict: Verdict, nodes: Nodes, per_node: int, error: str | None) -> Verdict:
+    """A multi-node verdict: world_size is the global one (nnodes x ``per_node``), ranks are this node's under
+    their global numbers, and the reason says which part of the job this node ran; ``error`` is the run's
+    launcher-level error (:attr:`RawRun.error`), the reason of a rendezvous that timed out."""
+    total = nodes.nnodes * per_node
+    mine = [r.rank for r in verdict.ranks]
+    part = (
+        (f"ranks {min(mine)}-{max(mine)} of {total}" if len(mine) > 1 else f"rank {mine[0]} of {total}")
+        if mine
+        else f"none of the {total} ranks"
+    )
+    reason = verdict.reason
+    if verdict.status == "passed":
+        reason = f"this node's {len(mine)} ranks exited 0 ({part}; {nodes.describe()})"
+    elif verdict.status == "timeout" and not mine and error:
+        reason = error
+    else:
+        first, _, rest = (reason or "").partition("\n")
+        reason = f"{first} [this node ran {part}; {nodes.describe()}]" + (f"\n{rest}" if rest else "")
+    return verdict.model_copy(update={"world_size": total, "nnodes": nodes.nnodes, "reason": reason})
+
+
 _RANK_PREFIX = re.compile(r"^\[rank\d+\]: ?", re.M)
 _SUMMARY = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*(\d+)\)\s*\n\s*exitcode\s*:\s*(-?\d+)")
 
 
-def _signame(num: int) -> str:
-    try:
-        return signal.Signals(num).name
-    except ValueError:
-        return f"signal {num}"
-
-
-def _children(pid: int) -> list[int]:
-    out = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if int(fields[1]) == pid:
-            out.append(int(entry))
-    return out
-
-
 def _ranks_of(pid: int) -> tuple[int, int] | None:
     """(LOCAL_RANK, RANK) from the environment of worker ``pid``, or None when it is not a worker (or gone)."""
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as f:
-            env = dict(item.split(b"=", 1) for item in f.read().split(b"\0") if b"=" in item)
-    except OSError:
+    env = procfs.environ(pid)
+    if env is None:
         return None
     try:
-        return int(env[b"LOCAL_RANK"]), int(env[b"RANK"])
+        return int(env["LOCAL_RANK"]), int(env["RANK"])
     except (KeyError, ValueError):
         return None
 
@@ -265,27 +263,15 @@ def abort_all() -> None:
 
 
 def _is_agent(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return b"torch.distributed.run" in f.read()
-    except OSError:
-        return False
+    return any("torch.distributed.run" in arg for arg in procfs.cmdline(pid) or ())
 
 
 def _workers(proc: subprocess.Popen) -> list[int]:
     """Pids of the worker processes: children of the agent (the shepherd's child; orphans reparented to
     the shepherd are not)."""
-    agents = [c for c in _children(proc.pid) if _is_agent(c)] if SHEPHERD else [proc.pid]
-    return [pid for agent in agents for pid in _children(agent)]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return False
-    return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] != b"Z"
+    tree = procfs.children_map()
+    agents = [c for c in tree.get(proc.pid, ()) if _is_agent(c)] if SHEPHERD else [proc.pid]
+    return [pid for agent in agents for pid in tree.get(agent, ())]
 
 
 def _fatal_dump(stderr: str) -> str | None:
@@ -327,9 +313,9 @@ def _abort_workers(proc: subprocess.Popen, seen: dict[int, int] | None) -> tuple
             except ProcessLookupError:
                 pass
     deadline = time.monotonic() + DUMP_WAIT_S
-    while any(_alive(p) for p in signalled.values()) and time.monotonic() < deadline:
+    while any(procfs.alive(p) for p in signalled.values()) and time.monotonic() < deadline:
         time.sleep(0.02)
-    return signalled, {r for r, p in signalled.items() if _alive(p)}
+    return signalled, {r for r, p in signalled.items() if procfs.alive(p)}
 
 
 def run_torchrun(
@@ -462,7 +448,7 @@ def _run(
         elif g in codes:
             code = codes[g]
             if code < 0:
-                raw.signal = _signame(-code)
+                raw.signal = procfs.signame(-code)
                 raw.killed_by_harness = root is not None and g != root and -code in (signal.SIGTERM, signal.SIGKILL)
             else:
                 raw.exit_code = code

@@ -25,17 +25,18 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from fsdp_skill.errors import HarnessError
-from fsdp_skill.runtime import orphans
+from fsdp_skill.runtime import knobs, orphans
+from fsdp_skill.runtime.report import RawRank, RawRun, read_text
 
 START_TIMEOUT_S = 300.0  # importing torch on a loaded 2-core machine can take a while
 # Started as a file, not as a module of this package: the zygote and the ranks it forks hold none of the
 # tool's modules (nor pydantic), only the standard library and torch.
 ZYGOTE_SCRIPT = str(Path(__file__).resolve().with_name("zygote.py"))
-# Where the tool keeps its state and cards, and which interpreter it targets: never passed to the zygote.
-_STATE_VARS = ("FSDP_SKILL_HOME", "FSDP_SKILL_KNOWLEDGE", "FSDP_SKILL_PYTHON")
 SHEPHERD = sys.platform == "linux"
 SHEPHERD_SCRIPT = str(Path(__file__).resolve().with_name("shepherd.py"))
 
@@ -43,6 +44,14 @@ SHEPHERD_SCRIPT = str(Path(__file__).resolve().with_name("shepherd.py"))
 class LauncherDied(HarnessError):
     """The zygote exited while a job was running (e.g. a rank killed it); the next :func:`shared` call
     starts a fresh one."""
+
+
+@dataclass
+class _Slot:
+    """Where the reader thread leaves a job's ``result`` message (None: the zygote went away) for its caller."""
+
+    event: threading.Event = field(default_factory=threading.Event)
+    msg: dict[str, Any] | None = None
 
 
 class WarmLauncher:
@@ -58,13 +67,13 @@ class WarmLauncher:
         self._log_path = os.path.join(self.workdir, "zygote.log")
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
-        self._pending: dict[str, dict] = {}
+        self._pending: dict[str, _Slot] = {}
         self._closed = False
         self._closing = False  # close() was called: a job left without an answer was stopped, not killed
         ours, theirs = socket.socketpair()
-        # The zygote keeps its own knobs (FSDP_SKILL_PRELOAD, FSDP_SKILL_WARM_EXIT) but not where the tool
-        # keeps its state: ranks can read their parent's /proc/PID/environ.
-        env = {k: v for k, v in os.environ.items() if k not in _STATE_VARS}
+        # The zygote keeps the launcher's knobs (FSDP_SKILL_PRELOAD, FSDP_SKILL_WARM_EXIT) but not where the tool
+        # keeps its state and which interpreter it targets (knobs.STATE): ranks can read their parent's /proc/PID/environ.
+        env = {k: v for k, v in os.environ.items() if k not in knobs.STATE}
         env.setdefault("OMP_NUM_THREADS", "1")
         env.setdefault("OPENBLAS_NUM_THREADS", "1")
         cmd = [self.python, ZYGOTE_SCRIPT, "--fd", str(theirs.fileno()), "--workdir", self.workdir]
@@ -97,7 +106,7 @@ class WarmLauncher:
         except OSError:  # socket.timeout is an OSError
             line = b""
         ours.settimeout(None)
-        msg = json.loads(line) if line.strip() else {"type": "fatal", "message": self._log_tail()}
+        msg: dict[str, Any] = json.loads(line) if line.strip() else {"type": "fatal", "message": self._log_tail()}
         if msg.get("type") != "ready":
             self._terminate()
             self._reader.close()
@@ -125,9 +134,9 @@ class WarmLauncher:
         timeout: float,
         env: dict[str, str],
         args: list[str] | None = None,
-    ) -> dict:
+    ) -> RawRun:
         """Run ``script`` on ``world_size`` forked ranks (each with ``sys.argv == [script, *args]``); returns
-        the zygote's raw ``result`` message.
+        what the zygote's ``result`` message and the files its ranks left in ``rundir`` say (:func:`raw_run`).
 
         Blocks at most ``timeout`` seconds plus a margin for stack dumps and reaping.  Raises HarnessError
         when the zygote dies (LauncherDied, once whatever it left is killed and reaped, see
@@ -135,9 +144,10 @@ class WarmLauncher:
         launcher is closed (every rank killed) and the interrupt is re-raised.
         """
         with orphans.watching():  # if a rank kills the shepherd, what it leaves comes to this process
-            return self._run(
+            msg = self._run(
                 script=script, workdir=workdir, rundir=rundir, world_size=world_size, timeout=timeout, env=env, args=args
             )
+        return raw_run(msg, rundir)
 
     def _run(
         self,
@@ -149,9 +159,9 @@ class WarmLauncher:
         timeout: float,
         env: dict[str, str],
         args: list[str] | None,
-    ) -> dict:
+    ) -> dict[str, Any]:
         job_id = f"j{next(self._ids)}-{os.getpid()}"
-        slot = {"event": threading.Event(), "msg": None}
+        slot = _Slot()
         request = {
             "type": "run",
             "id": job_id,
@@ -173,7 +183,7 @@ class WarmLauncher:
                 self._pending.pop(job_id, None)
                 raise HarnessError(f"the warm launcher is gone: {exc}{self._log_tail()}") from exc
         try:
-            if not slot["event"].wait(timeout + 120.0):
+            if not slot.event.wait(timeout + 120.0):
                 raise HarnessError(f"the warm launcher did not answer within {timeout + 120.0:g} s")
         except KeyboardInterrupt:
             self.close()
@@ -181,7 +191,7 @@ class WarmLauncher:
         finally:
             with self._lock:
                 self._pending.pop(job_id, None)
-        msg = slot["msg"]
+        msg = slot.msg
         if msg is None:
             if self._closing:
                 raise HarnessError("the run was stopped: the warm launcher was closed (the harness is shutting down)")
@@ -218,8 +228,8 @@ class WarmLauncher:
                     with self._lock:
                         slot = self._pending.get(msg.get("id"))
                     if slot is not None:
-                        slot["msg"] = msg
-                        slot["event"].set()
+                        slot.msg = msg
+                        slot.event.set()
                 elif msg.get("type") == "bye":
                     break
         except (OSError, ValueError):
@@ -227,7 +237,7 @@ class WarmLauncher:
         with self._lock:
             self._closed = True
             for slot in self._pending.values():
-                slot["event"].set()  # msg stays None: the caller raises HarnessError
+                slot.event.set()  # msg stays None: the caller raises HarnessError
 
     def _log_tail(self) -> str:
         try:
@@ -309,6 +319,44 @@ def stop() -> None:
     with _shared_lock:
         _stopped = True
     shutdown()
+
+
+def _int_or_none(text: str) -> int | None:
+    try:
+        return int(text.strip())
+    except ValueError:
+        return None
+
+
+def raw_run(msg: dict[str, Any], rundir: str) -> RawRun:
+    """What the zygote's ``result`` message (see :mod:`fsdp_skill.runtime.zygote`) and the files its ranks
+    left in ``rundir`` (``rank{N}.log``, ``.tb``, ``.stack``, ``.exit``) say about the run."""
+    ranks = []
+    for r in msg["ranks"]:
+        n = r["rank"]
+        # A rank asked for its stack (SIGUSR1) after its faulthandler was gone (it was already exiting) dies
+        # of that signal: the harness ended it, not the script.
+        by_harness = r["killed_by_harness"] or (r["signal"] == "SIGUSR1" and r.get("dumped", False))
+        ranks.append(
+            RawRank(
+                rank=n,
+                exit_code=r["exit_code"],
+                signal=r["signal"],
+                killed_by_harness=by_harness,
+                order=r.get("order"),
+                log=read_text(os.path.join(rundir, f"rank{n}.log")),
+                traceback=read_text(os.path.join(rundir, f"rank{n}.tb")) or None,
+                stack=read_text(os.path.join(rundir, f"rank{n}.stack")) or None,
+                script_exit=_int_or_none(read_text(os.path.join(rundir, f"rank{n}.exit"))),
+            )
+        )
+    return RawRun(
+        seconds=msg["seconds"],
+        timed_out=msg["timed_out"],
+        ranks=ranks,
+        first_failure=msg["first_failure"],
+        torch_version=msg.get("torch_version"),
+    )
 
 
 def current_pid(python: str | None = None) -> int | None:

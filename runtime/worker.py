@@ -143,7 +143,8 @@ def _interpreter_exit(alive: list) -> None:
     import gc
     import threading
 
-    for step in (threading._shutdown, atexit._run_exitfuncs):
+    # threading._shutdown (CPython's own, not in typeshed) joins the non-daemon threads as an exiting interpreter does
+    for step in (threading._shutdown, atexit._run_exitfuncs):  # type: ignore[attr-defined]
         try:
             step()
         except BaseException:

@@ -42,7 +42,7 @@ Fidelity (what a forked rank does the way ``python script.py`` under torchrun do
     fails a warm run as it fails under torchrun.  ``FSDP_SKILL_WARM_EXIT=fast`` skips that teardown with
     ``os._exit`` (~0.3 s less per rank, and blind to the race);
   * all ranks share the zygote's str hash seed (a fresh interpreter draws one per process) and run
-    under SCHED_BATCH (see _rank_main); a warm ``timeout`` is rechecked under torchrun (fsdp_skill.runtime.api).
+    under SCHED_BATCH (see _rank_main); a warm ``timeout`` is rechecked under torchrun (fsdp_skill.runtime.policy).
 
 Protocol: JSON lines on the socket given as ``--fd``.
   zygote -> client: {"type": "ready", "pid", "torch_version", "preload_s", "modules"} | {"type": "fatal", "message"}
@@ -57,6 +57,7 @@ Files a rank leaves in ``rundir``: ``rank{N}.log`` (stdout and stderr interleave
 from __future__ import annotations
 
 import importlib
+import io
 import json
 import os
 import selectors
@@ -65,15 +66,18 @@ import socket
 import sys
 import tempfile
 import time
+import types
 
 
-def load_sibling(name: str):
+def load_sibling(name: str) -> types.ModuleType:
     """Module ``name`` (its file beside this one) as a private module object, not registered in
     ``sys.modules``: a rank's script sees no module of fsdp-skill, the way it would under torchrun."""
     import importlib.util
 
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
     spec = importlib.util.spec_from_file_location(f"_fsdp_skill_rank_{name}", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -81,11 +85,13 @@ def load_sibling(name: str):
 
 _worker = load_sibling("worker")
 _shepherd = load_sibling("shepherd")
+_procfs = load_sibling("procfs")
+_knobs = load_sibling("knobs")
 install_import_time_env_sync, rank_env, run_script = (_worker.install_import_time_env_sync, _worker.rank_env, _worker.run_script)
 
 # Modules imported before the first fork.  torch._dynamo and friends are what the first fully_shard /
 # optimizer step would otherwise import lazily (measured with benchmarks/bench_verify.py --modules).
-PRELOAD = (
+PRELOAD: tuple[str, ...] = (
     "torch",
     "torch.distributed",
     "torch.distributed.fsdp",
@@ -107,7 +113,6 @@ PRELOAD = (
     "torch.distributed.checkpoint._fsspec_filesystem",  # dcp.save/load (imports fsspec)
     "torch.utils.serialization",
 )
-EXIT_ENV = "FSDP_SKILL_WARM_EXIT"  # 'fast': ranks os._exit without finalizing (default: Py_Exit, see _rank_main)
 FAIL_GRACE_S = 0.5  # after the first failing rank, how long the others may exit on their own
 DUMP_WAIT_S = 1.5  # how long to wait for faulthandler dumps before SIGKILL
 STORE_START_S = 30.0  # how long the store child may take to report its port
@@ -123,27 +128,13 @@ def _set_pdeathsig() -> None:
         pass
 
 
-def _signame(num: int) -> str:
-    try:
-        return signal.Signals(num).name
-    except ValueError:
-        return f"signal {num}"
-
-
-def _thread_count() -> int:
-    try:
-        return len(os.listdir("/proc/self/task"))
-    except OSError:
-        import threading
-
-        return threading.active_count()
-
-
 class _Rank:
     __slots__ = ("rank", "pid", "pidfd", "go", "exit_code", "signal", "done", "killed", "dumped", "order")
 
     def __init__(self, rank: int, pid: int, go: int | None):
-        self.rank, self.pid, self.pidfd, self.go = rank, pid, None, go
+        self.rank, self.pid = rank, pid
+        self.pidfd: int | None = None  # readable once the rank exits (Linux >= 5.3)
+        self.go: int | None = go  # write end of the pipe the rank waits on for the store's port
         self.exit_code: int | None = None
         self.signal: str | None = None
         self.done = self.killed = self.dumped = False
@@ -271,8 +262,7 @@ class Zygote:
                 return
             self.jobs[job.id] = job
             try:
-                self._start_store(job)
-                self._start_ranks(job)
+                self._start_ranks(job, self._start_store(job))
             except OSError as exc:
                 self._fail_job(job, f"could not fork: {exc}")
         elif msg.get("type") == "shutdown":
@@ -294,7 +284,7 @@ class Zygote:
             self._finalize(job)
             return
         if job.state == "running":
-            if job.first_failure is not None and now >= job.fail_time + FAIL_GRACE_S:
+            if job.fail_time is not None and now >= job.fail_time + FAIL_GRACE_S:  # set with first_failure
                 self._start_dump(job, now)
             elif now >= job.deadline:
                 job.timed_out = True
@@ -402,12 +392,12 @@ class Zygote:
             for p in [*(r.pid for r in j.ranks), *([j.store_pid] if j.store_pid else [])]
         }
         while True:
-            tree = _shepherd.children_map()
+            tree = _procfs.children_map()
             roots = list(own)
             for pid in tree.get(self.pid, ()):
                 if pid not in own and pid not in others and self._run_id(pid) not in self._other_run_ids(job):
                     roots.append(pid)
-            victims = [p for root in roots for p in [root, *_shepherd.descendants(root, tree)] if p not in own]
+            victims = [p for root in roots for p in [root, *_procfs.descendants(root, tree)] if p not in own]
             if not victims:
                 return
             for pid in victims:
@@ -422,15 +412,8 @@ class Zygote:
 
     @staticmethod
     def _run_id(pid: int) -> str | None:
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                env = f.read().split(b"\0")
-        except OSError:
-            return None
-        for item in env:
-            if item.startswith(b"TORCHELASTIC_RUN_ID="):
-                return item[20:].decode(errors="replace")
-        return None
+        env = _procfs.environ(pid)
+        return None if env is None else env.get("TORCHELASTIC_RUN_ID")
 
     def _reap(self, pid: int) -> None:
         while True:
@@ -455,18 +438,19 @@ class Zygote:
             if info.si_code == os.CLD_EXITED:
                 r.exit_code = info.si_status
             else:
-                r.signal = _signame(info.si_status)
+                r.signal = _procfs.signame(info.si_status)
         if not r.done:
             return
         r.order = sum(1 for other in job.ranks if other.order is not None)
-        r.pidfd = self._drop_fd(r.pidfd)
+        self._drop_fd(r.pidfd)
+        r.pidfd = None
         failed = r.exit_code != 0 or r.signal is not None
         if failed and job.first_failure is None and job.state == "running" and not r.killed:
             job.first_failure = r.rank
             job.fail_time = time.monotonic()
 
     def _drop_fd(self, fd: int | None) -> None:
-        """Unregister ``fd`` from the selector (if it is there) and close it; returns None for the caller's field."""
+        """Unregister ``fd`` from the selector (if it is there) and close it (None: nothing to do)."""
         if fd is not None:
             try:
                 self.sel.unregister(fd)
@@ -490,12 +474,14 @@ class Zygote:
         return f": {text.splitlines()[-1]}" if text else ""
 
     def _close_job_fds(self, job: _Job) -> None:
-        job.store_fd = self._drop_fd(job.store_fd)
+        self._drop_fd(job.store_fd)
+        job.store_fd = None
         for r in job.ranks:
             if r.go is not None:
                 os.close(r.go)
                 r.go = None
-            r.pidfd = self._drop_fd(r.pidfd)
+            self._drop_fd(r.pidfd)
+            r.pidfd = None
 
     def _own_fds(self) -> list[int]:
         fds = [self.wake_r, self.wake_w]
@@ -554,7 +540,8 @@ class Zygote:
         os.dup2(log, 2)
         os.close(log)
 
-    def _start_store(self, job: _Job) -> None:
+    def _start_store(self, job: _Job) -> int:
+        """Fork the job's store child, the leader of the job's process group; returns its pid (the group id)."""
         r, w = os.pipe()
 
         def store_main() -> int:
@@ -579,8 +566,11 @@ class Zygote:
         os.set_blocking(r, False)
         job.store_fd = r
         self.sel.register(r, selectors.EVENT_READ, ("store", job))
+        return pid
 
     def _read_store(self, job: _Job) -> None:
+        if job.store_fd is None:  # the port is known already
+            return
         try:
             chunk = os.read(job.store_fd, 64)
         except BlockingIOError:
@@ -588,8 +578,11 @@ class Zygote:
         job.store_buf += chunk
         if b"\n" in job.store_buf:
             job.port = int(job.store_buf.split(b"\n", 1)[0])
-            job.store_fd = self._drop_fd(job.store_fd)
+            self._drop_fd(job.store_fd)
+            job.store_fd = None
             for r in job.ranks:  # release the ranks waiting for the port
+                if r.go is None:
+                    continue
                 try:
                     os.write(r.go, f"{job.port}\n".encode())
                 except OSError:
@@ -599,19 +592,20 @@ class Zygote:
         elif not chunk:
             self._fail_job(job, f"the store process exited before reporting a port{self._store_log(job)}")
 
-    def _start_ranks(self, job: _Job) -> None:
-        """Fork every rank now; each waits on its own pipe for the store's port (sent by _read_store)."""
+    def _start_ranks(self, job: _Job, pgid: int) -> None:
+        """Fork every rank now, into process group ``pgid`` (the store child's); each waits on its own pipe for
+        the store's port (sent by _read_store)."""
         for rank in range(job.world_size):
             go_r, go_w = os.pipe()
             try:
-                pid = self._fork(lambda rank=rank, go_r=go_r, go_w=go_w: self._rank_main(job, rank, go_r, go_w))
+                pid = self._fork(lambda rank=rank, go_r=go_r, go_w=go_w: self._rank_main(job, rank, pgid, go_r, go_w))
             except OSError:
                 os.close(go_w)
                 raise
             finally:
                 os.close(go_r)
             try:
-                os.setpgid(pid, job.pgid)
+                os.setpgid(pid, pgid)
             except OSError:
                 pass
             r = _Rank(rank, pid, go_w)
@@ -623,16 +617,16 @@ class Zygote:
                 except OSError:
                     self.has_pidfd = False
 
-    def _rank_main(self, job: _Job, rank: int, go_r: int, go_w: int) -> int:
+    def _rank_main(self, job: _Job, rank: int, pgid: int, go_r: int, go_w: int) -> int:
         """Body of a rank process: torchrun's environment, faulthandler, then the script as __main__."""
-        self._child_setup(job.pgid, os.path.join(job.rundir, f"rank{rank}.log"), keep=(go_r,), close=(go_w,))
+        self._child_setup(pgid, os.path.join(job.rundir, f"rank{rank}.log"), keep=(go_r,), close=(go_w,))
         import faulthandler
         import random
         import weakref
 
         # Finalizers of the preload only unregister torch.library kernels from this process's dispatcher
         # at exit (~60 ms of atexit work per rank, invisible outside the process); a script's own stay.
-        for info in list(weakref.finalize._registry.values()):
+        for info in list(weakref.finalize._registry.values()):  # type: ignore[attr-defined]  # CPython's private table
             if getattr(info.func, "__module__", None) == "torch.library":
                 info.atexit = False
         os.chdir(job.workdir)
@@ -644,7 +638,8 @@ class Zygote:
             port += chunk
         os.close(go_r)
         env = dict(job.env)
-        exit_mode = env.pop(EXIT_ENV, "finalize")  # the client's knob for this job; the script never sees it
+        # The client's knob for this job ('fast': os._exit, no finalizing); the script never sees it.
+        exit_mode = env.pop(_knobs.WARM_EXIT, "finalize")
         env.update(rank_env(rank, job.world_size, int(port), run_id=job.id))
         os.environ.clear()
         os.environ.update(env)
@@ -653,11 +648,12 @@ class Zygote:
         faulthandler.register(signal.SIGUSR1, file=stack_file, all_threads=True, chain=False)
         faulthandler.enable(file=sys.stderr, all_threads=True)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR1})
-        try:
-            sys.stdout.reconfigure(line_buffering=True)
-            sys.stderr.reconfigure(line_buffering=True)
-        except (AttributeError, ValueError):
-            pass
+        for stream in (sys.stdout, sys.stderr):
+            if isinstance(stream, io.TextIOWrapper):
+                try:
+                    stream.reconfigure(line_buffering=True)
+                except ValueError:
+                    pass
         random.seed()  # a fresh interpreter seeds from the OS; a fork would share the zygote's state
         if "numpy" in sys.modules:
             try:
@@ -702,7 +698,7 @@ class Zygote:
             self.stopping = True
 
 
-def preload(modules=PRELOAD) -> tuple[str, list[str]]:
+def preload(modules: tuple[str, ...] = PRELOAD) -> tuple[str, list[str]]:
     """Import ``modules`` (torch first); returns (torch.__version__, modules that failed to import)."""
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -741,8 +737,8 @@ def main(argv: list[str] | None = None) -> int:
 
     t0 = time.perf_counter()
     modules = PRELOAD
-    if os.environ.get("FSDP_SKILL_PRELOAD"):  # e.g. "torch,torch.distributed" (benchmarks compare preloads)
-        modules = tuple(m.strip() for m in os.environ["FSDP_SKILL_PRELOAD"].split(",") if m.strip())
+    if os.environ.get(_knobs.PRELOAD):  # e.g. "torch,torch.distributed" (benchmarks compare preloads)
+        modules = tuple(m.strip() for m in os.environ[_knobs.PRELOAD].split(",") if m.strip())
     try:
         version, missing = preload(modules)
     except BaseException as exc:  # noqa: BLE001 - reported to the client, which raises HarnessError
@@ -758,15 +754,9 @@ def main(argv: list[str] | None = None) -> int:
             }
         )
         return 1
-    threads = _thread_count()
+    threads = _procfs.thread_count()
     if threads != 1:
-        names = []
-        try:
-            for tid in sorted(os.listdir("/proc/self/task")):
-                with open(f"/proc/self/task/{tid}/comm") as f:
-                    names.append(f.read().strip())
-        except OSError:
-            pass
+        names = _procfs.thread_names()
         say(
             {
                 "type": "fatal",

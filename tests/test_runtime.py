@@ -21,7 +21,8 @@ import pytest
 
 import fsdp_skill.runtime as runtime
 from fsdp_skill.errors import InvalidArgument
-from fsdp_skill.runtime import Job, Verdict, api, cache, host, warm
+from fsdp_skill.runtime import Job, Verdict, cache, host, launch, warm
+from fsdp_skill.runtime import report as runtime_report
 from fsdp_skill.runtime.report import blocked_at
 
 SCRIPTS = Path(__file__).parent / "data" / "scripts"
@@ -205,7 +206,7 @@ def test_only_a_teardown_failure_of_a_snippet_is_rerun(case, monkeypatch):
         calls.append(job)
         return runs[len(calls) - 1]
 
-    monkeypatch.setattr(api, "_run", fake_run)
+    monkeypatch.setattr(launch, "run", fake_run)
     job = runtime.Job(code="print(1)\n", debug=case == "user script")
     v = runtime.verify_many([job], use_cache=False)[0]
     if case == "teardown then pass":
@@ -275,10 +276,10 @@ def test_warm_timeout_is_confirmed_under_torchrun(monkeypatch):
             backend=place.backend,
             world_size=job.world_size,
             ranks=ranks,
-            **api.environment(facts),
+            **launch.environment(facts),
         )
 
-    monkeypatch.setattr("fsdp_skill.runtime.api._run", fake_run)
+    monkeypatch.setattr("fsdp_skill.runtime.launch.run", fake_run)
     v = runtime.verify_code("x = 1", timeout=1.0, use_cache=False)
     assert calls == ["warm", "torchrun"]
     assert v.status == "passed" and v.launcher == "torchrun" and v.seconds == 3.0
@@ -310,7 +311,7 @@ def test_cache_hit_does_not_run(monkeypatch):
     def boom(*a, **k):
         raise AssertionError("a cache hit must not run anything")
 
-    monkeypatch.setattr("fsdp_skill.runtime.api._run", boom)
+    monkeypatch.setattr("fsdp_skill.runtime.launch.run", boom)
     hit = runtime.verify_code(code, filename="allreduce_env.py", snippet_id="demo/b")
     assert hit.cached and hit.status == "passed" and hit.snippet_id == "demo/b"
     assert hit.ranks == first.ranks and hit.checked_at == first.checked_at
@@ -335,7 +336,7 @@ def test_corrupt_cache_entry_is_a_miss_and_is_rewritten(fsdp_skill_home):
 def test_requires_cuda_is_skipped_without_running(monkeypatch):
     if host.cuda_device_count() >= 2:
         pytest.skip("this host has 2 CUDA devices; the skip path is for GPU-less hosts")
-    monkeypatch.setattr("fsdp_skill.runtime.api._run", lambda *a, **k: pytest.fail("a skipped snippet must not run"))
+    monkeypatch.setattr("fsdp_skill.runtime.launch.run", lambda *a, **k: pytest.fail("a skipped snippet must not run"))
     v = runtime.verify_code("raise SystemExit(1)", requires=["cuda"])
     assert v.status == "skipped" and v.reason.startswith("requires cuda: world_size(2) > CUDA devices(")
     assert runtime.cached_verdict("raise SystemExit(1)", requires=["cuda"]).status == "skipped"
@@ -467,11 +468,39 @@ def test_debug_jobs_always_run_and_report_warm_timeouts_as_seen(monkeypatch):
         calls.append(launcher)
         return Verdict(status="timeout", reason="rank 0 blocked", launcher=launcher, seconds=1.0)
 
-    monkeypatch.setattr("fsdp_skill.runtime.api._run", fake_run)
+    monkeypatch.setattr("fsdp_skill.runtime.launch.run", fake_run)
     job = runtime.Job(code="x = 2", timeout=1.0, filename="mine.py", debug=True)
     first, second = runtime.verify_many([job, job])
     assert calls == ["warm", "warm"]  # run twice (no cache hit), never rerun under torchrun
     assert first.status == second.status == "timeout" and not second.cached
+
+
+class _DyingZygote:
+    """A stand-in for the warm launcher whose zygote dies during the first ``deaths`` runs, then passes."""
+
+    torch_version = "2.13.0+cpu"
+
+    def __init__(self, workdir: str, deaths: int):
+        self.workdir, self.deaths, self.runs = workdir, deaths, 0
+
+    def run(self, *, script, workdir, rundir, world_size, timeout, env, args):
+        self.runs += 1
+        if self.runs <= self.deaths:
+            raise warm.LauncherDied("the warm launcher exited during the run")
+        return runtime_report.RawRun(
+            seconds=0.1, timed_out=False, ranks=[runtime_report.RawRank(rank=r, exit_code=0) for r in range(world_size)]
+        )
+
+
+@pytest.mark.parametrize("deaths, runs, status", [(0, 1, "passed"), (1, 2, "passed"), (2, 2, "failed"), (5, 2, "failed")])
+def test_a_dying_zygote_gets_one_fresh_rerun_then_a_failed_verdict(deaths, runs, status, tmp_path, monkeypatch):
+    zygote = _DyingZygote(str(tmp_path), deaths)
+    monkeypatch.setattr(warm, "shared", lambda python=None: zygote)
+    facts = runtime.api.require_torch()
+    v = launch.run(Job(code="x = 1\n"), host.resolve("gloo", 2), "0" * 64, "warm", facts)
+    assert (zygote.runs, v.status) == (runs, status)
+    assert v.reason == (launch.ZYGOTE_DIED if status == "failed" else "all 2 ranks exited 0")
+    assert list(tmp_path.iterdir()) == []  # every attempt's run directory is removed
 
 
 # --------------------------------------------------------------------------- a user's project, run in place

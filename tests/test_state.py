@@ -17,7 +17,7 @@ from fsdp_skill.core.knowledge import cards as knowledge
 from fsdp_skill.core.knowledge.cards import load_knowledge
 from fsdp_skill.core.routing import router as router_mod
 from fsdp_skill.core.routing.router import Router
-from fsdp_skill.runtime import api, cache
+from fsdp_skill.runtime import api, cache, host, launch, rankenv
 from fsdp_skill.runtime.models import RankResult, Verdict
 
 SCRIPTS = Path(__file__).parent / "data" / "scripts"
@@ -157,7 +157,7 @@ def test_verify_with_torchrun_does_not_reuse_a_warm_verdict(facts, monkeypatch):
         runs.append(launcher)
         return _verdict(status="failed", launcher=launcher, torch_version=facts.torch_version, python=facts.python)
 
-    monkeypatch.setattr(api, "_run", fake_run)
+    monkeypatch.setattr(launch, "run", fake_run)
     assert api.verify_code(CODE, backend="gloo", launcher="warm").cached
     fresh = api.verify_code(CODE, backend="gloo", launcher="torchrun")
     assert runs == ["torchrun"] and not fresh.cached and fresh.status == "failed"
@@ -183,13 +183,13 @@ def test_a_failure_under_a_gloo_variable_is_not_the_verdict_without_it(facts, mo
 def test_ranks_get_no_tool_variables_and_snippets_a_private_home(facts, tmp_path, monkeypatch):
     monkeypatch.setenv("FSDP_SKILL_KNOWLEDGE", "/cards")
     monkeypatch.setenv("XDG_CACHE_HOME", "/xdg")
-    place = api.host.resolve("gloo", 2)
-    env = api._job_env(api.Job(code=CODE), place, facts, str(tmp_path))
+    place = host.resolve("gloo", 2)
+    env = rankenv.job_env(api.Job(code=CODE), place, facts, str(tmp_path))
     assert not [k for k in env if k.startswith("FSDP_SKILL_")] and "XDG_CACHE_HOME" not in env
     assert env["HOME"] == str(tmp_path / "home") and (tmp_path / "home").is_dir()
     assert env["TMPDIR"] == str(tmp_path / "tmp") and (tmp_path / "tmp").is_dir()
     script = tmp_path / "train.py"
-    user = api._job_env(api.Job(code=CODE, path=str(script)), place, facts, str(tmp_path / "x"))
+    user = rankenv.job_env(api.Job(code=CODE, path=str(script)), place, facts, str(tmp_path / "x"))
     assert not [k for k in user if k.startswith("FSDP_SKILL_")]
     assert user["HOME"] == os.environ["HOME"] and user["XDG_CACHE_HOME"] == "/xdg"  # as under torchrun
     assert user.get("TMPDIR") == os.environ.get("TMPDIR")

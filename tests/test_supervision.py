@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import fsdp_skill.runtime as runtime
-from fsdp_skill.runtime import Job, api
+from fsdp_skill.runtime import Job, launch
 
 SCRIPTS = Path(__file__).parent / "data" / "scripts"
 CLI = [sys.executable, "-c", "import sys; from fsdp_skill.main import main; sys.exit(main())"]
@@ -104,7 +104,7 @@ def test_rank_killing_the_zygote_fails_its_job_and_the_batch_goes_on(pids_dir):
     ]
     out = runtime.verify_many(jobs, use_cache=False)
     assert [v.snippet_id for v in out] == ["killer", "after"]
-    assert out[0].status == "failed" and out[0].reason == api.ZYGOTE_DIED, out[0].reason
+    assert out[0].status == "failed" and out[0].reason == launch.ZYGOTE_DIED, out[0].reason
     assert out[1].status == "passed", out[1].reason
     pids = pids_in(pids_dir)
     assert len(pids) == 4, pids  # rank 0 and its sleeper, in each of the two attempts
@@ -294,4 +294,4 @@ def test_rank_killing_the_shepherd_leaves_no_process(pids_dir, launcher):
         assert [(r.exit_code, r.signal, r.killed_by_harness) for r in v.ranks] == [(None, "SIGKILL", True)] * 2
         assert "supervisor was killed during the run" in v.reason, v.reason
     else:
-        assert v.reason == api.ZYGOTE_DIED, v.reason
+        assert v.reason == launch.ZYGOTE_DIED, v.reason

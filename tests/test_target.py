@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient
 
 from fsdp_skill.adapters.http.app import create_app
 from fsdp_skill.main import main
-from fsdp_skill.runtime import cache, probe, target
+from fsdp_skill.runtime import cache, knobs, probe, target
 
 RUNTIME = Path(target.__file__).resolve().parent
 NO_TORCH = (
@@ -113,7 +113,7 @@ def test_bad_python_is_a_one_line_usage_error(case, command, tmp_path, capsys):
     assert code == 2
     assert err.startswith(f"fsdp-skill: error: --python {path}: {why}") and err.count("\n") == 1, err
     assert "Traceback" not in err and out == ""
-    assert os.environ.get(target.ENV) is None  # a rejected interpreter is not selected
+    assert os.environ.get(knobs.PYTHON) is None  # a rejected interpreter is not selected
 
 
 def test_bad_python_with_json_prints_the_error_object(tmp_path, capsys):
@@ -123,9 +123,9 @@ def test_bad_python_with_json_prints_the_error_object(tmp_path, capsys):
 
 
 def test_bad_environment_variable_names_itself(tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv(target.ENV, str(tmp_path / "gone"))
+    monkeypatch.setenv(knobs.PYTHON, str(tmp_path / "gone"))
     code, out, err = _run(["ask", "fully_shard bf16", "--no-verify"], capsys)
-    assert (code, err) == (2, f"fsdp-skill: error: {target.ENV} {tmp_path / 'gone'}: no such file\n")
+    assert (code, err) == (2, f"fsdp-skill: error: {knobs.PYTHON} {tmp_path / 'gone'}: no such file\n")
 
 
 def test_probe_runs_with_the_standard_library_alone(no_torch_python):
@@ -210,17 +210,17 @@ def test_verify_without_torch_exits_2_saying_how_to_enable_it(no_torch_python, c
 
 
 def test_http_reports_missing_torch_and_a_bad_interpreter_as_json(no_torch_python, monkeypatch, tmp_path):
-    monkeypatch.setenv(target.ENV, no_torch_python)
+    monkeypatch.setenv(knobs.PYTHON, no_torch_python)
     with TestClient(create_app()) as client:
         r = client.post("/v1/ask", json={"question": "How do I use bf16 mixed precision with fully_shard?", "k": 1})
         assert r.status_code == 200
         assert {a["available"] for a in r.json()["api"]} == {False}
         r = client.post("/v1/snippets/join/ddp-join/verify", params={"force": "true"})
         assert r.status_code == 400 and r.json() == {"error": NO_TORCH.format(no_torch_python), "code": "bad_input"}
-        monkeypatch.setenv(target.ENV, str(tmp_path / "gone"))
+        monkeypatch.setenv(knobs.PYTHON, str(tmp_path / "gone"))
         r = client.post("/v1/ask", json={"question": "fully_shard bf16", "k": 1, "verify": False})
         assert r.status_code == 400
-        assert r.json() == {"error": f"{target.ENV} {tmp_path / 'gone'}: no such file", "code": "bad_input"}
+        assert r.json() == {"error": f"{knobs.PYTHON} {tmp_path / 'gone'}: no such file", "code": "bad_input"}
 
 
 def test_cache_key_separates_interpreters():

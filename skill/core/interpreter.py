@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from fsdp_skill.runtime import target
+from fsdp_skill.runtime import knobs, target
 
 
 def torch_version() -> str | None:
@@ -36,5 +36,5 @@ def use_python(path: str | None) -> str:
     executable, is not a Python or is too old (an interpreter without torch is accepted).
     """
     if path is not None:
-        os.environ[target.ENV] = target.check_python(path)
+        os.environ[knobs.PYTHON] = target.check_python(path)
     return target_python()

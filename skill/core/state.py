@@ -8,9 +8,9 @@ import os
 from pathlib import Path
 
 from fsdp_skill.errors import StateError
-from fsdp_skill.runtime import cache
+from fsdp_skill.runtime import cache, knobs
 
-HOME_ENV = cache.HOME_ENV
+HOME_ENV = knobs.HOME
 
 
 def state_dir() -> Path:

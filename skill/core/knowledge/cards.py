@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 from fsdp_skill.core.models import Card, SectionDoc, SnippetSpec
 from fsdp_skill.errors import KnowledgeError, NotFoundError
+from fsdp_skill.runtime import knobs
 
 if TYPE_CHECKING:  # markdown-it is imported when a card is parsed, not when the cache is read
     from markdown_it.token import Token
 
-KNOWLEDGE_ENV = "FSDP_SKILL_KNOWLEDGE"
 REQUIRED_FRONT = ("id", "title", "topic", "aliases", "sources")
 FENCE_KEYS = {"world_size", "backend", "timeout", "requires", "name", "checks", "tol", "expects"}
 CHECKS = ("reference", "agree", "raises", "runs")
@@ -39,7 +39,7 @@ def default_knowledge_dir() -> Path:
     editable install of a checkout maps that package onto the checkout's ``knowledge/`` folder, which
     is used directly when the import system cannot name a folder for the data-only package.
     """
-    env = os.environ.get(KNOWLEDGE_ENV)
+    env = os.environ.get(knobs.KNOWLEDGE)
     if env:
         return Path(env)
     from importlib import resources

@@ -1,0 +1,86 @@
+"""What one verification is: :class:`Job` (a script and how to run it) and the limits its arguments must keep.
+
+    Job(code, world_size=2, backend="auto", timeout=60.0, ...)   one script to verify (:func:`.api.verify_many`)
+    validate(job, launcher)                                        InvalidArgument, one line, for a bad job
+    MAX_TIMEOUT_S, MAX_WORLD_SIZE, LAUNCHERS                       the limits (the CLI checks its options against them)
+
+Standard library only (and the error tree), so a caller can build jobs without importing the harness.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from fsdp_skill.errors import InvalidArgument
+
+if TYPE_CHECKING:
+    from fsdp_skill.runtime.torchrun import Nodes
+
+LAUNCHERS = ("warm", "torchrun")
+MAX_TIMEOUT_S = 86400.0  # a run's timeout is at most a day (seconds)
+MAX_WORLD_SIZE = 64  # ranks started on this host by one run (with several nodes: per node)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One script to verify in a batch (:func:`fsdp_skill.runtime.api.verify_many`); fields as in
+    :func:`fsdp_skill.runtime.api.verify_code`."""
+
+    code: str
+    world_size: int = 2
+    backend: str = "auto"
+    timeout: float = 60.0
+    requires: Sequence[str] = field(default_factory=tuple)
+    snippet_id: str | None = None
+    filename: str = "snippet.py"
+    # A user's own script under debugging: always run it (no cache lookup) and report a warm timeout as
+    # seen, without the torchrun confirmation rerun.
+    debug: bool = False
+    # A script file to run where it is (``path``, its directory first on sys.path, as ``torchrun path``
+    # does) from the working directory ``cwd`` (default: the caller's); ``code`` must be its text.
+    # Without ``path`` the code is written to a fresh private directory and run from there.
+    path: str | None = None
+    cwd: str | None = None
+    # The script's own arguments (its sys.argv[1:], as after ``torchrun ... script.py``), and variables
+    # added to the ranks' environment (names starting FSDP_SKILL_ are dropped).  A job with either is
+    # never stored in the verdict cache, whose key covers neither.
+    args: Sequence[str] = field(default_factory=tuple)
+    env: Mapping[str, str] = field(default_factory=dict)
+    # What the script asserts (a knowledge snippet's fence 'checks'); copied onto its verdict.
+    checks: str | None = None
+    # Several hosts (torchrun launcher only): this node's place in the job; world_size is then the
+    # processes of this node.  Such a run is never answered from nor stored in the cache.
+    nodes: Nodes | None = None
+
+
+def validate(job: Job, launcher: str) -> None:
+    """Raise InvalidArgument (one line) for an unknown launcher or a job whose arguments cannot run: a
+    timeout outside (0, MAX_TIMEOUT_S] seconds, a world_size outside 1..MAX_WORLD_SIZE, code that is not a
+    str, node settings with the warm launcher or that do not go together, a filename that is not ``*.py``,
+    script arguments that are not strings (or hold NUL) or are given without a script run in place."""
+    if launcher not in LAUNCHERS:
+        raise InvalidArgument(f"launcher must be one of {', '.join(LAUNCHERS)}, not {launcher!r}")
+    if not isinstance(job.timeout, (int, float)) or not 0 < job.timeout <= MAX_TIMEOUT_S:
+        raise InvalidArgument(
+            f"timeout must be a positive number of seconds, at most {MAX_TIMEOUT_S:g} (a day), not {job.timeout!r}"
+        )
+    if not isinstance(job.world_size, int) or not 1 <= job.world_size <= MAX_WORLD_SIZE:
+        raise InvalidArgument(
+            f"world_size must be an integer from 1 to {MAX_WORLD_SIZE} (ranks on this host), not {job.world_size!r}"
+        )
+    if not isinstance(job.code, str):
+        raise InvalidArgument("code must be a str")
+    if job.nodes is not None:
+        if launcher != "torchrun":
+            raise InvalidArgument(f"several nodes (--nnodes {job.nodes.nnodes}) need --launcher torchrun, not {launcher}")
+        job.nodes.validate()
+    name = os.path.basename(job.filename or "snippet.py")
+    if name in ("", ".", "..") or not name.endswith(".py"):
+        raise InvalidArgument(f"filename must name a .py file, not {job.filename!r}")
+    if isinstance(job.args, str) or not all(isinstance(a, str) and "\0" not in a for a in job.args):
+        raise InvalidArgument("script arguments must be a list of strings without NUL characters")
+    if job.args and not job.path:
+        raise InvalidArgument("script arguments are only for a script run in place (a PATH.py)")
