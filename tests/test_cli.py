@@ -136,6 +136,31 @@ def test_cached_ask_path_does_not_import_torch(tmp_path):
     assert second.stderr.strip().endswith("NO-TORCH"), "the cached ask path imported torch"
 
 
+def test_commands_table_names_the_adapter_of_every_subcommand():
+    """main.COMMANDS lists every subcommand in --help order with the adapter that registers it; a parser built
+    for one command registers only its adapter's subcommands (the others are bare names), with the same usage."""
+    import argparse
+
+    from fsdp_skill.main import COMMANDS, _register, build_parser
+
+    def subcommands(parser):
+        (action,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        return action.choices
+
+    full = build_parser()
+    assert list(subcommands(full)) == list(COMMANDS)
+    for adapter in set(COMMANDS.values()):
+        sub = argparse.ArgumentParser().add_subparsers()
+        _register(adapter, sub)
+        assert sorted(sub.choices) == sorted(c for c, a in COMMANDS.items() if a == adapter), adapter
+    for command, adapter in COMMANDS.items():
+        partial = build_parser(command)
+        assert partial.format_usage() == full.format_usage()
+        for name, parser in subcommands(partial).items():
+            registered = COMMANDS[name] == adapter
+            assert (parser.format_help() == subcommands(full)[name].format_help()) is registered, (command, name)
+
+
 # --------------------------------------------------------------------------- issue 12: bad inputs are one line
 def one_line(err: str) -> str:
     lines = [ln for ln in err.splitlines() if ln.strip()]
