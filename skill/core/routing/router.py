@@ -100,6 +100,7 @@ class Router:
         self._tokens: tuple[list[list[str]], list[list[str]]] | None = None
         self._reference: tuple[BM25Okapi, BM25Okapi | None] | None = None
         self._spelling: dict[tuple[str, int], list[str]] | None = None
+        self._corrections: dict[str, str] = {}  # misspelt token -> its correction (itself when none is close)
         cached = _cached_index(self._read_cache(), [s.id for s in self.sections])
         if cached is None:
             self._build()
@@ -136,6 +137,7 @@ class Router:
         self.zh_index = Bm25Index.from_bm25(zh_bm25) if zh_bm25 is not None else None
         self.strong = frozenset(strong) | scope.STRONG_ANCHORS
         self._spelling = None
+        self._corrections = {}
         path = self._cache_path()
         if path is not None:
             from fsdp_skill.core.state import write_json_atomic
@@ -217,12 +219,15 @@ class Router:
             if tok in self.index or len(tok) < 5 or not (tok.isascii() and tok.isalpha()):
                 out.append(tok)
                 continue
-            import difflib
+            fixed = self._corrections.get(tok)
+            if fixed is None:
+                import difflib
 
-            spelling = self._words_by_shape()
-            pool = [w for n in range(len(tok) - 2, len(tok) + 3) for w in spelling.get((tok[0], n), ())]
-            match = difflib.get_close_matches(tok, pool, n=1, cutoff=0.8)
-            out.append(match[0] if match else tok)
+                spelling = self._words_by_shape()
+                pool = [w for n in range(len(tok) - 2, len(tok) + 3) for w in spelling.get((tok[0], n), ())]
+                match = difflib.get_close_matches(tok, pool, n=1, cutoff=0.8)
+                fixed = self._corrections[tok] = match[0] if match else tok
+            out.append(fixed)
         return out
 
     def _words_by_shape(self) -> dict[tuple[str, int], list[str]]:
@@ -293,8 +298,9 @@ class Router:
             zh = [z * w for z, w in zip(zh, self._focus, strict=True)]
         routing.relative = max(scores) / max(self._attainable(list(dict.fromkeys(tokens))), 1e-9)
         scores = [s + ZH_BODY_WEIGHT * z for s, z in zip(scores, zh, strict=True)]
-        order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))  # best first, ties by card order
-        top = scores[order[0]]
+        # the sections that score at all, best first, ties in card order (a stable sort keeps it in reverse)
+        order = sorted((i for i, s in enumerate(scores) if s > 0), key=scores.__getitem__, reverse=True)
+        top = scores[order[0]] if order else max(scores)
         # several general terms together (Join + 卡住 + 训练) need less of a match than one alone (梯度)
         weak_needed = REL_WEAK / min(len(set(weak)), 3) if weak else REL_NONE
         in_field = in_field or bool(strong) or routing.relative >= min(weak_needed, REL_NONE)
@@ -303,13 +309,10 @@ class Router:
         if top <= 0 or not in_field:
             routing.abstain_reason = _no_field_reason(question)
             return routing
-        routing.sections = [(self.sections[i], scores[i]) for i in order[:k] if scores[i] > 0]
+        routing.sections = [(self.sections[i], scores[i]) for i in order[:k]]
         best: dict[str, float] = {}
         for i in order:
-            if scores[i] <= 0:
-                break
-            t = self.sections[i].topic
-            best.setdefault(t, scores[i])
+            best.setdefault(self.sections[i].topic, scores[i])
         # softmax over each topic's best section, temperature = a fifth of the top score
         temp = max(top / 5, 1e-9)
         weights = {t: math.exp((s - top) / temp) for t, s in best.items()}
