@@ -124,7 +124,8 @@ def test_console_script_stdin_and_binary_without_traceback(tmp_path):
 
 
 # What a cached `ask --json --no-verify` must not import (issue 22): the other adapters and their libraries, the
-# harness, numpy and rank-bm25 (the router scores in pure Python from its cache), torch (facts come from caches).
+# harness (runtime.api and what it runs on), numpy and rank-bm25 (the router scores in pure Python from its cache),
+# torch (facts come from caches).
 NOT_ON_THE_CACHED_ASK_PATH = (
     "fastapi",
     "starlette",
@@ -139,6 +140,10 @@ NOT_ON_THE_CACHED_ASK_PATH = (
     "fsdp_skill.adapters.tools",
     "fsdp_skill.core.toolspec",
     "fsdp_skill.runtime.api",
+    "fsdp_skill.runtime.job",
+    "fsdp_skill.runtime.policy",
+    "fsdp_skill.runtime.launch",
+    "fsdp_skill.runtime.rankenv",
     "fsdp_skill.runtime.warm",
     "fsdp_skill.runtime.torchrun",
     "fsdp_skill.runtime.zygote",
