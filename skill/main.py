@@ -1,9 +1,12 @@
 """Entry point of the ``fsdp-skill`` command: the composition root of the adapters.
 
-It builds one argparse tree from each adapter's ``add_commands`` (CLI: ask, show, verify, check, export;
+It builds one argparse tree from each adapter's ``add_commands`` (CLI: ask, show, verify, check, plan, export;
 HTTP: serve; MCP: mcp; function calls: tools), runs the chosen handler and maps errors of the tree to
 exit codes once (:mod:`fsdp_skill.adapters.exitcodes`).  Adapters never import each other; this module is
-the only one that knows them all.  Heavy dependencies (FastAPI, the mcp SDK, torch) load inside handlers.
+the only one that knows them all (:data:`COMMANDS`).  Only the adapter of the command being run registers
+its parsers (the others' commands are bare names, so usage lines list every command), so ``ask`` imports
+neither the HTTP nor the MCP adapter; heavy dependencies (FastAPI, the mcp SDK, pydantic's tool schemas,
+torch) load inside handlers.
 """
 
 from __future__ import annotations
@@ -23,24 +26,53 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The argparse tree of every subcommand of every adapter; with ``only="check"`` just ``check``, whose
-    static analysis then imports neither the router (numpy) nor the runtime (see benchmarks/bench_check.py)."""
+# Every subcommand, in the order of ``fsdp-skill --help``, and the adapter module whose ``add_commands``
+# registers it (tests/test_cli.py checks this table against the adapters).
+COMMANDS: dict[str, str] = {
+    "ask": "cli",
+    "show": "cli",
+    "verify": "cli",
+    "check": "cli",
+    "plan": "cli",
+    "export": "cli",
+    "serve": "http",
+    "mcp": "mcp",
+    "tools": "tools",
+}
+
+
+def _register(adapter: str, sub) -> None:
+    """Let ``adapter`` (a value of :data:`COMMANDS`) register its subcommands on ``sub``."""
+    if adapter == "cli":
+        from fsdp_skill.adapters.cli.commands import add_commands
+    elif adapter == "http":
+        from fsdp_skill.adapters.http import add_commands
+    elif adapter == "mcp":
+        from fsdp_skill.adapters.mcp import add_commands
+    elif adapter == "tools":
+        from fsdp_skill.adapters.tools import add_commands
+    else:
+        raise ValueError(f"unknown adapter {adapter!r}")
+    add_commands(sub)
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argparse tree of ``fsdp-skill``: with ``command`` (a key of :data:`COMMANDS`, the one about to run)
+    only its adapter's subcommands get their options and the others are bare names, so ``ask`` imports
+    neither the HTTP nor the MCP adapter and ``check`` neither the router (numpy) nor the runtime (see
+    benchmarks/bench_ask.py, bench_check.py); without (``--help``, an unknown command) every adapter's tree."""
     p = _Parser(
         prog="fsdp-skill",
         description="Expert answers on PyTorch FSDP and torch.distributed, with code patterns run on a real process group.",
     )
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    if only == "check":
-        from fsdp_skill.adapters.cli.check import add_check_parser
-
-        add_check_parser(sub)
-        return p
-    from fsdp_skill.adapters import http, mcp, tools
-    from fsdp_skill.adapters.cli import commands as cli
-
-    for adapter in (cli, http, mcp, tools):
-        adapter.add_commands(sub)
+    chosen = COMMANDS.get(command) if command else None
+    for adapter in dict.fromkeys(COMMANDS.values()):
+        if chosen is None or adapter == chosen:
+            _register(adapter, sub)
+        else:
+            for name in (c for c, a in COMMANDS.items() if a == adapter):
+                sub.add_parser(name)
     return p
 
 
@@ -57,7 +89,7 @@ def main(argv: list[str] | None = None, *, verifier=None) -> int:
     if command and "--" in argv[argv.index(command) :]:  # verify / check --run SCRIPT.py -- ARGS: the script's own
         cut = argv.index("--", argv.index(command))
         argv, script_args = argv[:cut], argv[cut + 1 :]
-    args = build_parser("check" if argv[:1] == ["check"] else None).parse_args(argv)
+    args = build_parser(argv[0] if argv else None).parse_args(argv)
     args.verifier = verifier
     args.script_args = script_args
     args.argv = argv

@@ -123,17 +123,80 @@ def test_console_script_stdin_and_binary_without_traceback(tmp_path):
     assert json.loads(p.stdout)["sections"][0]["topic"] == "debugging"
 
 
-def test_cached_ask_path_does_not_import_torch(tmp_path):
+# What a cached `ask --json --no-verify` must not import (issue 22): the other adapters and their libraries, the
+# harness (runtime.api and what it runs on), numpy and rank-bm25 (the router scores in pure Python from its cache),
+# torch (facts come from caches).
+NOT_ON_THE_CACHED_ASK_PATH = (
+    "fastapi",
+    "starlette",
+    "uvicorn",
+    "mcp",
+    "numpy",
+    "rank_bm25",
+    "torch",
+    "rich",
+    "fsdp_skill.adapters.http",
+    "fsdp_skill.adapters.mcp",
+    "fsdp_skill.adapters.tools",
+    "fsdp_skill.core.toolspec",
+    "fsdp_skill.runtime.api",
+    "fsdp_skill.runtime.job",
+    "fsdp_skill.runtime.policy",
+    "fsdp_skill.runtime.launch",
+    "fsdp_skill.runtime.rankenv",
+    "fsdp_skill.runtime.warm",
+    "fsdp_skill.runtime.torchrun",
+    "fsdp_skill.runtime.zygote",
+)
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["How do I use MixedPrecisionPolicy?", "FSDP2 怎么开启 bf16 混合精度？", "What is the capital of France?"],
+    ids=["en", "zh", "abstains"],
+)
+def test_cached_ask_path_imports_only_what_it_needs(tmp_path, question):
+    """A second `ask --json --no-verify` (caches warm) in a fresh interpreter: sys.modules at exit holds none of
+    NOT_ON_THE_CACHED_ASK_PATH, nor a submodule of one; the first run, which builds the caches, may import more."""
     env = {**os.environ, "FSDP_SKILL_HOME": str(tmp_path)}
     code = (
-        "import sys, fsdp_skill.main\n"
-        "rc = fsdp_skill.main.main(['ask', '--json', '--no-verify', 'How do I use MixedPrecisionPolicy?'])\n"
-        "print('TORCH' if 'torch' in sys.modules else 'NO-TORCH', file=sys.stderr)\n"
+        "import json, sys, fsdp_skill.main\n"
+        f"rc = fsdp_skill.main.main(['ask', '--json', '--no-verify', {question!r}])\n"
+        f"bad = sorted(m for m in sys.modules if any(m == p or m.startswith(p + '.') for p in {NOT_ON_THE_CACHED_ASK_PATH!r}))\n"
+        "print(json.dumps(bad), file=sys.stderr)\n"
+        "sys.exit(rc)\n"
     )
     first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
-    assert first.returncode == 0, first.stderr
+    assert first.returncode in (0, 3), first.stderr
     second = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
-    assert second.stderr.strip().endswith("NO-TORCH"), "the cached ask path imported torch"
+    assert second.returncode == first.returncode, second.stderr
+    assert json.loads(second.stdout)["query"] == question
+    assert json.loads(second.stderr.strip().splitlines()[-1]) == [], "the cached ask path imported these"
+
+
+def test_commands_table_names_the_adapter_of_every_subcommand():
+    """main.COMMANDS lists every subcommand in --help order with the adapter that registers it; a parser built
+    for one command registers only its adapter's subcommands (the others are bare names), with the same usage."""
+    import argparse
+
+    from fsdp_skill.main import COMMANDS, _register, build_parser
+
+    def subcommands(parser):
+        (action,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        return action.choices
+
+    full = build_parser()
+    assert list(subcommands(full)) == list(COMMANDS)
+    for adapter in set(COMMANDS.values()):
+        sub = argparse.ArgumentParser().add_subparsers()
+        _register(adapter, sub)
+        assert sorted(sub.choices) == sorted(c for c, a in COMMANDS.items() if a == adapter), adapter
+    for command, adapter in COMMANDS.items():
+        partial = build_parser(command)
+        assert partial.format_usage() == full.format_usage()
+        for name, parser in subcommands(partial).items():
+            registered = COMMANDS[name] == adapter
+            assert (parser.format_help() == subcommands(full)[name].format_help()) is registered, (command, name)
 
 
 # --------------------------------------------------------------------------- issue 12: bad inputs are one line

@@ -99,7 +99,8 @@ def test_own_question_set_figures(path):
 
 
 def test_router_cache_is_keyed_by_how_documents_are_built(monkeypatch, fsdp_skill_home):
-    """A change to document building (DOCUMENTS_FORMAT) must not be served from an older on-disk cache."""
+    """A change to document building or to the stored index (DOCUMENTS_FORMAT) must not be served from an older
+    on-disk cache."""
     from fsdp_skill.core.knowledge.cards import load_knowledge
     from fsdp_skill.core.routing import router as router_mod
 
@@ -107,16 +108,14 @@ def test_router_cache_is_keyed_by_how_documents_are_built(monkeypatch, fsdp_skil
     router_mod.Router(kb)  # writes the cache for the current format
     written = sorted(p.name for p in fsdp_skill_home.glob("router-*.json"))
     assert written == [f"router-{kb.digest}-t{router_mod.TOKENIZER_VERSION}-d{router_mod.DOCUMENTS_FORMAT}.json"]
-    poisoned = {
-        "ids": list(kb.sections),
-        "docs": [["poison"]] * len(kb.sections),
-        "strong": [],
-        "zh_docs": [[]] * len(kb.sections),
-    }
+    poisoned = json.loads((fsdp_skill_home / written[0]).read_text())
+    poisoned["index"]["postings"] = {"zzpoisonzz": "0 1"}
     (fsdp_skill_home / written[0]).write_text(json.dumps(poisoned))
-    assert router_mod.Router(kb).docs[0] == ["poison"]  # same format: the cache is used (so the check below can fail)
+    assert list(router_mod.Router(kb).index.postings) == [
+        "zzpoisonzz"
+    ]  # same format: the cache is used (so the check below can fail)
     monkeypatch.setattr(router_mod, "DOCUMENTS_FORMAT", router_mod.DOCUMENTS_FORMAT + 1)
-    assert router_mod.Router(kb).docs[0] != ["poison"]  # a new format rebuilds
+    assert "zzpoisonzz" not in router_mod.Router(kb).index  # a new format rebuilds
 
 
 # --------------------------------------------------------------------------- inputs that used to fail (issue 9)
@@ -214,12 +213,44 @@ def test_setup_question_gets_a_recipe_first_and_each_part_a_place():
     assert {ids[i].split("/")[0] for i in range(4)} >= {"offload", "mixed-precision", "join"}, ids
 
 
-def test_memoised_term_scores_equal_rank_bm25():
-    from fsdp_skill.core.routing.router import get_router
+def _all_questions() -> list[str]:
+    """Every question of the question sets in tests/data (English, Chinese, mixed, tracebacks, out of scope)."""
+    out = []
+    for path in sorted(QUESTIONS.parent.glob("*.jsonl")):
+        out += [q["question"] for q in _load(path) if isinstance(q, dict) and isinstance(q.get("question"), str)]
+    return out
 
-    router = get_router()
-    tokens = ["fullyshard", "bf16", "offload", "bf16", "nosuchtoken"]
-    assert list(router.scores(tokens)) == pytest.approx(list(router.bm25.get_scores(tokens)))
+
+def test_memoised_term_scores_equal_rank_bm25():
+    """The router scores from its cached index in pure Python; rank-bm25, which built the index, is the
+    reference: equal floats (not close ones) for the tokens of every question of the question sets as route()
+    scores them, for repeated and unknown terms, on the main index and on the Chinese bodies' index; and the
+    same idf for every term."""
+    from fsdp_skill.core.knowledge.cards import load_knowledge
+    from fsdp_skill.core.routing.router import MAX_QUERY_TOKENS, Router
+    from fsdp_skill.core.routing.tokenize import has_cjk, tokenize
+
+    kb = load_knowledge()
+    Router(kb)  # builds the index and writes the cache
+    router = Router(kb)  # the index read back from the cache file; router.bm25 is built from the tokens again
+    assert router._reference is None, "the second router must come from the cache"
+    questions = _all_questions()
+    assert len(questions) >= 250, len(questions)
+    extra = [["fullyshard", "bf16", "offload", "bf16", "nosuchtoken"], ["混合", "精度", "混合"]]
+    assert router.zh_bm25 is not None  # the Chinese bodies are indexed
+    compared = 0
+    for tokens in [router.correct(tokenize(q)[:MAX_QUERY_TOKENS]) for q in questions] + extra:
+        known = [t for t in tokens if t in router.bm25.idf]
+        assert known == [t for t in tokens if t in router.index]
+        assert router.scores(known) == router.bm25.get_scores(known).tolist(), tokens
+        zh = [t for t in tokens if t in router.zh_bm25.idf and has_cjk(t)]
+        assert router.zh_scores(tokens) == router.zh_bm25.get_scores(zh).tolist(), tokens
+        compared += bool(known) + bool(zh)
+    assert compared >= 300, compared
+    for bm25, index in ((router.bm25, router.index), (router.zh_bm25, router.zh_index)):
+        assert index is not None and list(index.postings) == list(bm25.idf)
+        assert [index.idf(t) for t in bm25.idf] == list(bm25.idf.values())
+        assert index.idf_max == max(bm25.idf.values())
 
 
 @pytest.mark.parametrize(

@@ -300,26 +300,94 @@ def _router_file() -> Path:
     return path
 
 
-@pytest.mark.parametrize(
-    "content",
-    [[], {"docs": [], "strong": []}, "ids-only", "empty-docs", "other-ids"],
-    ids=["empty list", "no documents", "old format", "empty documents", "other ids"],
-)
-def test_a_router_cache_that_disagrees_is_rebuilt(content):
+# A router cache file spoilt in each way its shape check looks at: (name, spoil(data) -> JSON, found lazily).
+# Lazily: the file has the right shape but one term's postings (bf16's) are malformed, which the router finds
+# when a question first uses the term.
+_SPOILT = [
+    ("empty list", lambda d: [], False),
+    ("no documents", lambda d: {"docs": [], "strong": []}, False),
+    (
+        "old format",
+        lambda d: {"ids": d["ids"], "docs": [["fsdp"]] * len(d["ids"]), "strong": [], "zh_docs": [[]] * len(d["ids"])},
+        False,
+    ),
+    ("no ids", lambda d: {k: v for k, v in d.items() if k != "ids"}, False),
+    ("other ids", lambda d: {**d, "ids": list(reversed(d["ids"]))}, False),
+    ("anchors not strings", lambda d: {**d, "strong": [1]}, False),
+    ("no Chinese index", lambda d: {k: v for k, v in d.items() if k != "zh_index"}, False),
+    ("one length short", lambda d: _spoil_index(d, doc_len=d["index"]["doc_len"][:-1]), False),
+    ("zero lengths", lambda d: _spoil_index(d, doc_len=[0] * len(d["ids"])), False),
+    ("lengths not integers", lambda d: _spoil_index(d, doc_len=[float(n) for n in d["index"]["doc_len"]]), False),
+    ("idf not a number", lambda d: _spoil_index(d, idf_max="4.7"), False),
+    ("postings not strings", lambda d: _spoil_postings(d, [0, 1]), False),
+    ("postings not numbers", lambda d: _spoil_postings(d, "zero one"), True),
+    ("a document out of range", lambda d: _spoil_postings(d, f"{len(d['ids'])} 1"), True),
+    ("a document twice", lambda d: _spoil_postings(d, "3 1 3 1"), True),
+    ("a frequency of 0", lambda d: _spoil_postings(d, "3 0"), True),
+    ("an odd count", lambda d: _spoil_postings(d, "3 1 4"), True),
+]
+
+
+def _spoil_index(data: dict, **fields) -> dict:
+    return {**data, "index": {**data["index"], **fields}}
+
+
+def _spoil_postings(data: dict, bf16) -> dict:
+    return _spoil_index(data, postings={**data["index"]["postings"], "bf16": bf16})
+
+
+@pytest.fixture(scope="module")
+def built_state(tmp_path_factory) -> dict[str, str]:
+    """The state files (parsed cards, router cache) a first load writes, built once for the module in a home of
+    its own; a test copies them into its fresh home."""
+    home = tmp_path_factory.mktemp("built-state")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("FSDP_SKILL_HOME", str(home))
+        _fresh_load()
+        Router(load_knowledge())
+        knowledge._CACHE.clear()
+    return {p.name: p.read_text() for p in home.iterdir() if p.name.startswith(("knowledge-", "router-"))}
+
+
+@pytest.mark.parametrize("name, spoil, lazily", _SPOILT, ids=[s[0] for s in _SPOILT])
+def test_a_router_cache_shape_check_finds_each_spoilt_file(name, spoil, lazily, built_state):
+    """Each spoilt form is refused: at load (router._cached_index gives None), or, for one term's postings,
+    when the term is first scored (IndexShapeError, which makes the router rebuild)."""
+    from fsdp_skill.core.routing.bm25 import IndexShapeError
+    from fsdp_skill.core.routing.router import _cached_index
+
+    data = json.loads(next(text for n, text in built_state.items() if n.startswith("router-")))
+    assert _cached_index(data, data["ids"]) is not None  # the file as written is used
+    found = _cached_index(json.loads(json.dumps(spoil(data))), data["ids"])
+    if not lazily:
+        assert found is None
+        return
+    assert found is not None
+    _, index, _ = found
+    assert index.scores(["fsdp"], 1.2, 0.75)  # another term is fine
+    with pytest.raises(IndexShapeError, match="bf16"):
+        index.scores(["fsdp", "bf16"], 1.2, 0.75)
+
+
+@pytest.mark.parametrize("name", ["empty list", "old format", "other ids", "one length short", "postings not numbers"])
+def test_a_router_cache_that_disagrees_is_rebuilt(name, built_state):
+    """A router cache file is used only when it is for these section ids and has the shape the router writes;
+    else the index is built again and the file rewritten.  A term's postings are checked when a question first
+    uses the term: a malformed one rebuilds the index then, and the question is answered from the rebuilt one."""
+    cache.state_path().mkdir(parents=True, exist_ok=True)
+    for file, text in built_state.items():  # the parsed cards and the router cache as a first load writes them
+        (cache.state_path() / file).write_text(text)
     kb = _fresh_load()
     reference = Router(kb)
     data = json.loads(_router_file().read_text())
-    if content == "ids-only":
-        content = {"docs": data["docs"], "strong": data["strong"]}
-    elif content == "empty-docs":
-        content = {**data, "docs": [[] for _ in data["docs"]]}
-    elif content == "other-ids":
-        content = {**data, "ids": list(reversed(data["ids"]))}
-    _router_file().write_text(json.dumps(content))
+    spoil = next(s for n, s, _ in _SPOILT if n == name)
+    _router_file().write_text(json.dumps(spoil(data)))
     router = Router(kb)
-    assert router.docs == reference.docs
+    routed = router.route("fully_shard mixed precision bf16", k=3)
+    assert router.index == reference.index
     assert json.loads(_router_file().read_text()) == data  # rewritten
-    assert router.route("fully_shard mixed precision bf16", k=1).sections
+    expected = reference.route("fully_shard mixed precision bf16", k=3)
+    assert [(s.id, score) for s, score in routed.sections] == [(s.id, score) for s, score in expected.sections]
 
 
 def test_an_agreeing_router_cache_is_used(monkeypatch):
@@ -330,7 +398,9 @@ def test_an_agreeing_router_cache_is_used(monkeypatch):
         raise AssertionError("an agreeing router cache must not be tokenized again")
 
     monkeypatch.setattr("fsdp_skill.core.routing.router.tokenize", no_tokenize)
-    assert Router(kb).docs == built.docs
+    router = Router(kb)
+    assert router.index == built.index and router.zh_index == built.zh_index
+    assert router._reference is None  # rank-bm25 built nothing
 
 
 # ---- through the real harness ---------------------------------------------------------------------------

@@ -3,6 +3,9 @@
 ``fsdp-skill tools --format openai|anthropic`` prints :func:`function_schemas`; :func:`invoke` runs a tool
 call that such a framework returns.  The tools themselves (names, inputs, outputs, core calls) are
 :mod:`fsdp_skill.core.toolspec`, shared with the MCP adapter.
+
+Every CLI start imports this module to register ``tools``, so pydantic and the tool catalogue (which imports
+the whole core) load only inside the functions that use them.
 """
 
 from __future__ import annotations
@@ -10,12 +13,12 @@ from __future__ import annotations
 import copy
 import json
 import sys
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, ValidationError
-
-from fsdp_skill.core.toolspec import tool_spec, tool_specs
 from fsdp_skill.errors import InvalidArgument
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 EXIT_OK = 0
 
@@ -37,6 +40,8 @@ def parameters_schema(model: type[BaseModel]) -> dict:
 
 def function_schemas(fmt: Literal["openai", "anthropic"] = "openai") -> list[dict]:
     """Function-call schemas of every tool, for OpenAI-style ``tools=`` or Anthropic-style ``tools=``."""
+    from fsdp_skill.core.toolspec import tool_specs
+
     out = []
     for spec in tool_specs():
         params = parameters_schema(spec.input)
@@ -57,6 +62,10 @@ def invoke(name: str, arguments: dict | str | None, *, verifier=None) -> BaseMod
     ``verifier``: a :class:`fsdp_skill.core.verify.snippets.Verifier` (None: the runtime's).
     Raises NotFoundError (unknown tool or id), QueryError (bad question), InvalidArgument (bad arguments), HarnessError.
     """
+    from pydantic import ValidationError
+
+    from fsdp_skill.core.toolspec import tool_spec
+
     spec = tool_spec(name)
     try:
         if isinstance(arguments, str):

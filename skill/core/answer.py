@@ -15,17 +15,21 @@ from __future__ import annotations
 
 import time
 import unicodedata
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from fsdp_skill.core.atlas.messages import explain_messages
-from fsdp_skill.core.check import Finding, check_source
 from fsdp_skill.core.code_blocks import code_blocks
 from fsdp_skill.core.interpreter import target_python, torch_version
 from fsdp_skill.core.knowledge.cards import Knowledge
-from fsdp_skill.core.models import Answer, ApiInfo, SectionDoc, TopicScore
+from fsdp_skill.core.models import Answer, ApiInfo, ErrorInfo, SectionDoc, TopicScore
 from fsdp_skill.core.routing.router import Router, get_router, question_parts, setup_facets
 from fsdp_skill.core.routing.tokenize import language_of
 from fsdp_skill.core.verify.snippets import Progress, Verifier, section_out, snippet_verdicts
 from fsdp_skill.errors import QueryError
+
+if TYPE_CHECKING:
+    from fsdp_skill.core.check import Finding
 
 MAX_QUESTION_CHARS = 32_768
 MAX_K = 20
@@ -34,7 +38,7 @@ MULTI_PART_CHARS = 160  # shorter questions are answered as one
 MULTI_PART_CHARS_ZH = 50  # Chinese says as much in about a third of the characters
 
 
-def validate_question(question) -> str:
+def validate_question(question: object) -> str:
     """Return the trimmed question or raise QueryError: not text, empty, too long or binary-looking."""
     if isinstance(question, bytes):
         try:
@@ -103,8 +107,13 @@ _SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
 def code_findings(question: str) -> list[Finding]:
     """What :func:`fsdp_skill.core.check.check_source` finds in the Python code of ``question`` (each
-    fenced block, or the whole question when it is a script), block by block; [] when there is no code."""
+    fenced block, or the whole question when it is a script), block by block; [] when there is no code.
+    The checker is imported only when there is code, so a question without code does not load it."""
     blocks = code_blocks(question)
+    if not blocks:
+        return []
+    from fsdp_skill.core.check import check_source
+
     out: list[Finding] = []
     for i, block in enumerate(blocks, 1):
         out += check_source(block, f"<code block {i}>" if len(blocks) > 1 else "<code block>")
@@ -112,7 +121,11 @@ def code_findings(question: str) -> list[Finding]:
 
 
 def _explaining_first(
-    ranked: list[tuple[SectionDoc, float]], errors, kb: Knowledge, k: int, findings: list[Finding] = ()
+    ranked: list[tuple[SectionDoc, float]],
+    errors: Sequence[ErrorInfo],
+    kb: Knowledge,
+    k: int,
+    findings: Sequence[Finding] = (),
 ) -> list[tuple[SectionDoc, float]]:
     """The sections that explain a message found in the question first (best message first), then those
     of the mistakes found in its code (errors before warnings before infos), then the rest of the routed
@@ -133,7 +146,7 @@ LANGUAGES = ("auto", "en", "zh")
 
 
 def ask(
-    question,
+    question: object,
     k: int = 3,
     verify: bool = True,
     *,

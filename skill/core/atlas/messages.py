@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Sequence
 
 from fsdp_skill.core.knowledge.cards import Knowledge
 from fsdp_skill.core.models import ErrorInfo, RaisedAt
@@ -40,11 +41,13 @@ def _canon(text: str) -> str:
     return _WS.sub("", text)
 
 
-def _pieces(template: str) -> list[str]:
-    return [p for p in _canon(template).split("*") if p]
+@functools.lru_cache(maxsize=4096)
+def _pieces(template: str) -> tuple[str, ...]:
+    """The literal pieces of a template (kept: every question is matched against every declared template)."""
+    return tuple(p for p in _canon(template).split("*") if p)
 
 
-def _in_order(pieces: list[str], text: str) -> bool:
+def _in_order(pieces: Sequence[str], text: str) -> bool:
     """Whether ``pieces`` occur in ``text`` in this order without overlapping (``*`` glob semantics)."""
     at = 0
     for piece in pieces:

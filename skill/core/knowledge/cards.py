@@ -9,6 +9,7 @@ directory and file fingerprint (size, mtime) in memory.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shlex
@@ -42,6 +43,12 @@ def default_knowledge_dir() -> Path:
     env = os.environ.get(knobs.KNOWLEDGE)
     if env:
         return Path(env)
+    return _package_knowledge_dir()
+
+
+@functools.cache
+def _package_knowledge_dir() -> Path:
+    """The cards shipped with the package (found once per process: every ``ask`` asks for the directory)."""
     from importlib import resources
 
     # files() of the regular package fsdp_skill, then the folder: a data-only package without
@@ -112,11 +119,13 @@ def load_knowledge(directory: str | Path | None = None) -> Knowledge:
     directory = Path(directory) if directory else default_knowledge_dir()
     if not directory.is_dir():
         raise KnowledgeError(str(directory), 0, "knowledge directory does not exist")
-    files = sorted(p for p in directory.glob("*.md") if not p.name.startswith(("_", ".")))
-    zh_files = sorted((directory / "zh").glob("*.md"))  # the Chinese bodies (fsdp_skill.core.knowledge.zh)
-    key = (str(directory), tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files + zh_files))
+    cards = [f for f in _markdown_stats(str(directory)) if not f[0].startswith(("_", "."))]
+    zh_cards = _markdown_stats(os.path.join(directory, "zh"))  # the Chinese bodies (fsdp_skill.core.knowledge.zh)
+    key = (str(directory), tuple(cards + zh_cards))
     if key in _CACHE:
         return _CACHE[key]
+    files = [directory / name for name, _, _ in cards]
+    zh_files = [directory / "zh" / name for name, _, _ in zh_cards]
     if not files:
         raise KnowledgeError(str(directory), 0, "no knowledge cards (*.md) found")
     sources = [(p, p.read_bytes()) for p in files]
@@ -137,6 +146,18 @@ def load_knowledge(directory: str | Path | None = None) -> Knowledge:
     _CACHE.clear()
     _CACHE[key] = kb
     return kb
+
+
+def _markdown_stats(folder: str) -> list[tuple[str, int, int]]:
+    """(name, size, mtime_ns) of each ``*.md`` entry of ``folder`` in name order (the entries and order of
+    ``sorted(Path(folder).glob("*.md"))``; [] when the folder is missing or unreadable).  One ``os.scandir`` and
+    no Path objects: every ``ask`` checks this fingerprint against the memoised knowledge."""
+    try:
+        with os.scandir(folder) as entries:
+            found = sorted((e for e in entries if e.name.endswith(".md")), key=lambda e: e.name)
+        return [(e.name, st.st_size, st.st_mtime_ns) for e in found for st in [e.stat()]]
+    except OSError:
+        return []
 
 
 def _attach_zh(kb: Knowledge, zh_sources: list[tuple[Path, bytes]]) -> None:

@@ -1,32 +1,43 @@
 """BM25 question router: question -> ranked sections, topic scores, or an abstention with a reason.
 
-Each ``##`` section of the knowledge is one BM25 document (rank-bm25's ``BM25Okapi``) made of its
-title (counted twice), aliases, the card's aliases, the Chinese summary, the API names it lists, its
-prose, and the identifiers of its snippets (once each, so boilerplate does not drown the prose).
-Questions and documents go through the same tokenizer (:mod:`fsdp_skill.core.routing.tokenize`); a pasted traceback is
-first reduced to its exception lines and frame names.
+Each ``##`` section of the knowledge is one BM25 document made of its title (counted twice), aliases, the
+card's aliases, the Chinese summary, the API names it lists, its prose, and the identifiers of its snippets
+(once each, so boilerplate does not drown the prose).  rank-bm25's ``BM25Okapi`` builds the index; a question
+is scored in pure Python from the index's postings (:mod:`fsdp_skill.core.routing.bm25`), with scores equal
+to ``BM25Okapi.get_scores``, so answering imports neither numpy nor rank-bm25 once the index is on disk.
+Questions and documents go through the same tokenizer (:mod:`fsdp_skill.core.routing.tokenize`); a pasted
+traceback is first reduced to its exception lines and frame names.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-
-import numpy as np
+from typing import TYPE_CHECKING, TypeVar
 
 from fsdp_skill.core.knowledge.cards import Knowledge
 from fsdp_skill.core.models import SectionDoc
 from fsdp_skill.core.routing import scope
+from fsdp_skill.core.routing.bm25 import Bm25Index, IndexShapeError
 from fsdp_skill.core.routing.tokenize import CJK_RUN, TOKENIZER_VERSION, has_cjk, is_traceback, reduce_traceback, tokenize
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from rank_bm25 import BM25Okapi
+
+T = TypeVar("T")
 
 MAX_QUERY_TOKENS = 400
 # Complete recipes (topic 'recipes') repeat the terms of many focused sections; for a question that is
 # not about a whole setup their scores are scaled by this.
 RECIPE_WEIGHT = 0.8
-# Version of how a section becomes a routing document (which fields, how weighted, which anchors):
-# part of the on-disk cache key, so bump it with any change to Router._documents.
-DOCUMENTS_FORMAT = 3  # 2: the cache file names the section ids it was built for; 3: Chinese bodies indexed
+# Version of how a section becomes a routing document (which fields, how weighted, which anchors) and of
+# what the on-disk cache holds: part of the cache file's name, so bump it with any change to
+# Router._tokenized or to the stored index (Bm25Index.to_json).
+DOCUMENTS_FORMAT = 4  # 2: the file names its section ids; 3: Chinese bodies indexed; 4: the BM25 index, not token lists
 # Relative match (top BM25 score / the best score the question's terms could reach) needed to answer
 # a question that names only general ML terms (REL_WEAK) or no term of the field at all (REL_NONE).
 REL_WEAK = 0.30
@@ -52,64 +63,100 @@ def _code_identifiers(code: str) -> list[str]:
     return sorted(n for n in names if len(n) > 2)
 
 
-def _cached_documents(data, ids: list[str]) -> tuple[list[list[str]], list[str], list[list[str]]] | None:
-    """(docs, strong, zh_docs) of a router cache file's JSON ``data`` when it was built for the section ``ids``
-    and its shape is right (one non-empty list of strings per section, a list of string anchors, one list of
-    strings per section for the Chinese bodies, empty where a section has none); else None."""
+def _cached_index(data: object, ids: list[str]) -> tuple[list[str], Bm25Index, Bm25Index | None] | None:
+    """(strong, index, zh_index) of a router cache file's JSON ``data`` when it was built for the section
+    ``ids`` (in this order) and has the shape :meth:`Router._build` writes: a list of string anchors, the main
+    index and the Chinese-body index (or null) for that many documents (:meth:`Bm25Index.from_json`; each
+    term's postings are checked when first used); else None."""
     if not isinstance(data, dict) or data.get("ids") != ids:
         return None
-    docs, strong, zh_docs = data.get("docs"), data.get("strong"), data.get("zh_docs")
-    if not isinstance(docs, list) or len(docs) != len(ids) or not isinstance(strong, list):
+    strong = data.get("strong")
+    if not isinstance(strong, list) or not all(isinstance(t, str) for t in strong):
         return None
-    if not all(isinstance(d, list) and d and all(isinstance(t, str) for t in d) for d in docs):
+    try:
+        index = Bm25Index.from_json(data.get("index"), len(ids))
+        zh = data.get("zh_index", False)
+        zh_index = None if zh is None else Bm25Index.from_json(zh, len(ids))
+    except IndexShapeError:
         return None
-    if not all(isinstance(t, str) for t in strong):
-        return None
-    if (
-        not isinstance(zh_docs, list)
-        or len(zh_docs) != len(ids)
-        or not all(isinstance(d, list) and all(isinstance(t, str) for t in d) for d in zh_docs)
-    ):
-        return None
-    return docs, strong, zh_docs
+    return strong, index, zh_index
 
 
 class Router:
-    """A BM25 index over a :class:`Knowledge`; build once, call :meth:`route` per question (~1 ms)."""
+    """A BM25 index over a :class:`Knowledge`; build once, call :meth:`route` per question (well under 1 ms).
+
+    The index comes from the on-disk cache (``$FSDP_SKILL_HOME/router-<knowledge digest>-t<tokenizer>-d<format>.json``)
+    when one agrees with the knowledge's section ids and has the right shape, else it is built (tokenizing
+    every section, a few hundred ms) and written there.  A term whose stored postings turn out malformed when
+    a question first uses it makes the router rebuild the index and answer from the rebuilt one.
+    """
 
     def __init__(self, kb: Knowledge, k1: float = 1.2, b: float = 0.75):
-        from rank_bm25 import BM25Okapi
-
         self.kb = kb
         self.sections: list[SectionDoc] = list(kb.sections.values())
-        self.docs, strong, zh_docs = self._documents(kb)
-        self.strong = frozenset(strong) | scope.STRONG_ANCHORS
-        self.bm25 = BM25Okapi(self.docs, k1=k1, b=b)
-        # the Chinese bodies, a second index that only Chinese words of a question reach (see route)
-        self.zh_bm25 = BM25Okapi(zh_docs, k1=k1, b=b) if any(zh_docs) else None
-        self._zh_term_scores: dict[str, np.ndarray] = {}
-        self._term_scores: dict[str, np.ndarray] = {}
-        self._focus = np.array([RECIPE_WEIGHT if s.topic == "recipes" else 1.0 for s in self.sections])
         self.k1 = k1
-        self._spelling: dict[tuple[str, int], list[str]] = {}
-        for word in self.bm25.idf:
-            if len(word) >= 4 and word.isascii() and word.isalpha():
-                self._spelling.setdefault((word[0], len(word)), []).append(word)
+        self.b = b
+        self._focus = [RECIPE_WEIGHT if s.topic == "recipes" else 1.0 for s in self.sections]
+        self._tokens: tuple[list[list[str]], list[list[str]]] | None = None
+        self._reference: tuple[BM25Okapi, BM25Okapi | None] | None = None
+        self._spelling: dict[tuple[str, int], list[str]] | None = None
+        self._corrections: dict[str, str] = {}  # misspelt token -> its correction (itself when none is close)
+        cached = _cached_index(self._read_cache(), [s.id for s in self.sections])
+        if cached is None:
+            self._build()
+        else:
+            strong, self.index, self.zh_index = cached
+            self.strong = frozenset(strong) | scope.STRONG_ANCHORS
 
-    def _documents(self, kb: Knowledge) -> tuple[list[list[str]], list[str], list[list[str]]]:
-        """Token lists of the sections, the anchors the cards add, and the Chinese tokens of each section's
-        Chinese title and body (empty without one); cached on disk per knowledge digest,
-        tokenizer version and :data:`DOCUMENTS_FORMAT` (tokenizing all cards takes a few hundred ms,
-        loading them a few).  A cache file is used only when it is for these section ids in this order
-        and holds a non-empty token list per section (:func:`_cached_documents`); else it is rebuilt."""
-        from fsdp_skill.core.state import read_json, state_dir, write_json_atomic
+    # ------------------------------------------------------------------ the index and its cache file
+    def _cache_path(self) -> Path | None:
+        if not self.kb.digest:
+            return None
+        from fsdp_skill.core.state import state_dir
 
-        name = f"router-{kb.digest}-t{TOKENIZER_VERSION}-d{DOCUMENTS_FORMAT}.json"
-        path = state_dir() / name if kb.digest else None
-        ids = [s.id for s in self.sections]
-        cached = _cached_documents(read_json(path) if path else None, ids)
-        if cached is not None:
-            return cached
+        return state_dir() / f"router-{self.kb.digest}-t{TOKENIZER_VERSION}-d{DOCUMENTS_FORMAT}.json"
+
+    def _read_cache(self) -> object:
+        path = self._cache_path()
+        if path is None:
+            return None
+        from fsdp_skill.core.state import read_json
+
+        return read_json(path)
+
+    def _build(self) -> None:
+        """Tokenize the sections, build the indexes with rank-bm25 and write the cache file (best effort)."""
+        from rank_bm25 import BM25Okapi
+
+        docs, strong, zh_docs = self._tokenized()
+        bm25 = BM25Okapi(docs, k1=self.k1, b=self.b)
+        zh_bm25 = BM25Okapi(zh_docs, k1=self.k1, b=self.b) if any(zh_docs) else None
+        self._tokens, self._reference = (docs, zh_docs), (bm25, zh_bm25)
+        self.index = Bm25Index.from_bm25(bm25)
+        # the Chinese bodies, a second index that only Chinese words of a question reach (see route)
+        self.zh_index = Bm25Index.from_bm25(zh_bm25) if zh_bm25 is not None else None
+        self.strong = frozenset(strong) | scope.STRONG_ANCHORS
+        self._spelling = None
+        self._corrections = {}
+        path = self._cache_path()
+        if path is not None:
+            from fsdp_skill.core.state import write_json_atomic
+
+            data = {
+                "ids": [s.id for s in self.sections],
+                "strong": strong,
+                "index": self.index.to_json(),
+                "zh_index": self.zh_index.to_json() if self.zh_index is not None else None,
+            }
+            try:
+                write_json_atomic(path, data)
+            except OSError:
+                pass
+
+    def _tokenized(self) -> tuple[list[list[str]], list[str], list[list[str]]]:
+        """Token lists of the sections, the anchors the cards add (sorted), and the Chinese tokens of each
+        section's Chinese title and body (empty without one)."""
+        kb = self.kb
         card_aliases = {c.topic: " ".join(c.aliases) + " " + c.title for c in kb.cards}
         docs: list[list[str]] = []
         zh_docs = [tokenize(_chinese(f"{s.title_zh or ''}\n{s.title_zh or ''}\n{s.text_zh or ''}")) for s in self.sections]
@@ -123,28 +170,74 @@ class Router:
                 whole = re.sub(r"[._-]", "", name).lower()
                 if len(whole) > 6 and ("_" in name.strip("_") or name[:1].isupper() and not name.isupper()):
                     strong.add(whole)
-        if path:
-            try:
-                write_json_atomic(path, {"ids": ids, "docs": docs, "strong": sorted(strong), "zh_docs": zh_docs})
-            except OSError:
-                pass
         return docs, sorted(strong), zh_docs
 
+    @property
+    def docs(self) -> list[list[str]]:
+        """The sections' token lists (what rank-bm25 indexed); tokenized again when the index came from the cache."""
+        if self._tokens is None:
+            docs, _, zh_docs = self._tokenized()
+            self._tokens = (docs, zh_docs)
+        return self._tokens[0]
+
+    @property
+    def bm25(self) -> BM25Okapi:
+        """rank-bm25's index of :attr:`docs`: the reference the pure-Python scores equal (built on first use)."""
+        return self._references()[0]
+
+    @property
+    def zh_bm25(self) -> BM25Okapi | None:
+        """rank-bm25's index of the Chinese bodies (None when no section has one), the reference of :meth:`zh_scores`."""
+        return self._references()[1]
+
+    def _references(self) -> tuple[BM25Okapi, BM25Okapi | None]:
+        if self._reference is None:
+            from rank_bm25 import BM25Okapi
+
+            docs = self.docs
+            assert self._tokens is not None  # set by docs
+            zh_docs = self._tokens[1]
+            zh = BM25Okapi(zh_docs, k1=self.k1, b=self.b) if any(zh_docs) else None
+            self._reference = (BM25Okapi(docs, k1=self.k1, b=self.b), zh)
+        return self._reference
+
+    def _healing(self, answer: Callable[[], T]) -> T:
+        """``answer()``, again on a rebuilt index if a term's stored postings are malformed (IndexShapeError)."""
+        try:
+            return answer()
+        except IndexShapeError:
+            self._build()
+            return answer()
+
+    # ------------------------------------------------------------------ questions
     def correct(self, tokens: list[str]) -> list[str]:
         """Replace misspelt tokens (``shrad``, ``precison``, ``fullyshrad``) by the closest word the
         knowledge uses: same first letter, length within 2, difflib ratio >= 0.8.  Known tokens,
         short tokens and non-letters are kept as they are."""
-        import difflib
-
         out = []
         for tok in tokens:
-            if tok in self.bm25.idf or len(tok) < 5 or not (tok.isascii() and tok.isalpha()):
+            if tok in self.index or len(tok) < 5 or not (tok.isascii() and tok.isalpha()):
                 out.append(tok)
                 continue
-            pool = [w for n in range(len(tok) - 2, len(tok) + 3) for w in self._spelling.get((tok[0], n), ())]
-            match = difflib.get_close_matches(tok, pool, n=1, cutoff=0.8)
-            out.append(match[0] if match else tok)
+            fixed = self._corrections.get(tok)
+            if fixed is None:
+                import difflib
+
+                spelling = self._words_by_shape()
+                pool = [w for n in range(len(tok) - 2, len(tok) + 3) for w in spelling.get((tok[0], n), ())]
+                match = difflib.get_close_matches(tok, pool, n=1, cutoff=0.8)
+                fixed = self._corrections[tok] = match[0] if match else tok
+            out.append(fixed)
         return out
+
+    def _words_by_shape(self) -> dict[tuple[str, int], list[str]]:
+        """The index's words of 4+ ASCII letters by (first letter, length), built on the first misspelling."""
+        if self._spelling is None:
+            self._spelling = {}
+            for word in self.index.postings:
+                if len(word) >= 4 and word.isascii() and word.isalpha():
+                    self._spelling.setdefault((word[0], len(word)), []).append(word)
+        return self._spelling
 
     def _attainable(self, tokens: list[str]) -> float:
         """Upper bound of a section's score for these tokens (each term once at full saturation).
@@ -152,41 +245,35 @@ class Router:
         A term no section contains counts as the rarest known term: a question full of words the
         knowledge never uses (SQL, recipes) can reach only a small share of its attainable score.
         """
-        rarest = max(self.bm25.idf.values(), default=1.0)
-        return sum(max(self.bm25.idf.get(t, rarest), 0.0) * (self.k1 + 1) for t in tokens)
+        rarest = self.index.idf_max
+        return sum(max(self.index.idf(t) if t in self.index else rarest, 0.0) * (self.k1 + 1) for t in tokens)
 
-    def scores(self, tokens: list[str]) -> np.ndarray:
-        """BM25 score of every section for ``tokens`` (shape: [sections]); equal to
-        ``self.bm25.get_scores(tokens)``.  BM25 is a sum over query terms, so each term's score vector is
-        computed once by rank-bm25 and kept (rank-bm25 scans every document per term and call)."""
-        total = np.zeros(len(self.sections))
-        for t in tokens:
-            vec = self._term_scores.get(t)
-            if vec is None:
-                vec = self._term_scores[t] = self.bm25.get_scores([t])
-            total += vec
-        return total
+    def scores(self, tokens: list[str]) -> list[float]:
+        """BM25 score of every section for ``tokens`` (one float per section, in card order); equal to
+        ``self.bm25.get_scores(tokens)``, computed in pure Python from the index, each term's scores once."""
+        return self._healing(lambda: self._scores(tokens))
 
-    def zh_scores(self, tokens: list[str]) -> np.ndarray:
-        """BM25 score of every section's Chinese body for the Chinese ``tokens`` (shape: [sections]; zeros when
-        no section has a Chinese body or no token is Chinese)."""
-        total = np.zeros(len(self.sections))
-        if self.zh_bm25 is None:
-            return total
-        for t in tokens:
-            if t not in self.zh_bm25.idf or not has_cjk(t):
-                continue
-            vec = self._zh_term_scores.get(t)
-            if vec is None:
-                vec = self._zh_term_scores[t] = self.zh_bm25.get_scores([t])
-            total += vec
-        return total
+    def _scores(self, tokens: list[str]) -> list[float]:
+        return self.index.scores(tokens, self.k1, self.b)
+
+    def zh_scores(self, tokens: list[str]) -> list[float]:
+        """BM25 score of every section's Chinese body for the Chinese ``tokens`` (one float per section; zeros when
+        no section has a Chinese body or no token is Chinese); equal to ``self.zh_bm25.get_scores`` of those."""
+        return self._healing(lambda: self._zh_scores(tokens))
+
+    def _zh_scores(self, tokens: list[str]) -> list[float]:
+        if self.zh_index is None:
+            return [0.0] * len(self.sections)
+        return self.zh_index.scores([t for t in tokens if t in self.zh_index and has_cjk(t)], self.k1, self.b)
 
     def route(self, question: str, k: int = 3, *, in_field: bool = False) -> Routing:
         """Rank sections for ``question``; returns at most ``k`` sections, or an abstention reason.
 
         ``in_field=True`` (the question holds a message of torch.distributed) never abstains.
         """
+        return self._healing(lambda: self._route(question, k, in_field))
+
+    def _route(self, question: str, k: int, in_field: bool) -> Routing:
         text = reduce_traceback(question) if is_traceback(question) else question
         tokens = self.correct(tokenize(text)[:MAX_QUERY_TOKENS])
         routing = Routing(tokens=tokens)
@@ -197,21 +284,23 @@ class Router:
             routing.abstain_reason = reason
             return routing
         routing.anchors = strong + weak
-        known = [t for t in tokens if t in self.bm25.idf]
+        known = [t for t in tokens if t in self.index]
         if not known:
             if not in_field:
                 routing.abstain_reason = _no_field_reason(question)
             return routing
         # Chinese words of the question also meet the Chinese bodies; weighted low, so they reorder close
         # sections, and never decide alone whether the question is in the field (relative is the main index's)
-        scores, zh = self.scores(known), self.zh_scores(tokens)
+        scores, zh = self._scores(known), self._zh_scores(tokens)
         if setup_facets(question) < 2 and not _WANTS_SCRIPT.search(question):
             # a focused question wants the focused section, not a long recipe that repeats its terms
-            scores, zh = scores * self._focus, zh * self._focus
-        routing.relative = float(scores.max()) / max(self._attainable(list(dict.fromkeys(tokens))), 1e-9)
-        scores = scores + ZH_BODY_WEIGHT * zh
-        order = np.lexsort((np.arange(len(scores)), -scores)).tolist()  # best first, ties by card order
-        top = float(scores[order[0]])
+            scores = [s * w for s, w in zip(scores, self._focus, strict=True)]
+            zh = [z * w for z, w in zip(zh, self._focus, strict=True)]
+        routing.relative = max(scores) / max(self._attainable(list(dict.fromkeys(tokens))), 1e-9)
+        scores = [s + ZH_BODY_WEIGHT * z for s, z in zip(scores, zh, strict=True)]
+        # the sections that score at all, best first, ties in card order (a stable sort keeps it in reverse)
+        order = sorted((i for i, s in enumerate(scores) if s > 0), key=scores.__getitem__, reverse=True)
+        top = scores[order[0]] if order else max(scores)
         # several general terms together (Join + 卡住 + 训练) need less of a match than one alone (梯度)
         weak_needed = REL_WEAK / min(len(set(weak)), 3) if weak else REL_NONE
         in_field = in_field or bool(strong) or routing.relative >= min(weak_needed, REL_NONE)
@@ -220,13 +309,10 @@ class Router:
         if top <= 0 or not in_field:
             routing.abstain_reason = _no_field_reason(question)
             return routing
-        routing.sections = [(self.sections[i], float(scores[i])) for i in order[:k] if scores[i] > 0]
+        routing.sections = [(self.sections[i], scores[i]) for i in order[:k]]
         best: dict[str, float] = {}
         for i in order:
-            if scores[i] <= 0:
-                break
-            t = self.sections[i].topic
-            best.setdefault(t, float(scores[i]))
+            best.setdefault(self.sections[i].topic, scores[i])
         # softmax over each topic's best section, temperature = a fifth of the top score
         temp = max(top / 5, 1e-9)
         weights = {t: math.exp((s - top) / temp) for t, s in best.items()}
@@ -236,12 +322,15 @@ class Router:
 
     def best_of_topic(self, question: str, topic: str) -> tuple[SectionDoc, float] | None:
         """The best-scoring section of ``topic`` for ``question`` (no abstention), or None."""
-        tokens = [t for t in self.correct(tokenize(question)[:MAX_QUERY_TOKENS]) if t in self.bm25.idf]
+        return self._healing(lambda: self._best_of_topic(question, topic))
+
+    def _best_of_topic(self, question: str, topic: str) -> tuple[SectionDoc, float] | None:
+        tokens = [t for t in self.correct(tokenize(question)[:MAX_QUERY_TOKENS]) if t in self.index]
         if not tokens:
             return None
-        scores = self.scores(tokens)
+        scores = self._scores(tokens)
         best = max((i for i, s in enumerate(self.sections) if s.topic == topic), key=lambda i: scores[i], default=None)
-        return None if best is None or scores[best] <= 0 else (self.sections[best], float(scores[best]))
+        return None if best is None or scores[best] <= 0 else (self.sections[best], scores[best])
 
 
 # Facets of a whole training setup; a question naming several of them wants a complete recipe.

@@ -19,6 +19,7 @@ All functions are pure and fast (no torch, no I/O).
 
 from __future__ import annotations
 
+import functools
 import re
 
 TOKENIZER_VERSION = 1  # bump whenever tokens change, so cached indexes are rebuilt
@@ -80,8 +81,14 @@ def stem(word: str) -> str:
     return word
 
 
-def _identifier_tokens(raw: str) -> list[str]:
-    """Tokens of one identifier-like word: whole (separators removed), components, camel/snake parts."""
+@functools.lru_cache(maxsize=8192)
+def _identifier_tokens(raw: str) -> tuple[str, ...]:
+    """Tokens of one identifier-like word: whole (separators removed), components, camel/snake parts.
+    Kept per word (words repeat across questions and sections), so tokenizing a question costs little."""
+    if raw.isalpha() and (raw.islower() or raw[0].isupper() and raw[1:].islower()):
+        # a plain word (most of any text): no separators, no camel parts; what the general path gives it
+        word = raw.lower()
+        return () if word in STOPWORDS_EN or len(word) == 1 else (stem(word),)
     out: list[str] = []
     whole = re.sub(r"[._\-]", "", raw).lower()
     pieces = [p for p in re.split(r"[.\-]", raw) if p]
@@ -107,7 +114,7 @@ def _identifier_tokens(raw: str) -> list[str]:
                 if w in STOPWORDS_EN or (len(w) == 1 and not w.isdigit()):
                     continue
                 out.append(stem(w))
-    return list(dict.fromkeys(out))
+    return tuple(dict.fromkeys(out))
 
 
 def _cjk_tokens(run: str) -> list[str]:

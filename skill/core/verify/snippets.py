@@ -23,16 +23,18 @@ import os
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from pydantic import BaseModel, Field
 
 from fsdp_skill.core.knowledge.cards import Knowledge, load_knowledge
 from fsdp_skill.core.models import SectionDoc, SectionOut, SnippetOut, SnippetSpec
 from fsdp_skill.errors import HarnessError, InvalidArgument, NotFoundError
-from fsdp_skill.runtime.api import Job
 from fsdp_skill.runtime.cache import code_sha256
 from fsdp_skill.runtime.models import Verdict
+
+if TYPE_CHECKING:  # the harness (runtime.api) loads only when a job is made: not for an answer without verification
+    from fsdp_skill.runtime.api import Job
 
 Progress = Callable[[int, int, Verdict], None]
 
@@ -58,6 +60,8 @@ class SnippetInfo(BaseModel):
 def job_for(spec: SnippetSpec, *, world_size: int | None = None, backend: str | None = None, timeout: float | None = None) -> Job:
     """The runtime job of a knowledge snippet; ``world_size``/``backend``/``timeout`` (seconds) override
     the snippet's own settings when given."""
+    from fsdp_skill.runtime.api import Job
+
     return Job(
         code=spec.code,
         world_size=world_size or spec.world_size,
@@ -94,6 +98,8 @@ def script_job(
             code = f.read()
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidArgument(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    from fsdp_skill.runtime.api import Job
+
     return Job(
         code=code,
         world_size=world_size or 2,
