@@ -219,3 +219,35 @@ def test_file_run_guard_sees_the_known_ones():
 def test_graph_sees_function_level_imports():
     """The checker must see imports inside functions (the cycle it guards against was one)."""
     assert "fsdp_skill.adapters.http.app" in GRAPH["fsdp_skill.adapters.http"]  # imported inside cmd_serve
+
+
+def _readme_layout() -> str:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    return text[text.index("## Code layout") : text.index("## Knowledge card format")]
+
+
+def test_readme_layout_names_real_files():
+    """Every repository path README's "Code layout" and "Where a change goes" name exists (placeholders such as
+    ``<topic>`` and ``FSDxxx`` aside), so the table of where a change goes cannot point at a moved file."""
+    import re
+
+    roots = ("skill/", "runtime/", "knowledge/", "tests/", "benchmarks/", "scripts/")
+    paths = {p for p in re.findall(r"`([^`\s]+)`", _readme_layout()) if p.startswith(roots) and not re.search(r"[<*]|FSDxxx", p)}
+    assert len(paths) > 40, paths  # the tables were read
+    missing = sorted(p for p in paths if not (ROOT / p.rstrip("/")).exists())
+    assert missing == [], missing
+
+
+def test_readme_lists_the_file_run_modules():
+    """README's list of files run under the user's interpreter is the set the marker test discovers."""
+    import re
+
+    section = _readme_layout()
+    listed = section[section.index("**Files run under the user's interpreter.**") :].split("\n\n")[0]
+    named = {p for p in re.findall(r"`((?:skill|runtime)/[\w/]+\.py)`", listed)}
+
+    def module(path: str) -> str:
+        parts = path[: -len(".py")].split("/")
+        return ".".join(["fsdp_skill", *parts[1:]] if parts[0] == "skill" else ["fsdp_skill", *parts])
+
+    assert {module(p) for p in named} == FILE_RUN
