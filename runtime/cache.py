@@ -136,7 +136,7 @@ def load(key: VerdictKey) -> Verdict | None:
     launcher; a negative or non-finite time; a status that is never cached)."""
     try:
         text = _path(key).read_text(encoding="utf-8")
-        verdict = Verdict.model_validate_json(text)
+        verdict = Verdict.from_json(text)
     except (OSError, ValueError):
         return None
     if not _agrees(verdict, key):

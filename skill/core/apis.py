@@ -35,7 +35,7 @@ _torch_import_error: Callable[[], str | None] = _script.torch_import_error
 
 def introspect(name: str) -> ApiInfo:
     """Signature and first docstring paragraph of ``name`` in *this* interpreter's torch (imports it)."""
-    return ApiInfo.model_validate(_describe(name))
+    return ApiInfo.from_data(_describe(name))
 
 
 def introspect_in(python: str, names: list[str]) -> list[ApiInfo]:
@@ -55,7 +55,7 @@ def introspect_in(python: str, names: list[str]) -> list[ApiInfo]:
         raise HarnessError(f"cannot read API signatures from {python}: {exc}") from exc
     try:
         rows = json.loads(proc.stdout.decode("utf-8").strip().splitlines()[-1])
-        return [ApiInfo.model_validate(r) for r in rows]
+        return [ApiInfo.from_data(r) for r in rows]
     except (ValueError, IndexError, TypeError) as exc:
         last = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [f"exit code {proc.returncode}"]
         raise HarnessError(f"cannot read API signatures from {python}: {last[0]}") from exc
@@ -112,9 +112,7 @@ class ApiCache:
                 fresh = self._fresh(missing)
             except HarnessError as exc:  # torch there is broken: answer without signatures, store nothing
                 return [
-                    ApiInfo.model_validate(self.entries[n])
-                    if n in self.entries
-                    else ApiInfo(name=n, available=False, reason=str(exc))
+                    ApiInfo.from_data(self.entries[n]) if n in self.entries else ApiInfo(name=n, available=False, reason=str(exc))
                     for n in names
                 ]
             self.entries.update(fresh)
@@ -127,7 +125,7 @@ class ApiCache:
         out = []
         for n in names:
             try:
-                out.append(ApiInfo.model_validate(self.entries[n]))
+                out.append(ApiInfo.from_data(self.entries[n]))
             except (ValueError, KeyError):  # a corrupt entry: introspect again next time
                 self.entries.pop(n, None)
                 out.append(ApiInfo(name=n, available=False, summary="cache entry was corrupt; retry"))

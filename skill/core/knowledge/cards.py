@@ -205,7 +205,7 @@ def _read_parsed(directory: Path, digest: str, sources: list[tuple[Path, bytes]]
     if not isinstance(data, list):
         return None
     try:
-        cards = [Card.model_validate(c) for c in data]
+        cards = [Card.from_data(c) for c in data]
         if not cards_agree(cards, sources):
             return None
         return _index(directory, cards)

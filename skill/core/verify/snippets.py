@@ -23,13 +23,13 @@ import os
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
-
-from pydantic import BaseModel, Field
 
 from fsdp_skill.core.knowledge.cards import Knowledge, load_knowledge
 from fsdp_skill.core.models import SectionDoc, SectionOut, SnippetOut, SnippetSpec
 from fsdp_skill.errors import HarnessError, InvalidArgument, NotFoundError
+from fsdp_skill.records import Record
 from fsdp_skill.runtime.cache import code_sha256
 from fsdp_skill.runtime.models import Verdict
 
@@ -39,21 +39,34 @@ if TYPE_CHECKING:  # the harness (runtime.api) loads only when a job is made: no
 Progress = Callable[[int, int, Verdict], None]
 
 
-class SnippetInfo(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class SnippetInfo(Record):
     """A knowledge snippet with its code and its latest verdict on this host."""
 
-    id: str = Field(description="Snippet id, e.g. 'join/ddp-join'")
-    section_id: str = Field(description="Id of the section the snippet belongs to")
-    section_title: str = Field(description="Heading of that section")
-    sources: list[str] = Field(default_factory=list, description="Official documentation URLs of the section")
-    code: str = Field(description="The complete script, byte-for-byte what is verified and exported")
-    code_sha256: str = Field(description="SHA-256 of the UTF-8 code bytes (equals verification.code_sha256 once verified)")
-    filename: str = Field(description="File name used on export, e.g. 'join_ddp-join.py'")
-    launch: str = Field(description="Command that launches it, e.g. 'torchrun --standalone --nproc_per_node=2 join_ddp-join.py'")
-    world_size: int = Field(description="Ranks the script is written for")
-    backend: str = Field(description="Backend setting of the snippet: 'auto', 'gloo' or 'nccl'")
-    requires: list[str] = Field(default_factory=list, description="Host requirements, e.g. ['cuda']")
-    verification: Verdict = Field(description="Latest verdict: a cached or fresh run, or 'unverified' if never run here")
+    id: str
+    """Snippet id, e.g. 'join/ddp-join'"""
+    section_id: str
+    """Id of the section the snippet belongs to"""
+    section_title: str
+    """Heading of that section"""
+    sources: list[str] = field(default_factory=list)
+    """Official documentation URLs of the section"""
+    code: str
+    """The complete script, byte-for-byte what is verified and exported"""
+    code_sha256: str
+    """SHA-256 of the UTF-8 code bytes (equals verification.code_sha256 once verified)"""
+    filename: str
+    """File name used on export, e.g. 'join_ddp-join.py'"""
+    launch: str
+    """Command that launches it, e.g. 'torchrun --standalone --nproc_per_node=2 join_ddp-join.py'"""
+    world_size: int
+    """Ranks the script is written for"""
+    backend: str
+    """Backend setting of the snippet: 'auto', 'gloo' or 'nccl'"""
+    requires: list[str] = field(default_factory=list)
+    """Host requirements, e.g. ['cuda']"""
+    verification: Verdict
+    """Latest verdict: a cached or fresh run, or 'unverified' if never run here"""
 
 
 # --------------------------------------------------------------------------- jobs
