@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -43,6 +42,8 @@ def introspect_in(python: str, names: list[str]) -> list[ApiInfo]:
 
     Raises HarnessError when the interpreter fails or prints no JSON (its last stderr line is quoted).
     """
+    import subprocess  # only on a cache miss for another interpreter
+
     try:
         proc = subprocess.run(
             [python, _script.__file__, *names],

@@ -18,11 +18,9 @@ runtime's verdict cache takes over once the first run has finished.
 
 from __future__ import annotations
 
-import difflib
 import os
 import threading
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -34,6 +32,8 @@ from fsdp_skill.runtime.cache import code_sha256
 from fsdp_skill.runtime.models import Verdict
 
 if TYPE_CHECKING:  # the harness (runtime.api) loads only when a job is made: not for an answer without verification
+    from concurrent.futures import Future  # (and concurrent.futures, with logging, only when a run is shared)
+
     from fsdp_skill.runtime.api import Job
 
 Progress = Callable[[int, int, Verdict], None]
@@ -141,6 +141,8 @@ def select_snippets(
         chosen.update(kb.snippets)
     for topic in topics:
         if topic not in kb.topics:
+            import difflib
+
             close = difflib.get_close_matches(topic, kb.topics, n=3, cutoff=0.5)
             hint = f"did you mean {', '.join(close)}?" if close else f"known topics: {', '.join(kb.topics)}"
             raise NotFoundError(f"unknown topic {topic!r}; {hint}")
@@ -221,6 +223,8 @@ class _Run:
     """One verification run in progress; ``joined`` counts callers that wait on it instead of running."""
 
     def __init__(self) -> None:
+        from concurrent.futures import Future
+
         self.future: Future[Verdict] = Future()
         self.joined = 0
 
