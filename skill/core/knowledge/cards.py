@@ -23,6 +23,8 @@ from fsdp_skill.errors import KnowledgeError, NotFoundError
 from fsdp_skill.runtime import knobs
 
 if TYPE_CHECKING:  # markdown-it is imported when a card is parsed, not when the cache is read
+    from importlib.abc import Traversable
+
     from markdown_it.token import Token
 
 REQUIRED_FRONT = ("id", "title", "topic", "aliases", "sources")
@@ -57,7 +59,7 @@ def _package_knowledge_dir() -> Path:
     return Path(__file__).resolve().parents[3] / "knowledge"  # a checkout: skill/core/knowledge/ -> knowledge/
 
 
-def _package_files() -> object:
+def _package_files() -> Path | Traversable:
     """``importlib.resources.files("fsdp_skill")``: for the package loaded from a file (a wheel, an editable
     install), the folder of its ``__init__`` as resources.files gives it, without importing importlib.resources
     (with zipfile and tempfile, ~6 ms of a cached ask); from anywhere else (a zip archive), resources.files."""
