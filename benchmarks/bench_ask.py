@@ -39,6 +39,8 @@ CLI_S = 0.15
 CLI_TORCH_RATIO = 0.13
 # What a cached ask must not import (tests/test_cli.py checks the same list)
 NOT_IMPORTED = (
+    "pydantic",
+    "pydantic_core",
     "fastapi",
     "starlette",
     "uvicorn",

@@ -16,7 +16,6 @@ import json
 import math
 import os
 import re
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -136,7 +135,7 @@ def load(key: VerdictKey) -> Verdict | None:
     launcher; a negative or non-finite time; a status that is never cached)."""
     try:
         text = _path(key).read_text(encoding="utf-8")
-        verdict = Verdict.model_validate_json(text)
+        verdict = Verdict.from_json(text)
     except (OSError, ValueError):
         return None
     if not _agrees(verdict, key):
@@ -164,6 +163,8 @@ def atomic_write_text(path: Path, text: str) -> None:
 
     Creates the parent directory; raises OSError when the disk refuses.
     """
+    import tempfile  # only to write: a cached ask reads
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:16]}.", suffix=".tmp")
     try:

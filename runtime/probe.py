@@ -32,6 +32,12 @@ def _torch_dir():
 
 
 def _torch_version():
+    """``importlib.metadata.version("torch")``, or None when torch has no metadata.  The common layout (a
+    ``torch-*.dist-info`` directory on ``sys.path``) is read directly (importing importlib.metadata and the email
+    package costs ~25 ms of a cached ``ask``); anything else is left to importlib.metadata."""
+    found = _dist_info_version("torch")
+    if found is not _UNSURE:
+        return found
     try:
         from importlib.metadata import PackageNotFoundError, version
     except ImportError:  # Python < 3.8
@@ -40,6 +46,77 @@ def _torch_version():
         return version("torch")
     except PackageNotFoundError:
         return None
+
+
+_UNSURE = object()
+
+
+def _dist_info_version(name):
+    """What ``importlib.metadata.version(name)`` returns, found as it finds it (the first ``sys.path`` directory
+    holding a ``NAME-*.dist-info`` or ``NAME-*.egg-info`` entry, in ``os.listdir`` order), when that is a
+    ``.dist-info`` directory whose ``METADATA`` has a plain ``Version:`` header; ``_UNSURE`` otherwise (another
+    finder on ``sys.meta_path`` that can list distributions, a zip or egg entry on ``sys.path``, an ``.egg-info``
+    match, an unusual METADATA): the caller asks importlib.metadata then."""
+    import importlib.machinery
+
+    finders = [f for f in sys.meta_path if getattr(f, "find_distributions", None) is not None]
+    if finders != [importlib.machinery.PathFinder]:
+        return _UNSURE
+    want = _normalize(name)
+    for entry in sys.path:
+        root = entry or "."
+        if not isinstance(entry, str) or root.lower().endswith(".egg"):
+            return _UNSURE
+        try:
+            children = os.listdir(root)
+        except OSError:
+            if os.path.isfile(root):  # a zip archive: importlib.metadata looks inside
+                return _UNSURE
+            continue  # missing, or a path hook's name: importlib.metadata finds nothing there either
+        for child in children:
+            low = child.lower()
+            if not low.endswith((".dist-info", ".egg-info")):
+                continue
+            if _normalize(low.rpartition(".")[0].partition("-")[0]) != want:
+                continue
+            if not low.endswith(".dist-info"):
+                return _UNSURE
+            return _metadata_version(os.path.join(root, child))
+    return None
+
+
+def _normalize(name):
+    """importlib.metadata's ``Prepared.normalize``: runs of ``-_.`` become ``_``, lower case."""
+    out, run = [], False
+    for c in name.lower():
+        if c in "-_.":
+            if not run:
+                out.append("_")
+            run = True
+        else:
+            out.append(c)
+            run = False
+    return "".join(out)
+
+
+def _metadata_version(dist_info):
+    """The ``Version`` header of ``DIST_INFO/METADATA`` as the email parser importlib.metadata uses reads it;
+    ``_UNSURE`` when the file is missing or its headers are not plain ``Name: value`` lines."""
+    try:
+        with open(os.path.join(dist_info, "METADATA"), encoding="utf-8") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError):
+        return _UNSURE
+    for line in text.split("\n"):
+        if line in ("", "\r"):
+            break  # end of the headers
+        key, colon, value = line.partition(":")
+        if not colon or key != key.strip() or not key or line[0] in " \t":
+            return _UNSURE  # folded or malformed headers: the email parser's rules apply
+        if key.lower() == "version":
+            value = value.lstrip(" \t").rstrip("\r")
+            return value if value else _UNSURE
+    return _UNSURE
 
 
 def static_facts():

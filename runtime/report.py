@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from fsdp_skill.runtime.frames import exception_message, in_torch_distributed, native_error, scrub
-from fsdp_skill.runtime.models import RankResult, Verdict
+from fsdp_skill.runtime.models import RankResult, Status, Verdict
 
 TAIL_LINES = 40
 TAIL_CHARS = 6000
@@ -344,6 +344,7 @@ def make_verdict(
             )
         )
     bad = [r for r in ranks if r.exit_code != 0 or r.signal is not None]
+    status: Status
     if run.timed_out:
         status = "timeout"
         reason = f"timed out after {timeout:g} s: " + "; ".join(f"rank {r.rank} {_describe(r)}" for r in ranks)

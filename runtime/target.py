@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 import threading
 from dataclasses import dataclass
@@ -143,6 +142,8 @@ def check_python(path: str, source: str = "--python") -> str:
 
 def _probe(path: str, source: str) -> dict:
     """Run the probe script under ``path``; its JSON, or InvalidArgument saying why ``path`` is not usable."""
+    import subprocess  # only for another interpreter: the tool's own is probed in-process (the cached ask path)
+
     if not os.path.isfile(path) or not os.access(path, os.X_OK):
         what = "no such file" if not os.path.exists(path) else "not an executable file"
         raise InvalidArgument(f"{source} {path}: {what}")
@@ -177,6 +178,8 @@ def _probe(path: str, source: str) -> dict:
 def _old_python_version(path: str) -> str | None:
     """'2.7' when ``path`` is a Python too old for the probe script (it prints its version with syntax
     that Python 2 also accepts), else None."""
+    import subprocess
+
     try:
         proc = subprocess.run(
             [path, "-c", "import sys; sys.stdout.write('%d.%d' % sys.version_info[:2])"],

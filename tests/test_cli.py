@@ -125,8 +125,10 @@ def test_console_script_stdin_and_binary_without_traceback(tmp_path):
 
 # What a cached `ask --json --no-verify` must not import (issue 22): the other adapters and their libraries, the
 # harness (runtime.api and what it runs on), numpy and rank-bm25 (the router scores in pure Python from its cache),
-# torch (facts come from caches).
+# torch (facts come from caches), pydantic (the answer's types are records: fsdp_skill.records).
 NOT_ON_THE_CACHED_ASK_PATH = (
+    "pydantic",
+    "pydantic_core",
     "fastapi",
     "starlette",
     "uvicorn",
@@ -152,8 +154,14 @@ NOT_ON_THE_CACHED_ASK_PATH = (
 
 @pytest.mark.parametrize(
     "question",
-    ["How do I use MixedPrecisionPolicy?", "FSDP2 怎么开启 bf16 混合精度？", "What is the capital of France?"],
-    ids=["en", "zh", "abstains"],
+    [
+        "How do I use MixedPrecisionPolicy?",
+        "FSDP2 怎么开启 bf16 混合精度？",
+        "What is the capital of France?",
+        "RuntimeError: Default process group has not been initialized, please make sure to call init_process_group.",
+        "Why does this hang?\n```python\nimport torch.distributed as dist\nif dist.get_rank() == 0:\n    dist.barrier()\n```",
+    ],
+    ids=["en", "zh", "abstains", "pasted error", "code"],
 )
 def test_cached_ask_path_imports_only_what_it_needs(tmp_path, question):
     """A second `ask --json --no-verify` (caches warm) in a fresh interpreter: sys.modules at exit holds none of

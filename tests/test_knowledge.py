@@ -84,3 +84,13 @@ def test_knowledge_dir_missing_is_a_clear_error(tmp_path):
         load_knowledge(tmp_path / "nope")
     with pytest.raises(KnowledgeError, match="no knowledge cards"):
         load_knowledge(tmp_path)
+
+
+def test_the_package_folder_is_where_importlib_resources_finds_it():
+    """The knowledge folder is found beside the package's __init__ without importing importlib.resources; that
+    folder is resources.files' (tests/test_wheel.py checks the installed wheel's)."""
+    from importlib import resources
+
+    from fsdp_skill.core.knowledge import cards
+
+    assert cards._package_files() == resources.files("fsdp_skill")

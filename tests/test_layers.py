@@ -127,10 +127,34 @@ def test_core_imports_no_adapter_and_no_interface_library():
             assert not _external(MODULES[name]) & {"fastapi", "starlette", "uvicorn", "mcp", "rich", "argparse"}, name
 
 
+# what the runtime may import of the package outside itself: the error tree and the records base (both standard library only)
+RUNTIME_MAY_IMPORT = {"fsdp_skill.errors", "fsdp_skill.records"}
+
+
 def test_runtime_imports_nothing_of_the_skill_layer():
     for name, deps in GRAPH.items():
         if name.startswith("fsdp_skill.runtime"):
-            assert deps <= {d for d in MODULES if d.startswith("fsdp_skill.runtime")} | {"fsdp_skill.errors"}, (name, deps)
+            assert deps <= {d for d in MODULES if d.startswith("fsdp_skill.runtime")} | RUNTIME_MAY_IMPORT, (name, deps)
+
+
+def _module_level_imports(path: Path) -> set[str]:
+    """Top-level names of the imports a module runs when it is imported (not those inside functions or under
+    ``if TYPE_CHECKING:``)."""
+    tops = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Import):
+            tops |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            tops.add(node.module.split(".")[0])
+    return tops
+
+
+def test_what_the_runtime_may_import_needs_only_the_standard_library():
+    for name in RUNTIME_MAY_IMPORT:
+        assert GRAPH[name] == set(), (name, GRAPH[name])
+        # pydantic (the lazy TypeAdapter of fsdp_skill.records) only inside functions, never on import
+        assert _module_level_imports(MODULES[name]) <= set(sys.stdlib_module_names) | {"__future__"}, name
+        assert _external(MODULES[name]) - set(sys.stdlib_module_names) <= {"pydantic"}, name
 
 
 def _file_run(path: Path) -> bool:

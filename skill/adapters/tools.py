@@ -20,6 +20,8 @@ from fsdp_skill.errors import InvalidArgument
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from fsdp_skill.records import Record
+
 EXIT_OK = 0
 
 
@@ -56,8 +58,11 @@ def function_schemas(fmt: Literal["openai", "anthropic"] = "openai") -> list[dic
     return out
 
 
-def invoke(name: str, arguments: dict | str | None, *, verifier=None) -> BaseModel:
+def invoke(name: str, arguments: dict | str | None, *, verifier=None) -> BaseModel | Record:
     """Run one tool call from a function-calling framework: validate ``arguments`` (dict or JSON text), call the core.
+
+    The result is the tool's output type (a pydantic model, or a record of :mod:`fsdp_skill.records`); either
+    one's ``model_dump_json()`` is the tool result to send back.
 
     ``verifier``: a :class:`fsdp_skill.core.verify.snippets.Verifier` (None: the runtime's).
     Raises NotFoundError (unknown tool or id), QueryError (bad question), InvalidArgument (bad arguments), HarnessError.

@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -35,7 +34,7 @@ _torch_import_error: Callable[[], str | None] = _script.torch_import_error
 
 def introspect(name: str) -> ApiInfo:
     """Signature and first docstring paragraph of ``name`` in *this* interpreter's torch (imports it)."""
-    return ApiInfo.model_validate(_describe(name))
+    return ApiInfo.from_data(_describe(name))
 
 
 def introspect_in(python: str, names: list[str]) -> list[ApiInfo]:
@@ -43,6 +42,8 @@ def introspect_in(python: str, names: list[str]) -> list[ApiInfo]:
 
     Raises HarnessError when the interpreter fails or prints no JSON (its last stderr line is quoted).
     """
+    import subprocess  # only on a cache miss for another interpreter
+
     try:
         proc = subprocess.run(
             [python, _script.__file__, *names],
@@ -55,7 +56,7 @@ def introspect_in(python: str, names: list[str]) -> list[ApiInfo]:
         raise HarnessError(f"cannot read API signatures from {python}: {exc}") from exc
     try:
         rows = json.loads(proc.stdout.decode("utf-8").strip().splitlines()[-1])
-        return [ApiInfo.model_validate(r) for r in rows]
+        return [ApiInfo.from_data(r) for r in rows]
     except (ValueError, IndexError, TypeError) as exc:
         last = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [f"exit code {proc.returncode}"]
         raise HarnessError(f"cannot read API signatures from {python}: {last[0]}") from exc
@@ -112,9 +113,7 @@ class ApiCache:
                 fresh = self._fresh(missing)
             except HarnessError as exc:  # torch there is broken: answer without signatures, store nothing
                 return [
-                    ApiInfo.model_validate(self.entries[n])
-                    if n in self.entries
-                    else ApiInfo(name=n, available=False, reason=str(exc))
+                    ApiInfo.from_data(self.entries[n]) if n in self.entries else ApiInfo(name=n, available=False, reason=str(exc))
                     for n in names
                 ]
             self.entries.update(fresh)
@@ -127,7 +126,7 @@ class ApiCache:
         out = []
         for n in names:
             try:
-                out.append(ApiInfo.model_validate(self.entries[n]))
+                out.append(ApiInfo.from_data(self.entries[n]))
             except (ValueError, KeyError):  # a corrupt entry: introspect again next time
                 self.entries.pop(n, None)
                 out.append(ApiInfo(name=n, available=False, summary="cache entry was corrupt; retry"))

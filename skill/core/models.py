@@ -1,37 +1,48 @@
-"""Typed values of the knowledge base and of answers.
+"""Typed values of the knowledge base and of answers: records (:mod:`fsdp_skill.records`), so building an answer
+imports no pydantic; each field's attribute docstring is its description in the published schemas.
 
-``Answer`` is the ``ask --json`` contract that other tools rely on; HTTP and MCP return the same models.
+``Answer`` is the ``ask --json`` contract that other tools rely on; HTTP and MCP return the same records.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Literal
 
-from pydantic import BaseModel, Field
-
 from fsdp_skill.core.check.models import Finding
+from fsdp_skill.records import Record
 from fsdp_skill.runtime.models import Verdict
 
 
-class SnippetSpec(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class SnippetSpec(Record):
     """A runnable code fence of a knowledge card: a complete script plus its harness settings."""
 
-    id: str = Field(description="Stable snippet id, e.g. 'fsdp2/optimizer-order'")
-    section_id: str = Field(description="Id of the section the snippet belongs to")
-    code: str = Field(description="The complete script, byte-for-byte what is verified and exported")
-    world_size: int = Field(2, description="Number of ranks the script is launched with")
-    backend: str = Field("auto", description="'auto' (NCCL with enough GPUs, else gloo), 'gloo' or 'nccl'")
-    timeout: float = Field(60.0, description="Seconds before the run is killed and reported as timeout")
-    requires: list[str] = Field(default_factory=list, description="Host requirements, e.g. ['cuda']")
-    line: int = Field(0, description="1-based line of the opening fence in the card file")
-    checks: str | None = Field(
-        None,
-        description="What the script asserts: 'reference' (results equal a single-process "
-        "or unsharded reference), 'agree' (ranks agree), 'raises' (the documented error), "
-        "'runs' (an API call with nothing to compare)",
+    id: str
+    """Stable snippet id, e.g. 'fsdp2/optimizer-order'"""
+    section_id: str
+    """Id of the section the snippet belongs to"""
+    code: str
+    """The complete script, byte-for-byte what is verified and exported"""
+    world_size: int = 2
+    """Number of ranks the script is launched with"""
+    backend: str = "auto"
+    """'auto' (NCCL with enough GPUs, else gloo), 'gloo' or 'nccl'"""
+    timeout: float = 60.0
+    """Seconds before the run is killed and reported as timeout"""
+    requires: list[str] = field(default_factory=list)
+    """Host requirements, e.g. ['cuda']"""
+    line: int = 0
+    """1-based line of the opening fence in the card file"""
+    checks: str | None = None
+    (
+        "What the script asserts: 'reference' (results equal a single-process or unsharded reference), 'agree' "
+        "(ranks agree), 'raises' (the documented error), 'runs' (an API call with nothing to compare)"
     )
-    tolerance: float | None = Field(None, description="checks=reference: the largest difference allowed (0 = exact)")
-    expects: str | None = Field(None, description="checks=raises: the exception and the start of its message")
+    tolerance: float | None = None
+    """checks=reference: the largest difference allowed (0 = exact)"""
+    expects: str | None = None
+    """checks=raises: the exception and the start of its message"""
 
     @property
     def proves(self) -> str:
@@ -62,172 +73,219 @@ def proves(checks: str | None, tolerance: float | None = None, expects: str | No
     return "runs to completion on every rank (its checks are not declared)"
 
 
-class SectionDoc(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class SectionDoc(Record):
     """One ``##`` section of a card: the retrieval unit."""
 
-    id: str = Field(description="Stable id 'topic/slug'")
-    title: str = Field(description="Section heading")
-    topic: str = Field(description="Topic id of the card, e.g. 'mixed-precision'")
-    card: str = Field(description="Card file name, e.g. 'mixed-precision.md'")
-    line: int = Field(description="1-based line of the heading in the card file")
-    text: str = Field(description="Markdown body of the section (prose and all code fences)")
-    apis: list[str] = Field(default_factory=list, description="Fully qualified public APIs the section discusses")
-    sources: list[str] = Field(default_factory=list, description="Official documentation URLs the section rests on")
-    aliases: list[str] = Field(default_factory=list, description="Extra search terms (English and Chinese)")
-    zh: str | None = Field(None, description="One-sentence Chinese summary")
-    title_zh: str | None = Field(None, description="Chinese heading (knowledge/zh/<card>.md); None: none written")
-    text_zh: str | None = Field(
-        None,
-        description="Full Chinese body, same facts as `text`, its code blocks byte for byte the English ones; None: none written",
-    )
-    errors: list[str] = Field(
-        default_factory=list, description="Error/warning message templates this section explains ('*' = any text)"
-    )
-    torch: str | None = Field(
-        None, description="torch versions the section applies to (PEP 440 specifier, e.g. '>=2.6'); None: no bound declared"
-    )
-    snippets: list[SnippetSpec] = Field(default_factory=list, description="Runnable scripts of this section")
+    id: str
+    """Stable id 'topic/slug'"""
+    title: str
+    """Section heading"""
+    topic: str
+    """Topic id of the card, e.g. 'mixed-precision'"""
+    card: str
+    """Card file name, e.g. 'mixed-precision.md'"""
+    line: int
+    """1-based line of the heading in the card file"""
+    text: str
+    """Markdown body of the section (prose and all code fences)"""
+    apis: list[str] = field(default_factory=list)
+    """Fully qualified public APIs the section discusses"""
+    sources: list[str] = field(default_factory=list)
+    """Official documentation URLs the section rests on"""
+    aliases: list[str] = field(default_factory=list)
+    """Extra search terms (English and Chinese)"""
+    zh: str | None = None
+    """One-sentence Chinese summary"""
+    title_zh: str | None = None
+    """Chinese heading (knowledge/zh/<card>.md); None: none written"""
+    text_zh: str | None = None
+    """Full Chinese body, same facts as `text`, its code blocks byte for byte the English ones; None: none written"""
+    errors: list[str] = field(default_factory=list)
+    """Error/warning message templates this section explains ('*' = any text)"""
+    torch: str | None = None
+    """torch versions the section applies to (PEP 440 specifier, e.g. '>=2.6'); None: no bound declared"""
+    snippets: list[SnippetSpec] = field(default_factory=list)
+    """Runnable scripts of this section"""
 
 
-class Card(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class Card(Record):
     """A knowledge card (one markdown file, one topic)."""
 
     id: str
     title: str
     topic: str
-    aliases: list[str] = Field(default_factory=list)
-    sources: list[str] = Field(default_factory=list)
+    aliases: list[str] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
     file: str
-    sections: list[SectionDoc] = Field(default_factory=list)
+    sections: list[SectionDoc] = field(default_factory=list)
 
 
-class TopicScore(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class TopicScore(Record):
     """A topic and how strongly the question points at it (sum of its sections' BM25 scores, normalised to 0..1)."""
 
-    id: str = Field(description="Topic id")
-    score: float = Field(description="Share of the retrieval mass on this topic, 0..1")
+    id: str
+    """Topic id"""
+    score: float
+    """Share of the retrieval mass on this topic, 0..1"""
 
 
-class SnippetOut(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class SnippetOut(Record):
     """A snippet as returned in an answer, with its verification verdict."""
 
-    id: str = Field(description="Snippet id, usable with `fsdp-skill verify` and `export`")
-    code: str = Field(description="The complete script")
-    launch: str = Field(description="Command that launches it, e.g. 'torchrun --standalone --nproc_per_node=2 x.py'")
-    world_size: int = Field(description="Ranks the script is written for")
-    requires: list[str] = Field(default_factory=list, description="Host requirements, e.g. ['cuda']")
-    checks: str | None = Field(None, description="What the script asserts: 'reference', 'agree', 'raises' or 'runs'")
-    proves: str = Field("", description="What a passing run proves, e.g. 'matches a single-process reference to 1e-06'")
-    verification: Verdict = Field(description="Verdict of running it on a real process group (or 'unverified')")
+    id: str
+    """Snippet id, usable with `fsdp-skill verify` and `export`"""
+    code: str
+    """The complete script"""
+    launch: str
+    """Command that launches it, e.g. 'torchrun --standalone --nproc_per_node=2 x.py'"""
+    world_size: int
+    """Ranks the script is written for"""
+    requires: list[str] = field(default_factory=list)
+    """Host requirements, e.g. ['cuda']"""
+    checks: str | None = None
+    """What the script asserts: 'reference', 'agree', 'raises' or 'runs'"""
+    proves: str = ""
+    """What a passing run proves, e.g. 'matches a single-process reference to 1e-06'"""
+    verification: Verdict
+    """Verdict of running it on a real process group (or 'unverified')"""
 
 
-class SectionOut(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class SectionOut(Record):
     """A retrieved section as returned in an answer."""
 
-    id: str = Field(description="Section id 'topic/slug'")
-    title: str = Field(description="Section heading")
-    topic: str = Field(description="Topic id")
-    score: float = Field(description="BM25 score of the section for this question (higher is better)")
-    text: str = Field(description="Markdown body of the section")
-    zh: str | None = Field(None, description="One-sentence Chinese summary of the section")
-    title_zh: str | None = Field(None, description="Chinese heading of the section")
-    text_zh: str | None = Field(
-        None,
-        description="Full Chinese markdown body of the section: the same facts, steps, "
-        "caveats and numbers as `text`, code blocks identical (snippets are in `snippets`)",
+    id: str
+    """Section id 'topic/slug'"""
+    title: str
+    """Section heading"""
+    topic: str
+    """Topic id"""
+    score: float
+    """BM25 score of the section for this question (higher is better)"""
+    text: str
+    """Markdown body of the section"""
+    zh: str | None = None
+    """One-sentence Chinese summary of the section"""
+    title_zh: str | None = None
+    """Chinese heading of the section"""
+    text_zh: str | None = None
+    (
+        "Full Chinese markdown body of the section: the same facts, steps, caveats and numbers as `text`, code "
+        "blocks identical (snippets are in `snippets`)"
     )
-    sources: list[str] = Field(default_factory=list, description="Official documentation URLs")
-    apis: list[str] = Field(default_factory=list, description="APIs the section discusses")
-    torch_requires: str | None = Field(
-        None, description="torch versions the section applies to, e.g. '>=2.6' (None: no bound declared)"
-    )
-    applies: bool | None = Field(
-        None, description="False when the torch in use is outside torch_requires; None when either is unknown"
-    )
-    applicability: str | None = Field(None, description="What to know on this torch, e.g. 'needs torch >=2.6; yours is 2.4.1'")
-    snippets: list[SnippetOut] = Field(default_factory=list, description="Verified (or unverified) scripts")
+    sources: list[str] = field(default_factory=list)
+    """Official documentation URLs"""
+    apis: list[str] = field(default_factory=list)
+    """APIs the section discusses"""
+    torch_requires: str | None = None
+    """torch versions the section applies to, e.g. '>=2.6' (None: no bound declared)"""
+    applies: bool | None = None
+    """False when the torch in use is outside torch_requires; None when either is unknown"""
+    applicability: str | None = None
+    """What to know on this torch, e.g. 'needs torch >=2.6; yours is 2.4.1'"""
+    snippets: list[SnippetOut] = field(default_factory=list)
+    """Verified (or unverified) scripts"""
 
 
-class ApiInfo(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class ApiInfo(Record):
     """Live signature of an API in the target interpreter's torch (the tool's own, or --python PATH)."""
 
-    name: str = Field(description="Fully qualified name, e.g. 'torch.distributed.fsdp.fully_shard'")
-    signature: str | None = Field(None, description="inspect.signature of the object, or None if unavailable")
-    summary: str | None = Field(None, description="First paragraph of its docstring")
-    available: bool = Field(
-        description="False when the name does not resolve in the target interpreter's torch, or torch is not installed there"
-    )
-    reason: str | None = Field(
-        None,
-        description="Why it is not available when torch is missing, and how to fix it "
-        "(install torch or pass --python PATH); None otherwise",
-    )
+    name: str
+    """Fully qualified name, e.g. 'torch.distributed.fsdp.fully_shard'"""
+    signature: str | None = None
+    """inspect.signature of the object, or None if unavailable"""
+    summary: str | None = None
+    """First paragraph of its docstring"""
+    available: bool
+    """False when the name does not resolve in the target interpreter's torch, or torch is not installed there"""
+    reason: str | None = None
+    """Why it is not available when torch is missing, and how to fix it (install torch or pass --python PATH); None otherwise"""
 
 
-class RaisedAt(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class RaisedAt(Record):
     """Where the installed torch raises or warns a message."""
 
-    path: str = Field(description="File relative to the torch package's parent, e.g. 'torch/distributed/distributed_c10d.py'")
-    line: int | None = Field(None, description="1-based line of the raise / warn call")
-    function: str | None = Field(None, description="Enclosing 'Class.method' or function, None at module level")
+    path: str
+    """File relative to the torch package's parent, e.g. 'torch/distributed/distributed_c10d.py'"""
+    line: int | None = None
+    """1-based line of the raise / warn call"""
+    function: str | None = None
+    """Enclosing 'Class.method' or function, None at module level"""
 
 
-class ErrorInfo(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class ErrorInfo(Record):
     """An error or warning message found in the question, located in the installed torch."""
 
-    message: str = Field(description="The message template ('*' = a formatted-in value)")
-    kind: Literal["python", "native", "declared"] = Field(
-        description="'python': raised/warned in torch's Python source; 'native': a string of torch's shared "
-        "libraries (c10d, gloo, NCCL); 'declared': not catalogued here, matched a section's declared message"
+    message: str
+    """The message template ('*' = a formatted-in value)"""
+    kind: Literal["python", "native", "declared"]
+    (
+        "'python': raised/warned in torch's Python source; 'native': a string of torch's shared libraries (c10d, "
+        "gloo, NCCL); 'declared': not catalogued here, matched a section's declared message"
     )
-    exception: str | None = Field(None, description="Exception or warning class, e.g. 'ValueError'; None if unknown")
-    raised_at: RaisedAt | None = Field(None, description="Source location; None for native and declared messages")
-    condition: str | None = Field(
-        None, description="Source text of the guard that leads to the raise, e.g. 'not is_initialized()'"
-    )
-    torch_version: str | None = Field(None, description="torch version whose source was catalogued")
-    sections: list[str] = Field(default_factory=list, description="Ids of the knowledge sections that explain it (may be empty)")
-    explanation: str = Field(description="One line: where it is raised and when")
-    how: str = Field(description="'template' (whole message found), 'fuzzy' (truncated or wrapped paste) or 'section'")
+    exception: str | None = None
+    """Exception or warning class, e.g. 'ValueError'; None if unknown"""
+    raised_at: RaisedAt | None = None
+    """Source location; None for native and declared messages"""
+    condition: str | None = None
+    """Source text of the guard that leads to the raise, e.g. 'not is_initialized()'"""
+    torch_version: str | None = None
+    """torch version whose source was catalogued"""
+    sections: list[str] = field(default_factory=list)
+    """Ids of the knowledge sections that explain it (may be empty)"""
+    explanation: str
+    """One line: where it is raised and when"""
+    how: str
+    """'template' (whole message found), 'fuzzy' (truncated or wrapped paste) or 'section'"""
 
 
-class Answer(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class Answer(Record):
     """Answer to one question: the ``ask --json`` contract."""
 
-    query: str = Field(description="The question as received (trimmed)")
-    language: str = Field(
-        description="The reader's language: 'en', 'zh' or 'mixed' (English with a few Chinese words), "
-        "detected from the question's main language unless set (--lang, HTTP/MCP 'language'). "
-        "Renderers show sections[].text_zh for 'zh', sections[].text otherwise"
+    query: str
+    """The question as received (trimmed)"""
+    language: str
+    (
+        "The reader's language: 'en', 'zh' or 'mixed' (English with a few Chinese words), detected from the "
+        "question's main language unless set (--lang, HTTP/MCP 'language'). Renderers show sections[].text_zh for "
+        "'zh', sections[].text otherwise"
     )
-    abstained: bool = Field(description="True when the question is outside FSDP / torch.distributed")
-    reason: str | None = Field(None, description="Why the assistant abstained, or None")
-    topics: list[TopicScore] = Field(default_factory=list, description="Topics ranked by score")
-    sections: list[SectionOut] = Field(default_factory=list, description="Top-k sections, best first")
-    api: list[ApiInfo] = Field(default_factory=list, description="Live signatures of the APIs those sections list")
-    errors: list[ErrorInfo] = Field(
-        default_factory=list,
-        description="Error/warning messages found in the question, "
-        "located in the installed torch, with the sections that explain them",
+    abstained: bool
+    """True when the question is outside FSDP / torch.distributed"""
+    reason: str | None = None
+    """Why the assistant abstained, or None"""
+    topics: list[TopicScore] = field(default_factory=list)
+    """Topics ranked by score"""
+    sections: list[SectionOut] = field(default_factory=list)
+    """Top-k sections, best first"""
+    api: list[ApiInfo] = field(default_factory=list)
+    """Live signatures of the APIs those sections list"""
+    errors: list[ErrorInfo] = field(default_factory=list)
+    """Error/warning messages found in the question, located in the installed torch, with the sections that explain them"""
+    findings: list[Finding] = field(default_factory=list)
+    (
+        "Mistakes `check` found in Python code pasted in the question (a fenced block, or a question that is a "
+        "script); their sections come first. Lines are counted within each block ('path' names the block)"
     )
-    findings: list[Finding] = Field(
-        default_factory=list,
-        description="Mistakes `check` found in Python code pasted in "
-        "the question (a fenced block, or a question that is a script); their sections "
-        "come first. Lines are counted within each block ('path' names the block)",
+    torch_version: str | None = None
+    """torch version of the target interpreter (from package metadata); None when torch is not installed there"""
+    python: str | None = None
+    (
+        "Absolute path of the target interpreter whose torch answered (signatures, verdicts): the tool's own, or "
+        "--python / $FSDP_SKILL_PYTHON"
     )
-    torch_version: str | None = Field(
-        None,
-        description="torch version of the target interpreter (from package metadata); None when torch is not installed there",
+    plan: str | None = None
+    (
+        "For a 'will it fit' / 'how much memory' question: a ready `fsdp-skill plan` command line that measures "
+        "per-GPU peak memory (else None)"
     )
-    python: str | None = Field(
-        None,
-        description="Absolute path of the target interpreter whose torch answered "
-        "(signatures, verdicts): the tool's own, or --python / $FSDP_SKILL_PYTHON",
-    )
-    plan: str | None = Field(
-        None,
-        description="For a 'will it fit' / 'how much memory' question: a ready "
-        "`fsdp-skill plan` command line that measures per-GPU peak memory (else None)",
-    )
-    elapsed_ms: float = Field(0.0, description="Time spent answering, in milliseconds")
+    elapsed_ms: float = 0.0
+    """Time spent answering, in milliseconds"""

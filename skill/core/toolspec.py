@@ -20,6 +20,7 @@ from fsdp_skill.core.answer import MAX_K, MAX_QUESTION_CHARS
 from fsdp_skill.core.check import MAX_CHECK_CHARS, RULE_RANGE, CheckReport
 from fsdp_skill.core.models import Answer, SectionOut
 from fsdp_skill.core.plan.models import PlanReport
+from fsdp_skill.records import Record
 
 if TYPE_CHECKING:  # imported where a tool runs (the plan request imports the runtime's limits)
     from fsdp_skill.core.knowledge.catalogue import Catalogue
@@ -169,10 +170,12 @@ class ToolSpec:
     title: str
     description: str
     input: type[BaseModel]
-    output: type[BaseModel]
+    # a pydantic model or a record (fsdp_skill.records: the answers' value types); pydantic's TypeAdapter gives
+    # either one's schema and JSON
+    output: type[BaseModel] | type[Record]
     # call(arguments, verifier): the core call, given an instance of ``input``; ``verifier`` None means the
     # runtime's (see core.verify.snippets)
-    call: Callable[[Any, Verifier | None], BaseModel]
+    call: Callable[[Any, Verifier | None], BaseModel | Record]
     # Behaviour hints for agents (MCP tool annotations): read_only = changes nothing the caller can see (a
     # verdict cached along the way is not a change); idempotent = calling again with the same arguments has
     # no further effect; destructive = may delete or overwrite the caller's data.  No tool reaches outside

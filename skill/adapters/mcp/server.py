@@ -2,7 +2,8 @@
 
 Built on the ``mcp`` SDK 2.x ``MCPServer`` (the former FastMCP).  Each tool's arguments are the fields
 of its pydantic input model (so ``inputSchema`` equals the function-call ``parameters`` printed by
-``fsdp-skill tools``) and its result is the pydantic output model (``outputSchema`` + structured content).
+``fsdp-skill tools``) and its result is the output type (a pydantic model or a record; ``outputSchema`` +
+structured content, both from pydantic's ``TypeAdapter`` of that type).
 
 The core is synchronous and verification launches processes, so every call runs in a worker thread,
 off the server's event loop.  Errors the caller can fix (bad question, unknown id, refused export)
@@ -95,22 +96,24 @@ def tool_annotations(spec: ToolSpec) -> ToolAnnotations:
 
 
 def mcp_tool(spec: ToolSpec, verifier=None) -> Tool:
-    """The SDK tool of ``spec``: schema from its input model, strict arguments, annotations, structured output."""
+    """The SDK tool of ``spec``: schema from its input model, strict arguments, annotations, structured output.
+
+    The output type (a pydantic model, or a record: a standard-library dataclass, see :mod:`fsdp_skill.records`)
+    goes to the SDK as it is: its ``TypeAdapter`` gives ``outputSchema`` and the structured content (the SDK's
+    own reading of a dataclass return annotation would rebuild it as a new model from its annotations)."""
     tool = Tool.from_function(
         _tool_function(spec, verifier),
         name=spec.name,
         title=spec.title,
         description=spec.description,
         annotations=tool_annotations(spec),
-        structured_output=True,
+        structured_output=False,
     )
     tool.parameters = spec.input.model_json_schema(by_alias=True)  # what StrictArguments enforces
-    meta = tool.fn_metadata
     tool.fn_metadata = StrictArguments(
-        arg_model=meta.arg_model,
-        output_schema=meta.output_schema,
-        output_model=meta.output_model,
-        wrap_output=meta.wrap_output,
+        arg_model=tool.fn_metadata.arg_model,
+        output_model=spec.output,  # output_schema: TypeAdapter(spec.output)'s, derived by FuncMetadata
+        wrap_output=False,
         input_model=spec.input,
     )
     return tool

@@ -18,7 +18,7 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from fsdp_skill.core.check.facts import last_name  # the same ast helper as the checker's
 
@@ -41,7 +41,7 @@ class Entry:
     """One message site of the catalogue (JSON-serialisable via :meth:`to_row`)."""
 
     message: str  # template; ``*`` marks a formatted-in value
-    kind: str  # "python" | "native"
+    kind: Literal["python", "native"]
     via: str  # "raise" | "assert" | "warn" | "log" | "check" | "native"
     exception: str | None  # "ValueError", "FutureWarning", ...; None for log lines and native strings
     path: str  # relative to the torch package's parent, e.g. "torch/distributed/fsdp/_fsdp_state.py"
@@ -56,7 +56,7 @@ class Entry:
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> Entry:
         """Inverse of :meth:`to_row`; raises ``ValueError``/``TypeError`` on a malformed row."""
-        if len(row) != 8 or not isinstance(row[0], str):
+        if len(row) != 8 or not isinstance(row[0], str) or row[1] not in ("python", "native"):
             raise ValueError("bad atlas row")
         return cls(*row)
 

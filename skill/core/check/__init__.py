@@ -2,7 +2,7 @@
 knowledge section that explains it and the verified snippet that shows the fix.
 
 The code is parsed with :mod:`ast`, never imported or run, and torch is never imported.  This package
-re-exports the public names; what lives where:
+re-exports the public names (each loads its module on first use); what lives where:
 
 - :mod:`.engine`: :func:`check_source` (one source text; ``# noqa`` applies) and :func:`check_tree` (an already
   parsed module, what a flake8 plugin gets). A file that does not parse is a finding (``FSD000``), so is a
@@ -27,13 +27,52 @@ The Python code pasted in a question (``ask``) is found by :mod:`fsdp_skill.core
 
 from __future__ import annotations
 
-from fsdp_skill.core.check.engine import check_source, check_tree
-from fsdp_skill.core.check.files import check_paths
-from fsdp_skill.core.check.finders import FINDERS
-from fsdp_skill.core.check.models import CheckReport, Finding, Rule
-from fsdp_skill.core.check.report import MAX_CHECK_CHARS, check_code, report
-from fsdp_skill.core.check.rules import NOT_ANALYSED, RULE_RANGE, RULES
-from fsdp_skill.core.check.selection import validate_codes
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fsdp_skill.core.check.engine import check_source, check_tree
+    from fsdp_skill.core.check.files import check_paths
+    from fsdp_skill.core.check.finders import FINDERS
+    from fsdp_skill.core.check.models import CheckReport, Finding, Rule
+    from fsdp_skill.core.check.report import MAX_CHECK_CHARS, check_code, report
+    from fsdp_skill.core.check.rules import NOT_ANALYSED, RULE_RANGE, RULES
+    from fsdp_skill.core.check.selection import validate_codes
+
+# Where each public name lives.  Importing the package imports none of them: a name loads its module on first
+# access (PEP 562), so ``fsdp_skill.core.check.models`` (the records an answer holds) does not bring the checker
+# onto the path of an ask without code.
+_HOME = {
+    "check_source": "engine",
+    "check_tree": "engine",
+    "check_paths": "files",
+    "FINDERS": "finders",
+    "CheckReport": "models",
+    "Finding": "models",
+    "Rule": "models",
+    "MAX_CHECK_CHARS": "report",
+    "check_code": "report",
+    "report": "report",
+    "NOT_ANALYSED": "rules",
+    "RULE_RANGE": "rules",
+    "RULES": "rules",
+    "validate_codes": "selection",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """A public name, imported from its module on first access; AttributeError for any other."""
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value  # later accesses skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "CheckReport",

@@ -23,6 +23,8 @@ from fsdp_skill.errors import KnowledgeError, NotFoundError
 from fsdp_skill.runtime import knobs
 
 if TYPE_CHECKING:  # markdown-it is imported when a card is parsed, not when the cache is read
+    from importlib.abc import Traversable
+
     from markdown_it.token import Token
 
 REQUIRED_FRONT = ("id", "title", "topic", "aliases", "sources")
@@ -49,14 +51,28 @@ def default_knowledge_dir() -> Path:
 @functools.cache
 def _package_knowledge_dir() -> Path:
     """The cards shipped with the package (found once per process: every ``ask`` asks for the directory)."""
-    from importlib import resources
-
     # files() of the regular package fsdp_skill, then the folder: a data-only package without
     # __init__.py would come back as a MultiplexedPath, which has no real path to parse from.
-    data = resources.files("fsdp_skill") / "knowledge"
+    data = _package_files() / "knowledge"
     if isinstance(data, Path) and data.is_dir():
         return data
     return Path(__file__).resolve().parents[3] / "knowledge"  # a checkout: skill/core/knowledge/ -> knowledge/
+
+
+def _package_files() -> Path | Traversable:
+    """``importlib.resources.files("fsdp_skill")``: for the package loaded from a file (a wheel, an editable
+    install), the folder of its ``__init__`` as resources.files gives it, without importing importlib.resources
+    (with zipfile and tempfile, ~6 ms of a cached ask); from anywhere else (a zip archive), resources.files."""
+    import importlib.machinery
+
+    import fsdp_skill
+
+    loader = fsdp_skill.__spec__.loader
+    if isinstance(loader, (importlib.machinery.SourceFileLoader, importlib.machinery.SourcelessFileLoader)):
+        return Path(loader.path).parent  # importlib.resources' FileReader of a file loader: Path(loader.path).parent
+    from importlib import resources
+
+    return resources.files("fsdp_skill")
 
 
 @dataclass
@@ -205,7 +221,7 @@ def _read_parsed(directory: Path, digest: str, sources: list[tuple[Path, bytes]]
     if not isinstance(data, list):
         return None
     try:
-        cards = [Card.model_validate(c) for c in data]
+        cards = [Card.from_data(c) for c in data]
         if not cards_agree(cards, sources):
             return None
         return _index(directory, cards)

@@ -18,42 +18,55 @@ runtime's verdict cache takes over once the first run has finished.
 
 from __future__ import annotations
 
-import difflib
 import os
 import threading
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
-
-from pydantic import BaseModel, Field
 
 from fsdp_skill.core.knowledge.cards import Knowledge, load_knowledge
 from fsdp_skill.core.models import SectionDoc, SectionOut, SnippetOut, SnippetSpec
 from fsdp_skill.errors import HarnessError, InvalidArgument, NotFoundError
+from fsdp_skill.records import Record
 from fsdp_skill.runtime.cache import code_sha256
 from fsdp_skill.runtime.models import Verdict
 
 if TYPE_CHECKING:  # the harness (runtime.api) loads only when a job is made: not for an answer without verification
+    from concurrent.futures import Future  # (and concurrent.futures, with logging, only when a run is shared)
+
     from fsdp_skill.runtime.api import Job
 
 Progress = Callable[[int, int, Verdict], None]
 
 
-class SnippetInfo(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class SnippetInfo(Record):
     """A knowledge snippet with its code and its latest verdict on this host."""
 
-    id: str = Field(description="Snippet id, e.g. 'join/ddp-join'")
-    section_id: str = Field(description="Id of the section the snippet belongs to")
-    section_title: str = Field(description="Heading of that section")
-    sources: list[str] = Field(default_factory=list, description="Official documentation URLs of the section")
-    code: str = Field(description="The complete script, byte-for-byte what is verified and exported")
-    code_sha256: str = Field(description="SHA-256 of the UTF-8 code bytes (equals verification.code_sha256 once verified)")
-    filename: str = Field(description="File name used on export, e.g. 'join_ddp-join.py'")
-    launch: str = Field(description="Command that launches it, e.g. 'torchrun --standalone --nproc_per_node=2 join_ddp-join.py'")
-    world_size: int = Field(description="Ranks the script is written for")
-    backend: str = Field(description="Backend setting of the snippet: 'auto', 'gloo' or 'nccl'")
-    requires: list[str] = Field(default_factory=list, description="Host requirements, e.g. ['cuda']")
-    verification: Verdict = Field(description="Latest verdict: a cached or fresh run, or 'unverified' if never run here")
+    id: str
+    """Snippet id, e.g. 'join/ddp-join'"""
+    section_id: str
+    """Id of the section the snippet belongs to"""
+    section_title: str
+    """Heading of that section"""
+    sources: list[str] = field(default_factory=list)
+    """Official documentation URLs of the section"""
+    code: str
+    """The complete script, byte-for-byte what is verified and exported"""
+    code_sha256: str
+    """SHA-256 of the UTF-8 code bytes (equals verification.code_sha256 once verified)"""
+    filename: str
+    """File name used on export, e.g. 'join_ddp-join.py'"""
+    launch: str
+    """Command that launches it, e.g. 'torchrun --standalone --nproc_per_node=2 join_ddp-join.py'"""
+    world_size: int
+    """Ranks the script is written for"""
+    backend: str
+    """Backend setting of the snippet: 'auto', 'gloo' or 'nccl'"""
+    requires: list[str] = field(default_factory=list)
+    """Host requirements, e.g. ['cuda']"""
+    verification: Verdict
+    """Latest verdict: a cached or fresh run, or 'unverified' if never run here"""
 
 
 # --------------------------------------------------------------------------- jobs
@@ -128,6 +141,8 @@ def select_snippets(
         chosen.update(kb.snippets)
     for topic in topics:
         if topic not in kb.topics:
+            import difflib
+
             close = difflib.get_close_matches(topic, kb.topics, n=3, cutoff=0.5)
             hint = f"did you mean {', '.join(close)}?" if close else f"known topics: {', '.join(kb.topics)}"
             raise NotFoundError(f"unknown topic {topic!r}; {hint}")
@@ -208,6 +223,8 @@ class _Run:
     """One verification run in progress; ``joined`` counts callers that wait on it instead of running."""
 
     def __init__(self) -> None:
+        from concurrent.futures import Future
+
         self.future: Future[Verdict] = Future()
         self.joined = 0
 
