@@ -11,14 +11,19 @@ from __future__ import annotations
 import ast
 import sys
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from fsdp_skill.core.check.facts import FileFacts, Located
+from fsdp_skill.core.check.calls import build_facts
+from fsdp_skill.core.check.facts import Located
 from fsdp_skill.core.check.finders import FINDERS
 from fsdp_skill.core.check.models import Finding
 from fsdp_skill.core.check.noqa import noqa_lines, silenced
 from fsdp_skill.core.check.rank_conditional import rank_findings
 from fsdp_skill.core.check.rules import NOT_ANALYSED, RULES
 from fsdp_skill.core.check.selection import keep, validate_codes
+
+if TYPE_CHECKING:
+    from fsdp_skill.core.check.project import Project
 
 _PY = f"{sys.version_info.major}.{sys.version_info.minor}"
 
@@ -46,9 +51,17 @@ def _finding(code: str, node: Located, detail: str | None, path: str) -> Finding
 
 
 def check_source(
-    code: str, path: str = "<string>", *, select: Iterable[str] | None = None, ignore: Iterable[str] | None = None
+    code: str,
+    path: str = "<string>",
+    *,
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] | None = None,
+    project: Project | None = None,
 ) -> list[Finding]:
-    """Findings for one source text, sorted by position (``path`` only labels them); ``# noqa`` applies."""
+    """Findings for one source text, sorted by position (``path`` only labels them); ``# noqa`` applies.
+
+    ``project``: the checked files ``path`` belongs to (:mod:`fsdp_skill.core.check.project`), whose helpers
+    are followed across files."""
     sel, ign = validate_codes(select), validate_codes(ignore)
     try:  # the grammar is the running interpreter's: a 3.12 f-string does not parse under 3.11
         tree = ast.parse(code, filename=path)
@@ -71,7 +84,7 @@ def check_source(
         return [f for f in found if keep(f.code, sel, ign)]
     noqa = noqa_lines(code)
     try:
-        found = check_tree(tree, path, select=sel, ignore=ign)
+        found = check_tree(tree, path, select=sel, ignore=ign, project=project)
     except Exception as exc:  # noqa: BLE001 - a checker bug on one file must not hide the findings of the others
         found = [
             Finding(
@@ -90,11 +103,17 @@ def check_source(
 
 
 def check_tree(
-    tree: ast.Module, path: str = "<string>", *, select: Iterable[str] | None = None, ignore: Iterable[str] | None = None
+    tree: ast.Module,
+    path: str = "<string>",
+    *,
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] | None = None,
+    project: Project | None = None,
 ) -> list[Finding]:
-    """Findings for an already parsed module (a flake8 plugin gets the tree and applies ``# noqa`` itself)."""
+    """Findings for an already parsed module (a flake8 plugin gets the tree and applies ``# noqa`` itself);
+    ``project``: as for :func:`check_source` (its facts of ``path`` are used when it has them)."""
     sel, ign = validate_codes(select), validate_codes(ignore)
-    facts = FileFacts.build(tree)
+    facts = (project.facts_for(path) if project is not None else None) or build_facts(tree)
     raw: list[tuple[str, Located, str | None]] = list(rank_findings(facts))
     for code_, fn in FINDERS.items():
         raw += [(code_, node, detail) for node, detail in fn(facts)]

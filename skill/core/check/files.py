@@ -1,5 +1,6 @@
 """Checking paths (:func:`check_paths`): files, directories (every ``*.py`` below them, hidden folders and
-``__pycache__`` / ``node_modules`` / ``site-packages`` skipped) and ``'-'`` (standard input).
+``__pycache__`` / ``node_modules`` / ``site-packages`` skipped) and ``'-'`` (standard input). Several files
+are checked as one project (:mod:`fsdp_skill.core.check.project`): a helper of one is followed from another.
 
 A missing path, a non-Python file or text that is not UTF-8 raises :class:`fsdp_skill.errors.InvalidArgument`
 (exit 2 on the CLI); every path is validated before any is checked.
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from fsdp_skill.core.check.engine import check_source
 from fsdp_skill.core.check.models import Finding
+from fsdp_skill.core.check.project import Project
 from fsdp_skill.core.check.selection import validate_codes
 from fsdp_skill.errors import InvalidArgument
 
@@ -74,7 +76,10 @@ def check_paths(
             targets.append((None, "-"))
         else:
             targets += [(f, str(f)) for f in _python_files(path)]
+    sources = [(label, _read(p, label)) for p, label in targets]
+    # several files: a project, whose helpers are followed from one file into another (one file: as before)
+    project = Project.build(sources) if len(sources) > 1 else None
     out: list[Finding] = []
-    for p, label in targets:
-        out += check_source(_read(p, label), label, select=sel, ignore=ign)
+    for label, code in sources:
+        out += check_source(code, label, select=sel, ignore=ign, project=project)
     return out
