@@ -79,10 +79,13 @@ class FileContext:
     """Qualified name (``pkg.utils.evaluate``) -> summary, for the functions (and classes' ``__init__``) of the others"""
     seeds: dict[str, dict[str, str]] = field(default_factory=dict)
     """Function key of this file (``evaluate``, ``Trainer.__init__``) -> {parameter: kind} its callers elsewhere pass"""
+    modules: set[str] = field(default_factory=set)
+    """The import targets of this file that are checked files (``pkg.helpers``): only names below them are looked up"""
     imported_by_distributed: bool = False
     """Another checked file that does distributed work imports this one"""
     outgoing: dict[tuple[str, str], str] = field(default_factory=dict)
-    """(qualified name elsewhere, parameter) -> kind this file passes it (filled while building)"""
+    """(qualified name elsewhere, parameter name or ``#i`` for the i-th positional argument) -> kind this file
+    passes it (filled while building)"""
     looked_up: set[str] = field(default_factory=set)
     """Qualified names this file asked about (filled while building)"""
 
@@ -212,7 +215,7 @@ def callee(facts: FileFacts, call: ast.Call) -> Callee | None:
             return Callee(_local_summary(facts, init), offset=1, fn=init, key=idx.keys[id(init)])
         if func.id in idx.classes:
             return None
-        qualname = idx.relative.get(func.id) or facts.aliases.get(func.id)
+        qualname = external_name(facts, call)
         return _external(facts, qualname) if qualname else None
     if isinstance(func, ast.Attribute):
         if isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
@@ -221,15 +224,27 @@ def callee(facts: FileFacts, call: ast.Call) -> Callee | None:
             if fn is not None:
                 return Callee(_local_summary(facts, fn), offset=_method(fn, 1), fn=fn, key=idx.keys[id(fn)])
             return None
-        base = dotted(func.value)
-        if base is None:
-            return None
-        head, _, rest = base.partition(".")
-        target = idx.relative.get(head) or facts.aliases.get(head)
-        if target is None:
-            return None
-        return _external(facts, ".".join(p for p in (target, rest, func.attr) if p))
+        qualname = external_name(facts, call)
+        return _external(facts, qualname) if qualname else None
     return None
+
+
+def external_name(facts: FileFacts, call: ast.Call) -> str | None:
+    """The qualified name (``pkg.helpers.evaluate``) of another checked file's function that ``call`` names through
+    an import, or None (a single file; a library; a local name)."""
+    ctx = context_of(facts)
+    if ctx is None or not ctx.modules:
+        return None
+    idx = _index(facts)
+    base = dotted(call.func)
+    if base is None:
+        return None
+    head, _, rest = base.partition(".")
+    target = idx.relative.get(head) or facts.aliases.get(head)
+    if target is None:
+        return None
+    qualname = ".".join(p for p in (target, rest) if p)
+    return qualname if qualname.rpartition(".")[0] in ctx.modules else None
 
 
 def _external(facts: FileFacts, qualname: str) -> Callee | None:
@@ -426,6 +441,8 @@ def _round(facts: FileFacts, ctx: FileContext | None) -> bool:
         elif isinstance(node, ast.Call):
             target = callee(facts, node)
             if target is None:
+                if ctx is not None:
+                    _unknown_external(facts, ctx, node)
                 continue
             in_place = dict(target.summary.in_place)
             for i, arg in bound_args(node, target):
@@ -440,6 +457,22 @@ def _round(facts: FileFacts, ctx: FileContext | None) -> bool:
                 elif ctx is not None and target.qualname is not None:
                     ctx.outgoing[(target.qualname, param)] = kind
     return changed
+
+
+def _unknown_external(facts: FileFacts, ctx: FileContext, call: ast.Call) -> None:
+    """A call of another checked file's function whose summary this file does not have (it tells nothing yet):
+    what it is passed still goes out, by position (``#0``) or keyword, for the project to seed its parameters."""
+    qualname = external_name(facts, call)
+    if qualname is None:
+        return
+    for j, arg in enumerate(call.args):
+        if isinstance(arg, ast.Starred):
+            break
+        if (kind := expr_kind(facts, arg)) is not None:
+            ctx.outgoing[(qualname, f"#{j}")] = kind
+    for kw in call.keywords:
+        if kw.arg is not None and (kind := expr_kind(facts, kw.value)) is not None:
+            ctx.outgoing[(qualname, kw.arg)] = kind
 
 
 def helper_wraps(facts: FileFacts, apis: set[str]) -> list[tuple[ast.Call, ast.expr]]:

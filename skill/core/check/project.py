@@ -38,7 +38,8 @@ class _File:
     facts: FileFacts | None = None
     imports: dict[str, _File] = field(default_factory=dict)  # import target (module or module.name) -> file
     exports: dict[str, FunctionSummary] = field(default_factory=dict)  # function key -> summary (those that tell)
-    functions: set[str] = field(default_factory=set)  # keys of every module-level function and class __init__
+    functions: dict[str, tuple[str, ...]] = field(default_factory=dict)  # key of each module-level function and
+    # class __init__ -> its positional parameters
 
 
 def _module_name(parts: tuple[str, ...]) -> str:
@@ -77,6 +78,7 @@ class Project:
             by_parts[parts] = f
         for f in project.files.values():
             f.imports = _resolve_imports(f, by_parts)
+            f.context.modules = set(f.imports)
         project._rounds()
         return project
 
@@ -92,7 +94,7 @@ class Project:
             f.facts = calls.build_facts(f.tree, f.context)
             f.exports, f.functions = _exports(f.facts, f.label)
         except Exception:  # noqa: BLE001 - the engine builds this file alone and reports what fails
-            f.facts, f.exports, f.functions = None, {}, set()
+            f.facts, f.exports, f.functions = None, {}, {}
 
     def _rounds(self) -> None:
         todo = list(self.files.values())
@@ -104,7 +106,11 @@ class Project:
             for f in self.files.values():
                 for (qualname, param), kind in f.context.outgoing.items():
                     hit = _target(f, qualname)
-                    if hit is not None:
+                    if hit is not None and param.startswith("#"):  # the i-th positional argument
+                        params = hit[0].functions[hit[1]]
+                        i = int(param[1:]) + (1 if hit[1].endswith(".__init__") else 0)
+                        param = params[i] if i < len(params) else ""
+                    if hit is not None and param:
                         seeds.setdefault(hit[0].label, {}).setdefault(hit[1], {})[param] = kind
             todo = []
             for f in self.files.values():
@@ -197,17 +203,17 @@ def _target(f: _File, qualname: str) -> tuple[_File, str] | None:
     return (g, init) if init in g.functions else None
 
 
-def _exports(facts: FileFacts, label: str) -> tuple[dict[str, FunctionSummary], set[str]]:
+def _exports(facts: FileFacts, label: str) -> tuple[dict[str, FunctionSummary], dict[str, tuple[str, ...]]]:
     """(function key -> summary, for the module-level functions and the classes' ``__init__`` of one file that tell
     their callers something; the keys of all of them)."""
     collectives = function_collectives(facts)
     out: dict[str, FunctionSummary] = {}
-    keys: set[str] = set()
+    keys: dict[str, tuple[str, ...]] = {}
     for key, fn in calls.local_functions(facts).items():
         if ".<locals>." in key or "." in key and not key.endswith(".__init__"):
             continue
-        keys.add(key)
         s = replace(calls.summarise(facts, fn, label), path=label)
+        keys[key] = s.params
         got = collectives.get(key)
         if got is not None:
             s = replace(s, collective=(got[0], got[1], got[2], got[3] or label))
