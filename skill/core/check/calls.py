@@ -38,6 +38,7 @@ _SELF_METHODS = {"to", "cuda", "cpu", "bfloat16", "half", "float", "double", "to
 _SUMMARIES = "calls.summaries"
 _INDEX = "calls.index"
 _CONTEXT = "calls.context"
+_RESOLVED = "calls.resolved"
 
 
 @dataclass(frozen=True)
@@ -198,6 +199,21 @@ def _method(fn: Function, offset: int) -> int:
 
 def callee(facts: FileFacts, call: ast.Call) -> Callee | None:
     """The function of the checked code ``call`` runs, with its summary, or None (a library call, or unknown)."""
+    memo: dict[int, tuple[Function, int] | str | None] = facts.cache.setdefault(_RESOLVED, {})
+    key = id(call)
+    if key not in memo:
+        memo[key] = _resolve(facts, call)
+    got = memo[key]
+    if got is None:
+        return None
+    if isinstance(got, str):
+        return _external(facts, got)
+    fn, offset = got
+    return Callee(_local_summary(facts, fn), offset=offset, fn=fn, key=_index(facts).keys[id(fn)])
+
+
+def _resolve(facts: FileFacts, call: ast.Call) -> tuple[Function, int] | str | None:
+    """(local function, argument offset), the qualified name of another checked file's function, or None."""
     idx = _index(facts)
     func = call.func
     if isinstance(func, ast.Name):
@@ -205,27 +221,23 @@ def callee(facts: FileFacts, call: ast.Call) -> Callee | None:
         while isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             fn = idx.nested.get((id(scope), func.id))
             if fn is not None:
-                return Callee(_local_summary(facts, fn), fn=fn, key=idx.keys[id(fn)])
+                return fn, 0
             scope = facts.scope_of(scope)
         fn = idx.module.get(func.id)
         if fn is not None:
-            return Callee(_local_summary(facts, fn), fn=fn, key=idx.keys[id(fn)])
+            return fn, 0
         init = idx.classes.get(func.id, {}).get("__init__")
         if init is not None:
-            return Callee(_local_summary(facts, init), offset=1, fn=init, key=idx.keys[id(init)])
+            return init, 1
         if func.id in idx.classes:
             return None
-        qualname = external_name(facts, call)
-        return _external(facts, qualname) if qualname else None
+        return external_name(facts, call)
     if isinstance(func, ast.Attribute):
         if isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
             owner = next((idx.class_of[id(a)] for a in facts.ancestors(call) if id(a) in idx.class_of), None)
             fn = idx.classes.get(owner or "", {}).get(func.attr)
-            if fn is not None:
-                return Callee(_local_summary(facts, fn), offset=_method(fn, 1), fn=fn, key=idx.keys[id(fn)])
-            return None
-        qualname = external_name(facts, call)
-        return _external(facts, qualname) if qualname else None
+            return (fn, _method(fn, 1)) if fn is not None else None
+        return external_name(facts, call)
     return None
 
 
@@ -480,8 +492,12 @@ def helper_wraps(facts: FileFacts, apis: set[str]) -> list[tuple[ast.Call, ast.e
     one of ``apis`` (``apply_fsdp(model)`` whose body runs ``fully_shard(model)``)."""
     kinds = {_KIND_OF_API[a] for a in apis if a in _KIND_OF_API}
     out: list[tuple[ast.Call, ast.expr]] = []
-    if not kinds:
-        return out
+    summaries = facts.cache.get(_SUMMARIES)
+    ctx = context_of(facts)
+    if not kinds or not (
+        ctx is not None and ctx.exports or isinstance(summaries, dict) and any(s.wraps for s in summaries.values())
+    ):
+        return out  # no function of the checked code wraps anything
     for call in facts.calls():
         if facts.qual(call) in _KIND_OF_API:
             continue
