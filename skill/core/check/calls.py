@@ -87,8 +87,6 @@ class FileContext:
     outgoing: dict[tuple[str, str], str] = field(default_factory=dict)
     """(qualified name elsewhere, parameter name or ``#i`` for the i-th positional argument) -> kind this file
     passes it (filled while building)"""
-    looked_up: set[str] = field(default_factory=set)
-    """Qualified names this file asked about (filled while building)"""
 
 
 @dataclass(frozen=True)
@@ -263,7 +261,6 @@ def _external(facts: FileFacts, qualname: str) -> Callee | None:
     ctx = context_of(facts)
     if ctx is None:
         return None
-    ctx.looked_up.add(qualname)
     summary = ctx.exports.get(qualname)
     if summary is None:
         return None
@@ -426,7 +423,7 @@ def _wraps_anything(facts: FileFacts) -> bool:
 def propagate(facts: FileFacts) -> None:
     """Extend ``facts``' wrapped sets with what the calls tell (see the module docstring); a bounded fixpoint."""
     ctx = context_of(facts)
-    if ctx is None and not _wraps_anything(facts):
+    if not _wraps_anything(facts) and (ctx is None or not ctx.exports and not ctx.seeds):
         return  # nothing is wrapped here, and nothing comes from elsewhere
     funcs = local_functions(facts)
     if ctx is not None:

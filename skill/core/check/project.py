@@ -37,6 +37,8 @@ class _File:
     context: FileContext
     facts: FileFacts | None = None
     imports: dict[str, _File] = field(default_factory=dict)  # import target (module or module.name) -> file
+    whole: set[str] = field(default_factory=set)  # targets imported as modules: every function below them is named
+    names: dict[str, set[str]] = field(default_factory=dict)  # target -> the names imported from it (from M import f)
     exports: dict[str, FunctionSummary] = field(default_factory=dict)  # function key -> summary (those that tell)
     functions: dict[str, tuple[str, ...]] = field(default_factory=dict)  # key of each module-level function and
     # class __init__ -> its positional parameters
@@ -89,7 +91,6 @@ class Project:
 
     def _build(self, f: _File) -> None:
         f.context.outgoing.clear()
-        f.context.looked_up.clear()
         try:
             f.facts = calls.build_facts(f.tree, f.context)
             f.exports, f.functions = _exports(f.facts, f.label)
@@ -115,7 +116,10 @@ class Project:
             todo = []
             for f in self.files.values():
                 exports = {
-                    q: s for q in f.context.looked_up if (hit := _target(f, q)) and (s := hit[0].exports.get(hit[1])) is not None
+                    f"{target}.{name}": s
+                    for target, g in f.imports.items()
+                    for key, s in g.exports.items()
+                    if (name := key.removesuffix(".__init__")) and (target in f.whole or name in f.names.get(target, ()))
                 }
                 file_seeds = seeds.get(f.label, {})
                 if exports != f.context.exports or file_seeds != f.context.seeds:
@@ -185,14 +189,17 @@ def _resolve_imports(f: _File, by_parts: dict[tuple[str, ...], _File]) -> dict[s
                 )
                 if sub is not None:
                     out[f"{module}.{a.name}" if module else a.name] = sub  # from pkg import mod
+                    f.whole.add(f"{module}.{a.name}" if module else a.name)
                 elif hit is not None:
                     out[module] = hit
+                    f.names.setdefault(module, set()).add(a.name)
+    f.whole |= {t for t in out if t not in f.names}
     return out
 
 
 def _target(f: _File, qualname: str) -> tuple[_File, str] | None:
-    """(defining file, function key) of a qualified name ``f`` looked up (``pkg.utils.evaluate``,
-    ``utils.Trainer`` for its ``__init__``)."""
+    """(defining file, function key) of a qualified name ``f`` calls (``pkg.utils.evaluate``, ``utils.Trainer`` for
+    its ``__init__``)."""
     head, _, name = qualname.rpartition(".")
     g = f.imports.get(head)
     if g is None or not head:
