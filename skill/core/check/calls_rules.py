@@ -134,6 +134,18 @@ def _full_state_dict_context(facts: FileFacts, call: ast.Call) -> bool:
     return False
 
 
+_SAVE_METHODS = {"save_checkpoint", "save", "save_model", "save_state", "get_state_dict", "state_dict"}
+
+
+def _names_called(facts: FileFacts) -> set[str]:
+    """The method / function names the file calls (one pass, cached): the finders' cheap first test."""
+    key = "called_names"
+    if key not in facts.cache:
+        facts.cache[key] = {name for c in facts.calls() if (name := last_name(c))}
+    cached: set[str] = facts.cache[key]
+    return cached
+
+
 def framework_save(facts: FileFacts, call: ast.Call) -> str | None:
     """A label when ``call`` is a framework save that every rank must make (see the module docstring), else None."""
     if not isinstance(call.func, ast.Attribute):
@@ -148,7 +160,12 @@ def framework_save(facts: FileFacts, call: ast.Call) -> str | None:
         return f"{name}.save_model() under FSDP (gathers or writes the shards of every rank)"
     if attr in ("save_state", "get_state_dict", "save_model") and _accelerator(facts, recv) and _configures_fsdp(facts):
         return f"{name}.{attr}() under FSDP (gathers or writes the shards of every rank)"
-    if attr == "state_dict" and _full_state_dict_context(facts, call) and collective_kind(facts, call) is None:
+    if (
+        attr == "state_dict"
+        and "state_dict_type" in _names_called(facts)
+        and _full_state_dict_context(facts, call)
+        and collective_kind(facts, call) is None
+    ):
         return f"{name}.state_dict() under FULL_STATE_DICT (all-gathers the FSDP1 parameters)"
     return None
 
@@ -210,6 +227,8 @@ def _save_summaries_cached(facts: FileFacts) -> dict[str, tuple[str, int]]:
 @finder("FSD039")
 def framework_save_on_some_ranks(facts: FileFacts) -> Found:
     """FSD039: a framework save that is collective under FSDP (or always, for Lightning) on some ranks only."""
+    if not _names_called(facts) & _SAVE_METHODS:
+        return
     summaries = _save_summaries_cached(facts)
     for call in facts.calls():
         label = _label(facts, call)
@@ -282,12 +301,23 @@ def _attribute_kind(facts: FileFacts, node: ast.Attribute, depth: int) -> str | 
     name = dotted(node)
     if name is None:
         return None
-    kinds = {
-        rank_kind(facts, n.value, depth + 1)
-        for n in facts.nodes
-        if isinstance(n, ast.Assign) and any(dotted(t) == name for t in n.targets)
-    }
+    kinds = {rank_kind(facts, value, depth + 1) for value in _attribute_values(facts).get(name, [])}
     return kinds.pop() if len(kinds) == 1 else None
+
+
+def _attribute_values(facts: FileFacts) -> dict[str, list[ast.expr]]:
+    """Dotted attribute name (``self.rank``) -> the values assigned to it anywhere in the file (one pass, cached)."""
+    key = "attribute_values"
+    if key not in facts.cache:
+        out: dict[str, list[ast.expr]] = {}
+        for n in facts.nodes:
+            if isinstance(n, ast.Assign):
+                for t in n.targets:
+                    if isinstance(t, ast.Attribute) and (name := dotted(t)):
+                        out.setdefault(name, []).append(n.value)
+        facts.cache[key] = out
+    cached: dict[str, list[ast.expr]] = facts.cache[key]
+    return cached
 
 
 def condition_kind(facts: FileFacts, test: ast.AST) -> str | None:
@@ -361,6 +391,8 @@ def _names_the_node(facts: FileFacts, path: ast.AST) -> bool:
 @finder("FSD041")
 def local_rank_save_to_shared_path(facts: FileFacts) -> Found:
     """FSD041: a checkpoint written under a local-rank-only condition to a path that does not name the node."""
+    if not _names_called(facts) & {"save", "save_pretrained", "save_file"}:
+        return
     branches = facts.rank_branches()
     for call in facts.calls():
         path = _saves(facts, call)
@@ -395,6 +427,9 @@ def _single_node(facts: FileFacts) -> bool:
     return False
 
 
+_DEVICE_CALLS = {"set_device", "device", "to", "cuda"}
+
+
 def _device_index_args(facts: FileFacts, call: ast.Call) -> Iterator[ast.AST]:
     """The expressions a call uses as a CUDA device index."""
     q, name = facts.qual(call) or "", last_name(call) or ""
@@ -427,6 +462,13 @@ def _fstring_index(s: ast.JoinedStr) -> Iterator[ast.AST]:
             yield part.value
 
 
+def _global_rank_source(facts: FileFacts) -> bool:
+    """Does the file read a global rank at all (``get_rank()``, ``RANK`` / ``SLURM_PROCID`` / ... in a string)?"""
+    return bool(_names_called(facts) & _GLOBAL_GETTERS) or any(
+        isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in _GLOBAL_ENV for n in facts.nodes
+    )
+
+
 def _spawned(facts: FileFacts, node: ast.AST) -> bool:
     """Inside a function decorated by a spawning test harness (fairscale's ``@torch_spawn([2])``): one node."""
     return any(
@@ -439,13 +481,17 @@ def _spawned(facts: FileFacts, node: ast.AST) -> bool:
 @finder("FSD042")
 def global_rank_as_device(facts: FileFacts) -> Found:
     """FSD042: the global rank used as a CUDA device index in a script not pinned to one node."""
-    if _single_node(facts):
+    if not _global_rank_source(facts):
         return
+    single: bool | None = None  # computed on the first hit only
     for call in facts.calls():
-        if _spawned(facts, call):
+        if last_name(call) not in _DEVICE_CALLS and not call.keywords:
             continue
         for arg in _device_index_args(facts, call):
-            if rank_kind(facts, arg) == "global":
+            if rank_kind(facts, arg) == "global" and not _spawned(facts, call):
+                single = _single_node(facts) if single is None else single
+                if single:
+                    return
                 yield call, f"{ast.unparse(arg)} is the global rank"
                 break
 
@@ -479,7 +525,7 @@ def _summon_call(facts: FileFacts, node: ast.AST | None) -> bool:
 @finder("FSD044")
 def fsdp1_generate_without_summon(facts: FileFacts) -> Found:
     """FSD044: ``.generate()`` (an inference method other than forward) of an FSDP1 root outside ``summon_full_params``."""
-    if _no_shard(facts):
+    if not facts.fsdp1 or not _names_called(facts) & _INFERENCE_METHODS or _no_shard(facts):
         return
     for call in facts.calls():
         if not (isinstance(call.func, ast.Attribute) and call.func.attr in _INFERENCE_METHODS):
