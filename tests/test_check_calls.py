@@ -70,7 +70,11 @@ def test_a_helper_that_saves_is_reported_at_its_rank0_call_naming_the_save():
         "        save(acc, model)\n"
     )
     (f,) = [f for f in check_source(src, "t.py") if f.code == "FSD039"]
-    assert f.line == 7 and "save(), which calls accelerator.get_state_dict() under FSDP" in f.message and "line 3" in f.message
+    assert (
+        f.line == 7
+        and "save(), which calls accelerator.get_state_dict() (accelerate with FSDP)" in f.message
+        and "line 3" in f.message
+    )
 
 
 def test_accelerate_save_state_without_fsdp_in_the_file_is_not_judged():

@@ -153,20 +153,20 @@ def framework_save(facts: FileFacts, call: ast.Call) -> str | None:
     attr, recv = call.func.attr, call.func.value
     name = dotted(recv) or "..."
     if attr == "save_checkpoint" and _lightning_trainer(facts, recv) and not _one_device(facts, recv):
-        return f"{name}.save_checkpoint() (Lightning: ends in a barrier of every rank)"
+        return f"{name}.save_checkpoint() (Lightning)"
     if attr == "save" and _fabric(facts, recv):
-        return f"{name}.save() (Fabric: every rank saves its part, then a barrier)"
+        return f"{name}.save() (Fabric)"
     if attr == "save_model" and _hf_trainer(facts, recv) and _configures_fsdp(facts):
-        return f"{name}.save_model() under FSDP (gathers or writes the shards of every rank)"
+        return f"{name}.save_model() (Hugging Face Trainer with FSDP)"
     if attr in ("save_state", "get_state_dict", "save_model") and _accelerator(facts, recv) and _configures_fsdp(facts):
-        return f"{name}.{attr}() under FSDP (gathers or writes the shards of every rank)"
+        return f"{name}.{attr}() (accelerate with FSDP)"
     if (
         attr == "state_dict"
         and "state_dict_type" in _names_called(facts)
         and _full_state_dict_context(facts, call)
         and collective_kind(facts, call) is None
     ):
-        return f"{name}.state_dict() under FULL_STATE_DICT (all-gathers the FSDP1 parameters)"
+        return f"{name}.state_dict() under FULL_STATE_DICT (FSDP1)"
     return None
 
 
