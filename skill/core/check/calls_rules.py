@@ -9,7 +9,7 @@
 - FSD041: a checkpoint written under a *local*-rank condition (``local_rank == 0``, ``LOCAL_RANK``,
   ``is_local_main_process``) to a path that does not name the node: every node's local rank 0 writes it.
 - FSD042: the *global* rank (``dist.get_rank()``, ``RANK``, ``SLURM_PROCID``) used as a CUDA device index, in a
-  script that is not pinned to one node.
+  program (it forms the process group, or is a script) that is not pinned to one node.
 - FSD044: ``.generate()`` (or another inference method) of an FSDP1 root, or of its ``.module``, outside
   ``FSDP.summon_full_params``: the call bypasses the root's forward, so the root's own parameters stay sharded.
 
@@ -275,7 +275,7 @@ def rank_kind(facts: FileFacts, node: ast.AST, depth: int = 0) -> str | None:
             return rank_kind(facts, node.args[0], depth + 1)
         name = last_name(node) or ""
         if name in _GLOBAL_GETTERS and (facts.qual(node) or "").startswith("torch.distributed."):
-            return "global"
+            return None if node.args or node.keywords else "global"  # get_rank(group): the rank in that group
         if name in ("get_local_rank", "get_node_local_rank"):
             return "local"
         return None
@@ -462,6 +462,18 @@ def _fstring_index(s: ast.JoinedStr) -> Iterator[ast.AST]:
             yield part.value
 
 
+def _launched_here(facts: FileFacts) -> bool:
+    """Is the file a program that forms the process group (``init_process_group``) or a script
+    (``if __name__ == "__main__":``)? A library function may be meant for one node; the launch tells."""
+    return "init_process_group" in _names_called(facts) or any(
+        isinstance(n, ast.If)
+        and isinstance(n.test, ast.Compare)
+        and isinstance(n.test.left, ast.Name)
+        and n.test.left.id == "__name__"
+        for n in facts.tree.body
+    )
+
+
 def _global_rank_source(facts: FileFacts) -> bool:
     """Does the file read a global rank at all (``get_rank()``, ``RANK`` / ``SLURM_PROCID`` / ... in a string)?"""
     return bool(_names_called(facts) & _GLOBAL_GETTERS) or any(
@@ -481,7 +493,7 @@ def _spawned(facts: FileFacts, node: ast.AST) -> bool:
 @finder("FSD042")
 def global_rank_as_device(facts: FileFacts) -> Found:
     """FSD042: the global rank used as a CUDA device index in a script not pinned to one node."""
-    if not _global_rank_source(facts):
+    if not _global_rank_source(facts) or not _launched_here(facts):
         return
     single: bool | None = None  # computed on the first hit only
     for call in facts.calls():

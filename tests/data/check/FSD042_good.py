@@ -19,3 +19,8 @@ def main():
 
 def worker(rank, world_size):
     torch.cuda.set_device(rank)  # mp.spawn: one node, the spawned index is the local rank
+
+
+def estimate(pg):
+    rank = dist.get_rank(pg)  # the rank in a group, not the job's global rank
+    return torch.device(f"cuda:{rank}")
