@@ -12,6 +12,7 @@ import ast
 import sys
 from collections.abc import Iterable
 
+import fsdp_skill.core.check.calls_rules  # noqa: F401 - registers the finders of FSD039, FSD041, FSD042, FSD044
 from fsdp_skill.core.check.facts import FileFacts, Located
 from fsdp_skill.core.check.finders import FINDERS
 from fsdp_skill.core.check.models import Finding

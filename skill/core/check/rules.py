@@ -323,10 +323,47 @@ RULES: dict[str, Rule] = {
             "join/joinable-interface",
             "join/join-config-after-exit",
         ),
+        _r(
+            "FSD039",
+            "error",
+            "framework save that is a collective under FSDP (`trainer.save_model`, `accelerator.save_state`, Lightning "
+            "`save_checkpoint`, FULL_STATE_DICT `state_dict()`) on rank 0 only",
+            "under FSDP this save gathers or writes every rank's shards (Lightning's ends in a barrier): call it on every "
+            "rank, the framework writes the files from the main process itself",
+            "checkpoint/framework-save-every-rank",
+            "checkpoint/framework-save-every-rank",
+        ),
+        _r(
+            "FSD041",
+            "warning",
+            "checkpoint written under `local_rank == 0` to a path that does not name the node",
+            "local rank 0 of every node writes this same path: on a shared filesystem the nodes overwrite each other; "
+            "save under the global rank 0 (or put the node rank in the path)",
+            "checkpoint/local-rank-save-shared-path",
+            "checkpoint/local-rank-save-shared-path",
+        ),
+        _r(
+            "FSD042",
+            "warning",
+            "global rank used as the CUDA device index (`set_device(rank)`, `cuda:{rank}`, `.to(rank)`)",
+            "past the first node the global rank is larger than the GPU count (invalid device ordinal); index the "
+            "device by LOCAL_RANK",
+            "launch/local-rank-device",
+            "launch/local-rank-device",
+        ),
+        _r(
+            "FSD044",
+            "error",
+            "FSDP1 `.generate()` (a method other than forward) outside `summon_full_params`",
+            "a method other than forward bypasses the FSDP1 root's forward, so its own parameters stay sharded; "
+            "call it inside `with FSDP.summon_full_params(model, writeback=False, recurse=False):`",
+            "sharding/fsdp1-generate-summon",
+            "sharding/fsdp1-generate-summon",
+        ),
     ]
 }
 
 NOT_ANALYSED = "FSD000"  # the file was not analysed (does not parse, or the checker failed on it): a finding, not a rule
-# the rule codes as a range ("FSD001-FSD036"): the check_script tool's description gives it, and a test holds the
+# the rule codes as a range ("FSD001-FSD044"): the check_script tool's description gives it, and a test holds the
 # pre-commit hook's description and README to it
 RULE_RANGE = f"{min(RULES)}-{max(RULES)}"
