@@ -12,6 +12,7 @@ import ast
 import sys
 from collections.abc import Iterable
 
+from fsdp_skill.core.check import map_location as _map_location  # noqa: F401 - registers FSD043's finder
 from fsdp_skill.core.check.facts import FileFacts, Located
 from fsdp_skill.core.check.finders import FINDERS
 from fsdp_skill.core.check.models import Finding

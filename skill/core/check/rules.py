@@ -323,6 +323,15 @@ RULES: dict[str, Rule] = {
             "join/joinable-interface",
             "join/join-config-after-exit",
         ),
+        _r(
+            "FSD043",
+            "warning",
+            "`torch.load` without `map_location` on every rank",
+            "torch.load puts each tensor back on the device it was saved from (usually cuda:0), so every rank allocates "
+            'the checkpoint on that GPU; pass map_location="cpu" (or this rank\'s device)',
+            "checkpoint/torch-load-map-location",
+            "checkpoint/torch-load-map-location",
+        ),
     ]
 }
 
