@@ -33,7 +33,7 @@ def test_github_format_is_one_workflow_command_per_finding(capsys):
     assert main(["check", "--output-format", "github", str(BAD)]) == 1
     lines = capsys.readouterr().out.splitlines()
     found = check_source(BAD.read_text(), str(BAD))
-    assert len(lines) == len(found) == 4
+    assert len(lines) == len(found) == 5
     f = found[0]
     assert lines[0] == (
         f"::warning file={BAD},line={f.line},col={f.col},endLine={f.end_line},endColumn={f.end_col},title=FSD043::"

@@ -10,14 +10,16 @@ the CPU), a load under a condition that holds on one rank (``rank == 0``) or on 
 (``local_rank == 0``, which is ``cuda:0`` there), a per-rank file (``f"shard_{rank}.pt"``: each rank reads what it
 wrote from its own device), a ``map_location`` given (by keyword, second argument or ``**kwargs``), a load whose
 other branch maps it (``if args.gpu is None: torch.load(p) else: torch.load(p, map_location=loc)``: the author
-chose), and a load in a function that the file never calls (a library helper: its caller decides).
+chose), an LR scheduler's state (``scheduler.pt``, ``sched_state = ...``: numbers, no tensors), and a load in a
+function that the file never calls (a library helper: its caller decides). An Accelerate script counts as
+distributed (one process per GPU).
 """
 
 from __future__ import annotations
 
 import ast
 
-from fsdp_skill.core.check.facts import FileFacts, kwarg, last_name
+from fsdp_skill.core.check.facts import FileFacts, dotted, kwarg, last_name
 from fsdp_skill.core.check.finders import Found, _distributed_here, finder
 
 TORCH_LOAD = "torch.load"
@@ -70,8 +72,21 @@ def _single(facts: FileFacts, test: ast.AST) -> bool:
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return _several(facts, test.operand)
     if isinstance(test, ast.Compare):
-        return len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq) and facts.is_rank_test(test)
+        op = test.ops[0] if len(test.ops) == 1 else None
+        return (isinstance(op, ast.Eq) or isinstance(op, ast.In) and _one_member(test)) and facts.is_rank_test(test)
     return facts.is_main_predicate(test)
+
+
+def _one_member(test: ast.Compare) -> bool:
+    """``local_rank in [-1, 0]``: one rank (-1 is "not distributed")."""
+    group = test.comparators[0]
+    if not isinstance(group, (ast.List, ast.Tuple, ast.Set)):
+        return False
+    try:
+        values = [ast.literal_eval(e) for e in group.elts]
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return len([v for v in values if v != -1]) == 1
 
 
 def _several(facts: FileFacts, test: ast.AST) -> bool:
@@ -79,7 +94,8 @@ def _several(facts: FileFacts, test: ast.AST) -> bool:
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return _single(facts, test.operand)
     if isinstance(test, ast.Compare):
-        return len(test.ops) == 1 and isinstance(test.ops[0], ast.NotEq) and facts.is_rank_test(test)
+        op = test.ops[0] if len(test.ops) == 1 else None
+        return (isinstance(op, ast.NotEq) or isinstance(op, ast.NotIn) and _one_member(test)) and facts.is_rank_test(test)
     return facts.is_main_predicate(test)
 
 
@@ -134,10 +150,21 @@ def _mapped_in_other_branch(facts: FileFacts, call: ast.Call) -> bool:
     return False
 
 
+def _scheduler_state(facts: FileFacts, call: ast.Call) -> bool:
+    """``torch.load(".../scheduler.pt")`` / ``sched_state = torch.load(p)``: an LR scheduler's state holds numbers, no
+    tensors, so it lands on no GPU."""
+    names = [s.lower() for n in ast.walk(call) if isinstance(n, ast.Constant) and isinstance(n.value, str) for s in [n.value]]
+    parent = facts.parents.get(id(call))
+    if isinstance(parent, ast.Assign):
+        names += [(dotted(t) or "").lower() for t in parent.targets]
+    return any("sched" in n for n in names)
+
+
 def unmapped_loads(facts: FileFacts) -> list[ast.Call]:
     """The ``torch.load`` calls FSD043 reports (see the module docstring), in ``ast.walk`` order."""
-    if not _distributed_here(facts) or not _cuda_here(facts):
-        return []
+    accelerate = any((facts.qual(c) or "").rsplit(".", 1)[-1] == "Accelerator" for c in facts.calls())
+    if not (_distributed_here(facts) or accelerate) or not _cuda_here(facts):
+        return []  # an Accelerate script: one process per GPU too
     out = []
     for call in facts.calls():
         if facts.qual(call) != TORCH_LOAD:
@@ -146,7 +173,7 @@ def unmapped_loads(facts: FileFacts) -> list[ast.Call]:
             continue
         if any(isinstance(a, ast.Starred) for a in call.args) or _per_rank_path(facts, kwarg(call, "f", 0)):
             continue
-        if _mapped_in_other_branch(facts, call):
+        if _mapped_in_other_branch(facts, call) or _scheduler_state(facts, call):
             continue
         if _loads_on_every_rank(facts, call):
             out.append(call)

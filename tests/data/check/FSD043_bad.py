@@ -42,6 +42,9 @@ def main():
     if dist.get_rank() != 0:
         extra = torch.load("extra.pt")  # <- FSD043
         del extra
+    if local_rank not in [-1, 0]:
+        other = torch.load("other.pt")  # <- FSD043
+        del other
     dist.destroy_process_group()
     mp.spawn(eval_worker, nprocs=torch.cuda.device_count(), args=(torch.cuda.device_count(),))
 

@@ -30,6 +30,16 @@ def main():
     if local_rank == 0:
         cache = torch.load("node_cache.pt")  # the first process of each node: cuda:0 there
         del cache
+    if local_rank in [-1, 0]:
+        vocab = torch.load("vocab.pt")  # -1: not distributed; else the first process of the node
+        del vocab
+    if local_rank not in (-1, 0):
+        pass
+    else:
+        merges = torch.load("merges.pt")
+        del merges
+    scheduler_state = torch.load("last/scheduler.pt")  # an LR scheduler's state: numbers, no tensors
+    del scheduler_state
     ddp = DDP(model, device_ids=[local_rank])
     del ddp
     dist.destroy_process_group()
