@@ -13,8 +13,10 @@ import sys
 from collections.abc import Iterable
 
 import fsdp_skill.core.check.calls_rules  # noqa: F401 - registers the finders of FSD039, FSD041, FSD042, FSD044
+from fsdp_skill.core.check import map_location as _map_location  # noqa: F401 - registers FSD043's finder
 from fsdp_skill.core.check.facts import FileFacts, Located
 from fsdp_skill.core.check.finders import FINDERS
+from fsdp_skill.core.check.fix import FIXABLE, with_fixes
 from fsdp_skill.core.check.models import Finding
 from fsdp_skill.core.check.noqa import noqa_lines, silenced
 from fsdp_skill.core.check.rank_conditional import rank_findings
@@ -87,7 +89,10 @@ def check_source(
                 "please report this with the file",
             )
         ]
-    return [f for f in found if not silenced(f, noqa) and keep(f.code, sel, ign)]
+    found = [f for f in found if not silenced(f, noqa) and keep(f.code, sel, ign)]
+    if any(f.code in FIXABLE for f in found):  # what --fix would change (planned on the ast; libcst is not loaded)
+        found = with_fixes(tree, code, found)
+    return found
 
 
 def check_tree(

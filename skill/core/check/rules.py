@@ -352,6 +352,15 @@ RULES: dict[str, Rule] = {
             "launch/local-rank-device",
         ),
         _r(
+            "FSD043",
+            "warning",
+            "`torch.load` without `map_location` on every rank",
+            "torch.load puts each tensor back on the device it was saved from (usually cuda:0), so every rank allocates "
+            'the checkpoint on that GPU; pass map_location="cpu" (or this rank\'s device)',
+            "checkpoint/torch-load-map-location",
+            "checkpoint/torch-load-map-location",
+        ),
+        _r(
             "FSD044",
             "error",
             "FSDP1 `.generate()` (a method other than forward) outside `summon_full_params`",
