@@ -24,7 +24,9 @@ from __future__ import annotations
 import ast
 import bisect
 import functools
+import math
 import re
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -105,6 +107,11 @@ _MAIN_NAME = re.compile(
 _RANK_ZERO_DECORATORS = {"rank_zero_only", "main_process_only", "on_main_process", "rank0_only", "master_only"}
 
 Pos = tuple[int, int]
+
+
+class BudgetExceeded(Exception):
+    """The analysis of one file ran past its deadline (:attr:`FileFacts.deadline`, a :func:`time.perf_counter`
+    value): raised by :meth:`FileFacts.tick`; the engine turns it into an ``FSD000`` finding."""
 
 
 class Located(Protocol):
@@ -267,6 +274,11 @@ class Chain:
         """True when ``other`` is this module or a submodule of it ('[*]' matches any index)."""
         if self.root != other.root or len(self.parts) > len(other.parts):
             return False
+        head = other.parts[: len(self.parts)]
+        if head == self.parts:
+            return True
+        if "[*]" not in self.parts and "[*]" not in head:
+            return False  # some part differs and neither side is a wildcard there
         return all(
             a == b or "[*]" in (a, b) and a.startswith("[") and b.startswith("[")
             for a, b in zip(self.parts, other.parts, strict=False)
@@ -302,11 +314,14 @@ class FileFacts:
     _bpos: dict[tuple[int, str], tuple[int, list[Pos] | None]] = field(default_factory=dict)
     _paths: dict[tuple[int, str | None, bool], list[ast.AST]] = field(default_factory=dict)
     cache: dict[object, Any] = field(default_factory=dict)  # per-file memo for finders (keyed by their own names)
+    deadline: float = math.inf  # time.perf_counter() past which tick() raises BudgetExceeded
+    _steps: int = 0
 
     @classmethod
-    def build(cls, tree: ast.Module) -> FileFacts:
-        """The facts of ``tree`` (an :func:`ast.parse` result), computed in a few passes over it."""
-        facts = cls(tree)
+    def build(cls, tree: ast.Module, deadline: float = math.inf) -> FileFacts:
+        """The facts of ``tree`` (an :func:`ast.parse` result), computed in a few passes over it; ``deadline`` (a
+        :func:`time.perf_counter` value) bounds the analysis (:meth:`tick`). Raises BudgetExceeded past it."""
+        facts = cls(tree, deadline=deadline)
         facts._index()
         facts._imports()
         facts._bindings()
@@ -358,9 +373,17 @@ class FileFacts:
                 for a in node.names:
                     self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
 
+    def tick(self) -> None:
+        """Count one step of the analysis (the helpers every rule uses call it: qual, binding, chain, ancestors,
+        block_of, ...); every 256th step looks at the clock. Raises BudgetExceeded past :attr:`deadline`."""
+        self._steps += 1
+        if not self._steps & 255 and time.perf_counter() > self.deadline:
+            raise BudgetExceeded(f"past the deadline after {self._steps:,} steps")
+
     def qual(self, node: ast.AST | None) -> str | None:
         """The canonical dotted name of a Name/Attribute chain (imports resolved), or of a call's function; a call
         inside the chain stands for its function (``a().b`` is ``a.b``). Memoised per node; iterative."""
+        self.tick()
         if isinstance(node, ast.Call):
             node = node.func
         if node is None:
@@ -449,6 +472,7 @@ class FileFacts:
 
     def binding(self, name: ast.Name) -> tuple[tuple[int, str, int], Binding | None]:
         """(identity of the binding a load of ``name`` sees, the binding) — module-level if unbound locally."""
+        self.tick()
         pos = start(name)
         scope = self.scope_of(name)
         for sc in (scope, self.tree):
@@ -476,6 +500,7 @@ class FileFacts:
 
     def chain(self, node: ast.AST, depth: int = 0) -> Chain | None:
         """The module expression ``node`` as a :class:`Chain`, or None when it is not one we can follow."""
+        self.tick()
         if depth > 12:
             return None
         if isinstance(node, ast.Name):
@@ -648,6 +673,7 @@ class FileFacts:
                 if isinstance(node, ast.If) and self.is_rank_test(node.test):
                     for stmt in node.body + node.orelse:
                         for sub in ast.walk(stmt):
+                            self.tick()
                             out.setdefault(id(sub), []).append(node)
                     if not node.orelse and node.body and isinstance(node.body[-1], _EXITS):
                         self._after_exit(node, out)
@@ -664,6 +690,7 @@ class FileFacts:
         """``if rank != 0: return`` — what follows in the same block runs on the other ranks only."""
         for stmt in self._after(branch):
             for sub in ast.walk(stmt):
+                self.tick()
                 out.setdefault(id(sub), []).append(branch)
 
     def other_branch_has(self, branch: ast.AST, node: ast.AST, wanted: Callable[[ast.Call], bool]) -> bool:
@@ -752,6 +779,7 @@ class FileFacts:
     def block_of(self, node: ast.AST, holder: ast.AST) -> str | None:
         """The block of ``holder`` (``body``, ``orelse`` or ``finalbody``) whose statements hold ``node``; None when
         ``node`` is elsewhere (in its test, outside it). Costs the depth of ``node`` below ``holder``."""
+        self.tick()
         cur = node
         while True:
             parent = self.parents.get(id(cur))
@@ -784,6 +812,7 @@ class FileFacts:
         """The nodes that hold ``node``, innermost first, up to the module."""
         cur = self.parents.get(id(node))
         while cur is not None:
+            self.tick()
             yield cur
             cur = self.parents.get(id(cur))
 
