@@ -74,10 +74,12 @@ def read_source(data: bytes) -> str:
     that are not valid in the encoding."""
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    except SyntaxError as exc:  # unknown encoding, or a BOM with another cookie
-        raise UndecodableSource(str(exc.msg if hasattr(exc, "msg") else exc)) from None
+    except SyntaxError as exc:  # unknown encoding, a BOM with another cookie, a first line that is not UTF-8
+        if "invalid or missing encoding declaration" not in str(exc):
+            raise UndecodableSource(str(exc)) from None
+        encoding = "utf-8"  # the first lines are not UTF-8 and declare nothing: say which byte, as for later lines
     try:
-        return data.decode(encoding)
+        text = data.decode(encoding)
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         name = codecs.lookup(encoding).name
@@ -87,6 +89,7 @@ def read_source(data: bytes) -> str:
             else "the encoding its coding cookie declares"
         )
         raise UndecodableSource(f"byte 0x{data[exc.start]:02x} at line {line} is not valid {name}, {why}", line) from None
+    return text
 
 
 def check_paths(
