@@ -12,13 +12,17 @@
    torchtitan, nanoGPT, ...) copied round-robin into 3,000 files, by default this repository's own Python files,
    its check fixtures and the knowledge's snippets.
 
-Figures 1-3 are the minimum over ``--rounds`` (the fair figure on a loaded machine; the median is printed too);
-figure 4 is one run each. Run: ``.venv/bin/python benchmarks/bench_check.py [--rounds 5] [--repo DIR] [--files N]``
+Figures 1-3 are the minimum over ``--rounds`` (the median is printed too); figure 4 is one run each. Each target
+is judged on wall seconds; the CPU seconds of the work are printed beside them, with the load average, since on a
+shared machine the wall figure also measures the other processes (a miss with the CPU figure inside the target
+says so). Run: ``.venv/bin/python benchmarks/bench_check.py [--rounds 5] [--repo DIR] [--files N]``
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -99,27 +103,39 @@ def findings_file(findings: int) -> str:
     return HEAD + "".join(BLOCK.format(i=i) for i in range(max(1, findings // BLOCK_FINDINGS)))
 
 
+CPU: dict[str, float] = {}  # the CPU seconds of the last timed() minimum or CLI run, for verdict()
+
+
 def timed(fn: Callable[[], T], rounds: int) -> tuple[float, float, T]:
-    """(minimum, median) seconds of ``fn()`` over ``rounds`` calls after one warm-up, and its last result."""
+    """(minimum, median) wall seconds of ``fn()`` over ``rounds`` calls after one warm-up, and its last result;
+    the CPU seconds of the fastest call go to ``CPU["last"]``."""
     result = fn()
-    times = []
+    times, cpus = [], []
     for _ in range(rounds):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         result = fn()
         times.append(time.perf_counter() - t)
+        cpus.append(time.process_time() - c)
+    CPU["last"] = cpus[times.index(min(times))]
     return min(times), statistics.median(times), result
 
 
-def verdict(ok: bool) -> str:
-    return "met" if ok else "NOT met"
+def verdict(wall: float, target: float, cpu: float | None = None, unit: str = " s") -> str:
+    """'met' / 'NOT met' for the ``wall`` figure against ``target``; a miss where the CPU figure was inside it says so."""
+    if wall <= target:
+        return "met"
+    if cpu is not None and cpu <= target:
+        return f"NOT met (CPU {cpu:.3f}{unit} is inside it: a loaded machine, load average {os.getloadavg()[0]:.1f})"
+    return "NOT met"
 
 
 def bench_file(rounds: int) -> bool:
     source = snippet_file(2000)
     best, med, found = timed(lambda: check_source(source, "big.py"), rounds)
+    cpu = CPU["last"]
     print(
-        f"1. a {source.count(chr(10)):,}-line file of verified snippets: min {best:.3f} s, median {med:.3f} s "
-        f"({len(found)} findings); target <= {TARGET_FILE_S} s: {verdict(best <= TARGET_FILE_S)}"
+        f"1. a {source.count(chr(10)):,}-line file of verified snippets: min {best:.3f} s (CPU {cpu:.3f} s), median "
+        f"{med:.3f} s ({len(found)} findings); target <= {TARGET_FILE_S} s: {verdict(best, TARGET_FILE_S, cpu)}"
     )
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "big.py"
@@ -127,7 +143,7 @@ def bench_file(rounds: int) -> bool:
         cli = [_cli_seconds([str(path)]) for _ in range(rounds)]
     print(
         f"   `fsdp-skill check FILE` end to end (a new interpreter: start-up, imports, analysis, output): "
-        f"min {min(cli):.3f} s, median {statistics.median(cli):.3f} s"
+        f"min {min(cli):.3f} s, median {statistics.median(cli):.3f} s (CPU {CPU['cli']:.3f} s, the last run)"
     )
     return best <= TARGET_FILE_S
 
@@ -135,9 +151,11 @@ def bench_file(rounds: int) -> bool:
 def bench_barriers(rounds: int) -> bool:
     source = barriers_file(1000)
     best, med, found = timed(lambda: check_source(source, "barriers.py"), rounds)
+    cpu = CPU["last"]
     print(
         f"2. 1,000 dist.barrier() under one `if rank == 0:` ({len(source) / 1000:.0f} KB, {len(found)} findings): "
-        f"min {best:.3f} s, median {med:.3f} s; target <= {TARGET_BARRIERS_S} s: {verdict(best <= TARGET_BARRIERS_S)}"
+        f"min {best:.3f} s (CPU {cpu:.3f} s), median {med:.3f} s; target <= {TARGET_BARRIERS_S} s: "
+        f"{verdict(best, TARGET_BARRIERS_S, cpu)}"
     )
     return best <= TARGET_BARRIERS_S
 
@@ -146,19 +164,20 @@ def bench_growth(rounds: int) -> bool:
     met = True
     for what, build in (("rank-0 barriers in one `if`", barriers_file), ("a script of several rules", findings_file)):
         per: dict[int, float] = {}
+        per_cpu: dict[int, float] = {}
         for n in (10, 100, 1000):
             source = build(n)
             best, _, found = timed(lambda source=source: check_source(source, "train.py"), rounds)
-            per[n] = best / max(len(found), 1)
+            per[n], per_cpu[n] = best / max(len(found), 1), CPU["last"] / max(len(found), 1)
             print(
-                f"3. {what}: {len(found):>5,} findings in {source.count(chr(10)):>6,} lines: {best:.3f} s, "
-                f"{per[n] * 1e3:.3f} ms per finding"
+                f"3. {what}: {len(found):>5,} findings in {source.count(chr(10)):>6,} lines: {best:.3f} s "
+                f"(CPU {CPU['last']:.3f} s), {per[n] * 1e3:.3f} ms per finding"
             )
-        ratio = per[1000] / per[100]
+        ratio, cpu_ratio = per[1000] / per[100], per_cpu[1000] / max(per_cpu[100], 1e-9)
         met = met and ratio <= TARGET_GROWTH
         print(
-            f"   {what}: time per finding, 1,000 / 100: {ratio:.2f} (1,000 / 10: {per[1000] / per[10]:.2f}); "
-            f"target <= {TARGET_GROWTH}: {verdict(ratio <= TARGET_GROWTH)}"
+            f"   {what}: time per finding, 1,000 / 100: {ratio:.2f} (CPU {cpu_ratio:.2f}; 1,000 / 10: "
+            f"{per[1000] / per[10]:.2f}); target <= {TARGET_GROWTH}: {verdict(ratio, TARGET_GROWTH, cpu_ratio, unit='')}"
         )
     return met
 
@@ -194,25 +213,31 @@ def bench_repo(repo: str | None, files: int) -> bool:
     try:
         size = build_repo(tmp, repo, files)
         what = repo or "this repository's code, fixtures and snippets"
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         found = check_paths([str(tmp)])
-        inproc = time.perf_counter() - t
+        inproc, inproc_cpu = time.perf_counter() - t, time.process_time() - c
         cli = _cli_seconds([str(tmp)])
+        cli_cpu = CPU["cli"]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(
         f"4. a {files:,}-file repository ({size / 1e6:.1f} MB, from {what}; {len(found)} findings): "
-        f"in process {inproc:.1f} s, CLI {cli:.1f} s; target <= {TARGET_REPO_S:.0f} s: "
-        f"{verdict(max(inproc, cli) <= TARGET_REPO_S)}"
+        f"in process {inproc:.1f} s (CPU {inproc_cpu:.1f} s), CLI {cli:.1f} s (CPU {cli_cpu:.1f} s); "
+        f"target <= {TARGET_REPO_S:.0f} s: {verdict(max(inproc, cli), TARGET_REPO_S, max(inproc_cpu, cli_cpu))}"
     )
     return max(inproc, cli) <= TARGET_REPO_S
 
 
 def _cli_seconds(args: list[str]) -> float:
-    """Wall seconds of one ``fsdp-skill check ARGS`` (a new process; its output discarded)."""
+    """Wall seconds of one ``fsdp-skill check ARGS`` (a new process; its output discarded); its CPU seconds go to
+    ``CPU["cli"]``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     subprocess.run([str(EXE), "check", *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-    return time.perf_counter() - t
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU["cli"] = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return wall
 
 
 def main() -> int:
