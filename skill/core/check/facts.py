@@ -107,6 +107,7 @@ _MAIN_NAME = re.compile(
 _RANK_ZERO_DECORATORS = {"rank_zero_only", "main_process_only", "on_main_process", "rank0_only", "master_only"}
 
 Pos = tuple[int, int]
+_UNKNOWN: Any = object()  # not in a memo yet
 
 
 class BudgetExceeded(Exception):
@@ -392,24 +393,28 @@ class FileFacts:
         key = id(node)
         if key in quals:
             return quals[key]
-        below: list[ast.Attribute] = []  # the attributes above the chain's base, outermost first
+        path: list[ast.AST] = []  # the attributes and calls above the chain's base, outermost first
         cur: ast.AST = node
+        q: str | None = None
         while True:
-            if isinstance(cur, ast.Call):
-                cur = cur.func
-            elif id(cur) in quals:
-                q = quals[id(cur)]
+            hit = quals.get(id(cur), _UNKNOWN)
+            if hit is not _UNKNOWN:
+                q = hit
                 break
+            if isinstance(cur, ast.Call):  # a call stands for its function: f()() is f, a.b().c is a.b.c
+                path.append(cur)
+                cur = cur.func
             elif isinstance(cur, ast.Attribute):
-                below.append(cur)
+                path.append(cur)
                 cur = cur.value
             else:
                 q = canon(self.aliases.get(cur.id, cur.id)) if isinstance(cur, ast.Name) else None
                 quals[id(cur)] = q
                 break
-        for attr in reversed(below):
-            q = canon(f"{q}.{attr.attr}") if q else None
-            quals[id(attr)] = q
+        for above in reversed(path):  # each node of the chain memoised: a long chain costs its length once
+            if isinstance(above, ast.Attribute):
+                q = canon(f"{q}.{above.attr}") if q else None
+            quals[id(above)] = q
         return q
 
     def calls(self, root: ast.AST | None = None) -> list[ast.Call]:
@@ -572,7 +577,12 @@ class FileFacts:
                 assigns.append((node.targets, node.value))
             elif isinstance(node, ast.AnnAssign) and node.value is not None:
                 assigns.append(([node.target], node.value))
+        last = (-1, -1)
         for _ in range(3):  # names bound to rank expressions, then flags bound to rank comparisons
+            known = len(self.rank_names), len(self.main_flags)
+            if known == last:
+                break  # the last round added nothing (the sets only grow): neither would this one
+            last = known
             for targets, value in assigns:
                 for t in targets:
                     if isinstance(t, ast.Name):
