@@ -249,6 +249,29 @@ def test_crlf_and_byte_order_mark_are_kept(tmp_path, capsys):
     assert b"checkpoint(self.a, x, use_reentrant=False)" in data
 
 
+def test_a_file_in_its_coding_cookies_encoding_is_fixed_in_that_encoding(tmp_path, capsys):
+    """A latin-1 file (PEP 263 cookie) is read as Python reads it and written back in latin-1, its other bytes kept."""
+    src = "# -*- coding: latin-1 -*-\n# caf\u00e9 \u00b5s\n" + (DATA / "fix" / "FSD027.py").read_text()
+    target = tmp_path / "w.py"
+    target.write_bytes(src.encode("latin-1"))
+    assert main(["check", "--fix", "--select", "FSD027", str(target)]) == 0
+    capsys.readouterr()
+    data = target.read_bytes()
+    assert b"# caf\xe9 \xb5s\n" in data and b"checkpoint(self.a, x, use_reentrant=False)" in data
+    assert data.decode("latin-1") == src.replace("checkpoint(self.a, x)", "checkpoint(self.a, x, use_reentrant=False)")
+
+
+def test_an_undecodable_file_is_left_as_it_is_and_the_others_are_fixed(tmp_path, capsys):
+    bad = tmp_path / "bad.py"
+    bad.write_bytes(b"x = '\xff'\n")
+    good = tmp_path / "good.py"
+    good.write_text((DATA / "fix" / "FSD027.py").read_text())
+    main(["check", "--fix", "--select", "FSD027,FSD000", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert bad.read_bytes() == b"x = '\xff'\n" and "FSD000" in out
+    assert "use_reentrant=False" in good.read_text()
+
+
 def test_fix_source_returns_the_same_text_when_nothing_is_fixable():
     src = (DATA / "FSD043_good.py").read_text()
     result = fix_source(src, check_source(src))

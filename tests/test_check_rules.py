@@ -132,9 +132,9 @@ def test_check_paths_walks_directories_and_rejects_bad_paths(tmp_path):
         check_paths([str(tmp_path / "missing.py")])
     with pytest.raises(InvalidArgument, match="not a Python file"):
         check_paths([str(tmp_path / "notes.txt")])
-    (tmp_path / "latin.py").write_bytes(b"x = '\xe9'\n")
-    with pytest.raises(InvalidArgument, match="not UTF-8"):
-        check_paths([str(tmp_path / "latin.py")])
+    (tmp_path / "latin.py").write_bytes(b"x = '\xe9'\n")  # not UTF-8 and no coding cookie: its own finding, not bad input
+    (f,) = check_paths([str(tmp_path / "latin.py")])
+    assert (f.code, f.line) == ("FSD000", 1) and "not valid utf-8" in f.message
 
 
 def test_knowledge_snippets_only_flag_their_deliberate_mistakes():

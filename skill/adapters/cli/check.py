@@ -1,8 +1,9 @@
 """``fsdp-skill check PATH... [-]``: the static checker on the terminal (thin over :mod:`fsdp_skill.core.check`).
 
 Output is one linter line per finding, ``path:line:col: FSD0xx message [section-id]`` (``--json``: a list of
-findings), and a count on stderr. Exit 0 when clean, 1 when there are findings (a file that does not parse is
-finding FSD000), 2 for bad input (missing path, not a .py file, not UTF-8, unknown code in --select/--ignore).
+findings), and a count on stderr. Exit 0 when clean, 1 when there are findings (a file that does not parse, cannot
+be decoded as Python decodes it, or runs past its budget is finding FSD000), 2 for bad input (missing path, not a
+.py file, unknown code in --select/--ignore, a bad FSDP_SKILL_CHECK_BUDGET).
 
 ``check --run PATH.py [-- ARGS]`` also runs the one script under ``verify`` (``--world-size``, ``--backend``,
 ``--timeout``, ``--launcher``, ``--python`` and the script's own arguments after ``--``, as there) and reports both: the findings, then the verdict (``--json``: an object

@@ -1,19 +1,25 @@
 """Checking paths (:func:`check_paths`): files, directories (every ``*.py`` below them, hidden folders and
 ``__pycache__`` / ``node_modules`` / ``site-packages`` skipped) and ``'-'`` (standard input).
 
-A missing path, a non-Python file or text that is not UTF-8 raises :class:`fsdp_skill.errors.InvalidArgument`
-(exit 2 on the CLI); every path is validated before any is checked.
+A missing path or a non-Python file raises :class:`fsdp_skill.errors.InvalidArgument` (exit 2 on the CLI); every
+path is validated before any is checked. A file is read as Python reads it (:func:`read_source`): UTF-8 unless a
+BOM or a PEP 263 coding cookie (``# -*- coding: latin-1 -*-``) says otherwise; one that cannot be decoded so is an
+``FSD000`` finding of its own (Python would refuse to run it too), and the other files are still checked.
 """
 
 from __future__ import annotations
 
+import codecs
+import io
 import sys
+import tokenize
 from collections.abc import Iterable
 from pathlib import Path
 
-from fsdp_skill.core.check.engine import check_source
+from fsdp_skill.core.check.engine import check_source, not_analysed
 from fsdp_skill.core.check.models import Finding
-from fsdp_skill.core.check.selection import validate_codes
+from fsdp_skill.core.check.rules import NOT_ANALYSED
+from fsdp_skill.core.check.selection import keep, validate_codes
 from fsdp_skill.errors import InvalidArgument
 
 _SKIP_DIRS = {"__pycache__", "node_modules", "site-packages"}
@@ -45,15 +51,45 @@ def _python_shebang(p: Path) -> bool:
     return first.startswith(b"#!") and b"python" in first
 
 
-def _read(p: Path | None, label: str) -> str:
+def _read(p: Path | None, label: str) -> bytes:
     try:
-        data = sys.stdin.buffer.read() if p is None else p.read_bytes()
+        return sys.stdin.buffer.read() if p is None else p.read_bytes()
     except (OSError, ValueError, AttributeError) as exc:
         raise InvalidArgument(f"{label}: cannot read: {exc}") from exc
+
+
+class UndecodableSource(ValueError):
+    """A source Python itself would not decode: ``line`` (1-based) is where, ``args[0]`` says why."""
+
+    def __init__(self, message: str, line: int = 1) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+def read_source(data: bytes) -> str:
+    """The text of a Python source file's bytes, decoded as Python decodes it (:func:`tokenize.detect_encoding`:
+    a UTF-8 BOM, else a PEP 263 coding cookie on the first two lines, else UTF-8); newlines are left as they are.
+
+    Raises UndecodableSource (with the line) for an unknown encoding, a cookie that contradicts the BOM, or bytes
+    that are not valid in the encoding."""
     try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise InvalidArgument(f"{label}: not UTF-8 text") from None
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:  # unknown encoding, a BOM with another cookie, a first line that is not UTF-8
+        if "invalid or missing encoding declaration" not in str(exc):
+            raise UndecodableSource(str(exc)) from None
+        encoding = "utf-8"  # the first lines are not UTF-8 and declare nothing: say which byte, as for later lines
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        name = codecs.lookup(encoding).name
+        why = (
+            "and no coding cookie (PEP 263) declares another encoding"
+            if name in ("utf-8", "utf-8-sig")
+            else "the encoding its coding cookie declares"
+        )
+        raise UndecodableSource(f"byte 0x{data[exc.start]:02x} at line {line} is not valid {name}, {why}", line) from None
+    return text
 
 
 def check_paths(
@@ -76,5 +112,12 @@ def check_paths(
             targets += [(f, str(f)) for f in _python_files(path)]
     out: list[Finding] = []
     for p, label in targets:
-        out += check_source(_read(p, label), label, select=sel, ignore=ign)
+        data = _read(p, label)
+        try:
+            text = read_source(data)
+        except UndecodableSource as exc:  # this file only: the others are still checked
+            found = not_analysed(label, f"file not analysed: cannot decode it as Python does: {exc}", exc.line)
+            out += [found] if keep(NOT_ANALYSED, sel, ign) else []
+            continue
+        out += check_source(text, label, select=sel, ignore=ign)
     return out

@@ -96,7 +96,7 @@ def _optimizer_before(facts: FileFacts, api: str) -> Found:
         if not _is_optimizer(facts, call):
             continue
         for src in _param_sources(facts, kwarg(call, "params", 0)):
-            hit = next(((w, c) for w, c in wraps if _ordered(facts, call, w) and (src.covers(c) or c.covers(src))), None)
+            hit = next(((w, c) for w, c in wraps if (src.covers(c) or c.covers(src)) and _ordered(facts, call, w)), None)
             if hit:
                 yield call, None if hit[0].lineno is None else f"(wrapped at line {hit[0].lineno})"
                 break
@@ -321,7 +321,7 @@ def submodule_sharded_after_parent(facts: FileFacts) -> Found:
     wraps = _wraps(facts, {FULLY_SHARD})
     for later, c2 in wraps:
         for first, c1 in wraps:
-            if first is not later and _ordered(facts, first, later) and c1.covers(c2) and len(c1.parts) < len(c2.parts):
+            if first is not later and len(c1.parts) < len(c2.parts) and c1.covers(c2) and _ordered(facts, first, later):
                 yield later, f"(the parent was sharded at line {first.lineno})"
                 break
 
@@ -748,7 +748,11 @@ def fsdp1_frozen_params_without_orig_params(facts: FileFacts) -> Found:
             or any(k.arg is None for k in call.keywords)
         ):
             continue
-        if dotted(call.args[0]) in _freezes(facts, facts.scope_of(call)):
+        scope = facts.scope_of(call)
+        key = ("FSD031", "freezes", id(scope))
+        if key not in facts.cache:
+            facts.cache[key] = _freezes(facts, scope)
+        if dotted(call.args[0]) in facts.cache[key]:
             yield call, None
 
 
@@ -844,14 +848,37 @@ def _epoch_loop_over(facts: FileFacts, loader: ast.Call) -> bool:
     parent = facts.parents.get(id(loader))
     if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name)):
         return False
-    name = parent.targets[0].id
-    for node in facts.scope_nodes(facts.scope_of(parent)):
-        if isinstance(node, (ast.For, ast.AsyncFor)) and any(
-            isinstance(n, ast.Name) and n.id == name for n in ast.walk(node.iter)
-        ):
-            if any(isinstance(a, (ast.For, ast.AsyncFor, ast.While)) for a in facts.ancestors(node)):
-                return True
-    return False
+    return parent.targets[0].id in _epoch_iterated(facts, facts.scope_of(parent))
+
+
+def _epoch_iterated(facts: FileFacts, scope: ast.AST) -> set[str]:
+    """The names in the iterable of a ``for`` of ``scope`` nested in another loop (memoised per scope)."""
+    key = ("FSD035", "epoch_iterated", id(scope))
+    if key not in facts.cache:
+        facts.cache[key] = {
+            n.id
+            for node in facts.scope_nodes(scope)
+            if isinstance(node, (ast.For, ast.AsyncFor))
+            and any(isinstance(a, (ast.For, ast.AsyncFor, ast.While)) for a in facts.ancestors(node))
+            for n in ast.walk(node.iter)
+            if isinstance(n, ast.Name)
+        }
+    names: set[str] = facts.cache[key]
+    return names
+
+
+def _loaders_below(facts: FileFacts, scope: ast.AST) -> list[tuple[ast.Call, set[str]]]:
+    """The ``DataLoader`` calls below ``scope`` (nested functions too), each with the names in its keywords
+    (memoised per scope)."""
+    key = ("FSD035", "loaders", id(scope))
+    if key not in facts.cache:
+        facts.cache[key] = [
+            (c, {n.id for k in c.keywords for n in ast.walk(k.value) if isinstance(n, ast.Name)})
+            for c in facts.calls(scope)
+            if (facts.qual(c) or "").endswith("DataLoader")
+        ]
+    loaders: list[tuple[ast.Call, set[str]]] = facts.cache[key]
+    return loaders
 
 
 @finder("FSD035")
@@ -872,11 +899,6 @@ def sampler_without_set_epoch(facts: FileFacts) -> Found:
         if not (isinstance(parent, ast.Assign) and isinstance(parent.targets[0], ast.Name)):
             continue
         sampler = parent.targets[0].id
-        loaders = [
-            c
-            for c in facts.calls(facts.scope_of(call))
-            if (facts.qual(c) or "").endswith("DataLoader")
-            and any(isinstance(n, ast.Name) and n.id == sampler for k in c.keywords for n in ast.walk(k.value))
-        ]
+        loaders = [c for c, names in _loaders_below(facts, facts.scope_of(call)) if sampler in names]
         if any(_epoch_loop_over(facts, ld) for ld in loaders):
             yield call, None
