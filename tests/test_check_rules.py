@@ -142,6 +142,7 @@ def test_knowledge_snippets_only_flag_their_deliberate_mistakes():
     deliberate = {
         ("debugging/monitored-barrier", "FSD003"),
         ("debugging/gloo-connection-closed-by-peer", "FSD003"),
+        ("debugging/ddp-no-sync-accumulation", "FSD040"),
         ("fsdp2/optimizer-order", "FSD001"),
         ("mixed-precision/fsdp1-fp16-sharded-grad-scaler", "FSD011"),
         ("mixed-precision/fsdp2-autocast", "FSD020"),

@@ -12,6 +12,7 @@ import ast
 import sys
 from collections.abc import Iterable
 
+from fsdp_skill.core.check import divergence  # noqa: F401 - registers FSD037, FSD038, FSD040, FSD045 in FINDERS
 from fsdp_skill.core.check.facts import FileFacts, Located
 from fsdp_skill.core.check.finders import FINDERS
 from fsdp_skill.core.check.models import Finding
