@@ -48,6 +48,22 @@ _FRAMEWORK_SYNC = {
 _NO_SYNC = {"no_sync", "no_backward_sync"}
 
 
+def _of_type(facts: FileFacts, *types: type[ast.AST]) -> list[ast.AST]:
+    """The nodes of the file of exactly these types, in source (pre-)order; the index is built once per file."""
+    key = ("divergence", "by-type")
+    if key not in facts.cache:
+        index: dict[type[ast.AST], list[tuple[int, ast.AST]]] = {}
+        for i, n in enumerate(facts.nodes):
+            index.setdefault(type(n), []).append((i, n))
+        facts.cache[key] = index
+    by_type: dict[type[ast.AST], list[tuple[int, ast.AST]]] = facts.cache[key]
+    return (
+        [n for _, n in sorted(item for t in types for item in by_type.get(t, []))]
+        if len(types) > 1
+        else [n for _, n in by_type.get(types[0], [])]
+    )
+
+
 def _stmt_holds(block: list[ast.stmt], node: ast.AST) -> bool:
     return any(node is sub for stmt in block for sub in ast.walk(stmt))
 
@@ -116,7 +132,7 @@ class _Reach:
     def __init__(self, facts: FileFacts, direct: Direct) -> None:
         self.facts, self.direct = facts, direct
         self.methods: dict[int, dict[str, Func]] = {}
-        for node in facts.nodes:
+        for node in _of_type(facts, ast.ClassDef):
             if isinstance(node, ast.ClassDef):
                 self.methods[id(node)] = {
                     st.name: st for st in node.body if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef))
@@ -269,7 +285,7 @@ def _skipped_work(facts: FileFacts, exit_: ast.stmt, branch: ast.If) -> tuple[st
 def rank_divergent_exit(facts: FileFacts) -> Found:
     """FSD037: ``break`` / ``continue`` / ``return`` under a rank condition that skips synchronised work the other
     ranks still run (see the module docstring)."""
-    for node in facts.nodes:
+    for node in _of_type(facts, ast.Break, ast.Continue, ast.Return):
         if not isinstance(node, (ast.Break, ast.Continue, ast.Return)):
             continue
         branch = _rank_branch(facts, node)
@@ -307,7 +323,7 @@ def _one_rank_values(facts: FileFacts) -> tuple[list[tuple[ast.Name, ast.Call, s
             results.append((arg, call, what))
     bound: list[tuple[ast.Name, ast.stmt, str]] = []
     branches = facts.rank_branches()
-    for node in facts.nodes:
+    for node in _of_type(facts, ast.Assign, ast.AugAssign, ast.AnnAssign):
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and branches.get(id(node)):
             branch = branches[id(node)][-1]
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -383,13 +399,14 @@ def _one_rank_load(
     node: ast.If | ast.While,
     results: dict[tuple[int, str, int], list[tuple[ast.Call, str]]],
     bound: dict[tuple[int, str], list[tuple[ast.stmt, str]]],
+    names: set[str],
 ) -> tuple[str, str] | None:
     """(name, what it is) for the first name of ``node``'s test that holds a value only some ranks hold there."""
     scope = facts.scope_of(node)
     loops: list[ast.For | ast.AsyncFor | ast.While] = [node] if isinstance(node, ast.While) else []
     loops += _loops_around(facts, node)
     for n in ast.walk(node.test):
-        if not (isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)):
+        if not (isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)) or n.id not in names:
             continue
         ident, b = facts.binding(n)
         for call, what in results.get(ident, []):  # the same tensor / list the collective filled, not rebound since
@@ -422,11 +439,17 @@ def decision_on_one_rank_value(facts: FileFacts) -> Found:
     bound: dict[tuple[int, str], list[tuple[ast.stmt, str]]] = {}
     for name, stmt, what in bound_list:
         bound.setdefault((id(facts.scope_of(stmt)), name.id), []).append((stmt, what))
+    names = {name.id for name, _, _ in results_list} | {name.id for name, _, _ in bound_list}
     branches = facts.rank_branches()
-    for node in facts.nodes:
-        if not isinstance(node, (ast.If, ast.While)) or branches.get(id(node)) or facts.is_rank_test(node.test):
+    for node in _of_type(facts, ast.If, ast.While):
+        if (
+            not isinstance(node, (ast.If, ast.While))
+            or branches.get(id(node))
+            or not any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node.test))
+            or facts.is_rank_test(node.test)
+        ):
             continue
-        hit = _one_rank_load(facts, node, results, bound)
+        hit = _one_rank_load(facts, node, results, bound, names)
         if hit is None:
             continue
         work = _exits_skip_work(facts, node.body + node.orelse, facts.scope_of(node))
@@ -460,15 +483,18 @@ def _is_step(facts: FileFacts, call: ast.Call) -> bool:
 
 def _built_as_optimizer(facts: FileFacts, call: ast.Call) -> bool:
     """Is the receiver of ``call`` bound to ``torch.optim.X(...)`` in this file?"""
-    assert isinstance(call.func, ast.Attribute)
-    name = dotted(call.func.value)
-    return any(
-        isinstance(n, ast.Assign)
-        and isinstance(n.value, ast.Call)
-        and (facts.qual(n.value) or "").startswith("torch.optim.")
-        and any(dotted(t) == name for t in n.targets)
-        for n in facts.nodes
-    )
+    key = ("divergence", "optimizers")
+    if key not in facts.cache:
+        facts.cache[key] = {
+            dotted(t)
+            for n in _of_type(facts, ast.Assign)
+            if isinstance(n, ast.Assign)
+            and isinstance(n.value, ast.Call)
+            and (facts.qual(n.value) or "").startswith("torch.optim.")
+            for t in n.targets
+        }
+    names: set[str | None] = facts.cache[key]
+    return isinstance(call.func, ast.Attribute) and dotted(call.func.value) in names
 
 
 def _no_sync_target(facts: FileFacts, item: ast.withitem) -> ast.expr | None:
@@ -489,7 +515,7 @@ def _names_module(node: ast.AST, target: str) -> bool:
 @finder("FSD040")
 def no_sync_misuse(facts: FileFacts) -> Found:
     """FSD040: an optimizer step inside ``no_sync()`` after a backward there, or only the backward inside it."""
-    for node in facts.nodes:
+    for node in _of_type(facts, ast.With, ast.AsyncWith):
         if not isinstance(node, (ast.With, ast.AsyncWith)):
             continue
         scope = facts.scope_of(node)
@@ -520,6 +546,15 @@ def _forward_before_only(
     facts: FileFacts, with_: ast.With | ast.AsyncWith, scope: ast.AST, name: str, body_calls: list[ast.Call]
 ) -> bool:
     """Does the forward of ``name`` run before ``with_`` in ``scope``, and nothing in its body run one?"""
+    tail = name.rsplit(".", 1)[-1]
+    if not any(
+        last_name(c) in (tail, "forward")
+        and end(c) <= start(with_)
+        and facts.scope_of(c) is scope
+        and dotted(c.func) in (name, f"{name}.forward")
+        for c in facts.calls()
+    ):
+        return False
     reach = _reach(facts)
     for c in body_calls:
         if _is_backward(c):
@@ -528,12 +563,7 @@ def _forward_before_only(
             return False
         if isinstance(c.func, ast.Attribute) and dotted(c.func.value) == "self" and name.startswith("self."):
             return False  # a method of the class: it may run the forward
-    before = [
-        c
-        for c in facts.scope_nodes(scope)
-        if isinstance(c, ast.Call) and end(c) <= start(with_) and dotted(c.func) in (name, f"{name}.forward")
-    ]
-    return bool(before)
+    return True
 
 
 # --- FSD045: a DDP wrapper's forward on some ranks only -------------------------------------------------------
@@ -553,9 +583,17 @@ def _ddp_direct(facts: FileFacts, call: ast.Call) -> str | None:
 def _no_buffer_broadcast(facts: FileFacts, recv: ast.AST) -> bool:
     """Is every ``DistributedDataParallel(...)`` bound to this variable built with ``broadcast_buffers=False``?"""
     key = facts._variable_key(recv)
+    memo = facts.cache.setdefault(("divergence", "no-buffer-broadcast"), {})
+    if key not in memo:
+        memo[key] = _built_without_buffer_broadcast(facts, key)
+    found: bool = memo[key]
+    return found
+
+
+def _built_without_buffer_broadcast(facts: FileFacts, key: tuple[int, str] | None) -> bool:
     made = [
         n.value
-        for n in facts.nodes
+        for n in _of_type(facts, ast.Assign)
         if isinstance(n, ast.Assign)
         and isinstance(n.value, ast.Call)
         and facts.qual(n.value) == DDP
