@@ -207,3 +207,35 @@ def test_a_ddp_forward_in_both_branches_or_under_not_distributed_is_silent():
         "        model(x)\n"
     )
     assert _codes(code) == []
+
+
+ATTR = """
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+class Trainer:
+    def __init__(self, net):
+        self.model = DDP(net)
+        self.should_stop = False
+    def validate(self, val):
+        if dist.get_rank() == 0 and val > 1:
+            self.should_stop = True
+        {sync}
+    def fit(self, loader, val):
+        for x in loader:
+            self.model(x).sum().backward()
+            self.validate(val)
+            if self.should_stop:
+                break
+"""
+
+
+@pytest.mark.parametrize(
+    "sync, found",
+    [
+        ("pass", [(16, "FSD038")]),  # only rank 0 ever writes it after __init__
+        ("self.should_stop = self.strategy.broadcast(self.should_stop)", []),  # every rank takes rank 0's value
+        ("dist.broadcast_object_list([self.should_stop], src=0)", []),  # handed to a collective
+    ],
+)
+def test_an_attribute_written_only_under_a_rank_condition_is_one_ranks(sync, found):
+    assert _codes(ATTR.format(sync=sync)) == found

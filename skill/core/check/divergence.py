@@ -13,7 +13,8 @@ synchronise (FSD037, FSD038, FSD040, FSD045).
   (or another rank-conditional rule) already reports, that rule speaks and this one does not.
 - **FSD038**: an ``if`` / ``while`` (not itself a rank test) that decides on a value only one rank holds: the
   tensor of ``dist.reduce(t, dst=...)``, the list of ``dist.gather(..., gather_list=..., dst=...)`` or
-  ``gather_object``, or a name last bound under a rank condition, with no collective naming it in between,
+  ``gather_object``, a name last bound under a rank condition, or a ``self.`` attribute that the file writes
+  (outside ``__init__``) only under rank conditions, with no collective naming it in between,
   when the decision guards synchronised work or a ``break`` / ``return`` out of a loop that holds some.
 - **FSD040**: DDP ``no_sync()`` misuse: an optimizer step inside the ``with ... no_sync():`` that also runs the
   backward (those gradients are never synchronised), or only the backward inside it while the forward ran
@@ -426,12 +427,44 @@ def _one_rank_load(
     return None
 
 
+def _one_rank_attributes(facts: FileFacts) -> dict[str, str]:
+    """``self.x`` -> what it is, for the attributes that the file writes outside ``__init__`` only under rank
+    conditions (``if self.rank == 0: self.should_stop = True``) and never hands to a collective: the other ranks keep
+    the initial value."""
+    writes: dict[str, list[ast.stmt]] = {}
+    for node in _of_type(facts, ast.Assign, ast.AugAssign, ast.AnnAssign):
+        assert isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+        fn = facts.scope_of(node)
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.name == "__init__":
+            continue
+        for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
+            name = dotted(t) if isinstance(t, ast.Attribute) else None
+            if name and name.startswith("self."):
+                writes.setdefault(name, []).append(node)
+    branches = facts.rank_branches()
+    out = {
+        name: f"written only under the rank condition at line {branches[id(stmts[0])][-1].lineno} (line {stmts[0].lineno})"
+        for name, stmts in writes.items()
+        if all(branches.get(id(st)) for st in stmts)
+    }
+    if out:
+        for call in facts.calls():
+            q = facts.qual(call) or ""
+            if (q.startswith("torch.distributed.") and q.rsplit(".", 1)[-1] in rc.COLLECTIVES) or _framework_sync(call):
+                for arg in [*call.args, *(k.value for k in call.keywords)]:
+                    for n in ast.walk(arg):
+                        if isinstance(n, ast.Attribute):
+                            out.pop(dotted(n) or "", None)
+    return out
+
+
 @finder("FSD038")
 def decision_on_one_rank_value(facts: FileFacts) -> Found:
     """FSD038: an ``if`` / ``while`` on a value only one rank holds, guarding synchronised work or an exit from a
     loop that holds some (see the module docstring)."""
     results_list, bound_list = _one_rank_values(facts)
-    if not results_list and not bound_list:
+    attributes = _one_rank_attributes(facts)
+    if not results_list and not bound_list and not attributes:
         return
     results: dict[tuple[int, str, int], list[tuple[ast.Call, str]]] = {}
     for name, call, what in results_list:
@@ -445,11 +478,17 @@ def decision_on_one_rank_value(facts: FileFacts) -> Found:
         if (
             not isinstance(node, (ast.If, ast.While))
             or branches.get(id(node))
-            or not any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node.test))
+            or not any(
+                isinstance(n, ast.Name) and n.id in names or isinstance(n, ast.Attribute) and dotted(n) in attributes
+                for n in ast.walk(node.test)
+            )
             or facts.is_rank_test(node.test)
         ):
             continue
         hit = _one_rank_load(facts, node, results, bound, names)
+        attr = next((d for n in ast.walk(node.test) if isinstance(n, ast.Attribute) and (d := dotted(n)) in attributes), None)
+        if hit is None and attr is not None:
+            hit = attr, attributes[attr]
         if hit is None:
             continue
         work = _exits_skip_work(facts, node.body + node.orelse, facts.scope_of(node))
