@@ -28,6 +28,7 @@ synchronise (FSD037, FSD038, FSD040, FSD045).
 from __future__ import annotations
 
 import ast
+import bisect
 from collections.abc import Callable, Iterator
 
 from fsdp_skill.core.check import rank_conditional as rc
@@ -66,7 +67,11 @@ def _of_type(facts: FileFacts, *types: type[ast.AST]) -> list[ast.AST]:
 
 
 def _stmt_holds(block: list[ast.stmt], node: ast.AST) -> bool:
-    return any(node is sub for stmt in block for sub in ast.walk(stmt))
+    """Is ``node`` inside the statements of ``block``? (by source span: statements of one block do not overlap)"""
+    if not block or not hasattr(node, "lineno"):
+        return False
+    pos = (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+    return start(block[0]) <= pos and pos < end(block[-1]) or any(node is st for st in block)
 
 
 def _arm(branch: ast.If, node: ast.AST) -> list[ast.stmt]:
@@ -232,53 +237,77 @@ def _loops_around(facts: FileFacts, node: ast.AST) -> list[ast.For | ast.AsyncFo
     return out
 
 
-def _spoken_for(facts: FileFacts, call: ast.Call, branch: ast.If) -> str | None:
+def _spoken_for(facts: FileFacts, call: ast.Call, branch: ast.If, around: set[int]) -> str | None:
     """Which other rule owns ``call`` as work run on some ranks only: "branch" when it runs under ``branch`` itself
     (after ``if rank != 0: return``) and FSD003-FSD010 / FSD036 (a collective
     :func:`~fsdp_skill.core.check.rank_conditional.collective_kind` knows) or FSD045 (a DDP forward) report it, so
     the exit is that finding's cause; "other" when it sits under a rank condition of its own that ``branch`` does not
-    hold (those rules' concern, not skipped work); None when no other rule speaks for it."""
+    hold (``around``: the ids of the nodes around ``branch``), those rules' concern and not skipped work; None when no
+    other rule speaks for it."""
     enclosing = facts.rank_branches().get(id(call), [])
-    if any(b is not branch and not any(b is a for a in facts.ancestors(branch)) for b in enclosing):
-        return "other"
-    if not any(b is branch for b in enclosing):
+    if not enclosing:
         return None
-    if rc._collective_reached(facts, call, _rc_summaries(facts)) is not None or _ddp_forward_reached(facts, call):
+    if any(b is branch for b in enclosing) and (
+        rc._collective_reached(facts, call, _rc_summaries(facts)) is not None or _ddp_forward_reached(facts, call)
+    ):
         return "branch"
-    return None
+    return "other" if any(b is not branch and id(b) not in around for b in enclosing) else None
+
+
+_SCAN_LIMIT = 500  # calls looked at after an exit and before it in its loop: bounded work per exit
+
+
+def _scope_calls(facts: FileFacts, scope: ast.AST) -> tuple[list[ast.Call], list[tuple[int, int]]]:
+    """The calls of ``scope`` (not of nested functions) sorted by position, with their positions (memoised)."""
+    memo = facts.cache.setdefault(("divergence", "scope-calls"), {})
+    if id(scope) not in memo:
+        calls = sorted((n for n in facts.scope_nodes(scope) if isinstance(n, ast.Call)), key=start)
+        memo[id(scope)] = (calls, [start(c) for c in calls])
+    found: tuple[list[ast.Call], list[tuple[int, int]]] = memo[id(scope)]
+    return found
 
 
 def _skipped_work(facts: FileFacts, exit_: ast.stmt, branch: ast.If) -> tuple[str, int] | None:
-    """The first synchronised work that the ranks taking ``exit_`` under ``branch`` skip and the others run."""
+    """The first synchronised work that the ranks taking ``exit_`` under ``branch`` skip and the others run: for a
+    ``continue`` the rest of the iteration, for a ``break`` the loop's body, for a ``return`` the rest of the function
+    and the loops around ``branch``. What follows the exit is looked at first: a collective there that another rule
+    reports (it runs under ``branch``) makes that rule's finding the one for this mistake."""
     scope = facts.scope_of(exit_)
-    reach = _reach(facts)
-    arm = _arm(branch, exit_)
-    candidates: list[ast.Call]
+    calls, positions = _scope_calls(facts, scope)
     if isinstance(exit_, (ast.Break, ast.Continue)):
         loop = _inner_loop(facts, exit_)
         if loop is None or not any(loop is a for a in facts.ancestors(branch)):
             return None  # the loop is inside the rank branch: every rank that runs it leaves it alike
-        candidates = list(_calls_in(facts, loop.body, scope))
-        if isinstance(exit_, ast.Continue):  # the rest of this iteration, not the other branch of an if around it
-            candidates = [c for c in candidates if start(c) >= end(exit_) and not facts.exclusive(exit_, c)]
-    else:
-        if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            return None
+        lo, hi = start(loop.body[0]), end(loop.body[-1])
+    elif isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
         loops = _loops_around(facts, branch)
-        candidates = [
-            c
-            for c in _calls_in(facts, scope.body, scope)
-            if start(c) >= end(exit_) and not facts.exclusive(exit_, c) or any(_stmt_holds(lp.body, c) for lp in loops)
-        ]
+        lo, hi = (start(loops[-1]), end(loops[-1])) if loops else (end(exit_), end(scope))
+    else:
+        return None
+    stop = end(scope) if isinstance(exit_, ast.Return) and isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) else hi
+    after = calls[bisect.bisect_left(positions, end(exit_)) : bisect.bisect_left(positions, stop)]
+    before = (
+        []
+        if isinstance(exit_, ast.Continue)
+        else calls[bisect.bisect_left(positions, lo) : bisect.bisect_left(positions, start(exit_))]
+    )
+    after, before = after[:_SCAN_LIMIT], before[:_SCAN_LIMIT]
+    around = {id(a) for a in facts.ancestors(branch)}
+    reach = _reach(facts)
+    arm = _arm(branch, exit_)
     first: tuple[str, int] | None = None
-    for call in candidates:
-        if _stmt_holds(arm, call):
-            continue
-        owner = _spoken_for(facts, call, branch)
+    for call in after:
+        if facts.exclusive(exit_, call) or _stmt_holds(arm, call):
+            continue  # the other branch of an if around the exit: not on this path
+        owner = _spoken_for(facts, call, branch, around)
         if owner == "branch":
             return None  # FSD003 / FSD045 report the work this exit leaves to some ranks: one finding for one mistake
-        hit = reach.call(call) if owner is None else None
-        first = first or hit
+        first = first or (reach.call(call) if owner is None else None)
+    for call in before:  # the next iterations of the loop
+        if first is not None:
+            break
+        if not _stmt_holds(arm, call) and _spoken_for(facts, call, branch, around) is None:
+            first = reach.call(call)
     return first
 
 
