@@ -324,6 +324,26 @@ RULES: dict[str, Rule] = {
             "join/join-config-after-exit",
         ),
         _r(
+            "FSD037",
+            "error",
+            "`break` / `continue` / `return` under a rank condition that skips collectives or a wrapped model's "
+            "forward/backward the other ranks still run",
+            "the ranks that leave stop answering the others' collectives and the job hangs; decide on every rank "
+            "(all_reduce a stop flag) and leave together",
+            "debugging/rank-divergent-early-exit",
+            "debugging/early-stop-agreed",
+        ),
+        _r(
+            "FSD038",
+            "error",
+            "`if` / `while` on a value only one rank holds (`dist.reduce(..., dst=0)`, `gather`, a rank-0-only result) "
+            "guarding collectives or an exit from a training loop",
+            "the ranks can take different branches and the job hangs or skips work on some; broadcast (or all_reduce) the "
+            "value first so every rank decides the same",
+            "debugging/decision-on-one-rank-value",
+            "debugging/broadcast-the-decision",
+        ),
+        _r(
             "FSD039",
             "error",
             "framework save that is a collective under FSDP (`trainer.save_model`, `accelerator.save_state`, Lightning "
@@ -332,6 +352,16 @@ RULES: dict[str, Rule] = {
             "rank, the framework writes the files from the main process itself",
             "checkpoint/framework-save-every-rank",
             "checkpoint/framework-save-every-rank",
+        ),
+        _r(
+            "FSD040",
+            "error",
+            "DDP `no_sync()` misuse: the optimizer step inside it, or only the backward inside it",
+            "no_sync() must hold the forward and backward of the accumulating micro-batches only: run the last micro-batch "
+            "and optimizer.step() outside it (a step inside uses gradients that were never all-reduced; a forward outside "
+            "it has already armed the all-reduce)",
+            "debugging/ddp-no-sync-accumulation",
+            "debugging/ddp-no-sync-accumulation",
         ),
         _r(
             "FSD041",
@@ -369,10 +399,19 @@ RULES: dict[str, Rule] = {
             "sharding/fsdp1-generate-summon",
             "sharding/fsdp1-generate-summon",
         ),
+        _r(
+            "FSD045",
+            "warning",
+            "forward through a DDP wrapper (e.g. evaluation) on rank 0 only",
+            "a DDP forward broadcasts the module's buffers from rank 0 (broadcast_buffers=True, the default) and the other "
+            "ranks never join: evaluate through model.module on one rank, or run the wrapper on every rank",
+            "debugging/ddp-forward-on-one-rank",
+            "debugging/ddp-eval-through-module",
+        ),
     ]
 }
 
 NOT_ANALYSED = "FSD000"  # the file was not analysed (does not parse, or the checker failed on it): a finding, not a rule
-# the rule codes as a range ("FSD001-FSD044"): the check_script tool's description gives it, and a test holds the
+# the rule codes as a range ("FSD001-FSD045"): the check_script tool's description gives it, and a test holds the
 # pre-commit hook's description and README to it
 RULE_RANGE = f"{min(RULES)}-{max(RULES)}"
