@@ -1,4 +1,4 @@
-"""FSD037, FSD038, FSD040, FSD045 (``skill/core/check/divergence.py``): each fires where the fixtures of
+"""FSD037, FSD038, FSD040, FSD045, FSD046 (``skill/core/check/divergence.py``): each fires where the fixtures of
 ``tests/data/check/divergence/`` mark it (``# <- FSDxxx``), in the shapes real code takes (a Trainer class, a
 Lightning-like callback, a nanoGPT-style script, a plain loop), and nowhere else; the overlaps with the
 rank-conditional rules are reported once."""
@@ -14,7 +14,7 @@ from fsdp_skill.core.check import check_source
 
 DATA = Path(__file__).parent / "data" / "check" / "divergence"
 MARK = re.compile(r"#\s*<-\s*(FSD\d{3})")
-OURS = {"FSD037", "FSD038", "FSD040", "FSD045"}
+OURS = {"FSD037", "FSD038", "FSD040", "FSD045", "FSD046"}
 
 
 def _expected(path: Path) -> set[tuple[int, str]]:
@@ -174,7 +174,7 @@ def test_backward_only_inside_no_sync_needs_a_known_ddp_and_a_forward_before():
         "    with model.no_sync():\n"
         "        loss.backward()\n"
     )
-    assert _codes(code) == [(5, "FSD040")]
+    assert _codes(code) == [(5, "FSD046")]
     assert _codes(code.replace("        loss.backward()", "        compute(model, x).backward()")) == []
     assert _codes(code.replace("model = DDP(net)", "model = net")) == []  # FSDP1 no_sync is read in backward
 

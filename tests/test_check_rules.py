@@ -143,6 +143,7 @@ def test_knowledge_snippets_only_flag_their_deliberate_mistakes():
         ("debugging/monitored-barrier", "FSD003"),
         ("debugging/gloo-connection-closed-by-peer", "FSD003"),
         ("debugging/ddp-no-sync-accumulation", "FSD040"),
+        ("debugging/ddp-no-sync-accumulation", "FSD046"),
         ("fsdp2/optimizer-order", "FSD001"),
         ("mixed-precision/fsdp1-fp16-sharded-grad-scaler", "FSD011"),
         ("mixed-precision/fsdp2-autocast", "FSD020"),

@@ -1,5 +1,5 @@
 """Rules about control flow that splits the ranks of a job, and about DDP wrappers used where DDP cannot
-synchronise (FSD037, FSD038, FSD040, FSD045).
+synchronise (FSD037, FSD038, FSD040, FSD045, FSD046).
 
 - **Synchronised work** (:class:`_Reach`): a call that every rank of the job must make together: a collective
   or another call the rank-conditional rules know (:func:`~fsdp_skill.core.check.rank_conditional.collective_kind`),
@@ -16,9 +16,10 @@ synchronise (FSD037, FSD038, FSD040, FSD045).
   ``gather_object``, a name last bound under a rank condition, or a ``self.`` attribute that the file writes
   (outside ``__init__``) only under rank conditions, with no collective naming it in between,
   when the decision guards synchronised work or a ``break`` / ``return`` out of a loop that holds some.
-- **FSD040**: DDP ``no_sync()`` misuse: an optimizer step inside the ``with ... no_sync():`` that also runs the
-  backward (those gradients are never synchronised), or only the backward inside it while the forward ran
-  before it (DDP arms the gradient all-reduce in forward, so the context does nothing).
+- **FSD040**: an optimizer step inside the ``with ... no_sync():`` that also runs the backward (those gradients
+  are never synchronised: the replicas drift apart).
+- **FSD046**: only the backward inside a DDP ``no_sync()`` while the forward ran before it (DDP arms the gradient
+  all-reduce in forward, so the context does nothing: the gradients are right, the communication is not saved).
 - **FSD045**: the forward of a DDP wrapper (directly or through a function of the file) on some ranks only.
   DDP broadcasts the module's buffers from rank 0 at the start of a forward (``broadcast_buffers=True``, the
   default), so the other ranks' next collective pairs with it. A wrapper built with ``broadcast_buffers=False``
@@ -581,8 +582,32 @@ def _names_module(node: ast.AST, target: str) -> bool:
 
 
 @finder("FSD040")
-def no_sync_misuse(facts: FileFacts) -> Found:
-    """FSD040: an optimizer step inside ``no_sync()`` after a backward there, or only the backward inside it."""
+def step_inside_no_sync(facts: FileFacts) -> Found:
+    """FSD040: an optimizer step inside ``no_sync()`` after a backward there (the gradients are never all-reduced)."""
+    for kind, node, message in _no_sync_misuse(facts):
+        if kind == "step":
+            yield node, message
+
+
+@finder("FSD046")
+def backward_only_in_no_sync(facts: FileFacts) -> Found:
+    """FSD046: only the backward inside a DDP ``no_sync()``, its forward before it (the gradients are still
+    all-reduced: the accumulation saves no communication)."""
+    for kind, node, message in _no_sync_misuse(facts):
+        if kind == "backward-only":
+            yield node, message
+
+
+def _no_sync_misuse(facts: FileFacts) -> Iterator[tuple[str, ast.AST, str]]:
+    """("step" | "backward-only", node, message) for each misuse of ``no_sync()`` (memoised per file)."""
+    key = ("divergence", "no_sync")
+    if key not in facts.cache:
+        facts.cache[key] = list(_find_no_sync_misuse(facts))
+    found: list[tuple[str, ast.AST, str]] = facts.cache[key]
+    return iter(found)
+
+
+def _find_no_sync_misuse(facts: FileFacts) -> Iterator[tuple[str, ast.AST, str]]:
     for node in _of_type(facts, ast.With, ast.AsyncWith):
         if not isinstance(node, (ast.With, ast.AsyncWith)):
             continue
@@ -598,13 +623,14 @@ def no_sync_misuse(facts: FileFacts) -> Found:
             step = next((c for c in calls if _is_step(facts, c) and start(c) > start(backwards[0])), None)
             if step is not None:
                 ctx = dotted(item.context_expr.func) if isinstance(item.context_expr, ast.Call) else None
-                yield step, f"optimizer step inside `with {ctx}():` (line {node.lineno}) after the backward there"
+                yield "step", step, f"optimizer step inside `with {ctx}():` (line {node.lineno}) after the backward there"
                 continue
             name = dotted(target)
             if name is None or not _is_ddp(facts, target) or isinstance(item.context_expr, ast.Call) and item.context_expr.args:
                 continue
             if _forward_before_only(facts, node, scope, name, calls):
                 yield (
+                    "backward-only",
                     node,
                     f"only the backward runs inside `with {name}.no_sync():`; its forward ran before (DDP decides in forward whether to all-reduce)",
                 )

@@ -356,10 +356,10 @@ RULES: dict[str, Rule] = {
         _r(
             "FSD040",
             "error",
-            "DDP `no_sync()` misuse: the optimizer step inside it, or only the backward inside it",
+            "optimizer step inside DDP `no_sync()` (on gradients never all-reduced)",
             "no_sync() must hold the forward and backward of the accumulating micro-batches only: run the last micro-batch "
-            "and optimizer.step() outside it (a step inside uses gradients that were never all-reduced; a forward outside "
-            "it has already armed the all-reduce)",
+            "and optimizer.step() outside it (a step inside uses gradients that were never all-reduced, so the replicas "
+            "drift apart)",
             "debugging/ddp-no-sync-accumulation",
             "debugging/ddp-no-sync-accumulation",
         ),
@@ -408,10 +408,19 @@ RULES: dict[str, Rule] = {
             "debugging/ddp-forward-on-one-rank",
             "debugging/ddp-eval-through-module",
         ),
+        _r(
+            "FSD046",
+            "warning",
+            "only the backward inside DDP `no_sync()`, its forward before it (the context does nothing)",
+            "DDP arms the gradient all-reduce in forward: with the forward outside no_sync() the backward inside still "
+            "all-reduces, so the accumulation saves no communication; put the micro-batch's forward inside the context too",
+            "debugging/ddp-no-sync-accumulation",
+            "debugging/ddp-no-sync-accumulation",
+        ),
     ]
 }
 
 NOT_ANALYSED = "FSD000"  # the file was not analysed (does not parse, or the checker failed on it): a finding, not a rule
-# the rule codes as a range ("FSD001-FSD045"): the check_script tool's description gives it, and a test holds the
+# the rule codes as a range ("FSD001-FSD046"): the check_script tool's description gives it, and a test holds the
 # pre-commit hook's description and README to it
 RULE_RANGE = f"{min(RULES)}-{max(RULES)}"

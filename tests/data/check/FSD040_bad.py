@@ -15,12 +15,3 @@ def train(net, loader, accum=4):
                 optimizer.step()  # <- FSD040
                 optimizer.zero_grad()
 
-
-def train_backward_only(net, loader):
-    model = DDP(net)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    for x, y in loader:
-        loss = torch.nn.functional.mse_loss(model(x), y)
-        with model.no_sync():  # <- FSD040
-            loss.backward()
-        optimizer.step()

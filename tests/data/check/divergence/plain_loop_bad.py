@@ -21,3 +21,20 @@ def fit(model, loader, optimizer, score):
         if dist.get_rank() != 0:
             continue  # FSD003 speaks for the all_reduce it skips, not FSD037
         dist.all_reduce(mine)  # <- FSD003
+
+
+def accumulate(net, loader, optimizer, accum=4):
+    """Gradient accumulation that saves nothing: the forward runs before no_sync(), so the backward inside still
+    all-reduces (the step after it is on synchronised gradients: a waste, not a wrong result)."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    model = DDP(net)
+    for i, (x, y) in enumerate(loader):
+        loss = torch.nn.functional.mse_loss(model(x), y) / accum
+        if (i + 1) % accum:
+            with model.no_sync():  # <- FSD046
+                loss.backward()
+        else:
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
