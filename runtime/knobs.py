@@ -24,6 +24,7 @@ KEEP_RUNS = "FSDP_SKILL_KEEP_RUNS"
 WARM_EXIT = "FSDP_SKILL_WARM_EXIT"
 CONFIRM_TIMEOUTS = "FSDP_SKILL_CONFIRM_TIMEOUTS"
 PRELOAD = "FSDP_SKILL_PRELOAD"
+CHECK_BUDGET = "FSDP_SKILL_CHECK_BUDGET"
 
 
 class Knob(NamedTuple):
@@ -89,6 +90,14 @@ KNOBS: tuple[Knob, ...] = (
         "comma-separated modules the warm zygote imports before it forks ranks, instead of its list "
         "(`benchmarks/bench_verify.py` compares preloads)",
         ("runtime/zygote.py",),
+    ),
+    Knob(
+        CHECK_BUDGET,
+        "`10`: seconds",
+        "seconds of analysis `check` gives one file (CLI, `POST /v1/check`, MCP `check_script`, flake8 plugin); a file "
+        "that needs more is one `FSD000` finding naming the budget, and the other files are still checked; not a "
+        "positive number: exit 2 (HTTP: 400)",
+        ("skill/core/check/engine.py",),
     ),
 )
 

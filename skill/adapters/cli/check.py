@@ -1,13 +1,21 @@
 """``fsdp-skill check PATH... [-]``: the static checker on the terminal (thin over :mod:`fsdp_skill.core.check`).
 
 Output is one linter line per finding, ``path:line:col: FSD0xx message [section-id]`` (``--json``: a list of
-findings), and a count on stderr. Exit 0 when clean, 1 when there are findings (a file that does not parse is
-finding FSD000), 2 for bad input (missing path, not a .py file, not UTF-8, unknown code in --select/--ignore).
+findings), and a count on stderr. Exit 0 when clean, 1 when there are findings (a file that does not parse, cannot
+be decoded as Python decodes it, or runs past its budget is finding FSD000), 2 for bad input (missing path, not a
+.py file, unknown code in --select/--ignore, a bad FSDP_SKILL_CHECK_BUDGET).
 
 ``check --run PATH.py [-- ARGS]`` also runs the one script under ``verify`` (``--world-size``, ``--backend``,
 ``--timeout``, ``--launcher``, ``--python`` and the script's own arguments after ``--``, as there) and reports both: the findings, then the verdict (``--json``: an object
 ``{"findings": [...], "verdict": {...}}``, the verdict as ``verify --json`` prints it, with its ``hints``).
 Exit 1 when there is a finding or the run failed or timed out (a run skipped on this host is not a failure).
+
+``--output-format text|json|github|sarif`` (``--json`` is ``json``): GitHub workflow annotations, one
+``::error file=...,line=...,col=...,title=FSD0xx::message`` per finding, or a SARIF 2.1.0 log for code scanning.
+
+``--fix`` rewrites the files in place with the mechanical fixes (:mod:`fsdp_skill.core.check.fix`), says on stderr
+what it fixed and what it could not, and reports the findings left (exit 1 if any remain, else 0); ``--diff``
+prints the fixes as a unified diff and writes nothing (exit 1 when there is something to fix, else 0), as ruff does.
 """
 
 from __future__ import annotations
@@ -43,21 +51,90 @@ def cmd_check(args) -> int:
         given += ["arguments after '--'"] if getattr(args, "script_args", None) else []
         if given:
             raise InvalidArgument(f"{', '.join(given)} only apply with --run (check alone never runs the script)")
+    fmt = _output_format(args)
+    if args.fix or args.diff:
+        return _fix(args, fmt)
     findings = check_paths(args.paths, select=args.select, ignore=args.ignore)
     verdict, text = _run(args) if args.run else (None, "")
-    if args.json:
+    _print_findings(findings, fmt, verdict)
+    if fmt == "text":
+        sys.stdout.write(text)
+    failed = verdict is not None and verdict["status"] in ("failed", "timeout")
+    return EXIT_FAIL if findings or failed else EXIT_OK
+
+
+def _output_format(args) -> str:
+    fmt = getattr(args, "output_format", None)
+    if args.json and fmt not in (None, "json"):
+        raise InvalidArgument(f"--json is --output-format json; it cannot go with --output-format {fmt}")
+    fmt = "json" if args.json else fmt or "text"
+    if args.run and fmt not in ("text", "json"):
+        raise InvalidArgument(f"--run reports the findings and the verdict as text or json, not {fmt}")
+    if args.fix and args.diff:
+        raise InvalidArgument("--fix writes the fixes and --diff only shows them: give one")
+    if (args.fix or args.diff) and args.run:
+        raise InvalidArgument("--fix / --diff do not run the script: fix first, then check --run")
+    if args.diff and fmt != "text":
+        raise InvalidArgument(f"--diff prints a unified diff, not {fmt}")
+    if args.fix and "-" in args.paths:
+        raise InvalidArgument("--fix rewrites files in place: give paths, not '-' (--diff shows the fix of standard input)")
+    return fmt
+
+
+def _print_findings(findings, fmt: str, verdict: dict | None = None) -> None:
+    if fmt == "json":
         found = [f.model_dump() for f in findings]
         out = found if verdict is None else {"findings": found, "verdict": verdict}
         sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
+    elif fmt == "github":
+        from fsdp_skill.core.check.report import github_annotations
+
+        sys.stdout.write(github_annotations(findings))
+    elif fmt == "sarif":
+        from fsdp_skill.core.check.report import sarif_log
+
+        sys.stdout.write(json.dumps(sarif_log(findings, version=_version()), ensure_ascii=False, indent=2) + "\n")
     else:
         for f in findings:
             print(f.line_text())
         if findings:
             files = len({f.path for f in findings})
             print(f"{len(findings)} finding(s) in {files} file(s); explain one with: fsdp-skill show SECTION-ID", file=sys.stderr)
-        sys.stdout.write(text)
-    failed = verdict is not None and verdict["status"] in ("failed", "timeout")
-    return EXIT_FAIL if findings or failed else EXIT_OK
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("fsdp-skill")
+    except PackageNotFoundError:  # a source tree that is not installed
+        return "0"
+
+
+def _fix(args, fmt: str) -> int:
+    """``--fix`` (write, report what is left) or ``--diff`` (print the diffs, write nothing)."""
+    from fsdp_skill.core.check.fix import unified_diff
+    from fsdp_skill.core.check.fix_files import fix_paths
+
+    results = fix_paths(args.paths, select=args.select, ignore=args.ignore)
+    fixed = sum(len(r.result.fixed) for r in results)
+    for r in results:
+        for f, why in r.result.unfixed:
+            print(f"{f.path}:{f.line}:{f.col}: {f.code} not fixable: {why}", file=sys.stderr)
+    if args.diff:
+        for r in results:
+            sys.stdout.write(unified_diff(r.before, r.result.source, r.path))
+        if fixed:
+            print(f"Would fix {fixed} finding(s) in {sum(r.result.changed for r in results)} file(s).", file=sys.stderr)
+        return EXIT_FAIL if fixed else EXIT_OK
+    for r in results:
+        r.write()
+        for f in r.result.fixed:
+            print(f"{f.path}:{f.line}:{f.col}: {f.code} fixed: {f.fix}", file=sys.stderr)
+    remaining = [f for r in results for f in r.remaining]
+    _print_findings(remaining, fmt)
+    print(f"Fixed {fixed} finding(s); {len(remaining)} remaining.", file=sys.stderr)
+    return EXIT_FAIL if remaining else EXIT_OK
 
 
 def _validate_run(args) -> None:
@@ -112,6 +189,14 @@ def add_check_parser(sub) -> None:
     c.add_argument(
         "--ignore", action="append", default=[], metavar="CODES", help="drop these code prefixes, comma-separated; repeatable"
     )
+    c.add_argument(
+        "--output-format",
+        choices=("text", "json", "github", "sarif"),
+        default=None,
+        help="text (default), json (as --json), github (workflow annotations) or sarif (SARIF 2.1.0 for code scanning)",
+    )
+    c.add_argument("--fix", action="store_true", help="apply the mechanical fixes in place and report what remains")
+    c.add_argument("--diff", action="store_true", help="print the fixes as a unified diff; change nothing")
     c.add_argument("--rules", action="store_true", help="list the rules (code, severity, what, section, snippet) and exit")
     r = c.add_argument_group("--run: also run the one PATH.py on a real process group, as `verify PATH.py` does")
     r.add_argument("--run", action="store_true", help="run the script under verify too and report both")

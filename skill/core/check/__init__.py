@@ -13,8 +13,9 @@ re-exports the public names (each loads its module on first use); what lives whe
   characters) and the :class:`CheckReport` with counts.
 - :mod:`.noqa`: ``# noqa`` / ``# noqa: FSD003,FSD011`` comments; :mod:`.selection`: ``select`` / ``ignore``
   by code prefix (:func:`validate_codes`).
-- :mod:`.rules`: the rule table :data:`RULES` (README's table mirrors it) and :data:`RULE_RANGE`; :mod:`.finders` and
-  :mod:`.rank_conditional`: the code that finds each rule's mistake (:data:`FINDERS` maps code -> finder);
+- :mod:`.rules`: the rule table :data:`RULES` (README's table mirrors it) and :data:`RULE_RANGE`; :mod:`.finders`,
+  :mod:`.calls_rules` (framework saves, device ordinals, FSDP1 ``generate``), :mod:`.divergence` (rank-divergent control
+  flow, DDP misuse) and :mod:`.rank_conditional`: the code that finds each rule's mistake (:data:`FINDERS` maps code -> finder);
   :mod:`.facts`: what the finders know about one parsed file; :mod:`.models`: :class:`Rule`,
   :class:`Finding`, :class:`CheckReport`.
 

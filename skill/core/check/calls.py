@@ -23,6 +23,7 @@ module-level function, a nested one, a method through ``self.``, a class's ``__i
 from __future__ import annotations
 
 import ast
+import math
 from dataclasses import dataclass, field
 
 from fsdp_skill.core.check.facts import DDP, FSDP1, FULLY_SHARD, FileFacts, dotted, kwarg
@@ -118,9 +119,11 @@ def context_of(facts: FileFacts) -> FileContext | None:
     return ctx if isinstance(ctx, FileContext) else None
 
 
-def build_facts(tree: ast.Module, context: FileContext | None = None) -> FileFacts:
-    """:meth:`FileFacts.build` of ``tree``, with the wrapped modules followed through calls (see the module docstring)."""
-    facts = FileFacts.build(tree)
+def build_facts(tree: ast.Module, context: FileContext | None = None, *, deadline: float = math.inf) -> FileFacts:
+    """:meth:`FileFacts.build` of ``tree``, with the wrapped modules followed through calls (see the module docstring).
+    ``deadline``: a :func:`time.perf_counter` value bounding the analysis (:meth:`FileFacts.tick`); raises
+    BudgetExceeded past it."""
+    facts = FileFacts.build(tree, deadline=deadline)
     if context is not None:
         facts.cache[_CONTEXT] = context
     propagate(facts)
@@ -442,6 +445,7 @@ def _round(facts: FileFacts, ctx: FileContext | None) -> bool:
     """One pass of :func:`propagate` over the file; did it mark anything new?"""
     changed = False
     for node in facts.nodes:
+        facts.tick()  # bounded by the file's budget, as every rule is
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
             kind = expr_kind(facts, node.value)
             if kind is not None:

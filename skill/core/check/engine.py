@@ -2,30 +2,69 @@
 flake8 plugin gets): the facts are computed once, every finder runs on them, and each hit becomes a
 :class:`~fsdp_skill.core.check.models.Finding` carrying its rule's message, section and snippet.
 
-A file that does not parse is a finding (``FSD000``, an error at the syntax error), so one broken file does
-not hide the others; so is a file the checker itself fails on (``FSD000`` at line 1, naming the exception).
+A file that does not parse is a finding (``FSD000``, an error at the syntax error, or at line 1 for a file
+nested too deeply for Python's parser), so one broken file does not hide the others; so is a file the checker
+itself fails on (``FSD000`` at line 1, naming the exception), and one whose analysis runs past its budget.
+
+The budget: :func:`check_budget` seconds of analysis per file (``FSDP_SKILL_CHECK_BUDGET``, default
+:data:`DEFAULT_BUDGET_S`), measured from the start of :func:`check_tree` and looked at in the helpers every rule
+uses (:meth:`FileFacts.tick`); a file past it is one ``FSD000`` finding naming the budget, and no other finding of
+that file is reported. The analysis is near-linear in the size of the file and the number of findings, so a file
+of real code is far inside it (a 2,000-line file takes about 0.1 s); the budget bounds a pathological one.
 """
 
 from __future__ import annotations
 
 import ast
+import math
+import os
 import sys
+import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+import fsdp_skill.core.check.calls_rules  # noqa: F401 - registers the finders of FSD039, FSD041, FSD042, FSD044
+from fsdp_skill.core.check import divergence  # noqa: F401 - registers FSD037, FSD038, FSD040, FSD045 in FINDERS
+from fsdp_skill.core.check import map_location as _map_location  # noqa: F401 - registers FSD043's finder
 from fsdp_skill.core.check.calls import build_facts
-from fsdp_skill.core.check.facts import Located
+from fsdp_skill.core.check.facts import BudgetExceeded, Located
 from fsdp_skill.core.check.finders import FINDERS
+from fsdp_skill.core.check.fix import FIXABLE, with_fixes
 from fsdp_skill.core.check.models import Finding
 from fsdp_skill.core.check.noqa import noqa_lines, silenced
 from fsdp_skill.core.check.rank_conditional import rank_findings
 from fsdp_skill.core.check.rules import NOT_ANALYSED, RULES
 from fsdp_skill.core.check.selection import keep, validate_codes
+from fsdp_skill.errors import InvalidArgument
+from fsdp_skill.runtime import knobs
 
 if TYPE_CHECKING:
     from fsdp_skill.core.check.project import Project
 
 _PY = f"{sys.version_info.major}.{sys.version_info.minor}"
+DEFAULT_BUDGET_S = 10.0  # seconds of analysis per file
+
+
+def check_budget() -> float:
+    """Seconds of analysis one file may take: ``FSDP_SKILL_CHECK_BUDGET`` (a positive number), else
+    :data:`DEFAULT_BUDGET_S`. Raises InvalidArgument for a value that is not a positive number of seconds."""
+    raw = os.environ.get(knobs.CHECK_BUDGET, "").strip()
+    if not raw:
+        return DEFAULT_BUDGET_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not value > 0:  # also NaN
+        raise InvalidArgument(f"{knobs.CHECK_BUDGET}={raw!r}: expected a positive number of seconds (e.g. 10)")
+    return value
+
+
+def not_analysed(path: str, message: str, line: int = 1, col: int = 1) -> Finding:
+    """An ``FSD000`` finding: the file was not analysed, for the reason ``message`` gives."""
+    return Finding(
+        code=NOT_ANALYSED, severity="error", message=message, path=path, line=line, col=col, end_line=line, end_col=col
+    )
 
 
 def _finding(code: str, node: Located, detail: str | None, path: str) -> Finding:
@@ -63,43 +102,35 @@ def check_source(
     ``project``: the checked files ``path`` belongs to (:mod:`fsdp_skill.core.check.project`), whose helpers
     are followed across files."""
     sel, ign = validate_codes(select), validate_codes(ignore)
+    check_budget()  # a bad FSDP_SKILL_CHECK_BUDGET is bad input, whatever the file
     try:  # the grammar is the running interpreter's: a 3.12 f-string does not parse under 3.11
         tree = ast.parse(code, filename=path)
     except (SyntaxError, ValueError) as exc:  # ValueError: null bytes
         line = getattr(exc, "lineno", None) or 1
         col = getattr(exc, "offset", None) or 1
         msg = getattr(exc, "msg", None) or str(exc)
-        found = [
-            Finding(
-                code=NOT_ANALYSED,
-                severity="error",
-                message=f"file does not parse with Python {_PY}: {msg}",
-                path=path,
-                line=line,
-                col=col,
-                end_line=line,
-                end_col=col,
-            )
-        ]
+        found = [not_analysed(path, f"file does not parse with Python {_PY}: {msg}", line, col)]
         return [f for f in found if keep(f.code, sel, ign)]
-    noqa = noqa_lines(code)
+    except (RecursionError, MemoryError) as exc:  # Python's own parser gives up on code nested a few thousand deep
+        why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        found = [not_analysed(path, f"file does not parse with Python {_PY}: nested too deeply for its parser ({why})")]
+        return [f for f in found if keep(f.code, sel, ign)]
     try:
         found = check_tree(tree, path, select=sel, ignore=ign, project=project)
     except Exception as exc:  # noqa: BLE001 - a checker bug on one file must not hide the findings of the others
         found = [
-            Finding(
-                code=NOT_ANALYSED,
-                severity="error",
-                path=path,
-                line=1,
-                col=1,
-                end_line=1,
-                end_col=1,
-                message=f"file not analysed: the checker failed on it ({type(exc).__name__}: {exc}); "
-                "please report this with the file",
+            not_analysed(
+                path,
+                f"file not analysed: the checker failed on it ({type(exc).__name__}: {exc}); please report this with the file",
             )
         ]
-    return [f for f in found if not silenced(f, noqa) and keep(f.code, sel, ign)]
+    if not found:
+        return found
+    noqa = noqa_lines(code)  # only where there is something to silence: most files have no finding
+    found = [f for f in found if not silenced(f, noqa) and keep(f.code, sel, ign)]
+    if any(f.code in FIXABLE for f in found):  # what --fix would change (planned on the ast; libcst is not loaded)
+        found = with_fixes(tree, code, found)
+    return found
 
 
 def check_tree(
@@ -111,12 +142,20 @@ def check_tree(
     project: Project | None = None,
 ) -> list[Finding]:
     """Findings for an already parsed module (a flake8 plugin gets the tree and applies ``# noqa`` itself);
-    ``project``: as for :func:`check_source` (its facts of ``path`` are used when it has them)."""
+    ``project``: as for :func:`check_source` (its facts of ``path`` are used when it has them).
+
+    An analysis past :func:`check_budget` seconds is one ``FSD000`` finding at line 1 instead (see the module
+    docstring). Raises InvalidArgument for an unknown code in ``select`` / ``ignore`` or a bad budget."""
     sel, ign = validate_codes(select), validate_codes(ignore)
-    facts = (project.facts_for(path) if project is not None else None) or build_facts(tree)
-    raw: list[tuple[str, Located, str | None]] = list(rank_findings(facts))
-    for code_, fn in FINDERS.items():
-        raw += [(code_, node, detail) for node, detail in fn(facts)]
+    budget = check_budget()
+    try:
+        raw = _raw_findings(tree, path, time.perf_counter() + budget, project)
+    except BudgetExceeded:
+        message = (
+            f"file not analysed: its analysis ran past the budget of {budget:g} s per file ({knobs.CHECK_BUDGET}); "
+            "no finding of this file is reported"
+        )
+        return [f for f in [not_analysed(path, message)] if keep(f.code, sel, ign)]
     seen: set[tuple[str, int, int]] = set()
     out: list[Finding] = []
     for code_, node, detail in raw:
@@ -127,3 +166,20 @@ def check_tree(
         seen.add(key)
         out.append(f)
     return sorted(out, key=lambda f: (f.line, f.col, f.code))
+
+
+def _raw_findings(tree: ast.Module, path: str, deadline: float, project: Project | None) -> list[tuple[str, Located, str | None]]:
+    """(code, node, detail) of every rule's hits on ``tree`` (the facts of ``path`` that ``project`` built, else
+    :func:`~fsdp_skill.core.check.calls.build_facts` of ``tree``). Raises BudgetExceeded past ``deadline`` (a
+    :func:`time.perf_counter` value), looked at by the facts' helpers and after each rule."""
+    facts = project.facts_for(path) if project is not None else None
+    if facts is not None:
+        facts.deadline = deadline  # built by the project under a budget of its own: the rules get this file's
+    else:
+        facts = build_facts(tree, deadline=deadline)
+    raw: list[tuple[str, Located, str | None]] = list(rank_findings(facts))
+    for code_, fn in FINDERS.items():
+        raw += [(code_, node, detail) for node, detail in fn(facts)]
+        if time.perf_counter() > deadline:
+            raise BudgetExceeded(f"past the deadline after {code_}")
+    return raw

@@ -24,8 +24,11 @@ imported or run).
 from __future__ import annotations
 
 import ast
+import bisect
 import functools
+import math
 import re
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -106,6 +109,12 @@ _MAIN_NAME = re.compile(
 _RANK_ZERO_DECORATORS = {"rank_zero_only", "main_process_only", "on_main_process", "rank0_only", "master_only"}
 
 Pos = tuple[int, int]
+_UNKNOWN: Any = object()  # not in a memo yet
+
+
+class BudgetExceeded(Exception):
+    """The analysis of one file ran past its deadline (:attr:`FileFacts.deadline`, a :func:`time.perf_counter`
+    value): raised by :meth:`FileFacts.tick`; the engine turns it into an ``FSD000`` finding."""
 
 
 class Located(Protocol):
@@ -120,6 +129,7 @@ class Located(Protocol):
 
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _EXITS = (ast.Return, ast.Continue, ast.Break)  # not raise: an error path, the job fails anyway
+_BLOCKS = ("body", "orelse", "finalbody")  # the statement lists of a compound statement (a handler's: its body)
 # singleton nodes (Load(), Add(), Eq(), ...) shared by the whole tree: not indexed
 _SHARED = (ast.expr_context, ast.operator, ast.cmpop, ast.boolop, ast.unaryop)
 
@@ -211,13 +221,15 @@ def last_name(node: ast.AST) -> str | None:
 
 
 def dotted(node: ast.AST) -> str | None:
-    """``self.model`` for a Name/Attribute chain, else None."""
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = dotted(node.value)
-        return f"{base}.{node.attr}" if base else None
-    return None
+    """``self.model`` for a Name/Attribute chain, else None (iterative: a chain of any length)."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
 
 
 def kwarg(call: ast.Call, name: str, pos: int | None = None) -> ast.expr | None:
@@ -266,6 +278,11 @@ class Chain:
         """True when ``other`` is this module or a submodule of it ('[*]' matches any index)."""
         if self.root != other.root or len(self.parts) > len(other.parts):
             return False
+        head = other.parts[: len(self.parts)]
+        if head == self.parts:
+            return True
+        if "[*]" not in self.parts and "[*]" not in head:
+            return False  # some part differs and neither side is a wildcard there
         return all(
             a == b or "[*]" in (a, b) and a.startswith("[") and b.startswith("[")
             for a, b in zip(self.parts, other.parts, strict=False)
@@ -293,12 +310,22 @@ class FileFacts:
     _scopes: dict[int, ast.AST] = field(default_factory=dict)
     _by_scope: dict[int, list[ast.AST]] = field(default_factory=dict)
     _quals: dict[int, str | None] = field(default_factory=dict)
+    # memos of the block queries (filled on first use): where each statement sits in its parent's block, what
+    # exits follow each position of a block, the sorted positions of a name's bindings, each other path
+    _slots: dict[int, tuple[str, int]] = field(default_factory=dict)
+    _slotted: set[int] = field(default_factory=set)
+    _exits: dict[tuple[int, str], tuple[list[bool], list[bool], int | None]] = field(default_factory=dict)
+    _bpos: dict[tuple[int, str], tuple[int, list[Pos] | None]] = field(default_factory=dict)
+    _paths: dict[tuple[int, str | None, bool], list[ast.AST]] = field(default_factory=dict)
     cache: dict[object, Any] = field(default_factory=dict)  # per-file memo for finders (keyed by their own names)
+    deadline: float = math.inf  # time.perf_counter() past which tick() raises BudgetExceeded
+    _steps: int = 0
 
     @classmethod
-    def build(cls, tree: ast.Module) -> FileFacts:
-        """The facts of ``tree`` (an :func:`ast.parse` result), computed in a few passes over it."""
-        facts = cls(tree)
+    def build(cls, tree: ast.Module, deadline: float = math.inf) -> FileFacts:
+        """The facts of ``tree`` (an :func:`ast.parse` result), computed in a few passes over it; ``deadline`` (a
+        :func:`time.perf_counter` value) bounds the analysis (:meth:`tick`). Raises BudgetExceeded past it."""
+        facts = cls(tree, deadline=deadline)
         facts._index()
         facts._imports()
         facts._bindings()
@@ -350,22 +377,48 @@ class FileFacts:
                 for a in node.names:
                     self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
 
+    def tick(self) -> None:
+        """Count one step of the analysis (the helpers every rule uses call it: qual, binding, chain, ancestors,
+        block_of, ...); every 256th step looks at the clock. Raises BudgetExceeded past :attr:`deadline`."""
+        self._steps += 1
+        if not self._steps & 255 and time.perf_counter() > self.deadline:
+            raise BudgetExceeded(f"past the deadline after {self._steps:,} steps")
+
     def qual(self, node: ast.AST | None) -> str | None:
-        """The canonical dotted name of a Name/Attribute chain (imports resolved), or of a call's function."""
+        """The canonical dotted name of a Name/Attribute chain (imports resolved), or of a call's function; a call
+        inside the chain stands for its function (``a().b`` is ``a.b``). Memoised per node; iterative."""
+        self.tick()
         if isinstance(node, ast.Call):
             node = node.func
         if node is None:
             return None
+        quals = self._quals
         key = id(node)
-        if key not in self._quals:
-            if isinstance(node, ast.Name):
-                self._quals[key] = canon(self.aliases.get(node.id, node.id))
-            elif isinstance(node, ast.Attribute):
-                base = self.qual(node.value)
-                self._quals[key] = canon(f"{base}.{node.attr}") if base else None
+        if key in quals:
+            return quals[key]
+        path: list[ast.AST] = []  # the attributes and calls above the chain's base, outermost first
+        cur: ast.AST = node
+        q: str | None = None
+        while True:
+            hit = quals.get(id(cur), _UNKNOWN)
+            if hit is not _UNKNOWN:
+                q = hit
+                break
+            if isinstance(cur, ast.Call):  # a call stands for its function: f()() is f, a.b().c is a.b.c
+                path.append(cur)
+                cur = cur.func
+            elif isinstance(cur, ast.Attribute):
+                path.append(cur)
+                cur = cur.value
             else:
-                self._quals[key] = None
-        return self._quals[key]
+                q = canon(self.aliases.get(cur.id, cur.id)) if isinstance(cur, ast.Name) else None
+                quals[id(cur)] = q
+                break
+        for above in reversed(path):  # each node of the chain memoised: a long chain costs its length once
+            if isinstance(above, ast.Attribute):
+                q = canon(f"{q}.{above.attr}") if q else None
+            quals[id(above)] = q
+        return q
 
     def calls(self, root: ast.AST | None = None) -> list[ast.Call]:
         """Every call of the module (or below ``root``), in ``ast.walk`` order."""
@@ -427,17 +480,35 @@ class FileFacts:
 
     def binding(self, name: ast.Name) -> tuple[tuple[int, str, int], Binding | None]:
         """(identity of the binding a load of ``name`` sees, the binding) — module-level if unbound locally."""
+        self.tick()
         pos = start(name)
         scope = self.scope_of(name)
         for sc in (scope, self.tree):
-            seen = [b for b in self.bindings.get((id(sc), name.id), []) if b.pos <= pos or sc is not scope]
-            if seen:
-                b = seen[-1]
+            key = (id(sc), name.id)
+            lst = self.bindings.get(key)
+            if not lst:
+                continue
+            b = self._last_before(key, lst, pos) if sc is scope else lst[-1]
+            if b is not None:
                 return (id(sc), name.id, b.index), b
         return (id(self.tree), name.id, 0), None
 
+    def _last_before(self, key: tuple[int, str], lst: list[Binding], pos: Pos) -> Binding | None:
+        """The last binding of ``lst`` (in list order) that takes effect at or before ``pos``: a binary search where
+        the list is in position order, as it nearly always is, else a scan."""
+        n, positions = self._bpos.get(key, (-1, None))
+        if n != len(lst):
+            ps = [b.pos for b in lst]
+            positions = ps if all(a <= b for a, b in zip(ps, ps[1:], strict=False)) else None
+            self._bpos[key] = (len(lst), positions)
+        if positions is not None:
+            i = bisect.bisect_right(positions, pos)
+            return lst[i - 1] if i else None
+        return next((b for b in reversed(lst) if b.pos <= pos), None)
+
     def chain(self, node: ast.AST, depth: int = 0) -> Chain | None:
         """The module expression ``node`` as a :class:`Chain`, or None when it is not one we can follow."""
+        self.tick()
         if depth > 12:
             return None
         if isinstance(node, ast.Name):
@@ -485,13 +556,19 @@ class FileFacts:
         return node
 
     def strings(self, node: ast.AST | None) -> set[str]:
-        """The string constants an expression can evaluate to (through names and ``a if c else b``)."""
-        node = self.resolve(node)
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            return {node.value}
-        if isinstance(node, ast.IfExp):
-            return self.strings(node.body) | self.strings(node.orelse)
-        return set()
+        """The string constants an expression can evaluate to (through names and ``a if c else b``; iterative)."""
+        out: set[str] = set()
+        todo, seen = [node], set()
+        while todo:
+            cur = self.resolve(todo.pop())
+            if id(cur) in seen:
+                continue
+            seen.add(id(cur))
+            if isinstance(cur, ast.Constant) and isinstance(cur.value, str):
+                out.add(cur.value)
+            elif isinstance(cur, ast.IfExp):
+                todo += [cur.orelse, cur.body]
+        return out
 
     # --- rank conditions -----------------------------------------------------------------------------
     def _ranks(self) -> None:
@@ -503,7 +580,12 @@ class FileFacts:
                 assigns.append((node.targets, node.value))
             elif isinstance(node, ast.AnnAssign) and node.value is not None:
                 assigns.append(([node.target], node.value))
+        last = (-1, -1)
         for _ in range(3):  # names bound to rank expressions, then flags bound to rank comparisons
+            known = len(self.rank_names), len(self.main_flags)
+            if known == last:
+                break  # the last round added nothing (the sets only grow): neither would this one
+            last = known
             for targets, value in assigns:
                 for t in targets:
                     if isinstance(t, ast.Name):
@@ -513,23 +595,32 @@ class FileFacts:
                             self.main_flags.add(t.id)
 
     def is_rank_expr(self, node: ast.AST) -> bool:
-        """Does ``node`` evaluate to this process's rank (or a value derived from it)?"""
-        if isinstance(node, ast.Name):
-            return node.id in self.rank_names
-        if isinstance(node, ast.Attribute):
-            base = (dotted(node.value) or "").lower()
-            return rank_name(node.attr) and not any(w in base for w in _NOT_PROCESS)
-        if isinstance(node, ast.BinOp):
-            return self.is_rank_expr(node.left) or self.is_rank_expr(node.right)
-        if isinstance(node, ast.Subscript):
-            return self.qual(node.value) == "os.environ" and self._env_key(node.slice)
-        if isinstance(node, ast.Call):
-            q = self.qual(node) or ""
-            if q in ("os.environ.get", "os.getenv") and node.args:
-                return self._env_key(node.args[0])
-            if isinstance(node.func, ast.Name) and node.func.id in ("int", "str") and node.args:
-                return self.is_rank_expr(node.args[0])
-            return last_name(node) in _RANK_GETTERS
+        """Does ``node`` evaluate to this process's rank (or a value derived from it)? (Iterative: an arithmetic
+        expression of any length.)"""
+        todo = [node]
+        while todo:
+            node = todo.pop()
+            if isinstance(node, ast.Name):
+                if node.id in self.rank_names:
+                    return True
+            elif isinstance(node, ast.Attribute):
+                base = (dotted(node.value) or "").lower()
+                if rank_name(node.attr) and not any(w in base for w in _NOT_PROCESS):
+                    return True
+            elif isinstance(node, ast.BinOp):
+                todo += [node.right, node.left]
+            elif isinstance(node, ast.Subscript):
+                if self.qual(node.value) == "os.environ" and self._env_key(node.slice):
+                    return True
+            elif isinstance(node, ast.Call):
+                q = self.qual(node) or ""
+                if q in ("os.environ.get", "os.getenv") and node.args:
+                    if self._env_key(node.args[0]):
+                        return True
+                elif isinstance(node.func, ast.Name) and node.func.id in ("int", "str") and node.args:
+                    todo.append(node.args[0])
+                elif last_name(node) in _RANK_GETTERS:
+                    return True
         return False
 
     def _env_key(self, node: ast.AST) -> bool:
@@ -558,11 +649,20 @@ class FileFacts:
 
     def is_rank_test(self, test: ast.AST) -> bool:
         """Is ``test`` true on some ranks and false on others? (``and``/``or``/``not`` of rank comparisons,
-        main-process helpers and flags; ``x is None`` comparisons are not.)"""
-        if isinstance(test, ast.BoolOp):
-            return any(self.is_rank_test(v) for v in test.values)
-        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-            return self.is_rank_test(test.operand)
+        main-process helpers and flags; ``x is None`` comparisons are not.) Iterative over ``and``/``or``/``not``."""
+        todo = [test]
+        while todo:
+            test = todo.pop()
+            if isinstance(test, ast.BoolOp):
+                todo += reversed(test.values)
+            elif isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+                todo.append(test.operand)
+            elif self._rank_test_leaf(test):
+                return True
+        return False
+
+    def _rank_test_leaf(self, test: ast.AST) -> bool:
+        """:meth:`is_rank_test` of a test that is not ``and``/``or``/``not``."""
         if isinstance(test, ast.Compare):
             if any(isinstance(op, (ast.In, ast.NotIn)) for op in test.ops) and not all(
                 isinstance(c, (ast.List, ast.Tuple, ast.Set)) and all(_const(e) is not None for e in c.elts)
@@ -586,6 +686,7 @@ class FileFacts:
                 if isinstance(node, ast.If) and self.is_rank_test(node.test):
                     for stmt in node.body + node.orelse:
                         for sub in ast.walk(stmt):
+                            self.tick()
                             out.setdefault(id(sub), []).append(node)
                     if not node.orelse and node.body and isinstance(node.body[-1], _EXITS):
                         self._after_exit(node, out)
@@ -602,6 +703,7 @@ class FileFacts:
         """``if rank != 0: return`` — what follows in the same block runs on the other ranks only."""
         for stmt in self._after(branch):
             for sub in ast.walk(stmt):
+                self.tick()
                 out.setdefault(id(sub), []).append(branch)
 
     def other_branch_has(self, branch: ast.AST, node: ast.AST, wanted: Callable[[ast.Call], bool]) -> bool:
@@ -611,20 +713,32 @@ class FileFacts:
         (``return``, ``continue``, ``break``), the statements after the ``if`` belong to the other path too.
         For ``node`` after ``if c: ...; return``, the other path is that exiting branch.
         """
-        return any(wanted(sub) for stmt in self.other_path(branch, node) for sub in ast.walk(stmt) if isinstance(sub, ast.Call))
+        path = self.other_path_of(branch, node)[1]
+        return any(wanted(sub) for stmt in path for sub in ast.walk(stmt) if isinstance(sub, ast.Call))
 
     def other_path(self, branch: ast.AST, node: ast.AST) -> list[ast.AST]:
         """The statements the ranks that do not run ``node`` under ``branch`` run instead (see other_branch_has)."""
-        if not isinstance(branch, ast.If):
-            return []
+        return list(self.other_path_of(branch, node)[1])
 
-        def holds(block: list[ast.stmt]) -> bool:
-            return any(node is sub for stmt in block for sub in ast.walk(stmt))
-
-        if holds(branch.body) or holds(branch.orelse):
-            other = list(branch.orelse if holds(branch.body) else branch.body)
-            return other + (self._after(branch) if self._leaves_after(node, branch) else [])
-        return list(branch.body)  # node follows an early exit
+    def other_path_of(self, branch: ast.AST, node: ast.AST) -> tuple[tuple[int, str | None, bool], list[ast.AST]]:
+        """(a key that names the path, the path) for :meth:`other_path`, memoised: every node on the same side of
+        ``branch`` that leaves (or does not leave) after it shares one key and one list, which must not be changed."""
+        side: str | None = None
+        leaves = False
+        if isinstance(branch, ast.If):
+            side = self.block_of(node, branch)
+            side = side if side in ("body", "orelse") else None
+            leaves = side is not None and self._leaves_after(node, branch)
+        key = (id(branch), side, leaves)
+        path = self._paths.get(key)
+        if path is None:
+            path = []
+            if isinstance(branch, ast.If) and side is None:
+                path = list(branch.body)  # node follows an early exit
+            elif isinstance(branch, ast.If):
+                path = list(branch.orelse if side == "body" else branch.body) + (self._after(branch) if leaves else [])
+            self._paths[key] = path
+        return key, path
 
     def _leaves_after(self, node: ast.AST, branch: ast.If) -> bool:
         """Does the path through ``node`` leave ``branch``'s block after it (a ``return``, or a ``continue`` /
@@ -632,20 +746,63 @@ class FileFacts:
         outer_loops = {id(a) for a in self.ancestors(branch) if isinstance(a, (ast.For, ast.While, ast.AsyncFor))}
         cur: ast.AST | None = node
         while cur is not None and cur is not branch:
-            parent = self.parents.get(id(cur))
-            for name in ("body", "orelse", "finalbody"):
-                block = getattr(parent, name, None)
-                if isinstance(block, list) and any(st is cur for st in block):
-                    later = block[[i for i, st in enumerate(block) if st is cur][0] + 1 :]
-                    for st in later:
-                        if (
-                            isinstance(st, ast.Return)
-                            or isinstance(st, (ast.Continue, ast.Break))
-                            and self._loop_of(st) in outer_loops
-                        ):
-                            return True
-            cur = parent
+            slot = self._slot(cur)
+            if slot is not None:
+                returns, jumps, loop = self._block_exits(*slot[:2])
+                if returns[slot[2]] or jumps[slot[2]] and loop in outer_loops:
+                    return True
+            cur = self.parents.get(id(cur))
         return False
+
+    def _slot(self, stmt: ast.AST) -> tuple[ast.AST, str, int] | None:
+        """(parent, block name, index) of a statement in its parent's ``body`` / ``orelse`` / ``finalbody``, else None."""
+        parent = self.parents.get(id(stmt))
+        if parent is None:
+            return None
+        if id(parent) not in self._slotted:
+            self._slotted.add(id(parent))
+            for name in _BLOCKS:
+                block = getattr(parent, name, None)
+                if isinstance(block, list):
+                    for i, st in enumerate(block):
+                        self._slots.setdefault(id(st), (name, i))
+        hit = self._slots.get(id(stmt))
+        return (parent, hit[0], hit[1]) if hit else None
+
+    def _block_exits(self, parent: ast.AST, name: str) -> tuple[list[bool], list[bool], int | None]:
+        """For each position of the block ``parent.<name>``: is a ``return`` after it, is a ``continue`` / ``break``
+        after it; and the loop those belong to (the same for every statement of one block)."""
+        key = (id(parent), name)
+        got = self._exits.get(key)
+        if got is None:
+            block = getattr(parent, name)
+            returns, jumps = [False] * len(block), [False] * len(block)
+            ret = jump = False
+            jumper: ast.AST | None = None
+            for i in range(len(block) - 1, -1, -1):
+                returns[i], jumps[i] = ret, jump
+                if isinstance(block[i], ast.Return):
+                    ret = True
+                elif isinstance(block[i], (ast.Continue, ast.Break)):
+                    jump, jumper = True, block[i]
+            got = (returns, jumps, self._loop_of(jumper) if jumper is not None else None)
+            self._exits[key] = got
+        return got
+
+    def block_of(self, node: ast.AST, holder: ast.AST) -> str | None:
+        """The block of ``holder`` (``body``, ``orelse`` or ``finalbody``) whose statements hold ``node``; None when
+        ``node`` is elsewhere (in its test, outside it). Costs the depth of ``node`` below ``holder``."""
+        self.tick()
+        cur = node
+        while True:
+            parent = self.parents.get(id(cur))
+            if parent is None:
+                return None
+            if parent is holder:
+                break
+            cur = parent
+        slot = self._slot(cur)
+        return slot[1] if slot else None
 
     def _loop_of(self, stmt: ast.AST) -> int | None:
         """id of the loop a ``continue`` / ``break`` belongs to."""
@@ -658,32 +815,26 @@ class FileFacts:
 
     def _after(self, stmt: ast.AST) -> list[ast.AST]:
         """The statements after ``stmt`` in its block."""
-        parent = self.parents.get(id(stmt))
-        for name in ("body", "orelse", "finalbody"):
-            block = getattr(parent, name, None)
-            if isinstance(block, list):
-                for i, s in enumerate(block):
-                    if s is stmt:
-                        return block[i + 1 :]
-        return []
+        slot = self._slot(stmt)
+        if slot is None:
+            return []
+        block: list[ast.AST] = getattr(slot[0], slot[1])
+        return block[slot[2] + 1 :]
 
     def ancestors(self, node: ast.AST) -> Iterator[ast.AST]:
         """The nodes that hold ``node``, innermost first, up to the module."""
         cur = self.parents.get(id(node))
         while cur is not None:
+            self.tick()
             yield cur
             cur = self.parents.get(id(cur))
 
     def exclusive(self, a: ast.AST, b: ast.AST) -> bool:
         """Are ``a`` and ``b`` in different branches of one ``if``/``try``?"""
-        pa = {id(x): x for x in self.ancestors(a)}
+        pa = {id(x) for x in self.ancestors(a)}
         for anc in self.ancestors(b):
             if id(anc) in pa and isinstance(anc, ast.If):
-
-                def side(n: ast.AST, anc: ast.If = anc) -> bool:
-                    return any(n is s or any(n is w for w in ast.walk(s)) for s in anc.body)
-
-                return side(a) != side(b)
+                return (self.block_of(a, anc) == "body") != (self.block_of(b, anc) == "body")
         return False
 
     # --- wrapped modules -----------------------------------------------------------------------------

@@ -2,20 +2,26 @@
 ``__pycache__`` / ``node_modules`` / ``site-packages`` skipped) and ``'-'`` (standard input). Several files
 are checked as one project (:mod:`fsdp_skill.core.check.project`): a helper of one is followed from another.
 
-A missing path, a non-Python file or text that is not UTF-8 raises :class:`fsdp_skill.errors.InvalidArgument`
-(exit 2 on the CLI); every path is validated before any is checked.
+A missing path or a non-Python file raises :class:`fsdp_skill.errors.InvalidArgument` (exit 2 on the CLI); every
+path is validated before any is checked. A file is read as Python reads it (:func:`read_source`): UTF-8 unless a
+BOM or a PEP 263 coding cookie (``# -*- coding: latin-1 -*-``) says otherwise; one that cannot be decoded so is an
+``FSD000`` finding of its own (Python would refuse to run it too), and the other files are still checked.
 """
 
 from __future__ import annotations
 
+import codecs
+import io
 import sys
+import tokenize
 from collections.abc import Iterable
 from pathlib import Path
 
-from fsdp_skill.core.check.engine import check_source
+from fsdp_skill.core.check.engine import check_budget, check_source, not_analysed
 from fsdp_skill.core.check.models import Finding
 from fsdp_skill.core.check.project import Project
-from fsdp_skill.core.check.selection import validate_codes
+from fsdp_skill.core.check.rules import NOT_ANALYSED
+from fsdp_skill.core.check.selection import keep, validate_codes
 from fsdp_skill.errors import InvalidArgument
 
 _SKIP_DIRS = {"__pycache__", "node_modules", "site-packages"}
@@ -47,15 +53,45 @@ def _python_shebang(p: Path) -> bool:
     return first.startswith(b"#!") and b"python" in first
 
 
-def _read(p: Path | None, label: str) -> str:
+def _read(p: Path | None, label: str) -> bytes:
     try:
-        data = sys.stdin.buffer.read() if p is None else p.read_bytes()
+        return sys.stdin.buffer.read() if p is None else p.read_bytes()
     except (OSError, ValueError, AttributeError) as exc:
         raise InvalidArgument(f"{label}: cannot read: {exc}") from exc
+
+
+class UndecodableSource(ValueError):
+    """A source Python itself would not decode: ``line`` (1-based) is where, ``args[0]`` says why."""
+
+    def __init__(self, message: str, line: int = 1) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+def read_source(data: bytes) -> str:
+    """The text of a Python source file's bytes, decoded as Python decodes it (:func:`tokenize.detect_encoding`:
+    a UTF-8 BOM, else a PEP 263 coding cookie on the first two lines, else UTF-8); newlines are left as they are.
+
+    Raises UndecodableSource (with the line) for an unknown encoding, a cookie that contradicts the BOM, or bytes
+    that are not valid in the encoding."""
     try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise InvalidArgument(f"{label}: not UTF-8 text") from None
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:  # unknown encoding, a BOM with another cookie, a first line that is not UTF-8
+        if "invalid or missing encoding declaration" not in str(exc):
+            raise UndecodableSource(str(exc)) from None
+        encoding = "utf-8"  # the first lines are not UTF-8 and declare nothing: say which byte, as for later lines
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        name = codecs.lookup(encoding).name
+        why = (
+            "and no coding cookie (PEP 263) declares another encoding"
+            if name in ("utf-8", "utf-8-sig")
+            else "the encoding its coding cookie declares"
+        )
+        raise UndecodableSource(f"byte 0x{data[exc.start]:02x} at line {line} is not valid {name}, {why}", line) from None
+    return text
 
 
 def check_paths(
@@ -76,10 +112,21 @@ def check_paths(
             targets.append((None, "-"))
         else:
             targets += [(f, str(f)) for f in _python_files(path)]
-    sources = [(label, _read(p, label)) for p, label in targets]
+    read: list[tuple[str, str | None]] = []  # (label, decoded text; None: undecodable, its own FSD000 instead)
+    undecodable: dict[str, Finding] = {}
+    for p, label in targets:
+        try:
+            read.append((label, read_source(_read(p, label))))
+        except UndecodableSource as exc:  # this file only: the others are still checked (and it is left out of the project)
+            undecodable[label] = not_analysed(label, f"file not analysed: cannot decode it as Python does: {exc}", exc.line)
+            read.append((label, None))
+    sources = [(label, text) for label, text in read if text is not None]
     # several files: a project, whose helpers are followed from one file into another (one file: as before)
-    project = Project.build(sources) if len(sources) > 1 else None
+    project = Project.build(sources, budget_s=check_budget()) if len(sources) > 1 else None
     out: list[Finding] = []
-    for label, code in sources:
-        out += check_source(code, label, select=sel, ignore=ign, project=project)
+    for label, text in read:
+        if text is None:
+            out += [undecodable[label]] if keep(NOT_ANALYSED, sel, ign) else []
+        else:
+            out += check_source(text, label, select=sel, ignore=ign, project=project)
     return out

@@ -110,7 +110,7 @@ def _optimizer_before(facts: FileFacts, api: str) -> Found:
     wraps = _wraps(facts, {api})
     for call in facts.calls():
         for src in _optimizer_sources(facts, call):
-            hit = next(((w, c) for w, c in wraps if _ordered(facts, call, w) and (src.covers(c) or c.covers(src))), None)
+            hit = next(((w, c) for w, c in wraps if (src.covers(c) or c.covers(src)) and _ordered(facts, call, w)), None)
             if hit:
                 yield call, None if hit[0].lineno is None else f"(wrapped at line {hit[0].lineno})"
                 break
@@ -335,7 +335,7 @@ def submodule_sharded_after_parent(facts: FileFacts) -> Found:
     wraps = _wraps(facts, {FULLY_SHARD})
     for later, c2 in wraps:
         for first, c1 in wraps:
-            if first is not later and _ordered(facts, first, later) and c1.covers(c2) and len(c1.parts) < len(c2.parts):
+            if first is not later and len(c1.parts) < len(c2.parts) and c1.covers(c2) and _ordered(facts, first, later):
                 yield later, f"(the parent was sharded at line {first.lineno})"
                 break
 
@@ -765,7 +765,11 @@ def fsdp1_frozen_params_without_orig_params(facts: FileFacts) -> Found:
             or any(k.arg is None for k in call.keywords)
         ):
             continue
-        if dotted(call.args[0]) in _freezes(facts, facts.scope_of(call)):
+        scope = facts.scope_of(call)
+        key = ("FSD031", "freezes", id(scope))
+        if key not in facts.cache:
+            facts.cache[key] = _freezes(facts, scope)
+        if dotted(call.args[0]) in facts.cache[key]:
             yield call, None
 
 
@@ -866,15 +870,57 @@ def _epoch_loop_over(facts: FileFacts, loader: ast.Call) -> bool:
     if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name)):
         return False
     name = parent.targets[0].id
-    for node in facts.scope_nodes(facts.scope_of(parent)):
-        if isinstance(node, (ast.For, ast.AsyncFor)) and any(
-            isinstance(n, ast.Name) and n.id == name for n in ast.walk(node.iter)
-        ):
-            if _in_loop(facts, node):
-                return True
-        elif isinstance(node, ast.Call) and _handed_to_epoch_loop(facts, node, name):
-            return True
-    return False
+    scope = facts.scope_of(parent)
+    if name in _epoch_iterated(facts, scope):
+        return True
+    return any(_handed_to_epoch_loop(facts, c, name) for c in _passing(facts, scope).get(name, ()))
+
+
+def _epoch_iterated(facts: FileFacts, scope: ast.AST) -> set[str]:
+    """The names in the iterable of a ``for`` of ``scope`` repeated by a loop of its own (:func:`_in_loop`), memoised
+    per scope."""
+    key = ("FSD035", "epoch_iterated", id(scope))
+    if key not in facts.cache:
+        facts.cache[key] = {
+            n.id
+            for node in facts.scope_nodes(scope)
+            if isinstance(node, (ast.For, ast.AsyncFor)) and _in_loop(facts, node)
+            for n in ast.walk(node.iter)
+            if isinstance(n, ast.Name)
+        }
+    names: set[str] = facts.cache[key]
+    return names
+
+
+def _passing(facts: FileFacts, scope: ast.AST) -> dict[str, list[ast.Call]]:
+    """Name -> the calls of ``scope`` given that name as an argument (positional or keyword), memoised per scope."""
+    key = ("FSD035", "passing", id(scope))
+    if key not in facts.cache:
+        found: dict[str, list[ast.Call]] = {}
+        for node in facts.scope_nodes(scope):
+            if isinstance(node, ast.Call):
+                for arg in [*node.args, *(k.value for k in node.keywords)]:
+                    if isinstance(arg, ast.Name):
+                        calls_of = found.setdefault(arg.id, [])
+                        if not calls_of or calls_of[-1] is not node:  # f(x, x): once
+                            calls_of.append(node)
+        facts.cache[key] = found
+    passing: dict[str, list[ast.Call]] = facts.cache[key]
+    return passing
+
+
+def _loaders_below(facts: FileFacts, scope: ast.AST) -> list[tuple[ast.Call, set[str]]]:
+    """The ``DataLoader`` calls below ``scope`` (nested functions too), each with the names in its keywords
+    (memoised per scope)."""
+    key = ("FSD035", "loaders", id(scope))
+    if key not in facts.cache:
+        facts.cache[key] = [
+            (c, {n.id for k in c.keywords for n in ast.walk(k.value) if isinstance(n, ast.Name)})
+            for c in facts.calls(scope)
+            if (facts.qual(c) or "").endswith("DataLoader")
+        ]
+    loaders: list[tuple[ast.Call, set[str]]] = facts.cache[key]
+    return loaders
 
 
 def _in_loop(facts: FileFacts, node: ast.AST) -> bool:
@@ -921,12 +967,7 @@ def _sampler_loaders(facts: FileFacts, call: ast.Call) -> list[ast.Call]:
     if not (isinstance(parent, ast.Assign) and isinstance(parent.targets[0], ast.Name)):
         return []
     sampler = parent.targets[0].id
-    return [
-        c
-        for c in facts.calls(facts.scope_of(call))
-        if (facts.qual(c) or "").endswith("DataLoader")
-        and any(isinstance(n, ast.Name) and n.id == sampler for k in c.keywords for n in ast.walk(k.value))
-    ]
+    return [c for c, names in _loaders_below(facts, facts.scope_of(call)) if sampler in names]
 
 
 @finder("FSD035")

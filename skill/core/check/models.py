@@ -53,6 +53,8 @@ class Finding(Record):
     """Knowledge section id that explains it (`fsdp-skill show ID`)"""
     snippet: str | None = None
     """Id of the verified snippet that shows the fix (`fsdp-skill export ID`)"""
+    fix: str | None = None
+    """What `fsdp-skill check --fix` would change here (`--diff` shows it); null when there is no automatic fix"""
 
     def line_text(self) -> str:
         """The linter line ``path:line:col: CODE message [section]``."""

@@ -10,13 +10,18 @@ collective), the wrapped modules other files pass to its functions, and whether 
 work imports it. The facts are rebuilt, only for the files whose context changed, until nothing changes (at most
 :data:`ROUNDS` rounds), so the cost stays near-linear in the size of the project.
 
-A file that does not parse, or that the checker fails on, is left out of the project (the engine reports it).
+Each build of a file's facts has the per-file budget it is given (``budget_s``: the engine's
+:func:`~fsdp_skill.core.check.engine.check_budget`); a file
+that does not parse, that the checker fails on or whose build runs past its budget is left out of the project (the
+engine checks it alone and reports it).
 """
 
 from __future__ import annotations
 
 import ast
+import math
 import os
+import time
 from dataclasses import dataclass, field, replace
 from pathlib import PurePath
 
@@ -53,13 +58,15 @@ class Project:
     """The facts of several checked files, built together (see the module docstring)."""
 
     files: dict[str, _File] = field(default_factory=dict)
+    budget_s: float = math.inf  # seconds each build of one file's facts may take (past it, the file is left out)
 
     @classmethod
-    def build(cls, sources: list[tuple[str, str]]) -> Project:
-        """The project of ``sources`` ((label, source text) pairs; the label is the file's path as checked).
+    def build(cls, sources: list[tuple[str, str]], *, budget_s: float = math.inf) -> Project:
+        """The project of ``sources`` ((label, source text) pairs; the label is the file's path as checked), each
+        build of a file's facts bounded by ``budget_s`` seconds.
 
-        Never raises for a file's content: one that does not parse (or fails) is left out."""
-        project = cls()
+        Never raises for a file's content: one that does not parse, fails or runs past its budget is left out."""
+        project = cls(budget_s=budget_s)
         parsed: list[tuple[str, ast.Module]] = []
         for label, code in sources:
             try:
@@ -92,9 +99,9 @@ class Project:
     def _build(self, f: _File) -> None:
         f.context.outgoing.clear()
         try:
-            f.facts = calls.build_facts(f.tree, f.context)
+            f.facts = calls.build_facts(f.tree, f.context, deadline=time.perf_counter() + self.budget_s)
             f.exports, f.functions = _exports(f.facts, f.label)
-        except Exception:  # noqa: BLE001 - the engine builds this file alone and reports what fails
+        except Exception:  # noqa: BLE001 - the engine builds this file alone and reports what fails (BudgetExceeded too)
             f.facts, f.exports, f.functions = None, {}, {}
 
     def _rounds(self) -> None:

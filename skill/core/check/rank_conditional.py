@@ -73,11 +73,14 @@ def _fsdp1_sharded_context(facts: FileFacts, node: ast.AST) -> bool:
 
 def _sharded_by_default(facts: FileFacts) -> bool:
     """Does the file switch FSDP1 to SHARDED_STATE_DICT / LOCAL_STATE_DICT for good (``FSDP.set_state_dict_type``)?"""
-    return any(
-        last_name(c) == "set_state_dict_type"
-        and last_name(kwarg(c, "state_dict_type", 1) or c) in ("SHARDED_STATE_DICT", "LOCAL_STATE_DICT")
-        for c in facts.calls()
-    )
+    key = ("rank_conditional", "sharded_by_default")
+    if key not in facts.cache:
+        facts.cache[key] = any(
+            last_name(c) == "set_state_dict_type"
+            and last_name(kwarg(c, "state_dict_type", 1) or c) in ("SHARDED_STATE_DICT", "LOCAL_STATE_DICT")
+            for c in facts.calls()
+        )
+    return bool(facts.cache[key])
 
 
 # where a collective takes its group positionally: dist.barrier(group), dist.all_reduce(tensor, op, group), ...
@@ -128,21 +131,36 @@ def _sharded_later(facts: FileFacts, call: ast.Call) -> bool:
     model = dotted(call.args[0]) if call.args else None
     if model is None:
         return False
-    scope = facts.scope_of(call)
-    for later in facts.calls():
-        if (
-            facts.scope_of(later) is scope
-            and later.lineno > (call.end_lineno or call.lineno)
-            and later.args
-            and dotted(later.args[0]) == model
-            and any(w in (last_name(later) or "").lower() for w in _SHARDING_WORDS)
-        ):
-            return True
-    return False
+    last = _sharding_lines(facts).get((id(facts.scope_of(call)), model))
+    return last is not None and last > (call.end_lineno or call.lineno)
+
+
+def _sharding_lines(facts: FileFacts) -> dict[tuple[int, str], int]:
+    """(id of a scope, dotted name of the first argument) -> the last line of a sharding call of it in that scope
+    (``fully_shard(model)``, ``FSDP(model)``, a helper named like ``prepare_fully_shard``); one pass, memoised."""
+    key = ("rank_conditional", "sharding_lines")
+    if key not in facts.cache:
+        out: dict[tuple[int, str], int] = {}
+        for c in facts.calls():
+            name = dotted(c.args[0]) if c.args else None
+            if name is not None and any(w in (last_name(c) or "").lower() for w in _SHARDING_WORDS):
+                k = (id(facts.scope_of(c)), name)
+                out[k] = max(out.get(k, c.lineno), c.lineno)
+        facts.cache[key] = out
+    lines: dict[tuple[int, str], int] = facts.cache[key]
+    return lines
 
 
 def collective_kind(facts: FileFacts, call: ast.Call) -> tuple[str, str] | None:
-    """(rule code, label) when every rank must make ``call`` together, else None."""
+    """(rule code, label) when every rank must make ``call`` together, else None (memoised per call)."""
+    memo: dict[int, tuple[str, str] | None] = facts.cache.setdefault(("rank_conditional", "collective_kind"), {})
+    key = id(call)
+    if key not in memo:
+        memo[key] = _collective_kind(facts, call)
+    return memo[key]
+
+
+def _collective_kind(facts: FileFacts, call: ast.Call) -> tuple[str, str] | None:
     q = facts.qual(call) or ""
     name = q.rsplit(".", 1)[-1]
     if _on_subgroup(facts, call):
@@ -199,20 +217,29 @@ def _summaries(facts: FileFacts) -> Summaries:
     cached = facts.cache.get(key)
     if isinstance(cached, dict):
         return cached
-    out: Summaries = {}
     funcs = calls.local_functions(facts)
+    # each function's calls that can decide its summary, in order: a collective, or a call that resolves to a function
+    # of the checked code (calls.callee); the other calls never can, so each round looks at these only
+    candidates: dict[str, list[ast.Call]] = {
+        fname: [
+            node
+            for node in facts.scope_nodes(fn)
+            if isinstance(node, ast.Call) and (collective_kind(facts, node) is not None or calls.callee(facts, node) is not None)
+        ]
+        for fname, fn in funcs.items()
+    }
+    out: Summaries = {}
     for _ in range(4):
         known = len(out)
-        for fname, fn in funcs.items():
+        for fname, found in candidates.items():
             if fname in out:
                 continue
-            for node in facts.scope_nodes(fn):
-                if isinstance(node, ast.Call):
-                    kind = _collective_reached(facts, node, out, exclude=fname)
-                    if kind is not None:
-                        line, path = (kind[2], kind[4]) if kind[2] is not None else (node.lineno, "")
-                        out[fname] = (kind[0], kind[1], line, path)
-                        break
+            for node in found:
+                kind = _collective_reached(facts, node, out, exclude=fname)
+                if kind is not None:
+                    line, path = (kind[2], kind[4]) if kind[2] is not None else (node.lineno, "")
+                    out[fname] = (kind[0], kind[1], line, path)
+                    break
         if len(out) == known:
             break  # a round that found nothing new: the next would not either
     facts.cache[key] = out
@@ -249,10 +276,20 @@ def _collective_reached(
 
 def _side(facts: FileFacts, test: ast.AST) -> Side | None:
     """The ranks a simple rank test selects: ('in', {0}) for ``rank == 0`` / ``is_main_process()``, ('notin', {-1, 0})
-    for ``local_rank not in [-1, 0]``; None when the test is not that simple."""
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        inner = _side(facts, test.operand)
-        return _negate(inner) if inner else None
+    for ``local_rank not in [-1, 0]``; None when the test is not that simple. Memoised per test."""
+    memo: dict[int, Side | None] = facts.cache.setdefault(("rank_conditional", "side"), {})
+    key = id(test)
+    if key not in memo:
+        negations = 0
+        while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):  # `not not ...`: a loop, not a recursion
+            test, negations = test.operand, negations + 1
+        side = _plain_side(facts, test)
+        memo[key] = _negate(side) if side is not None and negations % 2 else side
+    return memo[key]
+
+
+def _plain_side(facts: FileFacts, test: ast.AST) -> Side | None:
+    """:func:`_side` of a test that is not a ``not``."""
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and facts.is_rank_expr(test.left):
         op, right = test.ops[0], test.comparators[0]
         values = right.elts if isinstance(right, (ast.List, ast.Tuple, ast.Set)) else [right]
@@ -275,7 +312,7 @@ def _side(facts: FileFacts, test: ast.AST) -> Side | None:
         # `not is_leader and num_gpus > 1`: the rank part decides the side; the rest, the same on every rank,
         # travels with it so that only a test with the same rest pairs with it
         ranked = [v for v in test.values if facts.is_rank_test(v)]
-        rest = tuple(ast.dump(v) for v in test.values if not facts.is_rank_test(v))
+        rest = tuple(_dump(v) for v in test.values if not facts.is_rank_test(v))
         inner = _side(facts, ranked[0]) if len(ranked) == 1 else None
         return (inner[0], inner[1], rest) if inner and len(inner) == 2 else None
     return None
@@ -293,9 +330,7 @@ def _node_side(facts: FileFacts, branch: ast.AST, node: ast.AST) -> Side | None:
     side = _side(facts, branch.test)
     if side is None:
         return None
-    chain = [node, *facts.ancestors(node)]
-    in_body = any(stmt is anc for stmt in branch.body for anc in chain)
-    return side if in_body else _negate(side)
+    return side if facts.block_of(node, branch) == "body" else _negate(side)
 
 
 def _paired(facts: FileFacts, branches: Branches, summaries: Summaries) -> set[tuple[int, str]]:
@@ -311,11 +346,15 @@ def _paired(facts: FileFacts, branches: Branches, summaries: Summaries) -> set[t
             seen.setdefault((id(facts.scope_of(call)), kind[1]), []).append(
                 (id(enclosing[-1]), _node_side(facts, enclosing[-1], call))
             )
-    return {
-        key
-        for key, sides in seen.items()
-        if any(s is not None and (o, _negate(s)) in sides and o != i for i, s in sides for o, _ in sides)
-    }
+    out = set()
+    for key, sides in seen.items():
+        by_side: dict[Side, set[int]] = {}  # side -> the branches with a call on it
+        for i, s in sides:
+            if s is not None:
+                by_side.setdefault(s, set()).add(i)
+        if any(s is not None and (by_side.get(_negate(s), set()) - {i}) for i, s in sides):
+            out.add(key)
+    return out
 
 
 def _not_distributed_side(facts: FileFacts, branch: ast.AST, node: ast.AST) -> bool:
@@ -332,15 +371,24 @@ def _not_distributed_side(facts: FileFacts, branch: ast.AST, node: ast.AST) -> b
         and _all_minus_one(t.comparators[0])
         for t in tests
     )
-    return minus_one and any(node is sub for st in branch.body for sub in ast.walk(st))
+    return minus_one and facts.block_of(node, branch) == "body"
 
 
 def _all_minus_one(node: ast.AST) -> bool:
     values = node.elts if isinstance(node, (ast.List, ast.Tuple, ast.Set)) else [node]
     try:
         return bool(values) and all(ast.literal_eval(v) == -1 for v in values)
-    except (ValueError, TypeError, SyntaxError):
+    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
         return False
+
+
+def _dump(node: ast.AST) -> str:
+    """``ast.dump(node)``, the text two equal expressions share; an expression too deep for ``ast.dump``'s recursion
+    gets a text of its own (equal to no other, so it pairs with nothing)."""
+    try:
+        return ast.dump(node)
+    except (RecursionError, MemoryError):
+        return f"<expression at {id(node)}>"
 
 
 def _guarded_by_the_rest(facts: FileFacts, branch: ast.AST, call: ast.Call) -> bool:
@@ -355,8 +403,28 @@ def _guarded_by_the_rest(facts: FileFacts, branch: ast.AST, call: ast.Call) -> b
 
 def _other_path_references(facts: FileFacts, branch: ast.AST, call: ast.Call, label: str, summaries: Summaries) -> bool:
     """The other ranks' path hands a local function that runs the same collective to something that calls it
-    (``if rank == 0: button.click(fn=generate)`` ... ``else: worker()``, both running barrier + broadcast)."""
-    return _reaches(facts, facts.other_path(branch, call), label, summaries, set())
+    (``if rank == 0: button.click(fn=generate)`` ... ``else: worker()``, both running barrier + broadcast).
+    Memoised per (other path, collective): the calls on one side of a branch share their other path."""
+    key, path = facts.other_path_of(branch, call)
+    memo: dict[tuple[object, str], bool] = facts.cache.setdefault(("rank_conditional", "references"), {})
+    if (key, label) not in memo:
+        memo[key, label] = _reaches(facts, path, label, summaries, set())
+    return memo[key, label]
+
+
+def _other_path_runs(facts: FileFacts, branch: ast.AST, call: ast.Call, label: str, summaries: Summaries) -> bool:
+    """Do the other ranks' statements (:meth:`FileFacts.other_path`) reach the collective ``label`` too, directly or
+    through a local function? The labels each other path reaches are computed once."""
+    key, path = facts.other_path_of(branch, call)
+    memo: dict[object, set[str]] = facts.cache.setdefault(("rank_conditional", "other_labels"), {})
+    if key not in memo:
+        memo[key] = {
+            reached[1]
+            for stmt in path
+            for sub in ast.walk(stmt)
+            if isinstance(sub, ast.Call) and (reached := _collective_reached(facts, sub, summaries)) is not None
+        }
+    return label in memo[key]
 
 
 def _reaches(facts: FileFacts, stmts: Sequence[ast.AST], label: str, summaries: Summaries, seen: set[str]) -> bool:
@@ -382,7 +450,7 @@ def _complement(a: ast.AST, b: ast.AST) -> bool:
     def neg(x: ast.AST) -> ast.expr | None:
         return x.operand if isinstance(x, ast.UnaryOp) and isinstance(x.op, ast.Not) else None
 
-    return any(x is not None and ast.dump(x) == ast.dump(y) for x, y in ((neg(a), b), (neg(b), a)))
+    return any(x is not None and _dump(x) == _dump(y) for x, y in ((neg(a), b), (neg(b), a)))
 
 
 def rank_findings(facts: FileFacts) -> Iterator[tuple[str, Located, str]]:
@@ -407,11 +475,7 @@ def rank_findings(facts: FileFacts) -> Iterator[tuple[str, Located, str]]:
                 continue
             if _guarded_by_the_rest(facts, branch, call) or _other_path_references(facts, branch, call, label, summaries):
                 continue
-
-            def same_collective(c: ast.Call, label: str = label) -> bool:
-                return (_collective_reached(facts, c, summaries) or ("", ""))[1] == label
-
-            if not facts.other_branch_has(branch, call, same_collective):
+            if not _other_path_runs(facts, branch, call, label, summaries):
                 where = f"{path}:{line}" if path else f"line {line}"
                 what = f"{via}(), which runs {label} at {where}," if via else label
                 yield code, call, f"{what} runs only on some ranks (rank condition at line {branch.lineno})"

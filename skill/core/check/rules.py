@@ -323,10 +323,104 @@ RULES: dict[str, Rule] = {
             "join/joinable-interface",
             "join/join-config-after-exit",
         ),
+        _r(
+            "FSD037",
+            "error",
+            "`break` / `continue` / `return` under a rank condition that skips collectives or a wrapped model's "
+            "forward/backward the other ranks still run",
+            "the ranks that leave stop answering the others' collectives and the job hangs; decide on every rank "
+            "(all_reduce a stop flag) and leave together",
+            "debugging/rank-divergent-early-exit",
+            "debugging/early-stop-agreed",
+        ),
+        _r(
+            "FSD038",
+            "error",
+            "`if` / `while` on a value only one rank holds (`dist.reduce(..., dst=0)`, `gather`, a rank-0-only result) "
+            "guarding collectives or an exit from a training loop",
+            "the ranks can take different branches and the job hangs or skips work on some; broadcast (or all_reduce) the "
+            "value first so every rank decides the same",
+            "debugging/decision-on-one-rank-value",
+            "debugging/broadcast-the-decision",
+        ),
+        _r(
+            "FSD039",
+            "error",
+            "framework save that is a collective under FSDP (`trainer.save_model`, `accelerator.save_state`, Lightning "
+            "`save_checkpoint`, FULL_STATE_DICT `state_dict()`) on rank 0 only",
+            "under FSDP this save gathers or writes every rank's shards (Lightning's ends in a barrier): call it on every "
+            "rank, the framework writes the files from the main process itself",
+            "checkpoint/framework-save-every-rank",
+            "checkpoint/framework-save-every-rank",
+        ),
+        _r(
+            "FSD040",
+            "error",
+            "optimizer step inside DDP `no_sync()` (on gradients never all-reduced)",
+            "no_sync() must hold the forward and backward of the accumulating micro-batches only: run the last micro-batch "
+            "and optimizer.step() outside it (a step inside uses gradients that were never all-reduced, so the replicas "
+            "drift apart)",
+            "debugging/ddp-no-sync-accumulation",
+            "debugging/ddp-no-sync-accumulation",
+        ),
+        _r(
+            "FSD041",
+            "warning",
+            "checkpoint written under `local_rank == 0` to a path that does not name the node",
+            "local rank 0 of every node writes this same path: on a shared filesystem the nodes overwrite each other; "
+            "save under the global rank 0 (or put the node rank in the path)",
+            "checkpoint/local-rank-save-shared-path",
+            "checkpoint/local-rank-save-shared-path",
+        ),
+        _r(
+            "FSD042",
+            "warning",
+            "global rank used as the CUDA device index (`set_device(rank)`, `cuda:{rank}`, `.to(rank)`)",
+            "past the first node the global rank is larger than the GPU count (invalid device ordinal); index the "
+            "device by LOCAL_RANK",
+            "launch/local-rank-device",
+            "launch/local-rank-device",
+        ),
+        _r(
+            "FSD043",
+            "warning",
+            "`torch.load` without `map_location` on every rank",
+            "torch.load puts each tensor back on the device it was saved from (usually cuda:0), so every rank allocates "
+            'the checkpoint on that GPU; pass map_location="cpu" (or this rank\'s device)',
+            "checkpoint/torch-load-map-location",
+            "checkpoint/torch-load-map-location",
+        ),
+        _r(
+            "FSD044",
+            "error",
+            "FSDP1 `.generate()` (a method other than forward) outside `summon_full_params`",
+            "a method other than forward bypasses the FSDP1 root's forward, so its own parameters stay sharded; "
+            "call it inside `with FSDP.summon_full_params(model, writeback=False, recurse=False):`",
+            "sharding/fsdp1-generate-summon",
+            "sharding/fsdp1-generate-summon",
+        ),
+        _r(
+            "FSD045",
+            "warning",
+            "forward through a DDP wrapper (e.g. evaluation) on rank 0 only",
+            "a DDP forward broadcasts the module's buffers from rank 0 (broadcast_buffers=True, the default) and the other "
+            "ranks never join: evaluate through model.module on one rank, or run the wrapper on every rank",
+            "debugging/ddp-forward-on-one-rank",
+            "debugging/ddp-eval-through-module",
+        ),
+        _r(
+            "FSD046",
+            "warning",
+            "only the backward inside DDP `no_sync()`, its forward before it (the context does nothing)",
+            "DDP arms the gradient all-reduce in forward: with the forward outside no_sync() the backward inside still "
+            "all-reduces, so the accumulation saves no communication; put the micro-batch's forward inside the context too",
+            "debugging/ddp-no-sync-accumulation",
+            "debugging/ddp-no-sync-accumulation",
+        ),
     ]
 }
 
 NOT_ANALYSED = "FSD000"  # the file was not analysed (does not parse, or the checker failed on it): a finding, not a rule
-# the rule codes as a range ("FSD001-FSD036"): the check_script tool's description gives it, and a test holds the
+# the rule codes as a range ("FSD001-FSD046"): the check_script tool's description gives it, and a test holds the
 # pre-commit hook's description and README to it
 RULE_RANGE = f"{min(RULES)}-{max(RULES)}"

@@ -1,0 +1,732 @@
+"""Rules about control flow that splits the ranks of a job, and about DDP wrappers used where DDP cannot
+synchronise (FSD037, FSD038, FSD040, FSD045, FSD046).
+
+- **Synchronised work** (:class:`_Reach`): a call that every rank of the job must make together: a collective
+  or another call the rank-conditional rules know (:func:`~fsdp_skill.core.check.rank_conditional.collective_kind`),
+  the forward of a DDP / FSDP module, a ``backward()`` in a file that wraps a module, and the collectives of
+  Accelerate (``accelerator.wait_for_everyone()``, ``gather``, ``reduce``, ``backward``) and Lightning
+  (``trainer.strategy.barrier()``, ``fabric.all_reduce``...). A call to a function or method of the file whose
+  body reaches such work counts as that work (``self.train_step(batch)``).
+- **FSD037**: a ``break`` / ``continue`` / ``return`` under a rank condition that leaves synchronised work to the
+  other ranks: the rest of the loop's iterations (``break``), the rest of this iteration (``continue``), or the
+  rest of the function and its enclosing loops (``return``). Where the skipped work is a collective that FSD003
+  (or another rank-conditional rule) already reports, that rule speaks and this one does not.
+- **FSD038**: an ``if`` / ``while`` (not itself a rank test) that decides on a value only one rank holds: the
+  tensor of ``dist.reduce(t, dst=...)``, the list of ``dist.gather(..., gather_list=..., dst=...)`` or
+  ``gather_object``, a name last bound under a rank condition, or a ``self.`` attribute that the file writes
+  (outside ``__init__``) only under rank conditions, with no collective naming it in between,
+  when the decision guards synchronised work or a ``break`` / ``return`` out of a loop that holds some.
+- **FSD040**: an optimizer step inside the ``with ... no_sync():`` that also runs the backward (those gradients
+  are never synchronised: the replicas drift apart).
+- **FSD046**: only the backward inside a DDP ``no_sync()`` while the forward ran before it (DDP arms the gradient
+  all-reduce in forward, so the context does nothing: the gradients are right, the communication is not saved).
+- **FSD045**: the forward of a DDP wrapper (directly or through a function of the file) on some ranks only.
+  DDP broadcasts the module's buffers from rank 0 at the start of a forward (``broadcast_buffers=True``, the
+  default), so the other ranks' next collective pairs with it. A wrapper built with ``broadcast_buffers=False``
+  is not reported; a wrapper given to ``Join`` is FSD036's, an FSDP module FSD010's.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+from collections.abc import Callable, Iterator
+
+from fsdp_skill.core.check import rank_conditional as rc
+from fsdp_skill.core.check.facts import DDP, FileFacts, dotted, end, kwarg, last_name, start
+from fsdp_skill.core.check.finders import Found, finder
+
+Func = ast.FunctionDef | ast.AsyncFunctionDef
+Direct = Callable[[ast.Call], str | None]  # a label for a call that is itself the work looked for, else None
+
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+_EXIT_WORD = {ast.Break: "break", ast.Continue: "continue", ast.Return: "return"}
+# framework objects (by the last part of the receiver's name) and their methods that every process must call
+_FRAMEWORK_SYNC = {
+    "accelerator": {"wait_for_everyone", "gather", "gather_for_metrics", "reduce", "pad_across_processes", "backward"},
+    "strategy": {"barrier", "broadcast", "reduce", "all_gather", "reduce_boolean_decision"},
+    "fabric": {"barrier", "broadcast", "all_reduce", "all_gather", "backward"},
+}
+_NO_SYNC = {"no_sync", "no_backward_sync"}
+
+
+def _of_type(facts: FileFacts, *types: type[ast.AST]) -> list[ast.AST]:
+    """The nodes of the file of exactly these types, in source (pre-)order; the index is built once per file."""
+    key = ("divergence", "by-type")
+    if key not in facts.cache:
+        index: dict[type[ast.AST], list[tuple[int, ast.AST]]] = {}
+        for i, n in enumerate(facts.nodes):
+            index.setdefault(type(n), []).append((i, n))
+        facts.cache[key] = index
+    by_type: dict[type[ast.AST], list[tuple[int, ast.AST]]] = facts.cache[key]
+    return (
+        [n for _, n in sorted(item for t in types for item in by_type.get(t, []))]
+        if len(types) > 1
+        else [n for _, n in by_type.get(types[0], [])]
+    )
+
+
+def _stmt_holds(block: list[ast.stmt], node: ast.AST) -> bool:
+    """Is ``node`` inside the statements of ``block``? (by source span: statements of one block do not overlap)"""
+    if not block or not hasattr(node, "lineno"):
+        return False
+    pos = (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+    return start(block[0]) <= pos and pos < end(block[-1]) or any(node is st for st in block)
+
+
+def _arm(branch: ast.If, node: ast.AST) -> list[ast.stmt]:
+    """The arm (body or orelse) of ``branch`` that holds ``node``."""
+    return branch.body if _stmt_holds(branch.body, node) else branch.orelse
+
+
+def _is_ddp(facts: FileFacts, node: ast.AST) -> bool:
+    """Does this Name/Attribute hold a DDP wrapper (``x = DistributedDataParallel(...)``)?"""
+    return facts._variable_key(node) in facts.ddp
+
+
+def _wraps_any(facts: FileFacts) -> bool:
+    return bool(facts.ddp or facts.fsdp1 or facts.fsdp2)
+
+
+def _framework_sync(call: ast.Call) -> str | None:
+    """``accelerator.wait_for_everyone()`` / ``trainer.strategy.barrier()``: a framework's collective."""
+    if not isinstance(call.func, ast.Attribute):
+        return None
+    owner = (dotted(call.func.value) or "").rsplit(".", 1)[-1].lower()
+    for word, methods in _FRAMEWORK_SYNC.items():
+        if word in owner and call.func.attr in methods:
+            return f"{dotted(call.func)}()"
+    return None
+
+
+def _wrapped_forward(facts: FileFacts, call: ast.Call) -> str | None:
+    """``model(x)`` / ``model.forward(x)`` of a DDP or FSDP module."""
+    func = call.func
+    if isinstance(func, (ast.Name, ast.Attribute)) and (facts.is_fsdp(func) or _is_ddp(facts, func)):
+        return f"{dotted(func)}(...) (forward of a {'DDP' if _is_ddp(facts, func) else 'FSDP'} module)"
+    if isinstance(func, ast.Attribute) and func.attr in ("forward", "generate"):
+        recv = func.value
+        if facts.is_fsdp(recv) or _is_ddp(facts, recv):
+            return f"{dotted(func)}() (of a {'DDP' if _is_ddp(facts, recv) else 'FSDP'} module)"
+    return None
+
+
+def _is_backward(call: ast.Call) -> bool:
+    return isinstance(call.func, ast.Attribute) and call.func.attr in ("backward", "manual_backward")
+
+
+def sync_work(facts: FileFacts, call: ast.Call) -> str | None:
+    """A label when every rank must make ``call`` together (see the module docstring), else None."""
+    kind = rc.collective_kind(facts, call)
+    if kind is not None:
+        return kind[1]
+    forward = _wrapped_forward(facts, call)
+    if forward is not None:
+        return forward
+    framework = _framework_sync(call)
+    if framework is not None:
+        return framework
+    if _is_backward(call) and _wraps_any(facts):
+        return ".backward() (the gradient reduction of a wrapped model)"
+    return None
+
+
+class _Reach:
+    """Which functions and methods of the file reach the work ``direct`` accepts, directly or through each other
+    (a fixpoint over module-level functions and class methods; ``f(...)`` and ``self.m(...)`` calls)."""
+
+    def __init__(self, facts: FileFacts, direct: Direct) -> None:
+        self.facts, self.direct = facts, direct
+        self.methods: dict[int, dict[str, Func]] = {}
+        for node in _of_type(facts, ast.ClassDef):
+            if isinstance(node, ast.ClassDef):
+                self.methods[id(node)] = {
+                    st.name: st for st in node.body if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef))
+                }
+        funcs: list[Func] = list(facts.functions.values()) + [m for ms in self.methods.values() for m in ms.values()]
+        self.summary: dict[int, tuple[str, int]] = {}  # id(function) -> (label, line) of the first work it reaches
+        for _ in range(4):
+            changed = False
+            for fn in funcs:
+                if id(fn) in self.summary:
+                    continue
+                for node in facts.scope_nodes(fn):
+                    hit = self.call(node) if isinstance(node, ast.Call) else None
+                    if hit is not None:
+                        self.summary[id(fn)] = hit
+                        changed = True
+                        break
+            if not changed:
+                break
+
+    def callee(self, call: ast.Call) -> Func | None:
+        """The function of this file that ``call`` runs: a module-level ``f(...)`` or ``self.m(...)`` of the class."""
+        func = call.func
+        if isinstance(func, ast.Name):
+            fn = self.facts.functions.get(func.id)
+            return fn if fn is not None and self.facts.scope_of(call) is not fn else None
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+            for anc in self.facts.ancestors(call):
+                if isinstance(anc, ast.ClassDef):
+                    fn = self.methods.get(id(anc), {}).get(func.attr)
+                    return fn if fn is not None and self.facts.scope_of(call) is not fn else None
+        return None
+
+    def call(self, call: ast.Call) -> tuple[str, int] | None:
+        """(label, line) of the work ``call`` is or runs, else None."""
+        label = self.direct(call)
+        if label is not None:
+            return label, call.lineno
+        fn = self.callee(call)
+        if fn is not None and id(fn) in self.summary:
+            label, line = self.summary[id(fn)]
+            name = dotted(call.func) or getattr(fn, "name", "?")
+            return f"{name}(), which runs {label} at line {line},", call.lineno
+        return None
+
+
+def _reach(facts: FileFacts) -> _Reach:
+    key = ("divergence", "sync")
+    if key not in facts.cache:
+        facts.cache[key] = _Reach(facts, lambda c: sync_work(facts, c))
+    found: _Reach = facts.cache[key]
+    return found
+
+
+def _rc_summaries(facts: FileFacts) -> rc.Summaries:
+    key = ("divergence", "rc-summaries")
+    if key not in facts.cache:
+        facts.cache[key] = rc._summaries(facts)
+    found: rc.Summaries = facts.cache[key]
+    return found
+
+
+def _calls_in(facts: FileFacts, stmts: list[ast.stmt], scope: ast.AST) -> Iterator[ast.Call]:
+    """The calls of ``stmts`` that belong to ``scope`` (not to nested functions), in source order."""
+    calls = [n for st in stmts for n in ast.walk(st) if isinstance(n, ast.Call) and facts.scope_of(n) is scope]
+    return iter(sorted(calls, key=start))
+
+
+def _rank_branch(facts: FileFacts, node: ast.AST) -> ast.If | None:
+    """The outermost ``if`` with a rank test that holds ``node`` inside its function (None: none)."""
+    found: ast.If | None = None
+    for anc in facts.ancestors(node):
+        if isinstance(anc, (*_FUNCS, ast.ClassDef)):
+            break
+        if isinstance(anc, ast.If) and facts.is_rank_test(anc.test) and not rc._not_distributed_side(facts, anc, node):
+            found = anc
+    return found
+
+
+def _inner_loop(facts: FileFacts, node: ast.AST) -> ast.For | ast.AsyncFor | ast.While | None:
+    for anc in facts.ancestors(node):
+        if isinstance(anc, (*_FUNCS, ast.ClassDef)):
+            return None
+        if isinstance(anc, _LOOPS):
+            return anc
+    return None
+
+
+def _loops_around(facts: FileFacts, node: ast.AST) -> list[ast.For | ast.AsyncFor | ast.While]:
+    out = []
+    for anc in facts.ancestors(node):
+        if isinstance(anc, (*_FUNCS, ast.ClassDef)):
+            break
+        if isinstance(anc, _LOOPS):
+            out.append(anc)
+    return out
+
+
+def _spoken_for(facts: FileFacts, call: ast.Call, branch: ast.If, around: set[int]) -> str | None:
+    """Which other rule owns ``call`` as work run on some ranks only: "branch" when it runs under ``branch`` itself
+    (after ``if rank != 0: return``) and FSD003-FSD010 / FSD036 (a collective
+    :func:`~fsdp_skill.core.check.rank_conditional.collective_kind` knows) or FSD045 (a DDP forward) report it, so
+    the exit is that finding's cause; "other" when it sits under a rank condition of its own that ``branch`` does not
+    hold (``around``: the ids of the nodes around ``branch``), those rules' concern and not skipped work; None when no
+    other rule speaks for it."""
+    enclosing = facts.rank_branches().get(id(call), [])
+    if not enclosing:
+        return None
+    if any(b is branch for b in enclosing) and (
+        rc._collective_reached(facts, call, _rc_summaries(facts)) is not None or _ddp_forward_reached(facts, call)
+    ):
+        return "branch"
+    return "other" if any(b is not branch and id(b) not in around for b in enclosing) else None
+
+
+_SCAN_LIMIT = 500  # calls looked at after an exit and before it in its loop: bounded work per exit
+
+
+def _scope_calls(facts: FileFacts, scope: ast.AST) -> tuple[list[ast.Call], list[tuple[int, int]]]:
+    """The calls of ``scope`` (not of nested functions) sorted by position, with their positions (memoised)."""
+    memo = facts.cache.setdefault(("divergence", "scope-calls"), {})
+    if id(scope) not in memo:
+        calls = sorted((n for n in facts.scope_nodes(scope) if isinstance(n, ast.Call)), key=start)
+        memo[id(scope)] = (calls, [start(c) for c in calls])
+    found: tuple[list[ast.Call], list[tuple[int, int]]] = memo[id(scope)]
+    return found
+
+
+def _skipped_work(facts: FileFacts, exit_: ast.stmt, branch: ast.If) -> tuple[str, int] | None:
+    """The first synchronised work that the ranks taking ``exit_`` under ``branch`` skip and the others run: for a
+    ``continue`` the rest of the iteration, for a ``break`` the loop's body, for a ``return`` the rest of the function
+    and the loops around ``branch``. What follows the exit is looked at first: a collective there that another rule
+    reports (it runs under ``branch``) makes that rule's finding the one for this mistake."""
+    scope = facts.scope_of(exit_)
+    calls, positions = _scope_calls(facts, scope)
+    if isinstance(exit_, (ast.Break, ast.Continue)):
+        loop = _inner_loop(facts, exit_)
+        if loop is None or not any(loop is a for a in facts.ancestors(branch)):
+            return None  # the loop is inside the rank branch: every rank that runs it leaves it alike
+        lo, hi = start(loop.body[0]), end(loop.body[-1])
+    elif isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        loops = _loops_around(facts, branch)
+        lo, hi = (start(loops[-1]), end(loops[-1])) if loops else (end(exit_), end(scope))
+    else:
+        return None
+    stop = end(scope) if isinstance(exit_, ast.Return) and isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) else hi
+    after = calls[bisect.bisect_left(positions, end(exit_)) : bisect.bisect_left(positions, stop)]
+    before = (
+        []
+        if isinstance(exit_, ast.Continue)
+        else calls[bisect.bisect_left(positions, lo) : bisect.bisect_left(positions, start(exit_))]
+    )
+    after, before = after[:_SCAN_LIMIT], before[:_SCAN_LIMIT]
+    around = {id(a) for a in facts.ancestors(branch)}
+    reach = _reach(facts)
+    arm = _arm(branch, exit_)
+    first: tuple[str, int] | None = None
+    for call in after:
+        if facts.exclusive(exit_, call) or _stmt_holds(arm, call):
+            continue  # the other branch of an if around the exit: not on this path
+        owner = _spoken_for(facts, call, branch, around)
+        if owner == "branch":
+            return None  # FSD003 / FSD045 report the work this exit leaves to some ranks: one finding for one mistake
+        first = first or (reach.call(call) if owner is None else None)
+    for call in before:  # the next iterations of the loop
+        if first is not None:
+            break
+        if not _stmt_holds(arm, call) and _spoken_for(facts, call, branch, around) is None:
+            first = reach.call(call)
+    return first
+
+
+@finder("FSD037")
+def rank_divergent_exit(facts: FileFacts) -> Found:
+    """FSD037: ``break`` / ``continue`` / ``return`` under a rank condition that skips synchronised work the other
+    ranks still run (see the module docstring)."""
+    for node in _of_type(facts, ast.Break, ast.Continue, ast.Return):
+        if not isinstance(node, (ast.Break, ast.Continue, ast.Return)):
+            continue
+        branch = _rank_branch(facts, node)
+        if branch is None:
+            continue
+        hit = _skipped_work(facts, node, branch)
+        if hit is not None:
+            label, line = hit
+            word = _EXIT_WORD[type(node)]
+            yield (
+                node,
+                f"`{word}` on some ranks only (rank condition at line {branch.lineno}) while the others go on to {label} at line {line}",
+            )
+
+
+# --- FSD038: a decision on a value only one rank holds -------------------------------------------------------
+
+_ONE_RANK_RESULTS = {  # collective -> (argument that only the destination rank holds afterwards: keyword, position)
+    "torch.distributed.reduce": ("tensor", 0),
+    "torch.distributed.gather": ("gather_list", 1),
+    "torch.distributed.gather_object": ("object_gather_list", 1),
+}
+
+
+def _one_rank_values(facts: FileFacts) -> tuple[list[tuple[ast.Name, ast.Call, str]], list[tuple[ast.Name, ast.stmt, str]]]:
+    """The values only some ranks hold: (the tensor or list passed to a collective whose result only its destination
+    holds, that call, what it is), and (a name bound under a rank condition, the binding statement, what it is)."""
+    results: list[tuple[ast.Name, ast.Call, str]] = []
+    for call in facts.calls():
+        q = facts.qual(call) or ""
+        spec = _ONE_RANK_RESULTS.get(q)
+        arg = kwarg(call, *spec) if spec else None
+        if isinstance(arg, ast.Name):
+            what = f"the result of dist.{q.rsplit('.', 1)[-1]}(..., dst=...) at line {call.lineno}, which only the destination rank holds"
+            results.append((arg, call, what))
+    bound: list[tuple[ast.Name, ast.stmt, str]] = []
+    branches = facts.rank_branches()
+    for node in _of_type(facts, ast.Assign, ast.AugAssign, ast.AnnAssign):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and branches.get(id(node)):
+            branch = branches[id(node)][-1]
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                for n in ast.walk(t):
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                        bound.append((n, node, f"bound under the rank condition at line {branch.lineno} (line {node.lineno})"))
+    return results, bound
+
+
+def _mentions(node: ast.AST, name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node))
+
+
+def _synced_between(facts: FileFacts, scope: ast.AST, name: str, lo: tuple[int, int], hi: tuple[int, int]) -> bool:
+    """Is there, between positions ``lo`` and ``hi`` of ``scope``, a collective (torch's or a framework's) given
+    ``name`` (``dist.broadcast(flag, src=0)``, ``dist.broadcast_object_list([stop], 0)``)?"""
+    for node in facts.scope_nodes(scope):
+        if isinstance(node, ast.Call) and lo <= start(node) <= hi:
+            q = facts.qual(node) or ""
+            is_coll = (q.startswith("torch.distributed.") and q.rsplit(".", 1)[-1] in rc.COLLECTIVES) or _framework_sync(node)
+            if is_coll and any(_mentions(a, name) for a in [*node.args, *(k.value for k in node.keywords)]):
+                return True
+    return False
+
+
+def _exits_skip_work(facts: FileFacts, block: list[ast.stmt], scope: ast.AST) -> tuple[str, int] | None:
+    """Synchronised work in ``block``, or skipped by a ``break`` / ``continue`` / ``return`` of ``block``."""
+    reach = _reach(facts)
+    branches = facts.rank_branches()
+    for call in _calls_in(facts, block, scope):
+        if branches.get(id(call)):
+            continue  # under a rank condition of its own: the rank-conditional rules' concern
+        hit = reach.call(call)
+        if hit is not None:
+            return hit
+    for st in block:
+        for n in ast.walk(st):
+            if isinstance(n, (ast.Break, ast.Continue, ast.Return)) and facts.scope_of(n) is scope:
+                hit = _skipped_by(facts, n, scope)
+                if hit is not None:
+                    return hit
+    return None
+
+
+def _skipped_by(facts: FileFacts, exit_: ast.stmt, scope: ast.AST) -> tuple[str, int] | None:
+    reach = _reach(facts)
+    if isinstance(exit_, (ast.Break, ast.Continue)):
+        loop = _inner_loop(facts, exit_)
+        if loop is None:
+            return None
+        calls = [c for c in _calls_in(facts, loop.body, scope) if not isinstance(exit_, ast.Continue) or start(c) >= end(exit_)]
+    elif isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        loops = _loops_around(facts, exit_)
+        calls = [
+            c
+            for c in _calls_in(facts, scope.body, scope)
+            if start(c) >= end(exit_) or any(_stmt_holds(lp.body, c) for lp in loops)
+        ]
+    else:
+        return None
+    for c in calls:
+        if facts.rank_branches().get(id(c)):
+            continue
+        hit = reach.call(c)
+        if hit is not None:
+            return hit
+    return None
+
+
+def _one_rank_load(
+    facts: FileFacts,
+    node: ast.If | ast.While,
+    results: dict[tuple[int, str, int], list[tuple[ast.Call, str]]],
+    bound: dict[tuple[int, str], list[tuple[ast.stmt, str]]],
+    names: set[str],
+) -> tuple[str, str] | None:
+    """(name, what it is) for the first name of ``node``'s test that holds a value only some ranks hold there."""
+    scope = facts.scope_of(node)
+    loops: list[ast.For | ast.AsyncFor | ast.While] = [node] if isinstance(node, ast.While) else []
+    loops += _loops_around(facts, node)
+    for n in ast.walk(node.test):
+        if not (isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)) or n.id not in names:
+            continue
+        ident, b = facts.binding(n)
+        for call, what in results.get(ident, []):  # the same tensor / list the collective filled, not rebound since
+            if (
+                facts.scope_of(call) is scope
+                and end(call) <= start(n)
+                and not _synced_between(facts, scope, n.id, end(call), start(n))
+            ):
+                return n.id, what
+        for stmt, what in bound.get((id(scope), n.id), []):
+            if b is not None and b.pos == end(stmt) and not _synced_between(facts, scope, n.id, end(stmt), start(n)):
+                return n.id, what  # the binding the test sees
+            # a binding later in a loop around the test reaches it on the next iteration (loop-carried)
+            loop = next((lp for lp in loops if _stmt_holds(lp.body, stmt) and start(stmt) > start(n)), None)
+            if loop is not None and not _synced_between(facts, scope, n.id, start(loop), end(loop)):
+                return n.id, what
+    return None
+
+
+def _one_rank_attributes(facts: FileFacts) -> dict[str, str]:
+    """``self.x`` -> what it is, for the attributes that the file writes outside ``__init__`` only under rank
+    conditions (``if self.rank == 0: self.should_stop = True``) and never hands to a collective: the other ranks keep
+    the initial value."""
+    writes: dict[str, list[ast.stmt]] = {}
+    for node in _of_type(facts, ast.Assign, ast.AugAssign, ast.AnnAssign):
+        assert isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+        fn = facts.scope_of(node)
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.name == "__init__":
+            continue
+        for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
+            name = dotted(t) if isinstance(t, ast.Attribute) else None
+            if name and name.startswith("self."):
+                writes.setdefault(name, []).append(node)
+    branches = facts.rank_branches()
+    out = {
+        name: f"written only under the rank condition at line {branches[id(stmts[0])][-1].lineno} (line {stmts[0].lineno})"
+        for name, stmts in writes.items()
+        if all(branches.get(id(st)) for st in stmts)
+    }
+    if out:
+        for call in facts.calls():
+            q = facts.qual(call) or ""
+            if (q.startswith("torch.distributed.") and q.rsplit(".", 1)[-1] in rc.COLLECTIVES) or _framework_sync(call):
+                for arg in [*call.args, *(k.value for k in call.keywords)]:
+                    for n in ast.walk(arg):
+                        if isinstance(n, ast.Attribute):
+                            out.pop(dotted(n) or "", None)
+    return out
+
+
+@finder("FSD038")
+def decision_on_one_rank_value(facts: FileFacts) -> Found:
+    """FSD038: an ``if`` / ``while`` on a value only one rank holds, guarding synchronised work or an exit from a
+    loop that holds some (see the module docstring)."""
+    results_list, bound_list = _one_rank_values(facts)
+    attributes = _one_rank_attributes(facts)
+    if not results_list and not bound_list and not attributes:
+        return
+    results: dict[tuple[int, str, int], list[tuple[ast.Call, str]]] = {}
+    for name, call, what in results_list:
+        results.setdefault(facts.binding(name)[0], []).append((call, what))
+    bound: dict[tuple[int, str], list[tuple[ast.stmt, str]]] = {}
+    for name, stmt, what in bound_list:
+        bound.setdefault((id(facts.scope_of(stmt)), name.id), []).append((stmt, what))
+    names = {name.id for name, _, _ in results_list} | {name.id for name, _, _ in bound_list}
+    branches = facts.rank_branches()
+    for node in _of_type(facts, ast.If, ast.While):
+        if (
+            not isinstance(node, (ast.If, ast.While))
+            or branches.get(id(node))
+            or not any(
+                isinstance(n, ast.Name) and n.id in names or isinstance(n, ast.Attribute) and dotted(n) in attributes
+                for n in ast.walk(node.test)
+            )
+            or facts.is_rank_test(node.test)
+        ):
+            continue
+        hit = _one_rank_load(facts, node, results, bound, names)
+        attr = next((d for n in ast.walk(node.test) if isinstance(n, ast.Attribute) and (d := dotted(n)) in attributes), None)
+        if hit is None and attr is not None:
+            hit = attr, attributes[attr]
+        if hit is None:
+            continue
+        work = _exits_skip_work(facts, node.body + node.orelse, facts.scope_of(node))
+        if work is None:
+            continue
+        held, what = hit
+        label, line = work
+        yield node, f"`{held}` is {what}; the ranks may decide differently here, and only some reach {label} at line {line}"
+
+
+# --- FSD040: DDP no_sync() misuse ----------------------------------------------------------------------------
+
+
+def _is_step(facts: FileFacts, call: ast.Call) -> bool:
+    """``optimizer.step()`` (or ``scaler.step(optimizer)``), not a scheduler's step."""
+    if not (isinstance(call.func, ast.Attribute) and call.func.attr == "step"):
+        return False
+    owner = (dotted(call.func.value) or "").rsplit(".", 1)[-1].lower()
+    if "sched" in owner:
+        return False
+    if "scaler" in owner:
+        return bool(call.args)  # scaler.step(optimizer)
+    return (
+        "optim" in owner
+        or owner == "opt"
+        or owner.endswith("_opt")
+        or owner.startswith("opt_")
+        or _built_as_optimizer(facts, call)
+    )
+
+
+def _built_as_optimizer(facts: FileFacts, call: ast.Call) -> bool:
+    """Is the receiver of ``call`` bound to ``torch.optim.X(...)`` in this file?"""
+    key = ("divergence", "optimizers")
+    if key not in facts.cache:
+        facts.cache[key] = {
+            dotted(t)
+            for n in _of_type(facts, ast.Assign)
+            if isinstance(n, ast.Assign)
+            and isinstance(n.value, ast.Call)
+            and (facts.qual(n.value) or "").startswith("torch.optim.")
+            for t in n.targets
+        }
+    names: set[str | None] = facts.cache[key]
+    return isinstance(call.func, ast.Attribute) and dotted(call.func.value) in names
+
+
+def _no_sync_target(facts: FileFacts, item: ast.withitem) -> ast.expr | None:
+    ce = item.context_expr
+    if isinstance(ce, ast.Call) and isinstance(ce.func, ast.Attribute) and ce.func.attr in _NO_SYNC:
+        return ce.args[0] if ce.args else ce.func.value  # accelerator.no_sync(model) / model.no_sync()
+    return None
+
+
+def _names_module(node: ast.AST, target: str) -> bool:
+    return any(
+        (d := dotted(n)) is not None and (d == target or d.startswith(target + "."))
+        for n in ast.walk(node)
+        if isinstance(n, (ast.Name, ast.Attribute))
+    )
+
+
+@finder("FSD040")
+def step_inside_no_sync(facts: FileFacts) -> Found:
+    """FSD040: an optimizer step inside ``no_sync()`` after a backward there (the gradients are never all-reduced)."""
+    for kind, node, message in _no_sync_misuse(facts):
+        if kind == "step":
+            yield node, message
+
+
+@finder("FSD046")
+def backward_only_in_no_sync(facts: FileFacts) -> Found:
+    """FSD046: only the backward inside a DDP ``no_sync()``, its forward before it (the gradients are still
+    all-reduced: the accumulation saves no communication)."""
+    for kind, node, message in _no_sync_misuse(facts):
+        if kind == "backward-only":
+            yield node, message
+
+
+def _no_sync_misuse(facts: FileFacts) -> Iterator[tuple[str, ast.AST, str]]:
+    """("step" | "backward-only", node, message) for each misuse of ``no_sync()`` (memoised per file)."""
+    key = ("divergence", "no_sync")
+    if key not in facts.cache:
+        facts.cache[key] = list(_find_no_sync_misuse(facts))
+    found: list[tuple[str, ast.AST, str]] = facts.cache[key]
+    return iter(found)
+
+
+def _find_no_sync_misuse(facts: FileFacts) -> Iterator[tuple[str, ast.AST, str]]:
+    for node in _of_type(facts, ast.With, ast.AsyncWith):
+        if not isinstance(node, (ast.With, ast.AsyncWith)):
+            continue
+        scope = facts.scope_of(node)
+        for item in node.items:
+            target = _no_sync_target(facts, item)
+            if target is None or facts.is_fsdp2(target):
+                continue  # FSDP2 has no no_sync(): FSD018
+            calls = list(_calls_in(facts, node.body, scope))
+            backwards = [c for c in calls if _is_backward(c) or last_name(c) == "backward"]
+            if not backwards:
+                continue
+            step = next((c for c in calls if _is_step(facts, c) and start(c) > start(backwards[0])), None)
+            if step is not None:
+                ctx = dotted(item.context_expr.func) if isinstance(item.context_expr, ast.Call) else None
+                yield "step", step, f"optimizer step inside `with {ctx}():` (line {node.lineno}) after the backward there"
+                continue
+            name = dotted(target)
+            if name is None or not _is_ddp(facts, target) or isinstance(item.context_expr, ast.Call) and item.context_expr.args:
+                continue
+            if _forward_before_only(facts, node, scope, name, calls):
+                yield (
+                    "backward-only",
+                    node,
+                    f"only the backward runs inside `with {name}.no_sync():`; its forward ran before (DDP decides in forward whether to all-reduce)",
+                )
+
+
+def _forward_before_only(
+    facts: FileFacts, with_: ast.With | ast.AsyncWith, scope: ast.AST, name: str, body_calls: list[ast.Call]
+) -> bool:
+    """Does the forward of ``name`` run before ``with_`` in ``scope``, and nothing in its body run one?"""
+    tail = name.rsplit(".", 1)[-1]
+    if not any(
+        last_name(c) in (tail, "forward")
+        and end(c) <= start(with_)
+        and facts.scope_of(c) is scope
+        and dotted(c.func) in (name, f"{name}.forward")
+        for c in facts.calls()
+    ):
+        return False
+    reach = _reach(facts)
+    for c in body_calls:
+        if _is_backward(c):
+            continue
+        if _names_module(c, name) or reach.callee(c) is not None and reach.call(c) is not None:
+            return False
+        if isinstance(c.func, ast.Attribute) and dotted(c.func.value) == "self" and name.startswith("self."):
+            return False  # a method of the class: it may run the forward
+    return True
+
+
+# --- FSD045: a DDP wrapper's forward on some ranks only -------------------------------------------------------
+
+
+def _ddp_direct(facts: FileFacts, call: ast.Call) -> str | None:
+    """``model(x)`` / ``model.forward(x)`` of a DDP wrapper that broadcasts its buffers and was not given to Join."""
+    func = call.func
+    recv: ast.expr | None = func if isinstance(func, (ast.Name, ast.Attribute)) else None
+    if isinstance(func, ast.Attribute) and func.attr == "forward":
+        recv = func.value
+    if recv is None or not _is_ddp(facts, recv) or facts.is_joined_ddp(recv) or _no_buffer_broadcast(facts, recv):
+        return None
+    return f"{dotted(func)}(...) (forward through a DDP wrapper)"
+
+
+def _no_buffer_broadcast(facts: FileFacts, recv: ast.AST) -> bool:
+    """Is every ``DistributedDataParallel(...)`` bound to this variable built with ``broadcast_buffers=False``?"""
+    key = facts._variable_key(recv)
+    memo = facts.cache.setdefault(("divergence", "no-buffer-broadcast"), {})
+    if key not in memo:
+        memo[key] = _built_without_buffer_broadcast(facts, key)
+    found: bool = memo[key]
+    return found
+
+
+def _built_without_buffer_broadcast(facts: FileFacts, key: tuple[int, str] | None) -> bool:
+    made = [
+        n.value
+        for n in _of_type(facts, ast.Assign)
+        if isinstance(n, ast.Assign)
+        and isinstance(n.value, ast.Call)
+        and facts.qual(n.value) == DDP
+        and any(((id(facts.scope_of(n)), t.id) if isinstance(t, ast.Name) else facts._variable_key(t)) == key for t in n.targets)
+    ]
+    return bool(made) and all(
+        isinstance(v := kwarg(m, "broadcast_buffers"), ast.Constant) and v.value is False for m in made if isinstance(m, ast.Call)
+    )
+
+
+def _ddp_reach(facts: FileFacts) -> _Reach:
+    key = ("divergence", "ddp")
+    if key not in facts.cache:
+        facts.cache[key] = _Reach(facts, lambda c: _ddp_direct(facts, c))
+    found: _Reach = facts.cache[key]
+    return found
+
+
+def _ddp_forward_reached(facts: FileFacts, call: ast.Call) -> bool:
+    return bool(facts.ddp) and _ddp_reach(facts).call(call) is not None
+
+
+@finder("FSD045")
+def ddp_forward_on_some_ranks(facts: FileFacts) -> Found:
+    """FSD045: a DDP wrapper's forward (directly or through a function of the file) on some ranks only."""
+    if not facts.ddp:
+        return
+    reach = _ddp_reach(facts)
+    branches = facts.rank_branches()
+    for call in facts.calls():
+        enclosing = branches.get(id(call))
+        if not enclosing:
+            continue
+        hit = reach.call(call)
+        if hit is None or any(rc._not_distributed_side(facts, b, call) for b in enclosing):
+            continue
+        for branch in reversed(enclosing):
+            if rc._guarded_by_the_rest(facts, branch, call):
+                continue
+            if not facts.other_branch_has(branch, call, lambda c: reach.call(c) is not None):
+                yield call, f"{hit[0]} runs only on some ranks (rank condition at line {branch.lineno})"
+                break

@@ -1,0 +1,187 @@
+"""FSD043: ``torch.load(path)`` without ``map_location`` where every rank loads.
+
+``torch.load`` puts each tensor back on the device it was saved from: a checkpoint that rank 0 wrote from
+``cuda:0`` lands on ``cuda:0`` in every process that loads it, so each rank allocates its copy on GPU 0 (extra
+memory there, a CUDA context of every rank on that GPU, an out-of-memory at scale) before ``load_state_dict``
+copies it over.  ``torch.cuda.set_device`` does not change that: the saved location names the device.
+
+Silent where the file cannot tell: a file that does no distributed work or never touches CUDA (what it saves is on
+the CPU), a load under a condition that holds on one rank (``rank == 0``) or on the first process of each node
+(``local_rank == 0``, which is ``cuda:0`` there), a per-rank file (``f"shard_{rank}.pt"``: each rank reads what it
+wrote from its own device), a ``map_location`` given (by keyword, second argument or ``**kwargs``), a load whose
+other branch maps it (``if args.gpu is None: torch.load(p) else: torch.load(p, map_location=loc)``: the author
+chose), an LR scheduler's state (``scheduler.pt``, ``sched_state = ...``: numbers, no tensors), and a load in a
+function that the file never calls (a library helper: its caller decides). An Accelerate script counts as
+distributed (one process per GPU).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from fsdp_skill.core.check.facts import FileFacts, dotted, kwarg, last_name
+from fsdp_skill.core.check.finders import Found, _distributed_here, finder
+
+TORCH_LOAD = "torch.load"
+_SPAWN = {"spawn", "start_processes"}  # torch.multiprocessing: run a function as every process's main
+
+
+def _cuda_here(facts: FileFacts) -> bool:
+    """Does the file use CUDA itself (``.cuda()``, ``torch.cuda.*``, a ``"cuda..."`` device, the ``"nccl"`` backend)?"""
+    for n in facts.nodes:
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and (n.value == "nccl" or n.value.startswith("cuda")):
+            return True
+        if isinstance(n, ast.Attribute) and n.attr == "cuda":
+            return True
+    return False
+
+
+def _rank_in(facts: FileFacts, node: ast.AST) -> bool:
+    return any(isinstance(n, (ast.Name, ast.Attribute, ast.Call)) and facts.is_rank_expr(n) for n in ast.walk(node))
+
+
+def _per_rank_path(facts: FileFacts, target: ast.AST | None) -> bool:
+    """``torch.load(f"shard_{rank}.pt")``: a file name built from the rank (an f-string, ``.format``, ``%`` or ``+``,
+    through a few names), which each rank wrote itself. A rank that only decides a value (``x if rank == 0 else
+    None``, a path broadcast from rank 0) does not make the file per rank."""
+    todo: list[ast.AST] = [] if target is None else [target]
+    seen = 0
+    while todo and seen < 8:
+        node, seen = todo.pop(), seen + 1
+        for n in ast.walk(node):
+            if isinstance(n, ast.FormattedValue) and _rank_in(facts, n.value):
+                return True
+            if isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Mod, ast.Add)) and _rank_in(facts, n.right):
+                return True
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "format":
+                if any(_rank_in(facts, a) for a in [*n.args, *(k.value for k in n.keywords)]):
+                    return True
+            if isinstance(n, ast.Name) and (value := facts.resolve(n)) is not n and value is not None:
+                todo.append(value)
+    return False
+
+
+def _single(facts: FileFacts, test: ast.AST) -> bool:
+    """Does ``test`` hold on one process (``rank == 0``, ``is_main_process()``) or one per node (``local_rank == 0``)?"""
+    if isinstance(test, ast.BoolOp):
+        return (
+            any(_single(facts, v) for v in test.values)
+            if isinstance(test.op, ast.And)
+            else all(_single(facts, v) for v in test.values)
+        )
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _several(facts, test.operand)
+    if isinstance(test, ast.Compare):
+        op = test.ops[0] if len(test.ops) == 1 else None
+        return (isinstance(op, ast.Eq) or isinstance(op, ast.In) and _one_member(test)) and facts.is_rank_test(test)
+    return facts.is_main_predicate(test)
+
+
+def _one_member(test: ast.Compare) -> bool:
+    """``local_rank in [-1, 0]``: one rank (-1 is "not distributed")."""
+    group = test.comparators[0]
+    if not isinstance(group, (ast.List, ast.Tuple, ast.Set)):
+        return False
+    try:
+        values = [ast.literal_eval(e) for e in group.elts]
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return len([v for v in values if v != -1]) == 1
+
+
+def _several(facts: FileFacts, test: ast.AST) -> bool:
+    """Is ``not test`` a one-process condition (``rank != 0``, ``not is_main_process()``)?"""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _single(facts, test.operand)
+    if isinstance(test, ast.Compare):
+        op = test.ops[0] if len(test.ops) == 1 else None
+        return (isinstance(op, ast.NotEq) or isinstance(op, ast.NotIn) and _one_member(test)) and facts.is_rank_test(test)
+    return facts.is_main_predicate(test)
+
+
+def _on_one_rank(facts: FileFacts, node: ast.AST) -> bool:
+    """Does a rank condition around ``node`` (or ``@rank_zero_only``) run it on one process (per node) only?"""
+    for branch in facts.rank_branches().get(id(node), []):
+        if not isinstance(branch, ast.If):
+            return True  # @rank_zero_only and friends
+        in_body = any(node is sub for st in branch.body for sub in ast.walk(st))
+        in_else = any(node is sub for st in branch.orelse for sub in ast.walk(st))
+        if in_body and _single(facts, branch.test) or (in_else or not in_body) and _several(facts, branch.test):
+            return True  # the else of `if rank != 0`, or what follows `if rank != 0: return`
+    return False
+
+
+def _callers(facts: FileFacts, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Call]:
+    return [c for c in facts.calls() if last_name(c) == fn.name and c.func is not None]
+
+
+def _loads_on_every_rank(facts: FileFacts, call: ast.Call, depth: int = 0) -> bool:
+    """Is ``call`` reached on several ranks: not under a one-process condition, and (inside a function) called from
+    the file on several ranks? A function the file never calls is not judged."""
+    if _on_one_rank(facts, call):
+        return False
+    scope = facts.scope_of(call)
+    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return True
+    spawned = any(
+        last_name(c) in _SPAWN and any(isinstance(a, ast.Name) and a.id == scope.name for a in c.args) for c in facts.calls()
+    )
+    if spawned:
+        return True  # mp.spawn(main_worker, ...): the function is every process's main
+    callers = _callers(facts, scope)
+    if depth > 3 or not callers:
+        return False
+    return any(_loads_on_every_rank(facts, c, depth + 1) for c in callers if c is not call)
+
+
+def _mapped(facts: FileFacts, node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and facts.qual(node) == TORCH_LOAD and kwarg(node, "map_location", 1) is not None
+
+
+def _mapped_in_other_branch(facts: FileFacts, call: ast.Call) -> bool:
+    """``if args.gpu is None: torch.load(p) else: torch.load(p, map_location=loc)`` (pytorch/examples' imagenet): the
+    author maps the load where a process has one GPU and keeps the saved device where it drives all of them."""
+    for anc in facts.ancestors(call):
+        if isinstance(anc, ast.If):
+            in_body = any(call is sub for st in anc.body for sub in ast.walk(st))
+            other = anc.orelse if in_body else anc.body
+            if any(_mapped(facts, sub) for st in other for sub in ast.walk(st)):
+                return True
+    return False
+
+
+def _scheduler_state(facts: FileFacts, call: ast.Call) -> bool:
+    """``torch.load(".../scheduler.pt")`` / ``sched_state = torch.load(p)``: an LR scheduler's state holds numbers, no
+    tensors, so it lands on no GPU."""
+    names = [s.lower() for n in ast.walk(call) if isinstance(n, ast.Constant) and isinstance(n.value, str) for s in [n.value]]
+    parent = facts.parents.get(id(call))
+    if isinstance(parent, ast.Assign):
+        names += [(dotted(t) or "").lower() for t in parent.targets]
+    return any("sched" in n for n in names)
+
+
+def unmapped_loads(facts: FileFacts) -> list[ast.Call]:
+    """The ``torch.load`` calls FSD043 reports (see the module docstring), in ``ast.walk`` order."""
+    accelerate = any((facts.qual(c) or "").rsplit(".", 1)[-1] == "Accelerator" for c in facts.calls())
+    if not (_distributed_here(facts) or accelerate) or not _cuda_here(facts):
+        return []  # an Accelerate script: one process per GPU too
+    out = []
+    for call in facts.calls():
+        if facts.qual(call) != TORCH_LOAD:
+            continue
+        if kwarg(call, "map_location", 1) is not None or any(k.arg is None for k in call.keywords):
+            continue
+        if any(isinstance(a, ast.Starred) for a in call.args) or _per_rank_path(facts, kwarg(call, "f", 0)):
+            continue
+        if _mapped_in_other_branch(facts, call) or _scheduler_state(facts, call):
+            continue
+        if _loads_on_every_rank(facts, call):
+            out.append(call)
+    return out
+
+
+@finder("FSD043")
+def torch_load_without_map_location(facts: FileFacts) -> Found:
+    """FSD043: ``torch.load`` without ``map_location`` on several ranks of a CUDA job."""
+    for call in unmapped_loads(facts):
+        yield call, None

@@ -1,0 +1,241 @@
+"""FSD037, FSD038, FSD040, FSD045, FSD046 (``skill/core/check/divergence.py``): each fires where the fixtures of
+``tests/data/check/divergence/`` mark it (``# <- FSDxxx``), in the shapes real code takes (a Trainer class, a
+Lightning-like callback, a nanoGPT-style script, a plain loop), and nowhere else; the overlaps with the
+rank-conditional rules are reported once."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from fsdp_skill.core.check import check_source
+
+DATA = Path(__file__).parent / "data" / "check" / "divergence"
+MARK = re.compile(r"#\s*<-\s*(FSD\d{3})")
+OURS = {"FSD037", "FSD038", "FSD040", "FSD045", "FSD046"}
+
+
+def _expected(path: Path) -> set[tuple[int, str]]:
+    return {(i, m.group(1)) for i, line in enumerate(path.read_text().splitlines(), 1) for m in MARK.finditer(line)}
+
+
+FIXTURES = sorted(DATA.glob("*.py"))
+
+
+def test_each_rule_has_a_bad_and_a_good_shape():
+    bad = {code for p in FIXTURES if p.stem.endswith("_bad") for _, code in _expected(p)}
+    assert OURS <= bad
+    assert {p.stem.rsplit("_", 1)[0] for p in FIXTURES if p.stem.endswith("_good")} == {
+        p.stem.rsplit("_", 1)[0] for p in FIXTURES if p.stem.endswith("_bad")
+    }
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)
+def test_findings_are_exactly_the_marked_lines(path):
+    """Every finding of any rule is marked: a good shape has none, a bad one only what its marks say."""
+    found = {(f.line, f.code) for f in check_source(path.read_text(), str(path))}
+    assert found == _expected(path)
+
+
+def _codes(code: str) -> list[tuple[int, str]]:
+    return [(f.line, f.code) for f in check_source(code, "t.py")]
+
+
+HOOK = """
+import torch.distributed as dist
+class CB:
+    def on_epoch_end(self, trainer, pl_module):
+        if trainer.global_rank != 0:
+            return
+        print("rank 0 work")
+        {sync}
+"""
+
+
+def test_a_return_before_a_torch_collective_is_fsd003s_and_before_a_framework_one_fsd037s():
+    assert _codes(HOOK.format(sync="dist.barrier()")) == [(8, "FSD003")]
+    assert _codes(HOOK.format(sync="trainer.strategy.barrier()")) == [(6, "FSD037")]
+
+
+def test_an_exit_in_the_other_branch_of_an_if_skips_nothing():
+    """accelerate's load_fsdp_model once: the non-zero ranks return in the FULL_STATE_DICT branch, dcp.load sits in
+    the SHARDED branch that no rank of that call takes."""
+    code = (
+        "import torch.distributed.checkpoint as dcp\n"
+        "def load(kind, rank, sd):\n"
+        "    if kind == 'full':\n"
+        "        if rank != 0:\n"
+        "            return\n"
+        "        print(sd)\n"
+        "    elif kind == 'sharded':\n"
+        "        dcp.load(sd, checkpoint_id='c')\n"
+    )
+    assert _codes(code) == []
+
+
+def test_continue_skips_only_what_follows_it_in_the_iteration():
+    code = (
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "def train(net, loader, rank):\n"
+        "    model = DDP(net)\n"
+        "    for x in loader:\n"
+        "        model(x).sum().backward()\n"
+        "        if rank != 0:\n"
+        "            continue\n"
+        "        print(x)\n"
+    )
+    assert _codes(code) == []
+    # the rest of the iteration holds a DDP forward: FSD045 reports it (one finding for one mistake), a framework
+    # collective: FSD037 reports the exit
+    assert _codes(code.replace("print(x)", "model(x).sum().backward()")) == [(8, "FSD045")]
+    assert _codes(code.replace("print(x)", "accelerator.wait_for_everyone()")) == [(7, "FSD037")]
+
+
+def test_a_break_out_of_a_loop_without_synchronised_work_is_silent():
+    code = "def f(rank, items):\n    for i in items:\n        print(i)\n        if rank == 0:\n            break\n"
+    assert _codes(code) == []
+
+
+REDUCE = """
+import torch
+import torch.distributed as dist
+def fit(model, loader, t):
+    for x in loader:
+        model(x).sum().backward()
+        dist.reduce(t, dst=0)
+        {between}
+        if t.item() > 1:
+            dist.barrier()
+"""
+
+
+@pytest.mark.parametrize(
+    "between, found",
+    [
+        ("pass", [(9, "FSD038")]),
+        ("dist.broadcast(t, src=0)", []),  # every rank holds rank 0's value again
+        ("t = torch.zeros(1)", []),  # rebound: the test reads another value
+    ],
+)
+def test_a_reduced_value_is_one_ranks_until_broadcast_or_rebound(between, found):
+    assert _codes(REDUCE.format(between=between)) == found
+
+
+def test_a_flag_set_on_rank_0_inside_a_while_loop_reaches_its_test_on_the_next_iteration():
+    code = (
+        "import torch.distributed as dist\n"
+        "def fit(step, rank):\n"
+        "    stop = False\n"
+        "    while not stop:\n"
+        "        step()\n"
+        "        dist.barrier()\n"
+        "        if rank == 0:\n"
+        "            stop = step.done\n"
+    )
+    assert _codes(code) == [(4, "FSD038")]
+    synced = code + "        stop = dist.broadcast_object_list([stop], src=0)\n"
+    assert _codes(synced) == []
+
+
+def test_a_decision_guarding_only_local_work_is_silent():
+    code = (
+        "import torch.distributed as dist\n"
+        "def report(t):\n"
+        "    dist.reduce(t, dst=0)\n"
+        "    if t.item() > 1:\n"
+        "        print('big')\n"
+    )
+    assert _codes(code) == []
+
+
+def test_no_sync_rules_leave_fsdp2_to_fsd018_and_accept_accelerate_shapes():
+    code = (
+        "from torch.distributed.fsdp import fully_shard\n"
+        "def f(model, net, x, opt, accelerator):\n"
+        "    fully_shard(model)\n"
+        "    with model.no_sync():\n"
+        "        model(x).sum().backward()\n"
+        "        opt.step()\n"
+        "    with accelerator.no_sync(net):\n"
+        "        accelerator.backward(net(x).sum())\n"
+        "        opt.step()\n"
+    )
+    assert _codes(code) == [(4, "FSD018"), (9, "FSD040")]
+
+
+def test_backward_only_inside_no_sync_needs_a_known_ddp_and_a_forward_before():
+    code = (
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "def f(net, x, compute):\n"
+        "    model = DDP(net)\n"
+        "    loss = model(x).sum()\n"
+        "    with model.no_sync():\n"
+        "        loss.backward()\n"
+    )
+    assert _codes(code) == [(5, "FSD046")]
+    assert _codes(code.replace("        loss.backward()", "        compute(model, x).backward()")) == []
+    assert _codes(code.replace("model = DDP(net)", "model = net")) == []  # FSDP1 no_sync is read in backward
+
+
+def test_a_ddp_forward_on_rank_0_is_fsd045_and_a_joined_one_stays_fsd036():
+    code = (
+        "import torch.distributed as dist\n"
+        "from torch.distributed.algorithms import Join\n"
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "def f(net, xs, x):\n"
+        "    model = DDP(net)\n"
+        "    {join}\n"
+        "    if dist.get_rank() == 0:\n"
+        "        model(x)\n"
+    )
+    assert _codes(code.format(join="pass")) == [(8, "FSD045")]
+    assert _codes(code.format(join="Join([model])")) == [(8, "FSD036")]
+
+
+def test_a_ddp_forward_in_both_branches_or_under_not_distributed_is_silent():
+    code = (
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "def f(net, x, rank):\n"
+        "    model = DDP(net)\n"
+        "    if rank == 0:\n"
+        "        print(model(x))\n"
+        "    else:\n"
+        "        model(x)\n"
+        "    if rank == -1:\n"
+        "        model(x)\n"
+    )
+    assert _codes(code) == []
+
+
+ATTR = """
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+class Trainer:
+    def __init__(self, net):
+        self.model = DDP(net)
+        self.should_stop = False
+    def validate(self, val):
+        if dist.get_rank() == 0 and val > 1:
+            self.should_stop = True
+        {sync}
+    def fit(self, loader, val):
+        for x in loader:
+            self.model(x).sum().backward()
+            self.validate(val)
+            if self.should_stop:
+                break
+"""
+
+
+@pytest.mark.parametrize(
+    "sync, found",
+    [
+        ("pass", [(16, "FSD038")]),  # only rank 0 ever writes it after __init__
+        ("self.should_stop = self.strategy.broadcast(self.should_stop)", []),  # every rank takes rank 0's value
+        ("dist.broadcast_object_list([self.should_stop], src=0)", []),  # handed to a collective
+    ],
+)
+def test_an_attribute_written_only_under_a_rank_condition_is_one_ranks(sync, found):
+    assert _codes(ATTR.format(sync=sync)) == found

@@ -1,0 +1,203 @@
+"""The checker on files that are valid but hard: nested deeper than recursion allows, a 1,000-term expression, another
+encoding (a PEP 263 coding cookie), an undecodable file among good ones, and the per-file budget
+(``FSDP_SKILL_CHECK_BUDGET``), through every door: ``check_source``, ``check_paths``, the CLI, ``POST /v1/check`` and
+the ``check_script`` tool. Each ends in findings or one clear ``FSD000``, never a traceback, and no timing is
+asserted (the budget is made tiny instead)."""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fsdp_skill.core.check import check_code, check_paths, check_source, check_tree
+from fsdp_skill.core.check.files import UndecodableSource, read_source
+from fsdp_skill.errors import InvalidArgument
+from fsdp_skill.runtime import knobs
+
+EXE = Path(sys.executable).parent / "fsdp-skill"
+HEAD = "import torch.distributed as dist\n\nrank = dist.get_rank()\n"
+BARRIER = "if rank == 0:\n    dist.barrier()\n"  # FSD003 at the line of dist.barrier()
+
+
+def codes(findings) -> list[tuple[str, int]]:
+    return [(f.code, f.line) for f in findings]
+
+
+def barrier_line(src: str) -> int:
+    return src.splitlines().index("    dist.barrier()") + 1
+
+
+def parses(src: str) -> bool:
+    """Does this interpreter's own parser take ``src``? (3.11/3.12 stop near 3,000 levels, 3.13 near 10,000.)"""
+    try:
+        ast.parse(src)
+    except (RecursionError, MemoryError):
+        return False
+    return True
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        " + ".join(["a"] * 1000),  # a 1,000-term expression: a tree 1,000 deep
+        "a" + ".b" * 1000,  # an attribute chain
+        "f" + "()" * 1000,  # calls of calls
+        " if c else ".join(["x"] * 1000),  # a conditional chain
+        "not " * 1000 + "a",
+    ],
+    ids=["sum", "attributes", "calls", "conditional", "not"],
+)
+def test_a_long_expression_does_not_hide_the_finding_after_it(expr):
+    src = HEAD + f"x = {expr}\n" + BARRIER
+    assert codes(check_source(src)) == [("FSD003", barrier_line(src))]
+
+
+def test_a_rank_test_of_1000_terms_is_still_a_rank_test():
+    src = HEAD + "if " + " + ".join(["rank"] * 1000) + " == 0:\n    dist.barrier()\n"
+    assert codes(check_source(src)) == [("FSD003", barrier_line(src))]
+    src = HEAD + "if " + "not " * 1000 + "rank == 0:\n    dist.barrier()\n"  # an even number of `not`: rank 0 still
+    assert codes(check_source(src)) == [("FSD003", barrier_line(src))]
+
+
+@pytest.mark.parametrize("depth", [3000, 12000])
+def test_a_file_nested_thousands_deep_is_a_finding_or_is_analysed(depth):
+    """Python's parser gives up on such a file with RecursionError or MemoryError (3.11/3.12 near 3,000 levels,
+    3.13 near 10,000; 3.10 takes it): then it is one FSD000 naming the reason, else it is analysed like any file."""
+    for expr in (" + ".join(["a"] * depth), "-" * depth + "1", "lambda: " * depth + "1"):
+        src = HEAD + f"x = {expr}\n" + BARRIER
+        found = check_source(src, "deep.py")
+        if parses(src):
+            assert codes(found) == [("FSD003", barrier_line(src))]
+        else:
+            (f,) = found
+            assert (f.code, f.severity, f.line) == ("FSD000", "error", 1)
+            assert "nested too deeply" in f.message and ("RecursionError" in f.message or "MemoryError" in f.message)
+
+
+def test_a_deep_file_among_others_through_the_cli(tmp_path):
+    deep = HEAD + "x = " + " + ".join(["a"] * 20000) + "\n"  # too deep for 3.11-3.13; 3.10 parses it
+    (tmp_path / "deep.py").write_text(deep, encoding="utf-8")
+    (tmp_path / "train.py").write_text(HEAD + BARRIER, encoding="utf-8")
+    p = subprocess.run([str(EXE), "check", str(tmp_path)], capture_output=True, text=True, check=False)
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+    assert f"{tmp_path / 'train.py'}:5:5: FSD003" in p.stdout
+    assert ("FSD000" in p.stdout) == (not parses(deep))
+
+
+LATIN1 = ("#!/usr/bin/env python\n# -*- coding: latin-1 -*-\n" + HEAD + 'print("caf\xe9 d\xe9j\xe0 vu")\n' + BARRIER).encode(
+    "latin-1"
+)
+
+
+def test_a_latin1_file_with_a_coding_cookie_is_read_as_python_reads_it(tmp_path):
+    path = tmp_path / "latin.py"
+    path.write_bytes(LATIN1)
+    text = read_source(LATIN1)
+    assert "café déjà vu" in text
+    (f,) = check_paths([str(path)])
+    assert (f.code, f.line) == ("FSD003", barrier_line(text))
+    assert codes(check_paths([str(path)])) == codes(check_source(text))
+
+
+def test_other_encodings_and_a_bom():
+    cp1252 = b"# coding: cp1252\nx = '\x93quoted\x94'\n"
+    assert read_source(cp1252).splitlines()[1] == "x = '\u201cquoted\u201d'"
+    assert read_source(b"\xef\xbb\xbfx = '\xc3\xa9'\n") == "x = 'é'\n"  # the BOM is not part of the text
+    assert read_source(b"x = 1\r\ny = 2\r\n") == "x = 1\r\ny = 2\r\n"  # newlines as they are: the same lines
+
+
+@pytest.mark.parametrize(
+    "data, line, words",
+    [
+        (b"x = 1\ny = '\xe9'\n", 2, "not valid utf-8, and no coding cookie"),
+        (b"# coding: ascii\nx = '\xe9'\n", 2, "not valid ascii, the encoding its coding cookie declares"),
+        (b"# coding: no-such-codec\nx = 1\n", 1, "no-such-codec"),
+        (b"\xef\xbb\xbf# coding: latin-1\nx = 1\n", 1, "encoding problem"),
+    ],
+    ids=["utf-8 by default", "ascii cookie", "unknown codec", "bom and another cookie"],
+)
+def test_an_undecodable_file_is_its_own_finding_and_the_others_are_checked(tmp_path, data, line, words):
+    with pytest.raises(UndecodableSource, match=words):
+        read_source(data)
+    (tmp_path / "a_bad.py").write_bytes(data)
+    (tmp_path / "b_good.py").write_text(HEAD + BARRIER, encoding="utf-8")
+    found = check_paths([str(tmp_path)])
+    assert [(Path(f.path).name, f.code, f.line) for f in found] == [("a_bad.py", "FSD000", line), ("b_good.py", "FSD003", 5)]
+    assert "cannot decode it as Python does" in found[0].message and words in found[0].message
+    assert check_paths([str(tmp_path)], select=["FSD003"]) == found[1:]  # FSD000 follows --select like any code
+    p = subprocess.run([str(EXE), "check", str(tmp_path)], capture_output=True, text=True, check=False)
+    assert p.returncode == 1 and "Traceback" not in p.stderr and "b_good.py:5:5: FSD003" in p.stdout
+
+
+def test_an_undecodable_script_on_standard_input(tmp_path):
+    p = subprocess.run([str(EXE), "check", "-"], input=b"x = '\xff'\n", capture_output=True, check=False)
+    assert p.returncode == 1 and b"Traceback" not in p.stderr
+    assert b"-:1:1: FSD000 file not analysed: cannot decode it as Python does" in p.stdout
+    p = subprocess.run([str(EXE), "check", "-"], input=LATIN1, capture_output=True, check=False)
+    assert p.returncode == 1 and b"FSD003" in p.stdout and b"FSD000" not in p.stdout
+
+
+BIG = HEAD + "if rank == 0:\n" + "    dist.barrier()\n" * 300  # thousands of analysis steps: past any tiny budget
+
+
+def test_the_budget_ends_in_one_clear_finding(monkeypatch, tmp_path):
+    assert len(check_source(BIG)) == 300
+    monkeypatch.setenv(knobs.CHECK_BUDGET, "0.000001")
+    (f,) = check_source(BIG, "big.py")
+    assert (f.code, f.severity, f.line, f.path) == ("FSD000", "error", 1, "big.py")
+    assert "budget of 1e-06 s per file" in f.message and knobs.CHECK_BUDGET in f.message
+    assert codes(check_tree(ast.parse(BIG))) == [("FSD000", 1)]  # the flake8 plugin's door
+    assert check_source(BIG, select=["FSD003"]) == []
+    (tmp_path / "big.py").write_text(BIG, encoding="utf-8")
+    env = {**os.environ, knobs.CHECK_BUDGET: "0.000001"}
+    p = subprocess.run([str(EXE), "check", str(tmp_path / "big.py")], capture_output=True, text=True, env=env, check=False)
+    assert p.returncode == 1 and "Traceback" not in p.stderr and p.stdout.count("FSD000") == 1 and "FSD003" not in p.stdout
+    monkeypatch.setenv(knobs.CHECK_BUDGET, "60")
+    assert len(check_source(BIG)) == 300
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-1", "nan"])
+def test_a_bad_budget_is_bad_input(monkeypatch, tmp_path, value):
+    monkeypatch.setenv(knobs.CHECK_BUDGET, value)
+    with pytest.raises(InvalidArgument, match="expected a positive number of seconds"):
+        check_source("x = 1\n")
+    (tmp_path / "x.py").write_text("x = 1\n", encoding="utf-8")
+    env = {**os.environ, knobs.CHECK_BUDGET: value}
+    p = subprocess.run([str(EXE), "check", str(tmp_path / "x.py")], capture_output=True, text=True, env=env, check=False)
+    assert p.returncode == 2 and "Traceback" not in p.stderr and knobs.CHECK_BUDGET in p.stderr
+
+
+def test_http_and_the_tool_share_it(monkeypatch, fake_verifier):
+    from fastapi.testclient import TestClient
+
+    from fsdp_skill.adapters.http.app import create_app
+    from fsdp_skill.adapters.tools import invoke
+
+    long_expr = HEAD + "x = " + " + ".join(["a"] * 1000) + "\n" + BARRIER
+    deep = HEAD + "x = " + " + ".join(["a"] * 20000) + "\n"  # 120 KB: inside /v1/check's limit
+    cookie = LATIN1.decode("latin-1")  # a str that still carries its cookie: parsed as the text it is
+    with TestClient(create_app(verifier=fake_verifier)) as client:
+
+        def post(code: str) -> list[tuple[str, int]]:
+            r = client.post("/v1/check", json={"code": code})
+            assert r.status_code == 200, r.text
+            return [(f["code"], f["line"]) for f in r.json()["findings"]]
+
+        assert post(long_expr) == [("FSD003", barrier_line(long_expr))]
+        assert post(deep) == ([] if parses(deep) else [("FSD000", 1)])
+        assert post(cookie) == [("FSD003", barrier_line(cookie))]
+        monkeypatch.setenv(knobs.CHECK_BUDGET, "0.000001")
+        assert post(BIG) == [("FSD000", 1)]
+        assert [(f.code, f.line) for f in invoke("check_script", {"code": BIG}).findings] == [("FSD000", 1)]
+        monkeypatch.setenv(knobs.CHECK_BUDGET, "abc")
+        r = client.post("/v1/check", json={"code": "x = 1\n"})
+        assert r.status_code == 400 and knobs.CHECK_BUDGET in r.text
+    monkeypatch.delenv(knobs.CHECK_BUDGET)
+    assert [(f.code, f.line) for f in invoke("check_script", {"code": long_expr}).findings] == codes(
+        check_code(long_expr).findings
+    )
