@@ -15,7 +15,7 @@ from fsdp_skill.core.check import check_paths, check_source
 DATA = Path(__file__).parent / "data" / "check" / "interprocedural"
 MARK = re.compile(r"#\s*<-\s*(FSD\d{3})")
 # the rules whose finders ask "is this a wrapped module" / "is this under a rank condition", and the idioms' rules
-CODES = {"FSD001", "FSD002", "FSD006", "FSD010", "FSD021", "FSD027", "FSD035"}
+CODES = {"FSD001", "FSD002", "FSD006", "FSD010", "FSD021", "FSD027", "FSD035", "FSD039", "FSD045"}
 
 
 def _expected(path: Path) -> set[tuple[int, str]]:
@@ -27,7 +27,8 @@ SINGLE = sorted(DATA.glob("*.py"))
 
 def test_every_shape_has_a_bad_and_a_good_fixture():
     names = {p.stem for p in SINGLE}
-    for shape in ("argument_fsdp1", "argument_fsdp2", "return_fsdp1", "self_attribute", "closure", "wrapper", "sampler"):
+    shapes = ("argument_fsdp1", "argument_fsdp2", "return_fsdp1", "self_attribute", "closure", "wrapper", "sampler")
+    for shape in (*shapes, "ddp_evaluate", "framework_save"):
         assert f"{shape}_bad" in names and f"{shape}_good" in names, shape
     assert (DATA / "project_bad").is_dir() and (DATA / "project_good").is_dir()
 
@@ -46,6 +47,32 @@ def test_must_show_apply_fsdp_and_evaluate():
     assert {"FSD001", "FSD010"} <= set(found)
     assert "(wrapped at line 44)" in found["FSD001"].message
     assert found["FSD010"].message.startswith("evaluate(), which runs model(...) (forward of an FSDP module) at line 33")
+
+
+def test_ddp_model_evaluated_on_rank_0_inside_a_helper_is_fsd045():
+    """``if rank == 0: evaluate(model)`` with a DDP model whose forward runs inside ``evaluate`` (and a method reaching
+    it through ``self.model``): FSD045 at the call, naming the helper and the forward; ``evaluate(model.module)`` on
+    rank 0 and a wrapper built with ``broadcast_buffers=False`` stay silent."""
+    path = DATA / "ddp_evaluate_bad.py"
+    found = {f.line: f for f in check_source(path.read_text(), str(path)) if f.code == "FSD045"}
+    assert set(found) == {28, 40}
+    assert found[40].message.startswith("evaluate(), which runs model(...) (forward through a DDP wrapper) at line 13,")
+    assert found[28].message.startswith("self.validate(), which runs self.model(...) (forward through a DDP wrapper) at line 22,")
+    for good in ("ddp_evaluate_good.py", "ddp_evaluate_good_no_broadcast.py"):
+        assert not [f for f in check_source((DATA / good).read_text(), good) if f.code == "FSD045"], good
+
+
+def test_trainer_saved_on_rank_0_inside_a_helper_is_fsd039():
+    """A Trainer with FSDP built by a helper (its return value), then saved on the main process only inside a helper
+    given it as a parameter, inside a method holding it in ``self.trainer``, and by a helper called under the rank
+    condition: FSD039 each time; saved on every rank, silent."""
+    path = DATA / "framework_save_bad.py"
+    found = {f.line: f for f in check_source(path.read_text(), str(path)) if f.code == "FSD039"}
+    assert set(found) == {15, 28, 37}
+    assert found[15].message.startswith("trainer.save_model() (Hugging Face Trainer with FSDP) runs only on some ranks")
+    assert found[37].message.startswith("export(), which calls trainer.save_model() (Hugging Face Trainer with FSDP) at line 19,")
+    good = DATA / "framework_save_good.py"
+    assert not [f for f in check_source(good.read_text(), str(good)) if f.code == "FSD039"]
 
 
 def _project_expected(root: Path) -> set[tuple[str, int, str]]:
