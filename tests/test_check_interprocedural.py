@@ -75,6 +75,19 @@ def test_trainer_saved_on_rank_0_inside_a_helper_is_fsd039():
     assert not [f for f in check_source(good.read_text(), str(good)) if f.code == "FSD039"]
 
 
+def test_fix_is_planned_on_the_facts_the_rule_saw():
+    """FSD012 on a model wrapped by a helper (``model = wrap(net)``): ``--fix`` plans ``model.clip_grad_norm_`` on
+    the same facts, through the helper, rather than calling the module unknown."""
+    code = (
+        "import torch\nfrom torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n\n\n"
+        "def wrap(m):\n    return FSDP(m)\n\n\n"
+        "def step(net, x):\n    model = wrap(net)\n    model(x).sum().backward()\n"
+        "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+    )
+    found = [f for f in check_source(code) if f.code == "FSD012"]
+    assert [(f.line, f.fix) for f in found] == [(12, "call model.clip_grad_norm_(...) (the norm over all shards)")]
+
+
 def _project_expected(root: Path) -> set[tuple[str, int, str]]:
     return {(str(p), line, code) for p in sorted(root.rglob("*.py")) for line, code in _expected(p)}
 

@@ -174,7 +174,7 @@ def _raw_findings(tree: ast.Module, path: str, deadline: float, project: Project
     :func:`time.perf_counter` value), looked at by the facts' helpers and after each rule."""
     facts = project.facts_for(path) if project is not None else None
     if facts is not None:
-        facts.deadline = deadline  # built by the project under a budget of its own: the rules get this file's
+        facts.deadline = deadline  # built by the project under a budget of its own; the rules get this one
     else:
         facts = build_facts(tree, deadline=deadline)
     raw: list[tuple[str, Located, str | None]] = list(rank_findings(facts))

@@ -27,7 +27,7 @@ from pathlib import PurePath
 
 from fsdp_skill.core.check import calls
 from fsdp_skill.core.check.calls import FileContext, FunctionSummary
-from fsdp_skill.core.check.facts import FileFacts
+from fsdp_skill.core.check.facts import BudgetExceeded, FileFacts
 from fsdp_skill.core.check.rank_conditional import function_collectives
 
 ROUNDS = 4  # rebuilds of the files whose context changed (a chain of helpers longer than that is not followed)
@@ -101,6 +101,7 @@ class Project:
         try:
             f.facts = calls.build_facts(f.tree, f.context, deadline=time.perf_counter() + self.budget_s)
             f.exports, f.functions = _exports(f.facts, f.label)
+            f.facts.deadline = math.inf  # that budget was this build's; the engine gives the rules their own
         except Exception:  # noqa: BLE001 - the engine builds this file alone and reports what fails (BudgetExceeded too)
             f.facts, f.exports, f.functions = None, {}, {}
 
@@ -137,8 +138,19 @@ class Project:
             for f in todo:
                 self._build(f)
 
+    def _distributed(self, facts: FileFacts) -> bool:
+        """Does the file do distributed work itself (:func:`calls.distributed_work`)? Within the per-file budget;
+        a file past it counts as not."""
+        facts.deadline = time.perf_counter() + self.budget_s
+        try:
+            return calls.distributed_work(facts, here_only=True)
+        except BudgetExceeded:
+            return False
+        finally:
+            facts.deadline = math.inf
+
     def _mark_imported_by_distributed(self) -> None:
-        frontier = [f for f in self.files.values() if f.facts is not None and calls.distributed_work(f.facts, here_only=True)]
+        frontier = [f for f in self.files.values() if f.facts is not None and self._distributed(f.facts)]
         seen = {id(f) for f in frontier}
         for _ in range(_IMPORT_DEPTH):
             nxt: list[_File] = []
