@@ -183,11 +183,28 @@ def _resolve_module(f: _File, module: str, by_parts: dict[tuple[str, ...], _File
     return None
 
 
+def _import_statements(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
+    """Every import statement of ``tree``, nested ones too (under ``if`` / ``try`` / a function), found by walking
+    the statements only: an import is never inside an expression, and the expressions are most of a file's nodes."""
+    found: list[ast.Import | ast.ImportFrom] = []
+    todo: list[ast.AST] = [tree]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append(node)
+            continue
+        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            children = getattr(node, name, None)
+            if isinstance(children, list):
+                todo += reversed(children)
+    return found
+
+
 def _resolve_imports(f: _File, by_parts: dict[tuple[str, ...], _File]) -> dict[str, _File]:
     """Import target as the file spells it in its calls (``utils``, ``pkg.utils``, the module-qualified name of a
     relative import) -> the checked file that defines it (a module, or the module of an imported name)."""
     out: dict[str, _File] = {}
-    for node in ast.walk(f.tree):
+    for node in _import_statements(f.tree):
         if isinstance(node, ast.Import):
             for a in node.names:
                 hit = _resolve_module(f, a.name, by_parts)
