@@ -4,8 +4,9 @@
   ``trainer.save_model`` (when the file configures FSDP), ``accelerator.save_state`` / ``get_state_dict`` /
   ``save_model`` (same), Lightning ``trainer.save_checkpoint`` / Fabric ``fabric.save`` (always: they end in a
   barrier), FSDP1 ``m.state_dict()`` inside ``FSDP.state_dict_type(m, FULL_STATE_DICT)`` where FSD006 does not
-  already know ``m`` as FSDP1. A module-level function of the file that makes one of these calls counts as
-  the call (``if rank == 0: save(trainer)``).
+  already know ``m`` as FSDP1. A function of the file (module-level, a method, a nested one) that makes one of
+  these calls counts as the call (``if rank == 0: save(trainer)``), and the trainer / accelerator / Fabric is
+  followed through the functions of the file (a parameter, a helper's return value, a ``self.`` attribute).
 - FSD041: a checkpoint written under a *local*-rank condition (``local_rank == 0``, ``LOCAL_RANK``,
   ``is_local_main_process``) to a path that does not name the node: every node's local rank 0 writes it.
 - FSD042: the *global* rank (``dist.get_rank()``, ``RANK``, ``SLURM_PROCID``) used as a CUDA device index, in a
@@ -21,6 +22,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from fsdp_skill.core.check import calls
 from fsdp_skill.core.check.facts import FSDP1, FULLY_SHARD, FileFacts, dotted, kwarg, last_name
 from fsdp_skill.core.check.finders import Found, finder
 from fsdp_skill.core.check.rank_conditional import collective_kind
@@ -28,10 +30,64 @@ from fsdp_skill.core.check.rank_conditional import collective_kind
 # --- what a name holds ---------------------------------------------------------------------------------
 
 
-def _bound_call(facts: FileFacts, node: ast.AST) -> ast.Call | None:
-    """The call ``node`` was last assigned from (``trainer = Trainer(...)``), following names a few steps."""
+_FOLLOW = 3  # functions of the checked code followed to find what built an object (parameters, returns, self.)
+
+
+def _bound_call(facts: FileFacts, node: ast.AST, depth: int = 0) -> ast.Call | None:
+    """The call ``node`` was last assigned from (``trainer = Trainer(...)``), following names a few steps and, as
+    :mod:`~fsdp_skill.core.check.calls` follows wrapped modules, the functions of the checked code: a parameter to
+    what the function's callers pass (``save_final(trainer)``), a helper's call to what the helper returns
+    (``trainer = build_trainer(args)``), a ``self.`` attribute to what the class assigns it. None when unknown."""
     value = facts.resolve(node)
-    return value if isinstance(value, ast.Call) else None
+    if isinstance(value, ast.Call):
+        target = calls.callee(facts, value) if depth < _FOLLOW else None
+        if target is not None and target.fn is not None and target.fn.name != "__init__":
+            for ret in facts.scope_nodes(target.fn):
+                if isinstance(ret, ast.Return) and ret.value is not None and ret.value is not value:
+                    got = _bound_call(facts, ret.value, depth + 1)
+                    if got is not None:
+                        return got
+        return value
+    if depth >= _FOLLOW:
+        return None
+    if isinstance(value, ast.Name):
+        return _passed_call(facts, value, depth)
+    if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) and value.value.id == "self":
+        cls = _enclosing_class(facts, value)
+        for assigned in _attribute_values(facts).get(dotted(value) or "", []):
+            if _enclosing_class(facts, assigned) is not cls:
+                continue  # another class's self.x
+            got = _bound_call(facts, assigned, depth + 1)
+            if got is not None:
+                return got
+    return None
+
+
+def _passed_call(facts: FileFacts, name: ast.Name, depth: int) -> ast.Call | None:
+    """For a parameter ``name``: the call that built what a caller of its function passes (:func:`_bound_call`)."""
+    _, b = facts.binding(name)
+    scope = facts.scope_of(name)
+    if b is None or b.kind != "param" or not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    for call, target in _call_sites(facts).get(id(scope), []):
+        for i, arg in calls.bound_args(call, target):
+            if target.summary.params[i] == name.id and (got := _bound_call(facts, arg, depth + 1)) is not None:
+                return got
+    return None
+
+
+def _call_sites(facts: FileFacts) -> dict[int, list[tuple[ast.Call, calls.Callee]]]:
+    """id(function of this file) -> the calls of it (:func:`calls.callee`), with their resolution; memoised."""
+    key = ("calls_rules", "call_sites")
+    if key not in facts.cache:
+        sites: dict[int, list[tuple[ast.Call, calls.Callee]]] = {}
+        for c in facts.calls():
+            target = calls.callee(facts, c)
+            if target is not None and target.fn is not None:
+                sites.setdefault(id(target.fn), []).append((c, target))
+        facts.cache[key] = sites
+    found: dict[int, list[tuple[ast.Call, calls.Callee]]] = facts.cache[key]
+    return found
 
 
 def _enclosing_class(facts: FileFacts, node: ast.AST) -> ast.ClassDef | None:
@@ -171,11 +227,13 @@ def framework_save(facts: FileFacts, call: ast.Call) -> str | None:
 
 
 def _save_summaries(facts: FileFacts) -> dict[str, tuple[str, int]]:
-    """Module-level function name -> (label, line) of the framework save it makes, directly or through another
-    module-level function of the file (a small fixpoint)."""
+    """Function key (``save``, ``Trainer.save``, :func:`calls.local_functions`) -> (label, line) of the framework
+    save it makes, directly or through another function of the file (:func:`calls.callee`; a small fixpoint)."""
+    funcs = calls.local_functions(facts)
     out: dict[str, tuple[str, int]] = {}
     for _ in range(4):
-        for fname, fn in facts.functions.items():
+        known = len(out)
+        for fname, fn in funcs.items():
             if fname in out:
                 continue
             for node in facts.scope_nodes(fn):
@@ -185,11 +243,21 @@ def _save_summaries(facts: FileFacts) -> dict[str, tuple[str, int]]:
                 if label is not None:
                     out[fname] = (label, node.lineno)
                     break
-                callee = node.func.id if isinstance(node.func, ast.Name) else None
-                if callee in out and callee != fname:
-                    out[fname] = out[callee]
+                target = calls.callee(facts, node)
+                if target is not None and target.key in out and target.key != fname:
+                    out[fname] = out[target.key]
                     break
+        if len(out) == known:
+            break
     return out
+
+
+def _save_via(facts: FileFacts, call: ast.Call) -> str | None:
+    """The key of the function of the file that ``call`` runs and that makes a framework save (else None)."""
+    target = calls.callee(facts, call)
+    if target is None or target.key is None or target.fn is facts.scope_of(call):
+        return None
+    return target.key if target.key in _save_summaries_cached(facts) else None
 
 
 def _unbalanced(facts: FileFacts, call: ast.Call, same: str) -> ast.stmt | None:
@@ -210,9 +278,8 @@ def _unbalanced(facts: FileFacts, call: ast.Call, same: str) -> ast.stmt | None:
 
 def _label(facts: FileFacts, call: ast.Call) -> str | None:
     label = framework_save(facts, call)
-    if label is None and isinstance(call.func, ast.Name):
-        hit = _save_summaries_cached(facts).get(call.func.id)
-        label = hit[0] if hit and facts.scope_of(call) is not facts.functions.get(call.func.id) else None
+    if label is None and (via := _save_via(facts, call)) is not None:
+        label = _save_summaries_cached(facts)[via][0]
     return label
 
 
@@ -237,8 +304,8 @@ def framework_save_on_some_ranks(facts: FileFacts) -> Found:
         branch = _unbalanced(facts, call, label)
         if branch is None:
             continue
-        via = call.func.id if isinstance(call.func, ast.Name) and call.func.id in summaries else None
-        what = f"{via}(), which calls {label} at line {summaries[via][1]}," if via else label
+        via = None if framework_save(facts, call) is not None else _save_via(facts, call)
+        what = f"{via.replace('.<locals>.', '.')}(), which calls {label} at line {summaries[via][1]}," if via else label
         yield call, f"{what} runs only on some ranks (rank condition at line {branch.lineno})"
 
 

@@ -32,6 +32,7 @@ import ast
 import bisect
 from collections.abc import Callable, Iterator
 
+from fsdp_skill.core.check import calls as callgraph  # `calls` is a common local name here
 from fsdp_skill.core.check import rank_conditional as rc
 from fsdp_skill.core.check.facts import DDP, FileFacts, dotted, end, kwarg, last_name, start
 from fsdp_skill.core.check.finders import Found, finder
@@ -145,6 +146,8 @@ class _Reach:
                     st.name: st for st in node.body if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef))
                 }
         funcs: list[Func] = list(facts.functions.values()) + [m for ms in self.methods.values() for m in ms.values()]
+        listed = {id(fn) for fn in funcs}
+        funcs += [fn for fn in callgraph.local_functions(facts).values() if id(fn) not in listed]  # nested ones too
         self.summary: dict[int, tuple[str, int]] = {}  # id(function) -> (label, line) of the first work it reaches
         for _ in range(4):
             changed = False
@@ -161,7 +164,12 @@ class _Reach:
                 break
 
     def callee(self, call: ast.Call) -> Func | None:
-        """The function of this file that ``call`` runs: a module-level ``f(...)`` or ``self.m(...)`` of the class."""
+        """The function of this file that ``call`` runs: what :func:`~fsdp_skill.core.check.calls.callee` resolves
+        it to (a module-level or nested function, a method through ``self.`` or its class), else a module-level
+        ``f(...)`` or ``self.m(...)`` of the enclosing class."""
+        target = callgraph.callee(self.facts, call)
+        if target is not None and target.fn is not None:
+            return target.fn if self.facts.scope_of(call) is not target.fn else None
         func = call.func
         if isinstance(func, ast.Name):
             fn = self.facts.functions.get(func.id)
@@ -598,16 +606,16 @@ def backward_only_in_no_sync(facts: FileFacts) -> Found:
             yield node, message
 
 
-def _no_sync_misuse(facts: FileFacts) -> Iterator[tuple[str, ast.AST, str]]:
+def _no_sync_misuse(facts: FileFacts) -> Iterator[tuple[str, ast.expr | ast.stmt, str]]:
     """("step" | "backward-only", node, message) for each misuse of ``no_sync()`` (memoised per file)."""
     key = ("divergence", "no_sync")
     if key not in facts.cache:
         facts.cache[key] = list(_find_no_sync_misuse(facts))
-    found: list[tuple[str, ast.AST, str]] = facts.cache[key]
+    found: list[tuple[str, ast.expr | ast.stmt, str]] = facts.cache[key]
     return iter(found)
 
 
-def _find_no_sync_misuse(facts: FileFacts) -> Iterator[tuple[str, ast.AST, str]]:
+def _find_no_sync_misuse(facts: FileFacts) -> Iterator[tuple[str, ast.expr | ast.stmt, str]]:
     for node in _of_type(facts, ast.With, ast.AsyncWith):
         if not isinstance(node, (ast.With, ast.AsyncWith)):
             continue
@@ -685,14 +693,19 @@ def _no_buffer_broadcast(facts: FileFacts, recv: ast.AST) -> bool:
 
 
 def _built_without_buffer_broadcast(facts: FileFacts, key: tuple[int, str] | None) -> bool:
+    """Every DDP(...) bound to ``key`` has ``broadcast_buffers=False``; for a variable the file binds to no DDP(...)
+    of its own (a parameter or return value the wrapper reaches through calls, :mod:`~fsdp_skill.core.check.calls`): every DDP(...) of the
+    file has it."""
+    built = [
+        n
+        for n in _of_type(facts, ast.Assign)
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and facts.qual(n.value) == DDP
+    ]
     made = [
         n.value
-        for n in _of_type(facts, ast.Assign)
-        if isinstance(n, ast.Assign)
-        and isinstance(n.value, ast.Call)
-        and facts.qual(n.value) == DDP
-        and any(((id(facts.scope_of(n)), t.id) if isinstance(t, ast.Name) else facts._variable_key(t)) == key for t in n.targets)
-    ]
+        for n in built
+        if any(((id(facts.scope_of(n)), t.id) if isinstance(t, ast.Name) else facts._variable_key(t)) == key for t in n.targets)
+    ] or [n.value for n in built]
     return bool(made) and all(
         isinstance(v := kwarg(m, "broadcast_buffers"), ast.Constant) and v.value is False for m in made if isinstance(m, ast.Call)
     )
@@ -710,6 +723,26 @@ def _ddp_forward_reached(facts: FileFacts, call: ast.Call) -> bool:
     return bool(facts.ddp) and _ddp_reach(facts).call(call) is not None
 
 
+def _passes_unwrapped(facts: FileFacts, reach: _Reach, call: ast.Call) -> bool:
+    """``call`` runs a function whose first DDP forward is on one of its parameters (a DDP module through
+    :mod:`~fsdp_skill.core.check.calls` because some call passes one), and this call passes something else there (``evaluate(model.module)``
+    beside ``evaluate(model)``): this call runs no DDP forward."""
+    target = callgraph.callee(facts, call)
+    fn = target.fn if target is not None else None
+    if target is None or fn is None or id(fn) not in reach.summary:
+        return False
+    line = reach.summary[id(fn)][1]
+    params = target.summary.params
+    for node in facts.scope_nodes(fn):
+        if isinstance(node, ast.Call) and node.lineno == line and _ddp_direct(facts, node) is not None:
+            recv = node.func.value if isinstance(node.func, ast.Attribute) and node.func.attr == "forward" else node.func
+            if isinstance(recv, ast.Name) and recv.id in params:
+                given = dict((params[i], arg) for i, arg in callgraph.bound_args(call, target))
+                arg = given.get(recv.id)
+                return arg is not None and not _is_ddp(facts, arg)
+    return False
+
+
 @finder("FSD045")
 def ddp_forward_on_some_ranks(facts: FileFacts) -> Found:
     """FSD045: a DDP wrapper's forward (directly or through a function of the file) on some ranks only."""
@@ -722,7 +755,11 @@ def ddp_forward_on_some_ranks(facts: FileFacts) -> Found:
         if not enclosing:
             continue
         hit = reach.call(call)
-        if hit is None or any(rc._not_distributed_side(facts, b, call) for b in enclosing):
+        if (
+            hit is None
+            or any(rc._not_distributed_side(facts, b, call) for b in enclosing)
+            or _passes_unwrapped(facts, reach, call)
+        ):
             continue
         for branch in reversed(enclosing):
             if rc._guarded_by_the_rest(facts, branch, call):

@@ -21,11 +21,13 @@ import os
 import sys
 import time
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import fsdp_skill.core.check.calls_rules  # noqa: F401 - registers the finders of FSD039, FSD041, FSD042, FSD044
 from fsdp_skill.core.check import divergence  # noqa: F401 - registers FSD037, FSD038, FSD040, FSD045 in FINDERS
 from fsdp_skill.core.check import map_location as _map_location  # noqa: F401 - registers FSD043's finder
-from fsdp_skill.core.check.facts import BudgetExceeded, FileFacts, Located
+from fsdp_skill.core.check.calls import build_facts
+from fsdp_skill.core.check.facts import BudgetExceeded, Located
 from fsdp_skill.core.check.finders import FINDERS
 from fsdp_skill.core.check.fix import FIXABLE, with_fixes
 from fsdp_skill.core.check.models import Finding
@@ -35,6 +37,9 @@ from fsdp_skill.core.check.rules import NOT_ANALYSED, RULES
 from fsdp_skill.core.check.selection import keep, validate_codes
 from fsdp_skill.errors import InvalidArgument
 from fsdp_skill.runtime import knobs
+
+if TYPE_CHECKING:
+    from fsdp_skill.core.check.project import Project
 
 _PY = f"{sys.version_info.major}.{sys.version_info.minor}"
 DEFAULT_BUDGET_S = 10.0  # seconds of analysis per file
@@ -85,9 +90,17 @@ def _finding(code: str, node: Located, detail: str | None, path: str) -> Finding
 
 
 def check_source(
-    code: str, path: str = "<string>", *, select: Iterable[str] | None = None, ignore: Iterable[str] | None = None
+    code: str,
+    path: str = "<string>",
+    *,
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] | None = None,
+    project: Project | None = None,
 ) -> list[Finding]:
-    """Findings for one source text, sorted by position (``path`` only labels them); ``# noqa`` applies."""
+    """Findings for one source text, sorted by position (``path`` only labels them); ``# noqa`` applies.
+
+    ``project``: the checked files ``path`` belongs to (:mod:`fsdp_skill.core.check.project`), whose helpers
+    are followed across files."""
     sel, ign = validate_codes(select), validate_codes(ignore)
     check_budget()  # a bad FSDP_SKILL_CHECK_BUDGET is bad input, whatever the file
     try:  # the grammar is the running interpreter's: a 3.12 f-string does not parse under 3.11
@@ -103,7 +116,7 @@ def check_source(
         found = [not_analysed(path, f"file does not parse with Python {_PY}: nested too deeply for its parser ({why})")]
         return [f for f in found if keep(f.code, sel, ign)]
     try:
-        found = check_tree(tree, path, select=sel, ignore=ign)
+        found = check_tree(tree, path, select=sel, ignore=ign, project=project)
     except Exception as exc:  # noqa: BLE001 - a checker bug on one file must not hide the findings of the others
         found = [
             not_analysed(
@@ -121,16 +134,22 @@ def check_source(
 
 
 def check_tree(
-    tree: ast.Module, path: str = "<string>", *, select: Iterable[str] | None = None, ignore: Iterable[str] | None = None
+    tree: ast.Module,
+    path: str = "<string>",
+    *,
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] | None = None,
+    project: Project | None = None,
 ) -> list[Finding]:
-    """Findings for an already parsed module (a flake8 plugin gets the tree and applies ``# noqa`` itself).
+    """Findings for an already parsed module (a flake8 plugin gets the tree and applies ``# noqa`` itself);
+    ``project``: as for :func:`check_source` (its facts of ``path`` are used when it has them).
 
     An analysis past :func:`check_budget` seconds is one ``FSD000`` finding at line 1 instead (see the module
     docstring). Raises InvalidArgument for an unknown code in ``select`` / ``ignore`` or a bad budget."""
     sel, ign = validate_codes(select), validate_codes(ignore)
     budget = check_budget()
     try:
-        raw = _raw_findings(tree, time.perf_counter() + budget)
+        raw = _raw_findings(tree, path, time.perf_counter() + budget, project)
     except BudgetExceeded:
         message = (
             f"file not analysed: its analysis ran past the budget of {budget:g} s per file ({knobs.CHECK_BUDGET}); "
@@ -149,10 +168,15 @@ def check_tree(
     return sorted(out, key=lambda f: (f.line, f.col, f.code))
 
 
-def _raw_findings(tree: ast.Module, deadline: float) -> list[tuple[str, Located, str | None]]:
-    """(code, node, detail) of every rule's hits on ``tree``. Raises BudgetExceeded past ``deadline``
-    (a :func:`time.perf_counter` value), looked at by the facts' helpers and after each rule."""
-    facts = FileFacts.build(tree, deadline=deadline)
+def _raw_findings(tree: ast.Module, path: str, deadline: float, project: Project | None) -> list[tuple[str, Located, str | None]]:
+    """(code, node, detail) of every rule's hits on ``tree`` (the facts of ``path`` that ``project`` built, else
+    :func:`~fsdp_skill.core.check.calls.build_facts` of ``tree``). Raises BudgetExceeded past ``deadline`` (a
+    :func:`time.perf_counter` value), looked at by the facts' helpers and after each rule."""
+    facts = project.facts_for(path) if project is not None else None
+    if facts is not None:
+        facts.deadline = deadline  # built by the project under a budget of its own; the rules get this one
+    else:
+        facts = build_facts(tree, deadline=deadline)
     raw: list[tuple[str, Located, str | None]] = list(rank_findings(facts))
     for code_, fn in FINDERS.items():
         raw += [(code_, node, detail) for node, detail in fn(facts)]

@@ -15,8 +15,10 @@ imported or run).
   attributes named ``rank`` / ``local_rank`` / ``global_rank``, and ``is_main_process()``-style helpers or
   flags (``master_process = rank == 0``); a function decorated ``@rank_zero_only`` runs on rank 0 only.
 - **Wrapped modules**: the dotted names (``model``, ``self.model``) that hold an FSDP1 wrapper
-  (``x = FSDP(...)``) or an FSDP2 module (``fully_shard(x)``). These are tracked by name over the whole file,
-  a deliberate simplification: a helper ``def evaluate(model)`` is assumed to get the same ``model``.
+  (``x = FSDP(...)``) or an FSDP2 module (``fully_shard(x)``), by name per scope (an attribute over the whole
+  file). :func:`fsdp_skill.core.check.calls.build_facts` follows them further: through parameters, return
+  values, ``self.`` attributes, closures and simple wrappers, across the functions of a file and the files of
+  a checked project.
 """
 
 from __future__ import annotations
@@ -125,6 +127,7 @@ class Located(Protocol):
     end_col_offset: int | None
 
 
+_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _EXITS = (ast.Return, ast.Continue, ast.Break)  # not raise: an error path, the job fails anyway
 _BLOCKS = ("body", "orelse", "finalbody")  # the statement lists of a compound statement (a handler's: its body)
 # singleton nodes (Load(), Add(), Eq(), ...) shared by the whole tree: not indexed
@@ -836,8 +839,16 @@ class FileFacts:
 
     # --- wrapped modules -----------------------------------------------------------------------------
     def _variable_key(self, node: ast.AST) -> tuple[int, str] | None:
-        """Where a module variable lives: (scope of its binding, name) for a bare name, (0, 'self.model') else."""
+        """Where a module variable lives: (scope of its binding, name) for a bare name, (0, 'self.model') else.
+        A name a nested function (or lambda) does not bind is the enclosing function's, as Python's closures see it."""
         if isinstance(node, ast.Name):
+            scope = self.scope_of(node)
+            if isinstance(scope, _FUNCS) and (id(scope), node.id) not in self.bindings:
+                outer = self.scope_of(scope)
+                while isinstance(outer, _FUNCS):
+                    if (id(outer), node.id) in self.bindings:
+                        return (id(outer), node.id)
+                    outer = self.scope_of(outer)
             return self.binding(node)[0][:2]
         name = dotted(node)
         return (0, name) if name else None

@@ -1,5 +1,6 @@
 """Checking paths (:func:`check_paths`): files, directories (every ``*.py`` below them, hidden folders and
-``__pycache__`` / ``node_modules`` / ``site-packages`` skipped) and ``'-'`` (standard input).
+``__pycache__`` / ``node_modules`` / ``site-packages`` skipped) and ``'-'`` (standard input). Several files
+are checked as one project (:mod:`fsdp_skill.core.check.project`): a helper of one is followed from another.
 
 A missing path or a non-Python file raises :class:`fsdp_skill.errors.InvalidArgument` (exit 2 on the CLI); every
 path is validated before any is checked. A file is read as Python reads it (:func:`read_source`): UTF-8 unless a
@@ -16,8 +17,9 @@ import tokenize
 from collections.abc import Iterable
 from pathlib import Path
 
-from fsdp_skill.core.check.engine import check_source, not_analysed
+from fsdp_skill.core.check.engine import check_budget, check_source, not_analysed
 from fsdp_skill.core.check.models import Finding
+from fsdp_skill.core.check.project import Project
 from fsdp_skill.core.check.rules import NOT_ANALYSED
 from fsdp_skill.core.check.selection import keep, validate_codes
 from fsdp_skill.errors import InvalidArgument
@@ -110,14 +112,21 @@ def check_paths(
             targets.append((None, "-"))
         else:
             targets += [(f, str(f)) for f in _python_files(path)]
-    out: list[Finding] = []
+    read: list[tuple[str, str | None]] = []  # (label, decoded text; None: undecodable, its own FSD000 instead)
+    undecodable: dict[str, Finding] = {}
     for p, label in targets:
-        data = _read(p, label)
         try:
-            text = read_source(data)
-        except UndecodableSource as exc:  # this file only: the others are still checked
-            found = not_analysed(label, f"file not analysed: cannot decode it as Python does: {exc}", exc.line)
-            out += [found] if keep(NOT_ANALYSED, sel, ign) else []
-            continue
-        out += check_source(text, label, select=sel, ignore=ign)
+            read.append((label, read_source(_read(p, label))))
+        except UndecodableSource as exc:  # this file only: the others are still checked (and it is left out of the project)
+            undecodable[label] = not_analysed(label, f"file not analysed: cannot decode it as Python does: {exc}", exc.line)
+            read.append((label, None))
+    sources = [(label, text) for label, text in read if text is not None]
+    # several files: a project, whose helpers are followed from one file into another (one file: as before)
+    project = Project.build(sources, budget_s=check_budget()) if len(sources) > 1 else None
+    out: list[Finding] = []
+    for label, text in read:
+        if text is None:
+            out += [undecodable[label]] if keep(NOT_ANALYSED, sel, ign) else []
+        else:
+            out += check_source(text, label, select=sel, ignore=ign, project=project)
     return out

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 
+from fsdp_skill.core.check import calls
 from fsdp_skill.core.check.facts import (
     FSDP1,
     FULLY_SHARD,
@@ -82,6 +83,10 @@ def _wraps(facts: FileFacts, apis: set[str]) -> list[tuple[ast.Call, Chain]]:
                 c = facts.chain(el)
                 if c:
                     out.append((call, c))
+    for call, arg in calls.helper_wraps(facts, apis):  # apply_fsdp(model), whose body wraps or shards model
+        c = facts.chain(arg)
+        if c:
+            out.append((call, c))
     return out
 
 
@@ -90,12 +95,21 @@ def _ordered(facts: FileFacts, first: ast.expr, later: ast.expr) -> bool:
     return facts.scope_of(first) is facts.scope_of(later) and end(first) <= start(later) and not facts.exclusive(first, later)
 
 
+def _optimizer_sources(facts: FileFacts, call: ast.Call) -> list[Chain]:
+    """The modules whose parameters the optimizer ``call`` builds from: a torch optimizer's ``params``, or the
+    receiver of ``model.configure_optimizers(...)`` (nanoGPT and its forks build the AdamW there)."""
+    if _is_optimizer(facts, call):
+        return _param_sources(facts, kwarg(call, "params", 0))
+    if isinstance(call.func, ast.Attribute) and call.func.attr == "configure_optimizers":
+        c = facts.chain(call.func.value)
+        return [c] if c else []
+    return []
+
+
 def _optimizer_before(facts: FileFacts, api: str) -> Found:
     wraps = _wraps(facts, {api})
     for call in facts.calls():
-        if not _is_optimizer(facts, call):
-            continue
-        for src in _param_sources(facts, kwarg(call, "params", 0)):
+        for src in _optimizer_sources(facts, call):
             hit = next(((w, c) for w, c in wraps if (src.covers(c) or c.covers(src)) and _ordered(facts, call, w)), None)
             if hit:
                 yield call, None if hit[0].lineno is None else f"(wrapped at line {hit[0].lineno})"
@@ -645,7 +659,10 @@ def _grad_guarded(facts: FileFacts, call: ast.AST) -> bool:
 
 @finder("FSD027")
 def checkpoint_without_use_reentrant(facts: FileFacts) -> Found:
-    """FSD027: activation checkpointing without ``use_reentrant=False`` (or with the reentrant impl)."""
+    """FSD027: activation checkpointing without ``use_reentrant=False`` (or with the reentrant impl), in a file that
+    does distributed work or that a checked file doing distributed work imports (a plain model file alone: silent)."""
+    if not calls.distributed_work(facts):
+        return
     for call in facts.calls():
         q = facts.qual(call) or ""
         if q == "torch.utils.checkpoint.checkpoint" and (_under_version_check(facts, call) or _grad_guarded(facts, call)):
@@ -844,27 +861,52 @@ def param_dtype_without_reduce_dtype(facts: FileFacts) -> Found:
 
 
 def _epoch_loop_over(facts: FileFacts, loader: ast.Call) -> bool:
-    """Is the DataLoader built by ``loader`` iterated by a ``for`` nested in another ``for`` (an epoch loop)?"""
+    """Is the DataLoader built by ``loader`` iterated by a ``for`` nested in another loop (an epoch loop), here or
+    in a function of the checked code it is handed to (a generator ``for batch in loader: yield batch`` under
+    ``while True``, or one called inside a loop)?"""
     parent = facts.parents.get(id(loader))
+    if isinstance(parent, (ast.For, ast.AsyncFor)) and parent.iter is loader:
+        return _in_loop(facts, parent)  # for epoch in ...: for batch in DataLoader(...)
     if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name)):
         return False
-    return parent.targets[0].id in _epoch_iterated(facts, facts.scope_of(parent))
+    name = parent.targets[0].id
+    scope = facts.scope_of(parent)
+    if name in _epoch_iterated(facts, scope):
+        return True
+    return any(_handed_to_epoch_loop(facts, c, name) for c in _passing(facts, scope).get(name, ()))
 
 
 def _epoch_iterated(facts: FileFacts, scope: ast.AST) -> set[str]:
-    """The names in the iterable of a ``for`` of ``scope`` nested in another loop (memoised per scope)."""
+    """The names in the iterable of a ``for`` of ``scope`` repeated by a loop of its own (:func:`_in_loop`), memoised
+    per scope."""
     key = ("FSD035", "epoch_iterated", id(scope))
     if key not in facts.cache:
         facts.cache[key] = {
             n.id
             for node in facts.scope_nodes(scope)
-            if isinstance(node, (ast.For, ast.AsyncFor))
-            and any(isinstance(a, (ast.For, ast.AsyncFor, ast.While)) for a in facts.ancestors(node))
+            if isinstance(node, (ast.For, ast.AsyncFor)) and _in_loop(facts, node)
             for n in ast.walk(node.iter)
             if isinstance(n, ast.Name)
         }
     names: set[str] = facts.cache[key]
     return names
+
+
+def _passing(facts: FileFacts, scope: ast.AST) -> dict[str, list[ast.Call]]:
+    """Name -> the calls of ``scope`` given that name as an argument (positional or keyword), memoised per scope."""
+    key = ("FSD035", "passing", id(scope))
+    if key not in facts.cache:
+        found: dict[str, list[ast.Call]] = {}
+        for node in facts.scope_nodes(scope):
+            if isinstance(node, ast.Call):
+                for arg in [*node.args, *(k.value for k in node.keywords)]:
+                    if isinstance(arg, ast.Name):
+                        calls_of = found.setdefault(arg.id, [])
+                        if not calls_of or calls_of[-1] is not node:  # f(x, x): once
+                            calls_of.append(node)
+        facts.cache[key] = found
+    passing: dict[str, list[ast.Call]] = facts.cache[key]
+    return passing
 
 
 def _loaders_below(facts: FileFacts, scope: ast.AST) -> list[tuple[ast.Call, set[str]]]:
@@ -881,24 +923,66 @@ def _loaders_below(facts: FileFacts, scope: ast.AST) -> list[tuple[ast.Call, set
     return loaders
 
 
+def _in_loop(facts: FileFacts, node: ast.AST) -> bool:
+    """Is ``node`` repeated by a loop of its own function (in its body, not the ``for``'s iterable, run once)?"""
+    child = node
+    for a in facts.ancestors(node):
+        if isinstance(a, (ast.For, ast.AsyncFor, ast.While)) and not (isinstance(a, (ast.For, ast.AsyncFor)) and child is a.iter):
+            return True
+        if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            return False
+        child = a
+    return False
+
+
+def _handed_to_epoch_loop(facts: FileFacts, call: ast.Call, name: str) -> bool:
+    """``call`` hands the loader ``name`` to a function of this file that iterates it in a loop of its own, or that
+    is a generator iterating it, called inside a loop."""
+    target = calls.callee(facts, call)
+    if target is None or target.fn is None:
+        return False
+    fn = target.fn
+    params = {target.summary.params[i] for i, a in calls.bound_args(call, target) if isinstance(a, ast.Name) and a.id == name}
+    if not params:
+        return False
+    generator = any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in facts.scope_nodes(fn))
+    for node in facts.scope_nodes(fn):
+        if (
+            isinstance(node, (ast.For, ast.AsyncFor))
+            and isinstance(node.iter, ast.Name)
+            and node.iter.id in params
+            and (_in_loop(facts, node) or generator and _in_loop(facts, call))
+        ):
+            return True
+    return False
+
+
+def _sampler_loaders(facts: FileFacts, call: ast.Call) -> list[ast.Call]:
+    """The DataLoaders the sampler built by ``call`` feeds: one it is given to inline
+    (``DataLoader(ds, sampler=DistributedSampler(ds))``), or those given the variable it is assigned to."""
+    parent = facts.parents.get(id(call))
+    if isinstance(parent, ast.keyword) and parent.arg == "sampler":
+        loader = facts.parents.get(id(parent))
+        return [loader] if isinstance(loader, ast.Call) and (facts.qual(loader) or "").endswith("DataLoader") else []
+    if not (isinstance(parent, ast.Assign) and isinstance(parent.targets[0], ast.Name)):
+        return []
+    sampler = parent.targets[0].id
+    return [c for c, names in _loaders_below(facts, facts.scope_of(call)) if sampler in names]
+
+
 @finder("FSD035")
 def sampler_without_set_epoch(facts: FileFacts) -> Found:
-    """FSD035: a shuffling ``DistributedSampler`` whose loader runs in an epoch loop, with no ``set_epoch``."""
+    """FSD035: a shuffling ``DistributedSampler`` (built here, or returned by a helper of the checked code) whose
+    loader runs in an epoch loop, with no ``set_epoch``."""
     if any(last_name(c) == "set_epoch" for c in facts.calls()):
         return
     for call in facts.calls():
         q = facts.qual(call) or ""
         shuffle = kwarg(call, "shuffle")
-        if (
-            not (q.startswith("torch.utils.data") and q.endswith("DistributedSampler"))
-            or isinstance(shuffle, ast.Constant)
-            and shuffle.value is False
-        ):
+        if q.startswith("torch.utils.data") and q.endswith("DistributedSampler"):
+            if isinstance(shuffle, ast.Constant) and shuffle.value is False:
+                continue
+        elif not calls.returns_sampler(facts, call):
             continue
-        parent = facts.parents.get(id(call))
-        if not (isinstance(parent, ast.Assign) and isinstance(parent.targets[0], ast.Name)):
-            continue
-        sampler = parent.targets[0].id
-        loaders = [c for c, names in _loaders_below(facts, facts.scope_of(call)) if sampler in names]
-        if any(_epoch_loop_over(facts, ld) for ld in loaders):
+        if any(_epoch_loop_over(facts, ld) for ld in _sampler_loaders(facts, call)):
             yield call, None

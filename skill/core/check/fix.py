@@ -39,6 +39,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from fsdp_skill.core.check.calls import build_facts
 from fsdp_skill.core.check.facts import FSDP1, FULLY_SHARD, FileFacts, dotted, kwarg, last_name
 from fsdp_skill.core.check.fix_plan import FixPlan
 
@@ -305,7 +306,7 @@ def plan_fixes(tree: ast.Module, source: str, findings: Iterable[Finding]) -> di
     todo = [f for f in findings if f.code in FIXABLE]
     if not todo:
         return {}
-    planner = _Planner(FileFacts.build(tree), source)
+    planner = _Planner(build_facts(tree), source)  # the facts the rules saw: wrapped modules followed through calls
     out: dict[int, FixPlan | str] = {}
     for f in todo:
         try:

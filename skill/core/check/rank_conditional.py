@@ -12,10 +12,11 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator, Sequence
 
+from fsdp_skill.core.check import calls
 from fsdp_skill.core.check.facts import FSDP1, FileFacts, Located, dotted, is_true, kwarg, last_name
 
-# local function name -> (code, label, line) of the first collective it can run (see _summaries)
-Summaries = dict[str, tuple[str, str, int]]
+# local function key -> (code, label, line, file: "" for this one) of the first collective it can run (see _summaries)
+Summaries = dict[str, tuple[str, str, int, str]]
 # id(node) -> the statements that run it on some ranks only, outermost first (FileFacts.rank_branches)
 Branches = dict[int, list[ast.stmt]]
 # the ranks a rank test selects: ("in" | "notin", the rank values[, the rest of an `and` test, as ast dumps])
@@ -208,52 +209,69 @@ def _collective_kind(facts: FileFacts, call: ast.Call) -> tuple[str, str] | None
 
 
 def _summaries(facts: FileFacts) -> Summaries:
-    """Local function name -> (code, label, line) of the first collective it can run, directly or through another
-    local function (a fixpoint over the file's module-level functions). A collective under a rank condition
-    inside the function counts too: run on some ranks only, the function reaches its side of a pair alone."""
-    # each function's calls that can decide its summary, in order: (line, its collective or None, the local function
-    # it calls or None); the other calls never can, so each round looks at these only (rounds and order as before)
-    candidates: dict[str, list[tuple[int, tuple[str, str] | None, str | None]]] = {}
-    for fname, fn in facts.functions.items():
-        found = candidates[fname] = []
-        for node in facts.scope_nodes(fn):
-            if not isinstance(node, ast.Call):
-                continue
-            kind = collective_kind(facts, node)
-            callee = node.func.id if isinstance(node.func, ast.Name) else None
-            if kind is not None or callee is not None and callee in facts.functions and callee != fname:
-                found.append((node.lineno, kind, callee))
+    """Local function key -> (code, label, line, file) of the first collective it can run, directly or through another
+    function of the checked code (a fixpoint over the file's functions: module-level, nested, methods; a function of
+    another checked file counts through its project summary). A collective under a rank condition inside the function
+    counts too: run on some ranks only, the function reaches its side of a pair alone."""
+    key = "rank_conditional.summaries"
+    cached = facts.cache.get(key)
+    if isinstance(cached, dict):
+        return cached
+    funcs = calls.local_functions(facts)
+    # each function's calls that can decide its summary, in order: a collective, or a call that resolves to a function
+    # of the checked code (calls.callee); the other calls never can, so each round looks at these only
+    candidates: dict[str, list[ast.Call]] = {
+        fname: [
+            node
+            for node in facts.scope_nodes(fn)
+            if isinstance(node, ast.Call) and (collective_kind(facts, node) is not None or calls.callee(facts, node) is not None)
+        ]
+        for fname, fn in funcs.items()
+    }
     out: Summaries = {}
     for _ in range(4):
-        for fname, calls in candidates.items():
+        known = len(out)
+        for fname, found in candidates.items():
             if fname in out:
                 continue
-            for line, kind, callee in calls:
+            for node in found:
+                kind = _collective_reached(facts, node, out, exclude=fname)
                 if kind is not None:
-                    out[fname] = (kind[0], kind[1], line)
+                    line, path = (kind[2], kind[4]) if kind[2] is not None else (node.lineno, "")
+                    out[fname] = (kind[0], kind[1], line, path)
                     break
-                if callee is not None and callee in out:
-                    out[fname] = out[callee]
-                    break
+        if len(out) == known:
+            break  # a round that found nothing new: the next would not either
+    facts.cache[key] = out
     return out
+
+
+def function_collectives(facts: FileFacts) -> Summaries:
+    """Function key (``evaluate``, ``Trainer.validate``) -> (code, label, line, file: "" for this one) of the first
+    collective a call of it can run (what a project pass exports to the other files)."""
+    return dict(_summaries(facts))
 
 
 def _collective_reached(
     facts: FileFacts, call: ast.Call, summaries: Summaries, exclude: str | None = None
-) -> tuple[str, str, int | None, str | None] | None:
-    """(code, label of the collective, its line when reached through a local function, that function's name)."""
+) -> tuple[str, str, int | None, str | None, str] | None:
+    """(code, label of the collective, its line when reached through a function, that function's name, the file of
+    that line: "" for this one)."""
     kind = collective_kind(facts, call)
     if kind is not None:
-        return kind[0], kind[1], None, None
-    if (
-        isinstance(call.func, ast.Name)
-        and call.func.id in summaries
-        and call.func.id != exclude
-        and facts.scope_of(call) is not facts.functions.get(call.func.id)
-    ):
-        code, label, line = summaries[call.func.id]
-        return code, label, line, call.func.id
-    return None
+        return kind[0], kind[1], None, None, ""
+    target = calls.callee(facts, call)
+    if target is None:
+        return None
+    if target.key is not None:
+        if target.key in summaries and target.key != exclude and facts.scope_of(call) is not target.fn:
+            code, label, line, path = summaries[target.key]
+            return code, label, line, target.key.replace(".<locals>.", "."), path
+        return None
+    got = target.summary.collective
+    if got is None:
+        return None
+    return got[0], got[1], got[2], target.summary.name, got[3]
 
 
 def _side(facts: FileFacts, test: ast.AST) -> Side | None:
@@ -447,7 +465,7 @@ def rank_findings(facts: FileFacts) -> Iterator[tuple[str, Located, str]]:
         kind = _collective_reached(facts, call, summaries)
         if kind is None:
             continue
-        code, label, line, via = kind
+        code, label, line, via, path = kind
         # innermost first; one unbalanced condition is enough. The innermost is balanced by its else branch, or by
         # a separate if on the complementary ranks (if rank != 0: barrier() ... if rank == 0: barrier()).
         if any(_not_distributed_side(facts, branch, call) for branch in enclosing):
@@ -458,6 +476,7 @@ def rank_findings(facts: FileFacts) -> Iterator[tuple[str, Located, str]]:
             if _guarded_by_the_rest(facts, branch, call) or _other_path_references(facts, branch, call, label, summaries):
                 continue
             if not _other_path_runs(facts, branch, call, label, summaries):
-                what = f"{via}(), which runs {label} at line {line}," if via else label
+                where = f"{path}:{line}" if path else f"line {line}"
+                what = f"{via}(), which runs {label} at {where}," if via else label
                 yield code, call, f"{what} runs only on some ranks (rank condition at line {branch.lineno})"
                 break

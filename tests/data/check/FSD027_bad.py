@@ -1,5 +1,7 @@
+import torch.distributed as dist
 import torch.nn as nn
 from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import CheckpointImpl, checkpoint_wrapper
+from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.checkpoint import checkpoint
 
 
@@ -10,3 +12,8 @@ class Net(nn.Module):
 
 def wrap(block):
     return checkpoint_wrapper(block, checkpoint_impl=CheckpointImpl.REENTRANT)  # <- FSD027
+
+
+def main():
+    dist.init_process_group("nccl")
+    return DDP(Net().cuda())

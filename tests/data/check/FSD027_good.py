@@ -15,3 +15,11 @@ def wrap(block):
 def forwarded(fn, *args, **kwargs):
     kwargs["use_reentrant"] = False
     return checkpoint(fn, *args, **kwargs)
+
+
+def _distributed_main(module):  # the file does distributed work, so FSD027 judges the calls above
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    dist.init_process_group("nccl")
+    return DistributedDataParallel(module)

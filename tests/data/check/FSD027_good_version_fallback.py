@@ -9,3 +9,11 @@ def run(block, x):
         return torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False)
     else:
         return torch.utils.checkpoint.checkpoint(block, x)
+
+
+def _distributed_main(module):  # the file does distributed work, so FSD027 judges the calls above
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    dist.init_process_group("nccl")
+    return DistributedDataParallel(module)
