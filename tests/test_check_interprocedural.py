@@ -184,3 +184,17 @@ def test_helper_called_with_a_plain_module_is_not_wrapped():
     """Parameters hold a wrapped module only when a call passes one: ``evaluate(ema)`` on rank 0 is fine."""
     path = DATA / "plain_helpers_good.py"
     assert [f.line_text() for f in check_source(path.read_text(), str(path))] == []
+
+
+def test_a_project_file_is_parsed_once_and_its_tree_used_only_for_the_same_text(tmp_path):
+    """check_paths parses each file of a project once: the engine checks the tree the project's facts are of; a
+    different text under the same label is parsed anew (its findings are its own)."""
+    from fsdp_skill.core.check.engine import check_source
+    from fsdp_skill.core.check.project import Project
+
+    a = "import torch.distributed as dist\nif dist.get_rank() == 0:\n    dist.barrier()\n"
+    b = "x = 1\n"
+    project = Project.build([("a.py", a), ("b.py", b)])
+    assert project.tree_for("a.py", a) is not None and project.tree_for("a.py", b) is None
+    assert [f.code for f in check_source(a, "a.py", project=project)] == ["FSD003"]
+    assert check_source(b, "a.py", project=project) == []

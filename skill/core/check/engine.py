@@ -104,7 +104,8 @@ def check_source(
     sel, ign = validate_codes(select), validate_codes(ignore)
     check_budget()  # a bad FSDP_SKILL_CHECK_BUDGET is bad input, whatever the file
     try:  # the grammar is the running interpreter's: a 3.12 f-string does not parse under 3.11
-        tree = ast.parse(code, filename=path)
+        known = project.tree_for(path, code) if project is not None else None  # parsed once, by the project, from this text
+        tree = known if known is not None else ast.parse(code, filename=path)
     except (SyntaxError, ValueError) as exc:  # ValueError: null bytes
         line = getattr(exc, "lineno", None) or 1
         col = getattr(exc, "offset", None) or 1

@@ -59,6 +59,7 @@ class Project:
 
     files: dict[str, _File] = field(default_factory=dict)
     budget_s: float = math.inf  # seconds each build of one file's facts may take (past it, the file is left out)
+    sources: dict[str, str] = field(default_factory=dict)  # label -> the text its tree was parsed from
 
     @classmethod
     def build(cls, sources: list[tuple[str, str]], *, budget_s: float = math.inf) -> Project:
@@ -71,6 +72,7 @@ class Project:
         for label, code in sources:
             try:
                 parsed.append((label, ast.parse(code, filename=label)))
+                project.sources[label] = code
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 continue
         if not parsed:
@@ -90,6 +92,13 @@ class Project:
             f.context.modules = set(f.imports)
         project._rounds()
         return project
+
+    def tree_for(self, label: str, code: str) -> ast.Module | None:
+        """The parsed module of the checked file ``label`` when the project parsed this same ``code`` (None: not part
+        of the project, or another text), which the engine checks instead of parsing the text again (the project's
+        facts are of this tree)."""
+        f = self.files.get(label)
+        return f.tree if f is not None and self.sources.get(label) == code else None
 
     def facts_for(self, label: str) -> FileFacts | None:
         """The facts of the checked file ``label`` (None: not part of the project)."""
