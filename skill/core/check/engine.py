@@ -174,10 +174,10 @@ def _raw_findings(tree: ast.Module, path: str, deadline: float, project: Project
     :func:`~fsdp_skill.core.check.calls.build_facts` of ``tree``). Raises BudgetExceeded past ``deadline`` (a
     :func:`time.perf_counter` value), looked at by the facts' helpers and after each rule."""
     facts = project.facts_for(path) if project is not None else None
-    if facts is not None:
+    if facts is not None and facts.tree is tree:
         facts.deadline = deadline  # built by the project under a budget of its own; the rules get this one
-    else:
-        facts = build_facts(tree, deadline=deadline)
+    else:  # alone, or a text other than the one the project parsed under this label: the facts of this tree
+        facts = build_facts(tree, project.context_for(path) if project is not None else None, deadline=deadline)
     raw: list[tuple[str, Located, str | None]] = list(rank_findings(facts))
     for code_, fn in FINDERS.items():
         raw += [(code_, node, detail) for node, detail in fn(facts)]

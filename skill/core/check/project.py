@@ -100,6 +100,11 @@ class Project:
         f = self.files.get(label)
         return f.tree if f is not None and self.sources.get(label) == code else None
 
+    def context_for(self, label: str) -> FileContext | None:
+        """What the other checked files tell the file ``label`` (None: not part of the project)."""
+        f = self.files.get(label)
+        return f.context if f is not None else None
+
     def facts_for(self, label: str) -> FileFacts | None:
         """The facts of the checked file ``label`` (None: not part of the project)."""
         f = self.files.get(label)
