@@ -1,31 +1,19 @@
-"""DDP gradient accumulation done right (FSD046 stays silent): forward and backward of the first micro-batches inside no_sync(), the
-last one (and the step) outside it."""
-
-import contextlib
+"""FSD046 stays silent: each accumulating micro-batch runs its forward inside no_sync() as well as its backward, so
+DDP skips their all-reduce; the last micro-batch syncs outside it."""
 
 import torch
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 
-def train(net, loader, accum=4):
+def accumulate(net, micro_batches, lr=0.1):
     model = DDP(net)
-    optimizer = torch.optim.AdamW(model.parameters())
-    for i, (x, y) in enumerate(loader):
-        last = (i + 1) % accum == 0
-        with model.no_sync() if not last else contextlib.nullcontext():
-            loss = torch.nn.functional.mse_loss(model(x), y) / accum
-            loss.backward()
-        if last:
-            optimizer.step()
-            optimizer.zero_grad()
-
-
-def train_explicit(net, micro_batches):
-    model = DDP(net)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    with model.no_sync():
-        for x, y in micro_batches[:-1]:
-            torch.nn.functional.mse_loss(model(x), y).backward()
-    x, y = micro_batches[-1]
-    torch.nn.functional.mse_loss(model(x), y).backward()
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    *early, last = micro_batches
+    for x, y in early:
+        with model.no_sync():
+            out = model(x)
+            torch.nn.functional.cross_entropy(out, y).backward()
+    x, y = last
+    torch.nn.functional.cross_entropy(model(x), y).backward()
     optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
