@@ -198,3 +198,10 @@ def test_a_project_file_is_parsed_once_and_its_tree_used_only_for_the_same_text(
     assert project.tree_for("a.py", a) is not None and project.tree_for("a.py", b) is None
     assert [f.code for f in check_source(a, "a.py", project=project)] == ["FSD003"]
     assert check_source(b, "a.py", project=project) == []
+
+
+def test_an_optimizer_given_to_the_sharding_helper_is_not_reported():
+    """FSD001 stays silent when the helper that shards the model is given the optimizer too."""
+    path = DATA / "optimizer_given_to_helper.py"
+    found = [(f.line, f.code) for f in check_source(path.read_text(), str(path))]
+    assert found == [(21, "FSD001")]

@@ -106,11 +106,29 @@ def _optimizer_sources(facts: FileFacts, call: ast.Call) -> list[Chain]:
     return []
 
 
+def _given(facts: FileFacts, wrap: ast.Call, optimizer: ast.Call) -> bool:
+    """Is the optimizer built by ``optimizer`` passed to the wrapping call ``wrap`` (``parallelize(model, cfg, opt)``)?
+    A helper given the optimizer can rebuild it or point it at the sharded parameters, so the order tells nothing."""
+    for arg in [*wrap.args, *(k.value for k in wrap.keywords)]:
+        if isinstance(arg, ast.Name) and isinstance(arg.ctx, ast.Load):
+            _, b = facts.binding(arg)
+            if b is not None and b.value is optimizer:
+                return True
+    return False
+
+
 def _optimizer_before(facts: FileFacts, api: str) -> Found:
     wraps = _wraps(facts, {api})
     for call in facts.calls():
         for src in _optimizer_sources(facts, call):
-            hit = next(((w, c) for w, c in wraps if (src.covers(c) or c.covers(src)) and _ordered(facts, call, w)), None)
+            hit = next(
+                (
+                    (w, c)
+                    for w, c in wraps
+                    if (src.covers(c) or c.covers(src)) and _ordered(facts, call, w) and not _given(facts, w, call)
+                ),
+                None,
+            )
             if hit:
                 yield call, None if hit[0].lineno is None else f"(wrapped at line {hit[0].lineno})"
                 break
