@@ -239,3 +239,20 @@ class Trainer:
 )
 def test_an_attribute_written_only_under_a_rank_condition_is_one_ranks(sync, found):
     assert _codes(ATTR.format(sync=sync)) == found
+
+
+def test_fsd045_is_silent_when_the_forward_buffer_sync_is_off_by_either_argument():
+    """torch 2.13 deprecates broadcast_buffers for forward_sync_buffers (which wins when both are given)."""
+    code = (
+        "import torch.distributed as dist\n"
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "def f(net, x):\n"
+        "    model = DDP(net{args})\n"
+        "    model(x).sum().backward()\n"
+        "    if dist.get_rank() == 0:\n"
+        "        model(x)\n"
+    )
+    assert _codes(code.format(args="")) == [(7, "FSD045")]
+    assert _codes(code.format(args=", broadcast_buffers=False")) == []
+    assert _codes(code.format(args=", forward_sync_buffers=False")) == []
+    assert _codes(code.format(args=", broadcast_buffers=False, forward_sync_buffers=True")) == [(7, "FSD045")]

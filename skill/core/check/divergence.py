@@ -21,8 +21,9 @@ synchronise (FSD037, FSD038, FSD040, FSD045, FSD046).
 - **FSD046**: only the backward inside a DDP ``no_sync()`` while the forward ran before it (DDP arms the gradient
   all-reduce in forward, so the context does nothing: the gradients are right, the communication is not saved).
 - **FSD045**: the forward of a DDP wrapper (directly or through a function of the file) on some ranks only.
-  DDP broadcasts the module's buffers from rank 0 at the start of a forward (``broadcast_buffers=True``, the
-  default), so the other ranks' next collective pairs with it. A wrapper built with ``broadcast_buffers=False``
+  DDP broadcasts the module's buffers from rank 0 at the start of a forward (what it does unless told otherwise:
+  ``broadcast_buffers``, deprecated from torch 2.13 for ``forward_sync_buffers``), so the other ranks' next
+  collective pairs with it. A wrapper built with ``broadcast_buffers=False`` or ``forward_sync_buffers=False``
   is not reported; a wrapper given to ``Join`` is FSD036's, an FSDP module FSD010's.
 """
 
@@ -683,7 +684,8 @@ def _ddp_direct(facts: FileFacts, call: ast.Call) -> str | None:
 
 
 def _no_buffer_broadcast(facts: FileFacts, recv: ast.AST) -> bool:
-    """Is every ``DistributedDataParallel(...)`` bound to this variable built with ``broadcast_buffers=False``?"""
+    """Is every ``DistributedDataParallel(...)`` bound to this variable built without the buffer broadcast
+    (:func:`_no_forward_sync`)?"""
     key = facts._variable_key(recv)
     memo = facts.cache.setdefault(("divergence", "no-buffer-broadcast"), {})
     if key not in memo:
@@ -706,9 +708,16 @@ def _built_without_buffer_broadcast(facts: FileFacts, key: tuple[int, str] | Non
         for n in built
         if any(((id(facts.scope_of(n)), t.id) if isinstance(t, ast.Name) else facts._variable_key(t)) == key for t in n.targets)
     ] or [n.value for n in built]
-    return bool(made) and all(
-        isinstance(v := kwarg(m, "broadcast_buffers"), ast.Constant) and v.value is False for m in made if isinstance(m, ast.Call)
-    )
+    return bool(made) and all(_no_forward_sync(m) for m in made if isinstance(m, ast.Call))
+
+
+def _no_forward_sync(ddp: ast.Call) -> bool:
+    """Does this ``DistributedDataParallel(...)`` turn the buffer broadcast in forward off? ``forward_sync_buffers=False``
+    (torch 2.13+), or ``broadcast_buffers=False`` without ``forward_sync_buffers`` (which wins when both are given)."""
+    forward_sync, broadcast = kwarg(ddp, "forward_sync_buffers"), kwarg(ddp, "broadcast_buffers")
+    if forward_sync is not None:
+        return isinstance(forward_sync, ast.Constant) and forward_sync.value is False
+    return isinstance(broadcast, ast.Constant) and broadcast.value is False
 
 
 def _ddp_reach(facts: FileFacts) -> _Reach:

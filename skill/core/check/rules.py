@@ -403,7 +403,7 @@ RULES: dict[str, Rule] = {
             "FSD045",
             "warning",
             "forward through a DDP wrapper (e.g. evaluation) on rank 0 only",
-            "a DDP forward broadcasts the module's buffers from rank 0 (broadcast_buffers=True, the default) and the other "
+            "a DDP forward broadcasts the module's buffers from rank 0 (unless built with broadcast_buffers=False or, from torch 2.13, forward_sync_buffers=False) and the other "
             "ranks never join: evaluate through model.module on one rank, or run the wrapper on every rank",
             "debugging/ddp-forward-on-one-rank",
             "debugging/ddp-eval-through-module",
