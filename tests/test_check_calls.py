@@ -125,3 +125,25 @@ def test_rank_kind_tells_the_global_rank_from_the_local_one(setup, expr, kind):
 def test_condition_kind(test, kind):
     facts, probes = _facts(f"import os\nimport torch.distributed as dist\ndef f(local_rank, accelerator, trainer):\n    {test}\n")
     assert condition_kind(facts, probes[-1]) == kind
+
+
+def test_fsd041_is_silent_when_every_call_of_the_saving_function_is_on_the_global_main_process():
+    """A save under is_local_main_process inside save(), which the file only calls under is_main_process: only the
+    global rank 0 reaches it (the accelerate trainer shape); called from anywhere else it is reported."""
+    from fsdp_skill.core.check import check_source
+
+    code = (
+        "import torch\n"
+        "class Trainer:\n"
+        "    def save(self, step):\n"
+        "        if not self.accelerator.is_local_main_process:\n"
+        "            return\n"
+        "        torch.save(self.model.state_dict(), 'model.pt')\n"
+        "    def train(self):\n"
+        "        for step in range(10):\n"
+        "            if self.accelerator.is_main_process:\n"
+        "                self.save(step)\n"
+    )
+    assert [f.code for f in check_source(code) if f.code == "FSD041"] == []
+    other = code + "    def finish(self):\n        self.save(-1)\n"
+    assert [f.code for f in check_source(other) if f.code == "FSD041"] == ["FSD041"]

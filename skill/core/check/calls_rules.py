@@ -469,7 +469,21 @@ def local_rank_save_to_shared_path(facts: FileFacts) -> Found:
         kinds = {condition_kind(facts, b.test) for b in enclosing}
         if not enclosing or kinds != {"local"} or _names_the_node(facts, path):
             continue
+        if _only_called_on_global_main(facts, call, branches):
+            continue
         yield call, f"written under the local-rank condition at line {enclosing[-1].lineno}"
+
+
+def _only_called_on_global_main(facts: FileFacts, node: ast.AST, branches: dict[int, list[ast.stmt]]) -> bool:
+    """Is the function holding ``node`` called in this file, and every call of it under a global-rank condition
+    (``if accelerator.is_main_process: self.save(...)``)? Then only the global rank 0 reaches the save."""
+    scope = facts.scope_of(node)
+    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    sites = [c for c in facts.calls() if last_name(c.func) == scope.name and facts.scope_of(c) is not scope]
+    return bool(sites) and all(
+        any(isinstance(b, ast.If) and condition_kind(facts, b.test) == "global" for b in branches.get(id(c), [])) for c in sites
+    )
 
 
 # --- FSD042 ---------------------------------------------------------------------------------------------
