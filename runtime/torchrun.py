@@ -44,6 +44,7 @@ from fsdp_skill.runtime.report import RawRank, RawRun, read_text
 
 DUMP_WAIT_S = 2.0
 _PREFIX = re.compile(r"^\[default(\d+)(?:@(\d+))?\]:")
+_ANY_PREFIX = re.compile(r"\[default(\d+)(?:@(\d+))?\]:")
 PREFIX_TEMPLATE = "[default${local_rank}@${rank}]:"
 RDZV_BACKENDS = ("c10d", "static", "etcd", "etcd-v2")
 _ENDPOINT = re.compile(r"^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+)(?::(\d{1,5}))?$")
@@ -494,15 +495,31 @@ def _run_error(
 
 def _console(text: str, nproc: int, seen: dict[int, int] | None) -> tuple[dict[int, list[str]], dict[int, int]]:
     """Each local rank's console lines (prefix removed), and local -> global ranks from ``seen`` and the
-    multi-node prefixes."""
+    multi-node prefixes.
+
+    torch elastic's tail thread copies each worker's log with ``readline()``, so a line the worker is
+    still writing is copied in pieces: the part written so far gets the prefix and no newline, and the
+    rest follows later with the prefix again, on the same console line, perhaps after other ranks'
+    pieces.  Each piece is joined to its own rank's pending text until a piece ends the line."""
     per_rank: dict[int, list[str]] = {r: [] for r in range(nproc)}
+    pending: dict[int, str] = {}
     known = dict(seen or {})
     for line in text.splitlines():
         m = _PREFIX.match(line)
-        if m and int(m[1]) in per_rank:
-            per_rank[int(m[1])].append(line[m.end() :])
-            if m[2] is not None:
-                known.setdefault(int(m[1]), int(m[2]))
+        if not m or int(m[1]) not in per_rank:
+            continue
+        starts = [p for p in _ANY_PREFIX.finditer(line) if int(p[1]) in per_rank]
+        for i, p in enumerate(starts):
+            rank = int(p[1])
+            if p[2] is not None:
+                known.setdefault(rank, int(p[2]))
+            piece = line[p.end() : starts[i + 1].start() if i + 1 < len(starts) else len(line)]
+            if i + 1 < len(starts):
+                pending[rank] = pending.get(rank, "") + piece
+            else:
+                per_rank[rank].append(pending.pop(rank, "") + piece)
+    for rank, rest in pending.items():
+        per_rank[rank].append(rest)
     return per_rank, known
 
 

@@ -15,7 +15,7 @@ import pytest
 from fsdp_skill.main import main
 from fsdp_skill.runtime.cache import state_path
 from fsdp_skill.runtime.models import RankResult, Verdict
-from fsdp_skill.runtime.torchrun import Nodes, _global_ranks
+from fsdp_skill.runtime.torchrun import Nodes, _console, _global_ranks
 
 ALLSUM = """\
 import os
@@ -211,3 +211,22 @@ def test_two_nodes_on_loopback_pass_with_global_ranks(script):
         for r in v["ranks"]:
             assert f"rank {r['rank']} of 4" in r["output_tail"] and "sum 6.0" in r["output_tail"]
     assert not (state_path() / "verdicts").exists() or not list((state_path() / "verdicts").iterdir())
+
+
+def test_console_joins_a_line_torch_elastic_copied_in_pieces():
+    # the tail thread read "STATE " before the worker wrote the rest: the rest follows with the prefix again,
+    # on the same console line, and another rank's piece can come between
+    text = (
+        "[default0]:LEAKED [] STATE [default0]:/tmp/x\n"
+        "[default1]:start [default0]:a [default1]:end\n"
+        "[default0]:b\n"
+        "[default1@3]:tail without newline"
+    )
+    per_rank, known = _console(text, 2, None)
+    assert per_rank == {0: ["LEAKED [] STATE /tmp/x", "a b"], 1: ["start end", "tail without newline"]}
+    assert known == {1: 3}
+
+
+def test_console_keeps_text_of_other_ranks_and_of_the_agent_out():
+    per_rank, _ = _console("agent says [default0]:x\n[default7]:not ours\n[default0]:mine [default9]:kept\n", 2, None)
+    assert per_rank == {0: ["mine [default9]:kept"], 1: []}
