@@ -11,6 +11,7 @@ Only ``passed``, ``failed`` and ``timeout`` verdicts are stored; a harness error
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -54,8 +55,9 @@ def state_path() -> Path:
     return Path(user_cache_dir("fsdp-skill"))
 
 
+@functools.lru_cache(maxsize=256)
 def code_sha256(code: str) -> str:
-    """SHA-256 hex digest of the UTF-8 bytes of ``code``."""
+    """SHA-256 hex digest of the UTF-8 bytes of ``code`` (memoised: every answer hashes its snippets' code)."""
     return hashlib.sha256(code.encode("utf-8")).hexdigest()
 
 

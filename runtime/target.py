@@ -79,6 +79,20 @@ def no_torch_reason(python_path: str) -> str:
 
 _FACTS: dict[str, Facts] = {}
 _LOCK = threading.Lock()
+# ((what chooses the interpreter: $FSDP_SKILL_PYTHON, sys.executable, source, $PATH, $HOME), Facts) of the last call
+# without a path: every answer asks several times, and resolving the path again costs more than the rest of the lookup
+_Choice = tuple[str | None, str, str | None, str | None, str | None]
+_LAST: tuple[_Choice, Facts] | None = None
+
+
+def _set_last(key: _Choice, found: Facts) -> None:
+    global _LAST
+    _LAST = (key, found)
+
+
+def _set_last_none() -> None:
+    global _LAST
+    _LAST = None
 
 
 def _is_self(path: str) -> bool:
@@ -93,8 +107,14 @@ def facts(python_path: str | None = None, source: str | None = None) -> Facts:
     executable, is not a Python or is older than 3.9.  An interpreter without torch is valid.
     """
     if python_path is None:
-        source = source or (knobs.PYTHON if os.environ.get(knobs.PYTHON) else "--python")
-        python_path = python()
+        chosen = os.environ.get(knobs.PYTHON)
+        key = (chosen, sys.executable, source, os.environ.get("PATH"), os.environ.get("HOME"))
+        last = _LAST
+        if last is not None and last[0] == key:  # the same choice as the last call: skip resolving the path again
+            return last[1]
+        found = facts(python(), source or (knobs.PYTHON if chosen else "--python"))
+        _set_last(key, found)
+        return found
     source = source or "--python"
     path = os.path.abspath(python_path)
     with _LOCK:
@@ -198,3 +218,4 @@ def forget() -> None:
     """Drop the memoised facts (tests that install or remove torch in an interpreter)."""
     with _LOCK:
         _FACTS.clear()
+        _set_last_none()

@@ -11,6 +11,7 @@ with a ``reason`` saying how to get signatures.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -63,6 +64,7 @@ def introspect_in(python: str, names: list[str]) -> list[ApiInfo]:
 
 
 _SHARED: dict[tuple[str, str], ApiCache] = {}
+_API_FIELDS = tuple(f.name for f in dataclasses.fields(ApiInfo))
 
 
 def api_cache() -> ApiCache:
@@ -88,6 +90,9 @@ class ApiCache:
         self.path = state_dir() / f"api-{self.version}-{ident}-v{API_FORMAT}.json"
         data = read_json(self.path) if self.facts.torch_version else None
         self.entries: dict[str, dict[str, Any]] = data if isinstance(data, dict) else {}
+        # name -> (the entry that passed ApiInfo.from_data, the record's field values): a record is built from those
+        # directly next time (its fields are strings, booleans and None), for as long as the entry is the same object
+        self._checked: dict[str, tuple[object, dict[str, Any]]] = {}
 
     def _fresh(self, names: list[str]) -> dict[str, dict[str, Any]]:
         """Introspect ``names``; raises HarnessError (nothing is cached then) when torch does not import."""
@@ -125,9 +130,17 @@ class ApiCache:
                 pass  # e.g. a directory where the cache file should be: a miss next time, never a failure
         out = []
         for n in names:
+            entry = self.entries.get(n)
+            known = self._checked.get(n)
+            if known is not None and known[0] is entry:  # this entry was checked before: a new record of its values
+                out.append(ApiInfo(**known[1]))
+                continue
             try:
-                out.append(ApiInfo.from_data(self.entries[n]))
+                info = ApiInfo.from_data(entry)
             except (ValueError, KeyError):  # a corrupt entry: introspect again next time
                 self.entries.pop(n, None)
                 out.append(ApiInfo(name=n, available=False, summary="cache entry was corrupt; retry"))
+                continue
+            self._checked[n] = (entry, {f: getattr(info, f) for f in _API_FIELDS})
+            out.append(info)
         return out

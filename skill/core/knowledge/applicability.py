@@ -6,6 +6,8 @@ needs that range; sections without it claim nothing beyond "verified on the torc
 
 from __future__ import annotations
 
+import functools
+
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
@@ -21,8 +23,11 @@ def parse_spec(text: str) -> SpecifierSet:
     return spec
 
 
+@functools.lru_cache(maxsize=512)
 def applies(spec: str | None, torch_version: str | None) -> tuple[bool | None, str | None]:
     """(applies, note) for a section's ``torch`` specifier and a torch version such as '2.4.1+cu121'.
+
+    A pure function of its two strings, memoised (every answer asks it for each of its sections).
 
     ``applies`` is None when either is unknown (no specifier, torch absent or unparsable); ``note`` says
     e.g. "needs torch >=2.6; yours is 2.4.1" when the version is outside the range, else None.  Local

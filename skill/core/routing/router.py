@@ -291,13 +291,16 @@ class Router:
             return routing
         # Chinese words of the question also meet the Chinese bodies; weighted low, so they reorder close
         # sections, and never decide alone whether the question is in the field (relative is the main index's)
-        scores, zh = self._scores(known), self._zh_scores(tokens)
-        if setup_facets(question) < 2 and not _WANTS_SCRIPT.search(question):
+        scores = self._scores(known)
+        # no Chinese term: every Chinese score is 0.0 and adding 0.1 * 0.0 changes no score, so skip those lists
+        zh = self._zh_scores(tokens) if self.zh_index is not None and any(map(has_cjk, tokens)) else None
+        if setup_facets(question) < 2 and not wants_script(question):
             # a focused question wants the focused section, not a long recipe that repeats its terms
             scores = [s * w for s, w in zip(scores, self._focus, strict=True)]
-            zh = [z * w for z, w in zip(zh, self._focus, strict=True)]
+            zh = None if zh is None else [z * w for z, w in zip(zh, self._focus, strict=True)]
         routing.relative = max(scores) / max(self._attainable(list(dict.fromkeys(tokens))), 1e-9)
-        scores = [s + ZH_BODY_WEIGHT * z for s, z in zip(scores, zh, strict=True)]
+        if zh is not None:
+            scores = [s + ZH_BODY_WEIGHT * z for s, z in zip(scores, zh, strict=True)]
         # the sections that score at all, best first, ties in card order (a stable sort keeps it in reverse)
         order = sorted((i for i, s in enumerate(scores) if s > 0), key=scores.__getitem__, reverse=True)
         top = scores[order[0]] if order else max(scores)
@@ -333,9 +336,10 @@ class Router:
         return None if best is None or scores[best] <= 0 else (self.sections[best], scores[best])
 
 
-# Facets of a whole training setup; a question naming several of them wants a complete recipe.
+# Facets of a whole training setup; a question naming several of them wants a complete recipe.  Lowercase, searched
+# in the lowercased question, as the patterns of :mod:`scope` are.
 _SETUP_FACETS = [
-    re.compile(p, re.I)
+    re.compile(p)
     for p in (
         r"bf16|bfloat16|fp16|mixed[ -]precision|混合精度|半精度",
         r"checkpoint|save|resum|检查点|保存|断点|续训",
@@ -348,16 +352,20 @@ _SETUP_FACETS = [
     )
 ]
 # A question asking for a whole script or example.
-_WANTS_SCRIPT = re.compile(
-    r"\b(script|example|recipe|end[ -]to[ -]end|full training|template|boilerplate)\b|示例|完整|脚本|模板", re.I
-)
+_WANTS_SCRIPT = re.compile(r"\b(script|example|recipe|end[ -]to[ -]end|full training|template|boilerplate)\b|示例|完整|脚本|模板")
 # Where a long question splits into parts (sentences, clauses, list items).
 _PART_SPLIT = re.compile(r"(?<=[.?!;。？！；])\s+|\n+|(?:^|\s)(?:\d[.)]|[-*•])\s+|[？。；！]")
 
 
 def setup_facets(question: str) -> int:
     """How many facets of a whole training setup (precision, checkpoints, accumulation, ...) a question names."""
-    return sum(1 for f in _SETUP_FACETS if f.search(question))
+    low = scope.lowered(question)
+    return sum(1 for f in _SETUP_FACETS if f.search(low))
+
+
+def wants_script(question: str) -> bool:
+    """Whether a question asks for a whole script or example."""
+    return _WANTS_SCRIPT.search(scope.lowered(question)) is not None
 
 
 def question_parts(question: str, min_tokens: int = 4) -> list[str]:
