@@ -41,11 +41,15 @@ COMMANDS: dict[str, str] = {
 }
 
 
-def _register(adapter: str, sub) -> None:
-    """Let ``adapter`` (a value of :data:`COMMANDS`) register its subcommands on ``sub``."""
+def _register(adapter: str, sub, command: str | None = None) -> None:
+    """Let ``adapter`` (a value of :data:`COMMANDS`) register its subcommands on ``sub``; the CLI adapter gives only
+    ``command`` (the one about to run, when it is one of its own) its options."""
     if adapter == "cli":
-        from fsdp_skill.adapters.cli.commands import add_commands
-    elif adapter == "http":
+        from fsdp_skill.adapters.cli.commands import add_commands as cli_commands
+
+        cli_commands(sub, only=command)
+        return
+    if adapter == "http":
         from fsdp_skill.adapters.http import add_commands
     elif adapter == "mcp":
         from fsdp_skill.adapters.mcp import add_commands
@@ -69,7 +73,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     chosen = COMMANDS.get(command) if command else None
     for adapter in dict.fromkeys(COMMANDS.values()):
         if chosen is None or adapter == chosen:
-            _register(adapter, sub)
+            _register(adapter, sub, command if chosen else None)
         else:
             for name in (c for c, a in COMMANDS.items() if a == adapter):
                 sub.add_parser(name)

@@ -99,3 +99,75 @@ def test_answer_marks_a_section_on_an_older_torch(monkeypatch):
     assert out.applicability == "needs torch >=2.6; yours is 2.4.1+cu121"
     monkeypatch.setattr(interpreter, "torch_version", lambda: "2.13.0+cpu")
     assert section_out(section, 1.0, {}).applies is True
+
+
+SPECS = [
+    ">=2.6",
+    "<2.8",
+    ">=2.4,<2.8",
+    " >= 2.6 , != 2.7.1 ",
+    "==2.6",
+    "==2.6.0",
+    "!=2.13",
+    ">2.6",
+    "<=2.6.0",
+    ">2.6.0",
+    ">=2",
+    "<3",
+    "~=2.6",
+    "==2.6.*",
+    ">=2.6,",
+    ">=2.6rc1",
+    "===2.6.0",
+    ">=v2.6",
+]
+VERSIONS = [
+    "2.6",
+    "2.6.0",
+    "2.6.0+cpu",
+    "2.6.0a0+git1234",
+    "2.6.0rc1",
+    "2.6.0.dev20240101",
+    "2.6.0.post1",
+    "2.7.1",
+    "2.7.1+cu121",
+    "2.8.0",
+    "2.13.0+cpu",
+    "2.5.1",
+    "3.0.0",
+    "2",
+    "2.6.0-rc1",
+    "2.6.0RC1",
+    "2.x",
+    "",
+    "nightly",
+    "2.6.0+cpu.cxx11.abi",
+    "v2.6.0",
+]
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_the_plain_comparison_gives_what_packaging_gives(spec):
+    """applies() compares plain specifiers without packaging; for every spec and version it answers as packaging's
+    SpecifierSet.contains of the version's release (pre-releases allowed), and an unparsable version gives None."""
+    from packaging.version import InvalidVersion, Version
+
+    from fsdp_skill.core.knowledge import applicability
+
+    for version in VERSIONS:
+        try:
+            want = SpecifierSet(spec).contains(Version(Version(version).base_version), prereleases=True)
+        except InvalidVersion:
+            want = None
+        got, note = applicability.applies.__wrapped__(spec, version)
+        assert got == (want if version else None), (spec, version)
+        assert (note is not None) == (got is False)
+
+
+def test_the_common_case_needs_no_packaging():
+    from fsdp_skill.core.knowledge import applicability
+
+    assert applicability._plain_contains(">=2.6", "2.13.0+cpu") is True
+    assert applicability._plain_contains(">=2.6", "2.5.1") is False
+    assert applicability._plain_contains("~=2.6", "2.13.0") is None  # packaging decides
+    assert applicability._plain_contains(">=2.6", "2.6.0-rc1") is None

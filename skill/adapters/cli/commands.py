@@ -157,8 +157,27 @@ def cmd_export(args) -> int:
     return EXIT_FAIL if broken else EXIT_OK
 
 
-def add_commands(sub) -> None:
-    """Register ``ask``, ``show``, ``verify``, ``check``, ``plan`` and ``export`` on the ``fsdp-skill`` subparsers."""
+def add_commands(sub, only: str | None = None) -> None:
+    """Register ``ask``, ``show``, ``verify``, ``check``, ``plan`` and ``export`` on the ``fsdp-skill`` subparsers.
+
+    ``only`` (one of them, the command about to run): that one gets its options and the others are bare names,
+    which is all argparse needs to run it (building every option tree is a few ms of a cached ``ask``)."""
+    builders = {
+        "ask": _add_ask,
+        "show": _add_show,
+        "verify": add_verify_parser,
+        "check": add_check_parser,
+        "plan": add_plan_parser,
+        "export": _add_export,
+    }
+    for name, build in builders.items():
+        if only is None or only == name or only not in builders:
+            build(sub)
+        else:
+            sub.add_parser(name)
+
+
+def _add_ask(sub) -> None:
     a = sub.add_parser("ask", help="answer a question (English or Chinese, or a pasted traceback)")
     a.add_argument("question", nargs="+", help="the question; '-' reads it from standard input")
     a.add_argument("-k", type=int, default=3, help="number of sections to return (1-20, default 3)")
@@ -175,6 +194,9 @@ def add_commands(sub) -> None:
         "full Chinese bodies, en the English ones (--json always carries both: text and text_zh)",
     )
     a.set_defaults(func=cmd_ask)
+
+
+def _add_show(sub) -> None:
     s = sub.add_parser("show", help="print one knowledge section, or list section / snippet ids")
     s.add_argument("section_id", nargs="?", help="section id, e.g. fsdp2/meta-device-init")
     s.add_argument("--list", action="store_true", help="list every section id and title")
@@ -183,9 +205,9 @@ def add_commands(sub) -> None:
     s.add_argument("--json", action="store_true", help="print the section (or the --list) as JSON")
     s.add_argument("--lang", choices=("en", "zh"), default="en", help="zh: the section's Chinese title and body")
     s.set_defaults(func=cmd_show)
-    add_verify_parser(sub)
-    add_check_parser(sub)
-    add_plan_parser(sub)
+
+
+def _add_export(sub) -> None:
     e = sub.add_parser("export", help="write verified snippets as torchrun-ready scripts with a manifest and a test runner")
     e.add_argument(
         "snippet_ids",
