@@ -11,11 +11,12 @@ traceback is first reduced to its exception lines and frame names.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from fsdp_skill.core.knowledge.cards import Knowledge
 from fsdp_skill.core.models import SectionDoc
@@ -37,7 +38,8 @@ RECIPE_WEIGHT = 0.8
 # Version of how a section becomes a routing document (which fields, how weighted, which anchors) and of
 # what the on-disk cache holds: part of the cache file's name, so bump it with any change to
 # Router._tokenized or to the stored index (Bm25Index.to_json).
-DOCUMENTS_FORMAT = 4  # 2: the file names its section ids; 3: Chinese bodies indexed; 4: the BM25 index, not token lists
+DOCUMENTS_FORMAT = 5  # 2: the file names its section ids; 3: Chinese bodies indexed; 4: the BM25 index, not token lists;
+# 5: the Chinese index stored as JSON text inside the file, decoded when a question with Chinese first needs it
 # Relative match (top BM25 score / the best score the question's terms could reach) needed to answer
 # a question that names only general ML terms (REL_WEAK) or no term of the field at all (REL_NONE).
 REL_WEAK = 0.30
@@ -63,23 +65,38 @@ def _code_identifiers(code: str) -> list[str]:
     return sorted(n for n in names if len(n) > 2)
 
 
-def _cached_index(data: object, ids: list[str]) -> tuple[list[str], Bm25Index, Bm25Index | None] | None:
-    """(strong, index, zh_index) of a router cache file's JSON ``data`` when it was built for the section
+def _cached_index(data: object, ids: list[str]) -> tuple[list[str], Bm25Index, str | None] | None:
+    """(strong, index, zh_text) of a router cache file's JSON ``data`` when it was built for the section
     ``ids`` (in this order) and has the shape :meth:`Router._build` writes: a list of string anchors, the main
-    index and the Chinese-body index (or null) for that many documents (:meth:`Bm25Index.from_json`; each
-    term's postings are checked when first used); else None."""
+    index for that many documents (:meth:`Bm25Index.from_json`; each term's postings are checked when first
+    used) and the Chinese-body index as JSON text (or null: no section has a Chinese body), which
+    :func:`_zh_index_of` reads when a question first has Chinese words; else None."""
     if not isinstance(data, dict) or data.get("ids") != ids:
         return None
     strong = data.get("strong")
     if not isinstance(strong, list) or not all(isinstance(t, str) for t in strong):
         return None
+    zh = data.get("zh_index", False)
+    if zh is not None and not isinstance(zh, str):
+        return None
     try:
         index = Bm25Index.from_json(data.get("index"), len(ids))
-        zh = data.get("zh_index", False)
-        zh_index = None if zh is None else Bm25Index.from_json(zh, len(ids))
     except IndexShapeError:
         return None
-    return strong, index, zh_index
+    return strong, index, zh
+
+
+def _zh_index_of(text: str, n: int) -> Bm25Index:
+    """The Chinese-body index stored as JSON ``text`` for ``n`` documents; raises IndexShapeError when it is not
+    JSON or not an index of that shape."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise IndexShapeError("the stored Chinese index is not JSON") from None
+    return Bm25Index.from_json(data, n)
+
+
+_UNREAD: Any = object()  # the Chinese index has not been decoded from the cache file yet
 
 
 class Router:
@@ -101,11 +118,14 @@ class Router:
         self._reference: tuple[BM25Okapi, BM25Okapi | None] | None = None
         self._spelling: dict[tuple[str, int], list[str]] | None = None
         self._corrections: dict[str, str] = {}  # misspelt token -> its correction (itself when none is close)
+        self._zh_index: Bm25Index | None = None
+        self._zh_text: str | None = None  # the cache file's Chinese index, until it is decoded
         cached = _cached_index(self._read_cache(), [s.id for s in self.sections])
         if cached is None:
             self._build()
         else:
-            strong, self.index, self.zh_index = cached
+            strong, self.index, self._zh_text = cached
+            self._zh_index = _UNREAD if self._zh_text is not None else None
             self.strong = frozenset(strong) | scope.STRONG_ANCHORS
 
     # ------------------------------------------------------------------ the index and its cache file
@@ -134,7 +154,8 @@ class Router:
         self._tokens, self._reference = (docs, zh_docs), (bm25, zh_bm25)
         self.index = Bm25Index.from_bm25(bm25)
         # the Chinese bodies, a second index that only Chinese words of a question reach (see route)
-        self.zh_index = Bm25Index.from_bm25(zh_bm25) if zh_bm25 is not None else None
+        self._zh_index = Bm25Index.from_bm25(zh_bm25) if zh_bm25 is not None else None
+        self._zh_text = None
         self.strong = frozenset(strong) | scope.STRONG_ANCHORS
         self._spelling = None
         self._corrections = {}
@@ -146,12 +167,27 @@ class Router:
                 "ids": [s.id for s in self.sections],
                 "strong": strong,
                 "index": self.index.to_json(),
-                "zh_index": self.zh_index.to_json() if self.zh_index is not None else None,
+                "zh_index": None
+                if self._zh_index is None
+                else json.dumps(self._zh_index.to_json(), ensure_ascii=False, separators=(",", ":")),
             }
             try:
                 write_json_atomic(path, data)
             except OSError:
                 pass
+
+    @property
+    def zh_index(self) -> Bm25Index | None:
+        """The index of the sections' Chinese bodies (None when no section has one); from the cache file it is
+        decoded on first use (most questions have no Chinese word), and a malformed one rebuilds the indexes."""
+        if self._zh_index is _UNREAD:
+            try:
+                self._zh_index = _zh_index_of(self._zh_text or "", len(self.sections))
+                self._zh_text = None
+            except IndexShapeError:
+                self._build()
+        zh: Bm25Index | None = self._zh_index
+        return zh
 
     def _tokenized(self) -> tuple[list[list[str]], list[str], list[list[str]]]:
         """Token lists of the sections, the anchors the cards add (sorted), and the Chinese tokens of each
@@ -293,7 +329,7 @@ class Router:
         # sections, and never decide alone whether the question is in the field (relative is the main index's)
         scores = self._scores(known)
         # no Chinese term: every Chinese score is 0.0 and adding 0.1 * 0.0 changes no score, so skip those lists
-        zh = self._zh_scores(tokens) if self.zh_index is not None and any(map(has_cjk, tokens)) else None
+        zh = self._zh_scores(tokens) if any(map(has_cjk, tokens)) and self.zh_index is not None else None
         if setup_facets(question) < 2 and not wants_script(question):
             # a focused question wants the focused section, not a long recipe that repeats its terms
             scores = [s * w for s, w in zip(scores, self._focus, strict=True)]
