@@ -464,3 +464,24 @@ def test_a_failure_caused_by_the_environment_is_not_cached_for_a_clean_one(monke
     assert api.cached_verdict(code, backend="gloo") is None
     good = api.verify_code(code, backend="gloo", timeout=60, filename="allreduce_env.py")
     assert good.status == "passed" and not good.cached, good.reason
+
+
+@pytest.mark.parametrize("zh_text", ["not json", '{"doc_len": [1]}', "[]"])
+def test_a_malformed_chinese_index_in_the_router_cache_is_rebuilt_when_first_needed(zh_text, built_state):
+    """The Chinese index is kept as JSON text in the router file and decoded on the first question with Chinese
+    words; one that is not an index of the sections' shape rebuilds the indexes then, and the file is rewritten."""
+    cache.state_path().mkdir(parents=True, exist_ok=True)
+    for file, text in built_state.items():
+        (cache.state_path() / file).write_text(text)
+    kb = _fresh_load()
+    reference = Router(kb)
+    data = json.loads(_router_file().read_text())
+    assert isinstance(data["zh_index"], str)
+    _router_file().write_text(json.dumps({**data, "zh_index": zh_text}))
+    router = Router(kb)
+    assert router._zh_text == zh_text  # not decoded yet: no question needed it
+    routed = router.route("FSDP2 怎么开启 bf16 混合精度？", k=3)
+    assert router.zh_index == reference.zh_index
+    assert json.loads(_router_file().read_text()) == data  # rewritten
+    expected = reference.route("FSDP2 怎么开启 bf16 混合精度？", k=3)
+    assert [(s.id, score) for s, score in routed.sections] == [(s.id, score) for s, score in expected.sections]
