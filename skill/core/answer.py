@@ -84,17 +84,19 @@ def api_infos(sections: list[SectionDoc]) -> list[ApiInfo]:
     return api_cache().get(names)
 
 
-def _cover_parts(question: str, ranked: list[tuple[SectionDoc, float]], router: Router, k: int) -> list[tuple[SectionDoc, float]]:
+def _cover_parts(
+    question: str, ranked: list[tuple[SectionDoc, float]], router: Router, k: int, facets: int | None = None
+) -> list[tuple[SectionDoc, float]]:
     """For a long, multi-part question: the best section of each part gets a place in the top ``k``, and a
     question that describes a whole training setup (several facets, at most one question mark) gets the
-    best-matching complete recipe first."""
+    best-matching complete recipe first.  ``facets``: ``setup_facets(question)`` when the routing has it."""
     long_enough = MULTI_PART_CHARS_ZH if language_of(question) != "en" else MULTI_PART_CHARS
     if len(question) < long_enough or not ranked:
         return ranked
     top = ranked[0][1]
     picks: list[tuple[SectionDoc, float]] = []
     asks = question.count("?") + question.count("？")
-    if setup_facets(question) >= 3 and asks <= 1:
+    if (setup_facets(question) if facets is None else facets) >= 3 and asks <= 1:
         recipe = router.best_of_topic(question, "recipes")
         if recipe is not None:
             picks.append((recipe[0], top + 2.0))
@@ -202,7 +204,7 @@ def ask(
         if errors or explained:  # a pasted message or code: the explaining sections first (not parts of a question)
             routing.sections = _explaining_first(routing.sections, errors, router.kb, k, explained)
         else:
-            routing.sections = _cover_parts(question, routing.sections, router, k)
+            routing.sections = _cover_parts(question, routing.sections, router, k, routing.facets)
         sections = [s for s, _ in routing.sections]
         verdicts = snippet_verdicts([sn for s in sections for sn in s.snippets], verify, verifier=verifier, progress=progress)
         answer.sections = [section_out(s, score, verdicts) for s, score in routing.sections]

@@ -58,6 +58,7 @@ class Routing:
     abstain_reason: str | None = None
     relative: float = 0.0  # top score / attainable score, 0..1
     anchors: list[str] = field(default_factory=list)
+    facets: int | None = None  # setup_facets(question), once the routing computed it
 
 
 def _code_identifiers(code: str) -> list[str]:
@@ -330,7 +331,8 @@ class Router:
         scores = self._scores(known)
         # no Chinese term: every Chinese score is 0.0 and adding 0.1 * 0.0 changes no score, so skip those lists
         zh = self._zh_scores(tokens) if any(map(has_cjk, tokens)) and self.zh_index is not None else None
-        if setup_facets(question) < 2 and not wants_script(question):
+        routing.facets = setup_facets(question)
+        if routing.facets < 2 and not wants_script(question):
             # a focused question wants the focused section, not a long recipe that repeats its terms
             scores = [s * w for s, w in zip(scores, self._focus, strict=True)]
             zh = None if zh is None else [z * w for z, w in zip(zh, self._focus, strict=True)]
