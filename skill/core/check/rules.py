@@ -417,6 +417,24 @@ RULES: dict[str, Rule] = {
             "debugging/ddp-no-sync-accumulation",
             "debugging/ddp-no-sync-accumulation",
         ),
+        _r(
+            "FSD054",
+            "error",
+            "Accelerate / Lightning collective (`gather`, `wait_for_everyone`, `all_gather`, `log(sync_dist=True)`, `strategy.barrier`) on some ranks only",
+            "this framework call is a torch.distributed collective underneath: the other ranks never join it and the job "
+            "hangs; call it on every rank and keep only the printing or saving under the rank condition",
+            "debugging/framework-collective-on-rank-zero",
+            "debugging/framework-gather-every-rank",
+        ),
+        _r(
+            "FSD057",
+            "warning",
+            "`continue` / `break` decided on this rank's data (`isnan(loss)`, `batch is None`) before the backward or a collective",
+            "each rank decides on its own loss or batch, so one rank skips the backward (its gradient all-reduce) or the "
+            "collective while the others wait in it; all-reduce the skip flag first (ReduceOp.MAX) and let every rank skip together",
+            "debugging/rank-divergent-early-exit",
+            "debugging/early-stop-agreed",
+        ),
     ]
 }
 

@@ -1,0 +1,255 @@
+"""Rules about rank-divergent control flow in the shapes frameworks and training loops give it (FSD054, FSD057).
+
+- **FSD054**: a framework's collective under a rank condition. Accelerate's ``accelerator.gather`` /
+  ``gather_for_metrics`` / ``reduce`` / ``pad_across_processes`` / ``wait_for_everyone()`` / ``backward`` and the
+  ``accelerate.utils`` functions (``gather_object``, ``broadcast``...), Lightning's ``self.all_gather`` (in a
+  ``LightningModule``; ``pl_module.all_gather`` in a callback), ``self.log(..., sync_dist=True)``,
+  ``trainer.strategy.barrier()`` / ``broadcast`` / ``reduce``, Fabric's ``fabric.barrier()`` / ``all_reduce``...:
+  each is a ``torch.distributed`` collective underneath, so under ``if accelerator.is_main_process:``,
+  ``if self.trainer.is_global_zero:``, ``if self.global_rank == 0:`` or in a ``@rank_zero_only`` function the other
+  ranks never join it. FSD003 covers the ``torch.distributed`` calls themselves; a call of a function of the file
+  whose body reaches such a collective counts as the collective. A call the other ranks reach on their own path
+  (``if main: accelerator.wait_for_everyone() else: accelerator.wait_for_everyone()``) is not reported, nor one
+  after ``if rank != 0: return`` (FSD037 reports that exit).
+- **FSD057**: a ``continue`` / ``break`` decided on this rank's data (``if torch.isnan(loss): continue``,
+  ``if batch is None: continue``, ``if not torch.isfinite(loss).all(): continue``, ``if len(batch) == 0:
+  continue``) that skips synchronised work (the backward of a wrapped model, whose gradient all-reduce the other
+  ranks wait in; a wrapped forward; a collective). Silent when the flag was handed to a collective first
+  (``dist.all_reduce(flag)``, ``accelerator.gather(flag)``, in the same function before the test), when the file
+  uses torch's ``Join``, and where the test is a rank test (FSD037's).
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+
+from fsdp_skill.core.check import divergence
+from fsdp_skill.core.check import rank_conditional as rc
+from fsdp_skill.core.check.facts import JOIN, FileFacts, dotted, end, is_true, kwarg, last_name, start
+from fsdp_skill.core.check.finders import Found, finder
+
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+# accelerate.utils functions that are collectives (every process must call them)
+_ACCELERATE_UTILS = {
+    "gather",
+    "gather_object",
+    "broadcast",
+    "broadcast_object_list",
+    "reduce",
+    "pad_across_processes",
+    "wait_for_everyone",
+}
+_LIGHTNING_RECEIVERS = {"pl_module", "lightning_module", "trainer.lightning_module", "self.trainer.lightning_module"}
+_LOG_METHODS = {"log", "log_dict"}
+
+
+# --- FSD054: a framework collective under a rank condition ----------------------------------------------------
+
+
+def _lightning_class(facts: FileFacts, node: ast.AST) -> bool:
+    """Is ``node`` inside a class whose bases name a Lightning module (``pl.LightningModule``, ``L.LightningModule``),
+    or inside any class of a file that imports Lightning?"""
+    for anc in facts.ancestors(node):
+        if isinstance(anc, ast.ClassDef):
+            if any("Lightning" in (dotted(b) or "") for b in anc.bases):
+                return True
+            return _imports_lightning(facts)
+    return False
+
+
+def _imports_lightning(facts: FileFacts) -> bool:
+    key = ("flow", "imports-lightning")
+    if key not in facts.cache:
+        facts.cache[key] = any((a.split(".", 1)[0] in ("lightning", "pytorch_lightning")) for a in facts.aliases.values())
+    return bool(facts.cache[key])
+
+
+def framework_collective(facts: FileFacts, call: ast.Call) -> str | None:
+    """A label when ``call`` is a collective of Accelerate, Lightning or Fabric (see the module docstring), else
+    None."""
+    label = divergence._framework_sync(call)
+    if label is not None:
+        return label
+    q = facts.qual(call) or ""
+    name = q.rsplit(".", 1)[-1]
+    if q.startswith("accelerate.") and name in _ACCELERATE_UTILS:
+        return f"{name}() (accelerate.utils)"
+    func = call.func
+    if not isinstance(func, ast.Attribute):
+        return None
+    owner = dotted(func.value) or ""
+    lightning = owner in _LIGHTNING_RECEIVERS or owner == "self" and _lightning_class(facts, call)
+    if not lightning:
+        return None
+    if func.attr == "all_gather":
+        return f"{owner}.all_gather() (a Lightning all-gather)"
+    if func.attr in _LOG_METHODS and is_true(kwarg(call, "sync_dist")):
+        return f"{owner}.{func.attr}(..., sync_dist=True) (reduced across the ranks)"
+    return None
+
+
+def _framework_reach(facts: FileFacts) -> divergence._Reach:
+    key = ("flow", "framework-reach")
+    if key not in facts.cache:
+        facts.cache[key] = divergence._Reach(facts, lambda c: framework_collective(facts, c))
+    found: divergence._Reach = facts.cache[key]
+    return found
+
+
+def _inside_arm(branch: ast.AST, node: ast.AST) -> bool:
+    """Is ``node`` in the body or else-branch of ``branch`` (an ``if``), or in a ``@rank_zero_only`` function
+    (``branch`` a function), rather than after an ``if`` that exits on the other ranks?"""
+    if not isinstance(branch, ast.If):
+        return True
+    return divergence._stmt_holds(branch.body, node) or divergence._stmt_holds(branch.orelse, node)
+
+
+@finder("FSD054")
+def framework_collective_on_some_ranks(facts: FileFacts) -> Found:
+    """FSD054: an Accelerate / Lightning / Fabric collective (directly or through a function of the file) on some
+    ranks only (see the module docstring)."""
+    reach = _framework_reach(facts)
+    if not reach.summary and not any(framework_collective(facts, c) for c in facts.calls()):
+        return
+    branches = facts.rank_branches()
+    for call in facts.calls():
+        enclosing = branches.get(id(call))
+        if not enclosing:
+            continue
+        hit = reach.call(call)
+        if hit is None or any(rc._not_distributed_side(facts, b, call) for b in enclosing):
+            continue
+        for branch in reversed(enclosing):
+            if not _inside_arm(branch, call) or rc._guarded_by_the_rest(facts, branch, call):
+                continue
+            if not facts.other_branch_has(branch, call, lambda c: reach.call(c) is not None):
+                yield call, f"{hit[0]} runs only on some ranks (rank condition at line {branch.lineno})"
+                break
+
+
+# --- FSD057: a data-dependent continue / break before the synchronised work of the step -----------------------
+
+_NONFINITE = {"isnan", "isinf", "isfinite", "isneginf", "isposinf"}
+# words of names that hold this rank's data or what it computed from it
+_DATA_WORDS = ("loss", "batch", "sample", "input", "output", "logit", "data", "example", "target", "label", "grad")
+_SCAN = 500  # calls looked at per exit: bounded work
+
+
+def _data_name(node: ast.AST, targets: set[str]) -> str | None:
+    """The dotted name of ``node`` when it names this rank's data (a loop target, or a name with a data word)."""
+    name = dotted(node) if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)) else None
+    if isinstance(node, ast.Subscript):
+        name = dotted(node.value)
+    if name is None:
+        return None
+    tail = name.rsplit(".", 1)[-1].lower()
+    return name if name.split(".", 1)[0] in targets or any(w in tail for w in _DATA_WORDS) else None
+
+
+def _data_test(test: ast.expr, targets: set[str]) -> tuple[str, set[str]] | None:
+    """(what the test looks at, the names it reads) when ``test`` is decided on this rank's data: a non-finite
+    check (``torch.isnan(loss)``, ``loss.isinf().any()``, ``math.isnan(x)``), ``batch is None``, ``len(batch) == 0``,
+    ``batch.numel() == 0``, ``not batch``; else None."""
+    names = {d for n in ast.walk(test) if isinstance(n, (ast.Name, ast.Attribute)) and (d := dotted(n)) is not None}
+    for n in ast.walk(test):
+        if isinstance(n, ast.Call) and last_name(n) in _NONFINITE:
+            return f"`{last_name(n)}()` of this rank's values", names
+        if isinstance(n, ast.Compare) and len(n.ops) == 1:
+            left, right, op = n.left, n.comparators[0], n.ops[0]
+            if isinstance(op, (ast.Is, ast.IsNot)) and isinstance(right, ast.Constant) and right.value is None:
+                name = _data_name(left, targets)
+                if name is not None:
+                    return f"`{name} is None` on this rank", names
+            size = left.args[0] if isinstance(left, ast.Call) and last_name(left) == "len" and left.args else None
+            if isinstance(left, ast.Call) and isinstance(left.func, ast.Attribute) and left.func.attr in ("numel", "nelement"):
+                size = left.func.value
+            if size is not None and isinstance(right, ast.Constant) and right.value in (0, 1):
+                name = _data_name(size, targets)
+                if name is not None and isinstance(op, (ast.Eq, ast.Lt, ast.LtE)):
+                    return f"the size of `{name}` on this rank", names
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not) and isinstance(n.operand, (ast.Name, ast.Attribute)):
+            name = _data_name(n.operand, targets)
+            if name is not None and name in targets:
+                return f"`not {name}` on this rank", names
+    return None
+
+
+def _loop_targets(loop: ast.For | ast.AsyncFor | ast.While) -> set[str]:
+    if isinstance(loop, ast.While):
+        return set()
+    return {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+
+
+def _agreed_before(facts: FileFacts, scope: ast.AST, names: set[str], before: tuple[int, int]) -> bool:
+    """Is one of ``names`` handed to, or bound from, a collective (torch's or a framework's) earlier in ``scope``
+    (``dist.all_reduce(flag)``, ``bad = accelerator.gather(bad)``)? Then every rank tests the same value."""
+    for node in facts.scope_nodes(scope):
+        if not isinstance(node, ast.Call) or start(node) >= before:
+            continue
+        q = facts.qual(node) or ""
+        if not (
+            q.startswith("torch.distributed.") and q.rsplit(".", 1)[-1] in rc.COLLECTIVES or framework_collective(facts, node)
+        ):
+            continue
+        given = {d for a in [*node.args, *(k.value for k in node.keywords)] for n in ast.walk(a) if (d := dotted(n))}
+        parent = facts.parents.get(id(node))
+        bound: set[str] = set()
+        if isinstance(parent, ast.Assign):
+            bound = {d for t in parent.targets for n in ast.walk(t) if (d := dotted(n))}
+        if (given | bound) & names:
+            return True
+    return False
+
+
+def _exit_if(facts: FileFacts, exit_: ast.stmt, loop: ast.AST) -> ast.If | None:
+    """The innermost ``if`` between ``exit_`` and ``loop`` whose body or else-branch holds it."""
+    for anc in facts.ancestors(exit_):
+        if anc is loop:
+            return None
+        if isinstance(anc, ast.If):
+            return anc
+    return None
+
+
+@finder("FSD057")
+def data_dependent_skip(facts: FileFacts) -> Found:
+    """FSD057: a ``continue`` / ``break`` decided on this rank's data that skips synchronised work the other ranks
+    run (see the module docstring)."""
+    if facts.uses(JOIN):
+        return
+    branches = facts.rank_branches()
+    reach = divergence._reach(facts)
+    for exit_ in divergence._of_type(facts, ast.Continue, ast.Break):
+        assert isinstance(exit_, (ast.Continue, ast.Break))
+        loop = divergence._inner_loop(facts, exit_)
+        if loop is None or branches.get(id(exit_)):
+            continue  # a rank condition around it: FSD037's
+        branch = _exit_if(facts, exit_, loop)
+        if branch is None or facts.is_rank_test(branch.test):
+            continue
+        seen = _data_test(branch.test, _loop_targets(loop))
+        if seen is None:
+            continue
+        what, names = seen
+        scope = facts.scope_of(exit_)
+        if _agreed_before(facts, scope, names, start(branch)):
+            continue
+        calls, positions = divergence._scope_calls(facts, scope)
+        cut, stop = bisect.bisect_left(positions, end(branch)), bisect.bisect_left(positions, end(loop))
+        skipped = calls[cut:stop]  # the rest of this iteration; for a break, the next iterations after it
+        if isinstance(exit_, ast.Break):
+            skipped += calls[bisect.bisect_left(positions, start(loop)) : cut]
+        hit = None
+        for call in skipped[:_SCAN]:
+            if divergence._stmt_holds(branch.body, call) or divergence._stmt_holds(branch.orelse, call) or branches.get(id(call)):
+                continue
+            hit = reach.call(call)
+            if hit is not None:
+                break
+        if hit is None:
+            continue
+        word = "continue" if isinstance(exit_, ast.Continue) else "break"
+        label, line = hit
+        yield exit_, f"`{word}` decided on {what} (line {branch.lineno}) skips {label} at line {line} on this rank only"

@@ -1,0 +1,122 @@
+"""FSD054, FSD057 (``skill/core/check/flow_rules.py``): each fires where the fixtures of ``tests/data/check/flow/``
+mark it (``# <- FSDxxx``), in the shapes real code takes (an accelerate loop and helper, a Lightning module and
+callback, a DDP script, an FSDP Trainer class), and nowhere else."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from fsdp_skill.core.check import check_source
+
+DATA = Path(__file__).parent / "data" / "check" / "flow"
+MARK = re.compile(r"#\s*<-\s*(FSD\d{3})")
+OURS = {"FSD054", "FSD057"}
+FIXTURES = sorted(DATA.glob("*.py"))
+
+
+def _expected(path: Path) -> set[tuple[int, str]]:
+    return {(i, m.group(1)) for i, line in enumerate(path.read_text().splitlines(), 1) for m in MARK.finditer(line)}
+
+
+def _codes(code: str) -> list[tuple[int, str]]:
+    return [(f.line, f.code) for f in check_source(code, "t.py")]
+
+
+def test_each_rule_has_a_bad_and_a_good_shape():
+    bad = {code for p in FIXTURES if p.stem.endswith("_bad") for _, code in _expected(p)}
+    assert OURS <= bad
+    assert {p.stem.rsplit("_", 1)[0] for p in FIXTURES if p.stem.endswith("_good")} == {
+        p.stem.rsplit("_", 1)[0] for p in FIXTURES if p.stem.endswith("_bad")
+    }
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)
+def test_findings_are_exactly_the_marked_lines(path):
+    """Every finding of any rule is marked: a good shape has none, a bad one only what its marks say."""
+    found = {(f.line, f.code) for f in check_source(path.read_text(), str(path))}
+    assert found == _expected(path)
+
+
+ACCEL = """
+from accelerate import Accelerator
+accelerator = Accelerator()
+def evaluate(preds):
+    if accelerator.is_main_process:
+        {body}
+"""
+
+
+@pytest.mark.parametrize(
+    ("body", "want"),
+    [
+        ("print(accelerator.gather(preds))", [(6, "FSD054")]),
+        ("accelerator.wait_for_everyone()", [(6, "FSD054")]),
+        ("accelerator.reduce(preds)", [(6, "FSD054")]),
+        ("accelerator.pad_across_processes(preds)", [(6, "FSD054")]),
+        ("print(preds)", []),
+        ("accelerator.save_model(preds, 'out')", []),
+    ],
+)
+def test_accelerate_collectives_under_the_main_process(body, want):
+    assert _codes(ACCEL.format(body=body)) == want
+
+
+def test_a_torch_collective_stays_fsd003s_and_an_exit_before_a_framework_one_fsd037s():
+    torch_one = "import torch.distributed as dist\ndef f(t):\n    if dist.get_rank() == 0:\n        dist.barrier()\n"
+    assert _codes(torch_one) == [(4, "FSD003")]
+    hook = (
+        "class CB:\n    def on_epoch_end(self, trainer, pl_module):\n        if trainer.global_rank != 0:\n"
+        "            return\n        trainer.strategy.barrier()\n"
+    )
+    assert _codes(hook) == [(4, "FSD037")]
+
+
+def test_self_log_needs_sync_dist_and_a_lightning_module():
+    lit = (
+        "import lightning.pytorch as pl\nclass M(pl.LightningModule):\n    def validation_step(self, batch, i):\n"
+        "        if self.trainer.is_global_zero:\n            self.log('v', 1.0, sync_dist={flag})\n"
+    )
+    assert _codes(lit.format(flag="True")) == [(5, "FSD054")]
+    assert _codes(lit.format(flag="False")) == []
+    plain = "class Logger:\n    def step(self, rank):\n        if rank == 0:\n            self.all_gather(1)\n"
+    assert _codes(plain) == []  # not a Lightning module: all_gather is the class's own method
+
+
+NAN = """
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+def train(net, loader, opt):
+    model = DDP(net)
+    for batch in loader:
+        loss = model(batch).sum()
+        if {test}:
+            continue
+        loss.backward()
+        opt.step()
+"""
+
+
+@pytest.mark.parametrize(
+    ("test", "want"),
+    [
+        ("torch.isnan(loss)", [(9, "FSD057")]),
+        ("loss.isinf().any()", [(9, "FSD057")]),
+        ("batch is None", [(9, "FSD057")]),
+        ("batch.numel() == 0", [(9, "FSD057")]),
+        ("epoch < 3", []),  # the same on every rank
+        ("step_is_warmup(epoch)", []),
+    ],
+)
+def test_data_dependent_skip_before_a_ddp_backward(test, want):
+    assert _codes(NAN.format(test=test)) == want
+
+
+def test_a_skip_after_the_backward_skips_no_synchronised_work():
+    code = NAN.replace("        loss.backward()\n", "").replace(
+        "    for batch in loader:\n", "    for batch in loader:\n        pass\n"
+    )
+    code = code.replace("        loss = model(batch).sum()\n", "        loss = model(batch).sum()\n        loss.backward()\n")
+    assert _codes(code.format(test="torch.isnan(loss)")) == []
