@@ -1,4 +1,4 @@
-"""FSD054, FSD057 (``skill/core/check/flow_rules.py``): each fires where the fixtures of ``tests/data/check/flow/``
+"""FSD054, FSD056, FSD057 (``skill/core/check/flow_rules.py``): each fires where the fixtures of ``tests/data/check/flow/``
 mark it (``# <- FSDxxx``), in the shapes real code takes (an accelerate loop and helper, a Lightning module and
 callback, a DDP script, an FSDP Trainer class), and nowhere else."""
 
@@ -13,7 +13,7 @@ from fsdp_skill.core.check import check_source
 
 DATA = Path(__file__).parent / "data" / "check" / "flow"
 MARK = re.compile(r"#\s*<-\s*(FSD\d{3})")
-OURS = {"FSD054", "FSD057"}
+OURS = {"FSD054", "FSD056", "FSD057"}
 FIXTURES = sorted(DATA.glob("*.py"))
 
 
@@ -106,6 +106,9 @@ def train(net, loader, opt):
         ("loss.isinf().any()", [(9, "FSD057")]),
         ("batch is None", [(9, "FSD057")]),
         ("batch.numel() == 0", [(9, "FSD057")]),
+        ("not batch", [(9, "FSD057")]),  # the loop's own target
+        ("split_batch is None", []),  # a setting, not data
+        ("not dispatch_batches", []),
         ("epoch < 3", []),  # the same on every rank
         ("step_is_warmup(epoch)", []),
     ],
@@ -120,3 +123,31 @@ def test_a_skip_after_the_backward_skips_no_synchronised_work():
     )
     code = code.replace("        loss = model(batch).sum()\n", "        loss = model(batch).sum()\n        loss.backward()\n")
     assert _codes(code.format(test="torch.isnan(loss)")) == []
+
+
+FS = """
+import os
+import torch.distributed as dist
+def resume(state, rank):
+    path = {path}
+    if os.path.exists(path):
+        dist.barrier()
+"""
+
+
+@pytest.mark.parametrize(
+    ("path", "want"),
+    [
+        ('"/dev/shm/cache.pt"', [(6, "FSD056")]),
+        ('f"cache_{rank}.pt"', [(6, "FSD056")]),
+        ('os.path.join(tempfile.gettempdir(), "x")', [(6, "FSD056")]),
+        ('"/checkpoints/run1/latest"', []),  # a shared path: the same answer on every rank, as far as the file tells
+        ('os.path.join(args_output_dir, "latest")', []),
+    ],
+)
+def test_filesystem_fact_is_reported_only_where_the_ranks_can_answer_differently(path, want):
+    code = FS.format(path=path)
+    if "tempfile" in path:
+        code = "import tempfile\n" + code
+        want = [(line + 1, c) for line, c in want]
+    assert _codes(code) == want

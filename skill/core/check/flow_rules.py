@@ -1,4 +1,5 @@
-"""Rules about rank-divergent control flow in the shapes frameworks and training loops give it (FSD054, FSD057).
+"""Rules about rank-divergent control flow in the shapes frameworks and training loops give it (FSD054, FSD056,
+FSD057).
 
 - **FSD054**: a framework's collective under a rank condition. Accelerate's ``accelerator.gather`` /
   ``gather_for_metrics`` / ``reduce`` / ``pad_across_processes`` / ``wait_for_everyone()`` / ``backward`` and the
@@ -10,13 +11,20 @@
   ranks never join it. FSD003 covers the ``torch.distributed`` calls themselves; a call of a function of the file
   whose body reaches such a collective counts as the collective. A call the other ranks reach on their own path
   (``if main: accelerator.wait_for_everyone() else: accelerator.wait_for_everyone()``) is not reported, nor one
-  after ``if rank != 0: return`` (FSD037 reports that exit).
+  whose other ranks do synchronised work of their own there (``if rank == 0: player() else: trainer()``: two roles,
+  each with its own group), nor any in a file that builds groups of chosen ranks (``new_group(ranks=[...])``,
+  ``create_group(ranks=[...])``: the condition may select a group's members), nor one after ``if rank != 0: return`` (FSD037 reports that exit).
 - **FSD057**: a ``continue`` / ``break`` decided on this rank's data (``if torch.isnan(loss): continue``,
   ``if batch is None: continue``, ``if not torch.isfinite(loss).all(): continue``, ``if len(batch) == 0:
   continue``) that skips synchronised work (the backward of a wrapped model, whose gradient all-reduce the other
   ranks wait in; a wrapped forward; a collective). Silent when the flag was handed to a collective first
   (``dist.all_reduce(flag)``, ``accelerator.gather(flag)``, in the same function before the test), when the file
   uses torch's ``Join``, and where the test is a rank test (FSD037's).
+- **FSD056**: an ``if`` on a filesystem fact (``os.path.exists(p)``, ``Path(p).is_file()``) with synchronised work in
+  one arm only, where the file tells that the ranks can answer differently: ``p`` is node-local (``/tmp``,
+  ``/dev/shm``, ``tempfile``), names the rank (``f"cache_{rank}.pt"``), or was written under a rank condition
+  earlier in the function with no barrier since. A path on a shared filesystem answers the same everywhere: not
+  reported.
 """
 
 from __future__ import annotations
@@ -98,6 +106,16 @@ def _framework_reach(facts: FileFacts) -> divergence._Reach:
     return found
 
 
+def _makes_subgroups(facts: FileFacts) -> bool:
+    """Does the file build a process group of chosen ranks (``new_group(ranks=[...])``, Lightning's
+    ``TorchCollective.create_group(ranks=[...])``, ``new_subgroups``)?"""
+    return any(
+        last_name(c) in ("new_group", "create_group", "new_subgroups", "new_subgroups_by_enumeration")
+        and (bool(c.args) or kwarg(c, "ranks") is not None or (last_name(c) or "").startswith("new_subgroups"))
+        for c in facts.calls()
+    )
+
+
 def _inside_arm(branch: ast.AST, node: ast.AST) -> bool:
     """Is ``node`` in the body or else-branch of ``branch`` (an ``if``), or in a ``@rank_zero_only`` function
     (``branch`` a function), rather than after an ``if`` that exits on the other ranks?"""
@@ -113,7 +131,10 @@ def framework_collective_on_some_ranks(facts: FileFacts) -> Found:
     reach = _framework_reach(facts)
     if not reach.summary and not any(framework_collective(facts, c) for c in facts.calls()):
         return
+    if _makes_subgroups(facts):
+        return  # the rank condition may select the members of a group the framework runs on (a player/trainer split)
     branches = facts.rank_branches()
+    sync = divergence._reach(facts)  # the other ranks' path doing synchronised work of its own: another role
     for call in facts.calls():
         enclosing = branches.get(id(call))
         if not enclosing:
@@ -124,7 +145,7 @@ def framework_collective_on_some_ranks(facts: FileFacts) -> Found:
         for branch in reversed(enclosing):
             if not _inside_arm(branch, call) or rc._guarded_by_the_rest(facts, branch, call):
                 continue
-            if not facts.other_branch_has(branch, call, lambda c: reach.call(c) is not None):
+            if not facts.other_branch_has(branch, call, lambda c: reach.call(c) is not None or sync.call(c) is not None):
                 yield call, f"{hit[0]} runs only on some ranks (rank condition at line {branch.lineno})"
                 break
 
@@ -133,25 +154,63 @@ def framework_collective_on_some_ranks(facts: FileFacts) -> Found:
 
 _NONFINITE = {"isnan", "isinf", "isfinite", "isneginf", "isposinf"}
 # words of names that hold this rank's data or what it computed from it
-_DATA_WORDS = ("loss", "batch", "sample", "input", "output", "logit", "data", "example", "target", "label", "grad")
+_DATA_WORDS = {
+    "loss",
+    "batch",
+    "sample",
+    "input",
+    "output",
+    "logit",
+    "data",
+    "example",
+    "target",
+    "label",
+    "grad",
+    "token",
+    "batches",
+    "losses",
+}
+_FLAG_PREFIXES = (
+    "split",
+    "use",
+    "sync",
+    "is",
+    "do",
+    "num",
+    "n",
+    "per",
+    "max",
+    "min",
+    "drop",
+    "skip",
+    "has",
+    "with",
+    "dispatch",
+    "accum",
+)
 _SCAN = 500  # calls looked at per exit: bounded work
 
 
-def _data_name(node: ast.AST, targets: set[str]) -> str | None:
-    """The dotted name of ``node`` when it names this rank's data (a loop target, or a name with a data word)."""
+def _data_name(node: ast.AST) -> str | None:
+    """The dotted name of ``node`` when it names this rank's data: its last word is a data noun (``batch``, ``loss``,
+    ``micro_batch``, ``inputs``) and not a setting (``split_batch``, ``num_samples``); a loop target alone is not
+    enough (``for sync_each_batch in (False, True)`` loops over settings)."""
     name = dotted(node) if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)) else None
     if isinstance(node, ast.Subscript):
         name = dotted(node.value)
     if name is None:
         return None
     tail = name.rsplit(".", 1)[-1].lower()
-    return name if name.split(".", 1)[0] in targets or any(w in tail for w in _DATA_WORDS) else None
+    head, _, last = tail.rpartition("_")
+    if (last in _DATA_WORDS or last[-1:] == "s" and last[:-1] in _DATA_WORDS) and not head.startswith(_FLAG_PREFIXES):
+        return name  # batch, loss, micro_batch, cur_inputs; not split_batch, use_labels, num_samples
+    return None
 
 
 def _data_test(test: ast.expr, targets: set[str]) -> tuple[str, set[str]] | None:
     """(what the test looks at, the names it reads) when ``test`` is decided on this rank's data: a non-finite
     check (``torch.isnan(loss)``, ``loss.isinf().any()``, ``math.isnan(x)``), ``batch is None``, ``len(batch) == 0``,
-    ``batch.numel() == 0``, ``not batch``; else None."""
+    ``batch.numel() == 0``, ``not batch`` (of the loop's own target: ``targets``); else None."""
     names = {d for n in ast.walk(test) if isinstance(n, (ast.Name, ast.Attribute)) and (d := dotted(n)) is not None}
     for n in ast.walk(test):
         if isinstance(n, ast.Call) and last_name(n) in _NONFINITE:
@@ -159,24 +218,25 @@ def _data_test(test: ast.expr, targets: set[str]) -> tuple[str, set[str]] | None
         if isinstance(n, ast.Compare) and len(n.ops) == 1:
             left, right, op = n.left, n.comparators[0], n.ops[0]
             if isinstance(op, (ast.Is, ast.IsNot)) and isinstance(right, ast.Constant) and right.value is None:
-                name = _data_name(left, targets)
+                name = _data_name(left)
                 if name is not None:
                     return f"`{name} is None` on this rank", names
             size = left.args[0] if isinstance(left, ast.Call) and last_name(left) == "len" and left.args else None
             if isinstance(left, ast.Call) and isinstance(left.func, ast.Attribute) and left.func.attr in ("numel", "nelement"):
                 size = left.func.value
             if size is not None and isinstance(right, ast.Constant) and right.value in (0, 1):
-                name = _data_name(size, targets)
+                name = _data_name(size)
                 if name is not None and isinstance(op, (ast.Eq, ast.Lt, ast.LtE)):
                     return f"the size of `{name}` on this rank", names
         if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not) and isinstance(n.operand, (ast.Name, ast.Attribute)):
-            name = _data_name(n.operand, targets)
-            if name is not None and name in targets:
+            name = _data_name(n.operand)
+            if name is not None and name in targets:  # `for batch in loader: if not batch:`, not a setting's flag
                 return f"`not {name}` on this rank", names
     return None
 
 
 def _loop_targets(loop: ast.For | ast.AsyncFor | ast.While) -> set[str]:
+    """The names a ``for`` loop binds (none for a ``while``)."""
     if isinstance(loop, ast.While):
         return set()
     return {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
@@ -253,3 +313,89 @@ def data_dependent_skip(facts: FileFacts) -> Found:
         word = "continue" if isinstance(exit_, ast.Continue) else "break"
         label, line = hit
         yield exit_, f"`{word}` decided on {what} (line {branch.lineno}) skips {label} at line {line} on this rank only"
+
+
+# --- FSD056: synchronised work gated on a per-rank filesystem fact -------------------------------------------
+
+_FS_FUNCS = {"os.path.exists", "os.path.isfile", "os.path.isdir", "os.path.lexists"}
+_FS_METHODS = {"exists", "is_file", "is_dir"}
+_NODE_LOCAL = ("/tmp", "/dev/shm", "/local", "/scratch/local", "/var/tmp")
+_WRITERS = {"save", "save_pretrained", "save_model", "write_text", "write_bytes", "to_json_file", "save_file"}
+_BARRIERS = {"barrier", "monitored_barrier", "wait_for_everyone"}
+
+
+def _fs_probe(facts: FileFacts, test: ast.expr) -> ast.expr | None:
+    """The path a filesystem test looks at (``os.path.exists(p)``, ``Path(p).is_file()``, ``not ...``), else None."""
+    for n in ast.walk(test):
+        if not isinstance(n, ast.Call):
+            continue
+        if facts.qual(n) in _FS_FUNCS and n.args:
+            return n.args[0]
+        if isinstance(n.func, ast.Attribute) and n.func.attr in _FS_METHODS and not n.args:
+            recv = n.func.value
+            if isinstance(recv, ast.Call) and last_name(recv) == "Path" and recv.args:
+                return recv.args[0]
+            return recv
+    return None
+
+
+def _per_rank_path(facts: FileFacts, path: ast.expr) -> str | None:
+    """Why the answer about ``path`` can differ between ranks, when the code tells: a node-local directory
+    (``/tmp``, ``/dev/shm``, ``tempfile``), or a name built from the rank (``f"ckpt_{rank}.pt"``); else None."""
+    node = facts.resolve(path)
+    for n in ast.walk(node) if node is not None else []:
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.startswith(_NODE_LOCAL):
+            return f"`{n.value}` is node-local"
+        if isinstance(n, ast.Call) and (facts.qual(n) or "").startswith("tempfile."):
+            return "a tempfile path is node-local"
+        if isinstance(n, ast.FormattedValue) and facts.is_rank_expr(n.value):
+            return "the path names this rank"
+    for s in facts.strings(path):
+        if s.startswith(_NODE_LOCAL):
+            return f"`{s}` is node-local"
+    return None
+
+
+def _written_on_one_rank_before(facts: FileFacts, branch: ast.If, path: ast.expr) -> int | None:
+    """The line of a write of ``path`` (the same expression) under a rank condition earlier in the function of
+    ``branch``, with no barrier between it and ``branch``; else None."""
+    scope = facts.scope_of(branch)
+    text = rc._dump(path)
+    rank_branches = facts.rank_branches()
+    calls, _ = divergence._scope_calls(facts, scope)
+    write: ast.Call | None = None
+    for c in calls:
+        if start(c) >= start(branch):
+            break
+        if last_name(c) in _BARRIERS:
+            write = None
+        elif last_name(c) in _WRITERS and rank_branches.get(id(c)):
+            if any(rc._dump(a) == text for a in [*c.args, *(k.value for k in c.keywords)]):
+                write = c
+    return write.lineno if write is not None else None
+
+
+@finder("FSD056")
+def collective_on_filesystem_fact(facts: FileFacts) -> Found:
+    """FSD056: an ``if`` on a filesystem fact (``os.path.exists(p)``) that the ranks can answer differently, with
+    synchronised work in one arm only."""
+    reach = divergence._reach(facts)
+    for node in divergence._of_type(facts, ast.If):
+        assert isinstance(node, ast.If)
+        path = _fs_probe(facts, node.test)
+        if path is None or facts.is_rank_test(node.test):
+            continue
+        arms = [
+            next((h for c in divergence._calls_in(facts, arm, facts.scope_of(node)) if (h := reach.call(c)) is not None), None)
+            for arm in (node.body, node.orelse)
+        ]
+        if (arms[0] is None) == (arms[1] is None):
+            continue  # no synchronised work, or some in both arms
+        why = _per_rank_path(facts, path)
+        if why is None:
+            line = _written_on_one_rank_before(facts, node, path)
+            why = f"it was written under a rank condition at line {line} with no barrier since" if line else None
+        if why is None:
+            continue
+        label, at = next(a for a in arms if a is not None)
+        yield node, f"`{dotted(path) or 'the path'}` may exist on some ranks only ({why}); only those reach {label} at line {at}"

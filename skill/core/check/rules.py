@@ -427,6 +427,15 @@ RULES: dict[str, Rule] = {
             "debugging/framework-gather-every-rank",
         ),
         _r(
+            "FSD056",
+            "warning",
+            "collective or wrapped forward under `if os.path.exists(p)` where `p` is node-local, per-rank or just written by one rank",
+            "each rank asks its own filesystem: a node-local path, a per-rank name or a file rank 0 wrote without a barrier "
+            "since can exist on some ranks only, and only they reach this work; decide on one rank and broadcast the answer",
+            "debugging/decision-on-one-rank-value",
+            "debugging/broadcast-the-decision",
+        ),
+        _r(
             "FSD057",
             "warning",
             "`continue` / `break` decided on this rank's data (`isnan(loss)`, `batch is None`) before the backward or a collective",

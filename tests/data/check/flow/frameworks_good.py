@@ -70,3 +70,21 @@ class SaveCallback(pl.Callback):
         if trainer.is_global_zero:
             print("epoch done")
         trainer.strategy.barrier()
+
+
+def run(rank, fabric, loader):
+    trainers = torch.distributed.new_group(ranks=[1, 2, 3])  # the trainers' own group
+    if rank == 0:
+        player(loader)  # rank 0 plays, the others train among themselves on a group of their own
+    else:
+        train(fabric, loader)
+
+
+def player(loader):
+    for batch in loader:
+        print(batch)
+
+
+def train(fabric, loader):
+    for batch in loader:
+        fabric.backward(batch.sum())

@@ -63,3 +63,19 @@ def plain_loop(model, loader):
             continue
         model(batch).sum().backward()
         optimizer.step()
+
+
+def sweep(model, loader, accelerator):
+    for sync_each_batch in (False, True):  # a loop over settings, the same on every rank
+        if not sync_each_batch:
+            continue
+        for batch in loader:
+            accelerator.backward(model(batch).sum())
+
+
+def split_sweep(model, loader, accelerator):
+    for split_batch in (False, True):
+        if not split_batch:
+            continue
+        for batch in loader:
+            accelerator.backward(model(batch).sum())
