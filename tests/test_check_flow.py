@@ -1,4 +1,4 @@
-"""FSD054, FSD056, FSD057 (``skill/core/check/flow_rules.py``): each fires where the fixtures of ``tests/data/check/flow/``
+"""FSD054-FSD057 (``skill/core/check/flow_rules.py``): each fires where the fixtures of ``tests/data/check/flow/``
 mark it (``# <- FSDxxx``), in the shapes real code takes (an accelerate loop and helper, a Lightning module and
 callback, a DDP script, an FSDP Trainer class), and nowhere else."""
 
@@ -13,7 +13,7 @@ from fsdp_skill.core.check import check_source
 
 DATA = Path(__file__).parent / "data" / "check" / "flow"
 MARK = re.compile(r"#\s*<-\s*(FSD\d{3})")
-OURS = {"FSD054", "FSD056", "FSD057"}
+OURS = {"FSD054", "FSD055", "FSD056", "FSD057"}
 FIXTURES = sorted(DATA.glob("*.py"))
 
 
@@ -151,3 +151,35 @@ def test_filesystem_fact_is_reported_only_where_the_ranks_can_answer_differently
         code = "import tempfile\n" + code
         want = [(line + 1, c) for line, c in want]
     assert _codes(code) == want
+
+
+SAVE = """
+import torch
+import torch.distributed as dist
+def roundtrip(model, path):
+    if dist.get_rank() == 0:
+        torch.save(model.state_dict(), path)
+    {between}
+    return torch.load({read}, map_location="cpu")
+"""
+
+
+@pytest.mark.parametrize(
+    ("between", "read", "want"),
+    [
+        ("pass", "path", [(8, "FSD055")]),
+        ("dist.barrier()", "path", []),
+        ("dist.all_reduce(torch.zeros(1))", "path", []),  # any collective orders the write before the read
+        ("pass", "other_path", []),  # another file
+    ],
+)
+def test_a_rank_zero_write_read_everywhere(between, read, want):
+    assert _codes(SAVE.format(between=between, read=read)) == want
+
+
+def test_the_barrier_only_in_the_else_branch_is_fsd003s():
+    code = SAVE.format(between="pass", read="path").replace(
+        "        torch.save(model.state_dict(), path)\n",
+        "        torch.save(model.state_dict(), path)\n    else:\n        dist.barrier()\n",
+    )
+    assert (8, "FSD003") in _codes(code)

@@ -1,5 +1,5 @@
-"""Rules about rank-divergent control flow in the shapes frameworks and training loops give it (FSD054, FSD056,
-FSD057).
+"""Rules about rank-divergent control flow in the shapes frameworks and training loops give it (FSD054, FSD055,
+FSD056, FSD057).
 
 - **FSD054**: a framework's collective under a rank condition. Accelerate's ``accelerator.gather`` /
   ``gather_for_metrics`` / ``reduce`` / ``pad_across_processes`` / ``wait_for_everyone()`` / ``backward`` and the
@@ -20,6 +20,13 @@ FSD057).
   ranks wait in; a wrapped forward; a collective). Silent when the flag was handed to a collective first
   (``dist.all_reduce(flag)``, ``accelerator.gather(flag)``, in the same function before the test), when the file
   uses torch's ``Join``, and where the test is a rank test (FSD037's).
+- **FSD055**: a file written under a rank condition (``if rank == 0: torch.save(sd, path)``, ``save_pretrained(path)``,
+  ``open(path, "w")``) and then read outside any rank condition in the same function (``torch.load(path)``,
+  ``from_pretrained(path)``, ``open(path)``), the same path expression, with nothing between them that makes the
+  readers wait for the writer: no barrier (``dist.barrier()``, ``accelerator.wait_for_everyone()``), no other
+  collective, no call of a function of the file that reaches one. The other ranks race rank 0's write: they read
+  no file, a partial one, or the previous one. The mirror (the barrier only in the ``else:`` of the save, which rank
+  0 never joins) is FSD003's (``dist.barrier``) or FSD054's (a framework barrier).
 - **FSD056**: an ``if`` on a filesystem fact (``os.path.exists(p)``, ``Path(p).is_file()``) with synchronised work in
   one arm only, where the file tells that the ranks can answer differently: ``p`` is node-local (``/tmp``,
   ``/dev/shm``, ``tempfile``), names the rank (``f"cache_{rank}.pt"``), or was written under a rank condition
@@ -399,3 +406,84 @@ def collective_on_filesystem_fact(facts: FileFacts) -> Found:
             continue
         label, at = next(a for a in arms if a is not None)
         yield node, f"`{dotted(path) or 'the path'}` may exist on some ranks only ({why}); only those reach {label} at line {at}"
+
+
+# --- FSD055: rank 0 writes a file the others read, with no barrier between ----------------------------------
+
+_SAVE_FUNCS = {"torch.save": 1, "numpy.save": 0, "safetensors.torch.save_file": 1}  # where the path is
+_LOAD_FUNCS = {"torch.load", "numpy.load", "safetensors.torch.load_file"}
+
+
+def _written_path(facts: FileFacts, call: ast.Call) -> ast.expr | None:
+    """The path ``call`` writes: ``torch.save(obj, path)``, ``x.save_pretrained(path)``, ``accelerator.save(obj,
+    path)``, ``open(path, "w")``; else None."""
+    q = facts.qual(call) or ""
+    if q in _SAVE_FUNCS:
+        at = _SAVE_FUNCS[q]
+        return kwarg(call, "f", at) if q == "torch.save" else (call.args[at] if len(call.args) > at else None)
+    name = last_name(call)
+    if name == "save_pretrained":
+        return kwarg(call, "save_directory", 0)
+    if name == "save" and isinstance(call.func, ast.Attribute) and "accelerator" in (dotted(call.func.value) or "").lower():
+        return call.args[1] if len(call.args) > 1 else kwarg(call, "f")
+    if q == "open" and call.args:
+        mode = kwarg(call, "mode", 1)
+        if isinstance(mode, ast.Constant) and isinstance(mode.value, str) and any(m in mode.value for m in "wax"):
+            return call.args[0]
+    return None
+
+
+def _read_path(facts: FileFacts, call: ast.Call) -> ast.expr | None:
+    """The path ``call`` reads: ``torch.load(path)``, ``X.from_pretrained(path)``, ``open(path)`` (read mode); else
+    None."""
+    q = facts.qual(call) or ""
+    if q in _LOAD_FUNCS:
+        return kwarg(call, "f", 0) if q == "torch.load" else (call.args[0] if call.args else None)
+    if last_name(call) == "from_pretrained":
+        return kwarg(call, "pretrained_model_name_or_path", 0)
+    if q == "open" and call.args:
+        mode = kwarg(call, "mode", 1)
+        if mode is None or isinstance(mode, ast.Constant) and isinstance(mode.value, str) and "r" in mode.value:
+            return call.args[0]
+    return None
+
+
+def _synchronises(facts: FileFacts, call: ast.Call, reach: divergence._Reach) -> bool:
+    """Does ``call`` make every rank wait for the others (a barrier, any collective, a function that runs one)?"""
+    return (
+        last_name(call) in _BARRIERS
+        or reach.call(call) is not None
+        or framework_collective(facts, call) is not None
+        or _framework_reach(facts).call(call) is not None
+    )
+
+
+@finder("FSD055")
+def read_after_one_rank_write(facts: FileFacts) -> Found:
+    """FSD055: a file written under a rank condition, then read on every rank with no barrier between (see the
+    module docstring)."""
+    branches = facts.rank_branches()
+    reach = divergence._reach(facts)
+    for write in facts.calls():
+        enclosing = branches.get(id(write))
+        if not enclosing:
+            continue
+        path = _written_path(facts, write)
+        branch = enclosing[-1]
+        if path is None or not isinstance(branch, ast.If) or not _inside_arm(branch, write):
+            continue
+        outer = enclosing[0]
+        scope = facts.scope_of(write)
+        text = rc._dump(path)
+        calls, positions = divergence._scope_calls(facts, scope)
+        for call in calls[bisect.bisect_left(positions, end(outer)) :][:_SCAN]:
+            if _synchronises(facts, call, reach):
+                break
+            read = _read_path(facts, call)
+            if read is None or branches.get(id(call)) or rc._dump(read) != text:
+                continue
+            yield (
+                call,
+                f"`{dotted(path) or 'the file'}` is written on some ranks only (line {write.lineno}, rank condition at line {branch.lineno}) and read here with no barrier between",
+            )
+            break

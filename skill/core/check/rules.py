@@ -427,6 +427,15 @@ RULES: dict[str, Rule] = {
             "debugging/framework-gather-every-rank",
         ),
         _r(
+            "FSD055",
+            "warning",
+            "file written on rank 0 (`torch.save`, `save_pretrained`) then read on every rank with no barrier between",
+            "nothing makes the other ranks wait for rank 0's write: they can read no file, a partial one or the previous "
+            "one; put dist.barrier() (accelerator.wait_for_everyone()) after the save and before the load",
+            "checkpoint/rank-zero-write-barrier",
+            "checkpoint/rank-zero-write-barrier",
+        ),
+        _r(
             "FSD056",
             "warning",
             "collective or wrapped forward under `if os.path.exists(p)` where `p` is node-local, per-rank or just written by one rank",
