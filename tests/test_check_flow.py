@@ -1,4 +1,4 @@
-"""FSD054-FSD057 (``skill/core/check/flow_rules.py``): each fires where the fixtures of ``tests/data/check/flow/``
+"""FSD054-FSD058 (``skill/core/check/flow_rules.py``): each fires where the fixtures of ``tests/data/check/flow/``
 mark it (``# <- FSDxxx``), in the shapes real code takes (an accelerate loop and helper, a Lightning module and
 callback, a DDP script, an FSDP Trainer class), and nowhere else."""
 
@@ -13,7 +13,7 @@ from fsdp_skill.core.check import check_source
 
 DATA = Path(__file__).parent / "data" / "check" / "flow"
 MARK = re.compile(r"#\s*<-\s*(FSD\d{3})")
-OURS = {"FSD054", "FSD055", "FSD056", "FSD057"}
+OURS = {"FSD054", "FSD055", "FSD056", "FSD057", "FSD058"}
 FIXTURES = sorted(DATA.glob("*.py"))
 
 
@@ -183,3 +183,35 @@ def test_the_barrier_only_in_the_else_branch_is_fsd003s():
         "        torch.save(model.state_dict(), path)\n    else:\n        dist.barrier()\n",
     )
     assert (8, "FSD003") in _codes(code)
+
+
+STOP = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+def {evaluate}(model, loader):
+    total = sum(model.module(x).sum().item() for x in loader)
+    {reduce}
+    return total
+def fit(net, loader, rank):
+    model = DDP(net)
+    for epoch in range(10):
+        model(next(iter(loader))).sum().backward()
+        {bind}
+        if val < 0.1:
+            break
+"""
+
+
+@pytest.mark.parametrize(
+    ("evaluate", "reduce", "bind", "want"),
+    [
+        ("evaluate", "pass", "val = evaluate(model, loader)", [(15, "FSD058")]),
+        ("evaluate", "dist.all_reduce(torch.tensor(total))", "val = evaluate(model, loader)", []),  # reduced inside
+        ("prepare", "pass", "val = prepare(model, loader)", []),  # not named like an evaluation: the file cannot tell
+        ("evaluate", "pass", "val = trainer.evaluate()", []),  # not a function of the file
+        ("evaluate", "pass", "val = evaluate(model, loader) if rank == 0 else 1.0", [(15, "FSD058")]),
+    ],
+)
+def test_early_stop_on_a_metric_each_rank_computed(evaluate, reduce, bind, want):
+    assert [c for c in _codes(STOP.format(evaluate=evaluate, reduce=reduce, bind=bind)) if c[1] == "FSD058"] == want

@@ -1,5 +1,4 @@
-"""Rules about rank-divergent control flow in the shapes frameworks and training loops give it (FSD054, FSD055,
-FSD056, FSD057).
+"""Rules about rank-divergent control flow in the shapes frameworks and training loops give it (FSD054-FSD058).
 
 - **FSD054**: a framework's collective under a rank condition. Accelerate's ``accelerator.gather`` /
   ``gather_for_metrics`` / ``reduce`` / ``pad_across_processes`` / ``wait_for_everyone()`` / ``backward`` and the
@@ -27,6 +26,11 @@ FSD056, FSD057).
   collective, no call of a function of the file that reaches one. The other ranks race rank 0's write: they read
   no file, a partial one, or the previous one. The mirror (the barrier only in the ``else:`` of the save, which rank
   0 never joins) is FSD003's (``dist.barrier``) or FSD054's (a framework barrier).
+- **FSD058**: a ``break`` out of a loop that runs synchronised work, decided on a metric this rank computed alone:
+  the result of a function of the file named like an evaluation (``evaluate``, ``validate``) that reaches no
+  collective combining values, or a name derived from it (``best = val_loss``, ``bad_epochs += 1`` under ``if
+  val_loss > best``), never handed to a collective in the loop. A metric bound under a rank condition is FSD038's;
+  a metric from a function the file does not define (``trainer.evaluate()``) is not reported: the file cannot tell.
 - **FSD056**: an ``if`` on a filesystem fact (``os.path.exists(p)``, ``Path(p).is_file()``) with synchronised work in
   one arm only, where the file tells that the ranks can answer differently: ``p`` is node-local (``/tmp``,
   ``/dev/shm``, ``tempfile``), names the rank (``f"cache_{rank}.pt"``), or was written under a rank condition
@@ -487,3 +491,123 @@ def read_after_one_rank_write(facts: FileFacts) -> Found:
                 f"`{dotted(path) or 'the file'}` is written on some ranks only (line {write.lineno}, rank condition at line {branch.lineno}) and read here with no barrier between",
             )
             break
+
+
+# --- FSD058: early stopping on a metric this rank computed alone --------------------------------------------
+
+_EVAL_WORDS = ("eval", "valid", "val_", "test", "metric", "score")
+_REDUCING = {"all_reduce", "all_gather", "all_gather_object", "broadcast", "broadcast_object_list", "reduce", "gather"}
+
+
+def _reduces(facts: FileFacts, fn: ast.AST) -> bool:
+    """Does function ``fn`` (of this file) reach a collective that combines values: torch's, a framework's, or through
+    another function (:func:`~fsdp_skill.core.check.rank_conditional._summaries`, the framework reach)? A forward or a
+    backward alone does not combine a metric."""
+    for node in facts.scope_nodes(fn):
+        if not isinstance(node, ast.Call):
+            continue
+        q = facts.qual(node) or ""
+        if q.startswith("torch.distributed.") and q.rsplit(".", 1)[-1] in _REDUCING or framework_collective(facts, node):
+            return True
+        target = divergence._reach(facts).callee(node)
+        if target is not None and (
+            _framework_reach(facts).call(node) is not None
+            or rc._collective_reached(facts, node, divergence._rc_summaries(facts)) is not None
+        ):
+            return True
+    return False
+
+
+def _local_metrics(facts: FileFacts, loop: ast.AST) -> dict[str, str]:
+    """Name -> what it is, for the names the body of ``loop`` binds to a metric this rank computes alone: the result
+    of a function of this file named like an evaluation (``evaluate``, ``validate``, ``compute_metric``) that reaches
+    no collective combining values; then, in source order, the names bound from them (``best = val_loss``) or under
+    an ``if`` that tests them (``bad_epochs += 1``). A name handed to a collective in the loop is dropped."""
+    reach = divergence._reach(facts)
+    branches = facts.rank_branches()
+    out: dict[str, str] = {}
+    stmts = [
+        n
+        for n in ast.walk(loop)
+        if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and not branches.get(id(n))  # rank 0's: FSD038's
+    ]
+    stmts.sort(key=start)
+    for st in stmts:
+        targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+        names = [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+        value = st.value
+        if value is None or not names:
+            continue
+        source: str | None = None
+        for call in (n for n in ast.walk(value) if isinstance(n, ast.Call)):
+            fn = reach.callee(call)
+            fname = getattr(fn, "name", "") or ""
+            if fn is not None and any(w in fname.lower() for w in _EVAL_WORDS) and not _reduces(facts, fn):
+                source = f"returned by `{fname}()` (line {fn.lineno}), which reduces nothing across the ranks"
+                break
+        if source is None:
+            used = [n.id for n in ast.walk(value) if isinstance(n, ast.Name) and n.id in out]
+            guard = next(
+                (
+                    a
+                    for a in facts.ancestors(st)
+                    if isinstance(a, ast.If) and any(isinstance(n, ast.Name) and n.id in out for n in ast.walk(a.test))
+                ),
+                None,
+            )
+            if used:
+                source = f"derived from `{used[0]}`, " + out[used[0]].split(", derived from ")[-1].split(", counted on ")[-1]
+            elif guard is not None:
+                first = next(n.id for n in ast.walk(guard.test) if isinstance(n, ast.Name) and n.id in out)
+                source = f"counted on `{first}`, " + out[first].split(", derived from ")[-1].split(", counted on ")[-1]
+        if source is not None:
+            for name in names:
+                out.setdefault(name, source)
+    if out:
+        for call in (n for n in ast.walk(loop) if isinstance(n, ast.Call)):
+            q = facts.qual(call) or ""
+            if q.startswith("torch.distributed.") and q.rsplit(".", 1)[-1] in rc.COLLECTIVES or framework_collective(facts, call):
+                for a in [*call.args, *(k.value for k in call.keywords)]:
+                    for n in ast.walk(a):
+                        if isinstance(n, ast.Name):
+                            out.pop(n.id, None)
+    return out
+
+
+@finder("FSD058")
+def early_stop_on_local_metric(facts: FileFacts) -> Found:
+    """FSD058: a ``break`` out of a training loop decided on a metric this rank computed alone (see
+    :func:`_local_metrics`), while the loop runs synchronised work."""
+    branches = facts.rank_branches()
+    reach = divergence._reach(facts)
+    memo: dict[int, dict[str, str]] = {}
+    for exit_ in divergence._of_type(facts, ast.Break):
+        assert isinstance(exit_, ast.Break)
+        loop = divergence._inner_loop(facts, exit_)
+        if loop is None or branches.get(id(exit_)):
+            continue  # a rank condition around it: FSD037's / FSD038's
+        branch = _exit_if(facts, exit_, loop)
+        if branch is None or facts.is_rank_test(branch.test):
+            continue
+        if id(loop) not in memo:
+            memo[id(loop)] = _local_metrics(facts, loop)
+        metrics = memo[id(loop)]
+        name = next((n.id for n in ast.walk(branch.test) if isinstance(n, ast.Name) and n.id in metrics), None)
+        if name is None:
+            continue
+        scope = facts.scope_of(exit_)
+        work = next(
+            (
+                h
+                for c in divergence._calls_in(facts, loop.body, scope)
+                if not branches.get(id(c)) and (h := reach.call(c)) is not None
+            ),
+            None,
+        )
+        if work is None:
+            continue
+        label, line = work
+        yield (
+            exit_,
+            f"`break` decided on `{name}`, {metrics[name]}; the ranks can leave at different epochs while the others go on to {label} at line {line}",
+        )

@@ -453,6 +453,16 @@ RULES: dict[str, Rule] = {
             "debugging/rank-divergent-early-exit",
             "debugging/early-stop-agreed",
         ),
+        _r(
+            "FSD058",
+            "error",
+            "early stopping (`break` out of the training loop) on a validation metric each rank computed on its own shard",
+            "each rank's metric comes from its own shard of the validation data, so the ranks can decide differently and "
+            "leave the loop at different epochs: the others hang in the next collective; all-reduce the metric (or the "
+            "stop flag) before deciding",
+            "debugging/rank-divergent-early-exit",
+            "debugging/early-stop-agreed",
+        ),
     ]
 }
 
