@@ -215,3 +215,12 @@ def fit(net, loader, rank):
 )
 def test_early_stop_on_a_metric_each_rank_computed(evaluate, reduce, bind, want):
     assert [c for c in _codes(STOP.format(evaluate=evaluate, reduce=reduce, bind=bind)) if c[1] == "FSD058"] == want
+
+
+def test_a_data_dependent_skip_under_join_is_not_reported():
+    """Join shadows the collectives of the ranks that left (or skipped): the others do not hang."""
+    code = NAN.format(test="batch is None").replace("    model = DDP(net)\n", "    model = DDP(net)\n    with Join([model]):\n")
+    code = code.replace("\n    for batch", "\n     for batch").replace("\n        ", "\n         ")
+    code = "from torch.distributed.algorithms.join import Join\n" + code
+    assert _codes(code) == []
+    assert _codes(NAN.format(test="batch is None")) == [(9, "FSD057")]

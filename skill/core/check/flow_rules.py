@@ -176,11 +176,10 @@ _DATA_WORDS = {
     "example",
     "target",
     "label",
-    "grad",
     "token",
     "batches",
     "losses",
-}
+}  # not "grad": `param.grad is None` is a fact of the model, the same on every rank (modded-nanogpt's optimizer)
 _FLAG_PREFIXES = (
     "split",
     "use",
@@ -284,6 +283,14 @@ def _exit_if(facts: FileFacts, exit_: ast.stmt, loop: ast.AST) -> ast.If | None:
     return None
 
 
+def _wrapped_forward_in(facts: FileFacts, loop: ast.AST, scope: ast.AST) -> bool:
+    """Does ``loop`` run the forward of a module the file knows is DDP / FSDP-wrapped?"""
+    return any(
+        isinstance(c, ast.Call) and facts.scope_of(c) is scope and divergence._wrapped_forward(facts, c) is not None
+        for c in ast.walk(loop)
+    )
+
+
 @finder("FSD057")
 def data_dependent_skip(facts: FileFacts) -> Found:
     """FSD057: a ``continue`` / ``break`` decided on this rank's data that skips synchronised work the other ranks
@@ -319,8 +326,8 @@ def data_dependent_skip(facts: FileFacts) -> Found:
             hit = reach.call(call)
             if hit is not None:
                 break
-        if hit is None:
-            continue
+        if hit is None or hit[0].startswith(".backward()") and not _wrapped_forward_in(facts, loop, scope):
+            continue  # a bare backward of a module the file cannot tell is wrapped (a parameter `model`)
         word = "continue" if isinstance(exit_, ast.Continue) else "break"
         label, line = hit
         yield exit_, f"`{word}` decided on {what} (line {branch.lineno}) skips {label} at line {line} on this rank only"
@@ -454,8 +461,11 @@ def _read_path(facts: FileFacts, call: ast.Call) -> ast.expr | None:
 
 def _synchronises(facts: FileFacts, call: ast.Call, reach: divergence._Reach) -> bool:
     """Does ``call`` make every rank wait for the others (a barrier, any collective, a function that runs one)?"""
+    q = facts.qual(call) or ""
     return (
         last_name(call) in _BARRIERS
+        or q.startswith("torch.distributed.")
+        and q.rsplit(".", 1)[-1] in rc.COLLECTIVES  # on a subgroup too (gpt-neox)
         or reach.call(call) is not None
         or framework_collective(facts, call) is not None
         or _framework_reach(facts).call(call) is not None

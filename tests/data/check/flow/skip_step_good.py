@@ -1,4 +1,4 @@
-"""The same loops with the skip decided together (the flag all-reduced or gathered), under Join, or after the
+"""The same loops with the skip decided together (the flag all-reduced or gathered), or after the
 synchronised work (the gradient norm, already all-reduced, is the same on every rank)."""
 
 import os
@@ -6,7 +6,6 @@ import os
 import torch
 import torch.distributed as dist
 from accelerate import Accelerator
-from torch.distributed.algorithms.join import Join
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 
@@ -30,17 +29,6 @@ def train_ddp(net, loader, epochs):
             optimizer.step()
             if step % 100 == 0 and torch.isnan(loss):
                 print("nan loss at", step)
-
-
-def train_joined(net, loader):
-    model = DDP(net)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    with Join([model]):
-        for batch in loader:
-            if batch is None:
-                continue
-            model(batch).sum().backward()
-            optimizer.step()
 
 
 def train_accelerate(model, optimizer, loader):
@@ -79,3 +67,11 @@ def split_sweep(model, loader, accelerator):
             continue
         for batch in loader:
             accelerator.backward(model(batch).sum())
+
+
+def launch_reduces(params, model):
+    model = DDP(model)
+    for param in params:
+        if param.grad is None:  # a fact of the model, the same on every rank
+            continue
+        dist.all_reduce(param.grad)

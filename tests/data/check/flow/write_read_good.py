@@ -44,3 +44,11 @@ def share_vocab(vocab, path, rank):
     dist.broadcast_object_list(box, src=0)
     with open(path) as f:
         return json.load(f)
+
+
+def build_index(path, io_group):
+    if dist.get_rank() == 0:
+        torch.save(torch.arange(10), path)
+    counts = torch.ones(1)
+    dist.all_reduce(counts, group=io_group)  # a collective on a subgroup orders the write before the reads too
+    return torch.load(path, map_location="cpu")
