@@ -1,4 +1,4 @@
-"""FSD054-FSD058 (``skill/core/check/flow_rules.py``): each fires where the fixtures of ``tests/data/check/flow/``
+"""FSD054-FSD059 (``skill/core/check/flow_rules.py``): each fires where the fixtures of ``tests/data/check/flow/``
 mark it (``# <- FSDxxx``), in the shapes real code takes (an accelerate loop and helper, a Lightning module and
 callback, a DDP script, an FSDP Trainer class), and nowhere else."""
 
@@ -13,7 +13,7 @@ from fsdp_skill.core.check import check_source
 
 DATA = Path(__file__).parent / "data" / "check" / "flow"
 MARK = re.compile(r"#\s*<-\s*(FSD\d{3})")
-OURS = {"FSD054", "FSD055", "FSD056", "FSD057", "FSD058"}
+OURS = {"FSD054", "FSD055", "FSD056", "FSD057", "FSD058", "FSD059"}
 FIXTURES = sorted(DATA.glob("*.py"))
 
 
@@ -224,3 +224,30 @@ def test_a_data_dependent_skip_under_join_is_not_reported():
     code = "from torch.distributed.algorithms.join import Join\n" + code
     assert _codes(code) == []
     assert _codes(NAN.format(test="batch is None")) == [(9, "FSD057")]
+
+
+LOADER = """
+from torch.utils.data import DataLoader, DistributedSampler
+def build(ds):
+    {build}
+def train(ds, epochs):
+    loader = build(ds)
+    for epoch in range(epochs):
+        {set_epoch}
+        for batch in loader:
+            print(batch)
+"""
+
+
+@pytest.mark.parametrize(
+    ("build", "set_epoch", "want"),
+    [
+        ("return DataLoader(ds, sampler=DistributedSampler(ds))", "pass", [(6, "FSD059")]),
+        ("s = DistributedSampler(ds)\n    dl = DataLoader(ds, sampler=s)\n    return dl", "pass", [(8, "FSD059")]),
+        ("return DataLoader(ds, sampler=DistributedSampler(ds))", "loader.sampler.set_epoch(epoch)", []),
+        ("return DataLoader(ds, sampler=DistributedSampler(ds, shuffle=False))", "pass", []),
+        ("return DataLoader(ds, shuffle=True)", "pass", []),
+    ],
+)
+def test_a_loader_returned_by_a_helper(build, set_epoch, want):
+    assert _codes(LOADER.format(build=build, set_epoch=set_epoch)) == want

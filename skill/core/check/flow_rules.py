@@ -1,4 +1,4 @@
-"""Rules about rank-divergent control flow in the shapes frameworks and training loops give it (FSD054-FSD058).
+"""Rules about rank-divergent control flow in the shapes frameworks and training loops give it (FSD054-FSD059).
 
 - **FSD054**: a framework's collective under a rank condition. Accelerate's ``accelerator.gather`` /
   ``gather_for_metrics`` / ``reduce`` / ``pad_across_processes`` / ``wait_for_everyone()`` / ``backward`` and the
@@ -31,6 +31,9 @@
   collective combining values, or a name derived from it (``best = val_loss``, ``bad_epochs += 1`` under ``if
   val_loss > best``), never handed to a collective in the loop. A metric bound under a rank condition is FSD038's;
   a metric from a function the file does not define (``trainer.evaluate()``) is not reported: the file cannot tell.
+- **FSD059**: a ``DataLoader`` with a shuffling ``DistributedSampler`` that a function of the file builds and returns
+  (``loader = build_loader(ds)``), iterated over epochs, with no ``set_epoch`` in the file: FSD035's mistake in a
+  helper's shape (FSD035 looks at the sampler where it is built, or at a helper returning the sampler itself).
 - **FSD056**: an ``if`` on a filesystem fact (``os.path.exists(p)``, ``Path(p).is_file()``) with synchronised work in
   one arm only, where the file tells that the ranks can answer differently: ``p`` is node-local (``/tmp``,
   ``/dev/shm``, ``tempfile``), names the rank (``f"cache_{rank}.pt"``), or was written under a rank condition
@@ -43,7 +46,8 @@ from __future__ import annotations
 import ast
 import bisect
 
-from fsdp_skill.core.check import divergence
+from fsdp_skill.core.check import calls as callgraph  # `calls` is a common local name here
+from fsdp_skill.core.check import divergence, finders
 from fsdp_skill.core.check import rank_conditional as rc
 from fsdp_skill.core.check.facts import JOIN, FileFacts, dotted, end, is_true, kwarg, last_name, start
 from fsdp_skill.core.check.finders import Found, finder
@@ -621,3 +625,54 @@ def early_stop_on_local_metric(facts: FileFacts) -> Found:
             exit_,
             f"`break` decided on `{name}`, {metrics[name]}; the ranks can leave at different epochs while the others go on to {label} at line {line}",
         )
+
+
+# --- FSD059: a loader with a DistributedSampler returned by a helper, iterated over epochs without set_epoch -----
+
+
+def _shuffling_sampler(facts: FileFacts, node: ast.AST | None, fn: ast.AST) -> bool:
+    """Is ``node`` (or the value its name was last bound to in ``fn``) a ``DistributedSampler(...)`` that shuffles?"""
+    value = facts.resolve(node) if isinstance(node, ast.Name) else node
+    if not isinstance(value, ast.Call):
+        return False
+    q = facts.qual(value) or ""
+    shuffle = kwarg(value, "shuffle")
+    return (
+        q.startswith("torch.utils.data")
+        and q.endswith("DistributedSampler")
+        and not (isinstance(shuffle, ast.Constant) and shuffle.value is False)
+    )
+
+
+def _returns_sampled_loader(facts: FileFacts, fn: ast.AST) -> int | None:
+    """The line of the ``DataLoader(..., sampler=DistributedSampler(...))`` that function ``fn`` returns (directly or
+    through a name it binds), else None."""
+    for node in facts.scope_nodes(fn):
+        if not isinstance(node, ast.Return) or node.value is None:
+            continue
+        value = facts.resolve(node.value) if isinstance(node.value, ast.Name) else node.value
+        if (
+            isinstance(value, ast.Call)
+            and (facts.qual(value) or "").endswith("DataLoader")
+            and _shuffling_sampler(facts, kwarg(value, "sampler"), fn)
+        ):
+            return value.lineno
+    return None
+
+
+@finder("FSD059")
+def helper_loader_without_set_epoch(facts: FileFacts) -> Found:
+    """FSD059: a ``DataLoader`` with a shuffling ``DistributedSampler``, built and returned by a function of the file
+    (``loader = build_loader(ds)``), iterated in an epoch loop, and no ``set_epoch`` anywhere in the file (neither
+    ``sampler.set_epoch`` nor ``loader.sampler.set_epoch``). FSD035 reports the sampler built where it is iterated,
+    or returned by a helper itself."""
+    if any(last_name(c) == "set_epoch" for c in facts.calls()):
+        return
+    for call in facts.calls():
+        target = callgraph.callee(facts, call)
+        if target is None or target.fn is None:
+            continue
+        line = _returns_sampled_loader(facts, target.fn)
+        if line is not None and finders._epoch_loop_over(facts, call):
+            name = getattr(target.fn, "name", "the helper")
+            yield call, f"the loader `{name}()` returns (built at line {line}) shuffles with a DistributedSampler"

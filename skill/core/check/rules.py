@@ -463,6 +463,15 @@ RULES: dict[str, Rule] = {
             "debugging/rank-divergent-early-exit",
             "debugging/early-stop-agreed",
         ),
+        _r(
+            "FSD059",
+            "warning",
+            "loader with a `DistributedSampler` returned by a helper, iterated over epochs without `set_epoch`",
+            "the sampler inside the loader the helper returns shuffles with seed + epoch: without "
+            "loader.sampler.set_epoch(epoch) at the top of each epoch every epoch repeats the same order",
+            "checkpoint/resume-latest-complete",
+            "checkpoint/resume-latest-complete",
+        ),
     ]
 }
 
