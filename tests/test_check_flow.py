@@ -1,4 +1,4 @@
-"""FSD054-FSD059 (``skill/core/check/flow_rules.py``): each fires where the fixtures of ``tests/data/check/flow/``
+"""FSD054-FSD060 (``skill/core/check/flow_rules.py``): each fires where the fixtures of ``tests/data/check/flow/``
 mark it (``# <- FSDxxx``), in the shapes real code takes (an accelerate loop and helper, a Lightning module and
 callback, a DDP script, an FSDP Trainer class), and nowhere else."""
 
@@ -13,7 +13,7 @@ from fsdp_skill.core.check import check_source
 
 DATA = Path(__file__).parent / "data" / "check" / "flow"
 MARK = re.compile(r"#\s*<-\s*(FSD\d{3})")
-OURS = {"FSD054", "FSD055", "FSD056", "FSD057", "FSD058", "FSD059"}
+OURS = {"FSD054", "FSD055", "FSD056", "FSD057", "FSD058", "FSD059", "FSD060"}
 FIXTURES = sorted(DATA.glob("*.py"))
 
 
@@ -251,3 +251,32 @@ def train(ds, epochs):
 )
 def test_a_loader_returned_by_a_helper(build, set_epoch, want):
     assert _codes(LOADER.format(build=build, set_epoch=set_epoch)) == want
+
+
+ACCUM = """
+import contextlib
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+def train(net, loader, opt, k):
+    model = DDP(net)
+    for step, x in enumerate(loader):
+        with model.no_sync() if {sync} else contextlib.nullcontext():
+            model(x).sum().backward()
+        if {step}:
+            opt.step()
+"""
+
+
+@pytest.mark.parametrize(
+    ("sync", "step", "want"),
+    [
+        ("step % k != 0", "(step + 1) % k == 0", [(11, "FSD060")]),
+        ("(step + 1) % k != 0", "step % k == 0", [(11, "FSD060")]),
+        ("(step + 1) % k != 0", "(step + 1) % k == 0", []),
+        ("not (step % k == 0)", "step % k == 0", []),
+        ("step % k != 0", "(step + 1) % other == 0", []),  # another modulus: the file does not show they disagree
+        ("step < warmup", "(step + 1) % k == 0", []),
+    ],
+)
+def test_no_sync_and_step_conditions(sync, step, want):
+    assert _codes(ACCUM.format(sync=sync, step=step)) == want

@@ -1,4 +1,4 @@
-"""Rules about rank-divergent control flow in the shapes frameworks and training loops give it (FSD054-FSD059).
+"""Rules about rank-divergent control flow in the shapes frameworks and training loops give it (FSD054-FSD060).
 
 - **FSD054**: a framework's collective under a rank condition. Accelerate's ``accelerator.gather`` /
   ``gather_for_metrics`` / ``reduce`` / ``pad_across_processes`` / ``wait_for_everyone()`` / ``backward`` and the
@@ -34,6 +34,10 @@
 - **FSD059**: a ``DataLoader`` with a shuffling ``DistributedSampler`` that a function of the file builds and returns
   (``loader = build_loader(ds)``), iterated over epochs, with no ``set_epoch`` in the file: FSD035's mistake in a
   helper's shape (FSD035 looks at the sampler where it is built, or at a helper returning the sampler itself).
+- **FSD060**: the micro-batch that runs outside DDP's ``no_sync()`` and the one that steps the optimizer chosen by
+  modular tests on the same counter and modulus with different offsets (``if step % accum != 0: with
+  model.no_sync(): ...`` beside ``if (step + 1) % accum == 0: optimizer.step()``). Only where the two tests visibly
+  disagree; FSD040 / FSD046 are the other ``no_sync()`` mistakes.
 - **FSD056**: an ``if`` on a filesystem fact (``os.path.exists(p)``, ``Path(p).is_file()``) with synchronised work in
   one arm only, where the file tells that the ranks can answer differently: ``p`` is node-local (``/tmp``,
   ``/dev/shm``, ``tempfile``), names the rank (``f"cache_{rank}.pt"``), or was written under a rank condition
@@ -676,3 +680,112 @@ def helper_loader_without_set_epoch(facts: FileFacts) -> Found:
         if line is not None and finders._epoch_loop_over(facts, call):
             name = getattr(target.fn, "name", "the helper")
             yield call, f"the loader `{name}()` returns (built at line {line}) shuffles with a DistributedSampler"
+
+
+# --- FSD060: the no_sync() accumulation and the optimizer step decided on different micro-batches ------------
+
+# a modular test on the loop counter: (counter, offset, dump of the modulus, True when the test says "== 0")
+Modular = tuple[str, int, str, bool]
+
+
+def _modular(test: ast.expr) -> Modular | None:
+    """``(step + c) % k == 0`` / ``!= 0`` (``not`` of one flips it) as (``step``, c, dump of k, is ``==``)."""
+    flip = False
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, flip = test.operand, not flip
+    if not (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], (ast.Eq, ast.NotEq))
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value == 0
+        and isinstance(test.left, ast.BinOp)
+        and isinstance(test.left.op, ast.Mod)
+    ):
+        return None
+    counter, offset = test.left.left, 0
+    if isinstance(counter, ast.BinOp) and isinstance(counter.op, (ast.Add, ast.Sub)):
+        const = counter.right
+        if not (isinstance(const, ast.Constant) and isinstance(const.value, int)):
+            return None
+        offset = const.value if isinstance(counter.op, ast.Add) else -const.value
+        counter = counter.left
+    if not isinstance(counter, ast.Name):
+        return None
+    eq = isinstance(test.ops[0], ast.Eq) != flip
+    return counter.id, offset, rc._dump(test.left.right), eq
+
+
+def _no_sync_in(facts: FileFacts, stmts: list[ast.stmt]) -> bool:
+    """Do ``stmts`` run a backward inside ``with ... no_sync():``?"""
+    for st in stmts:
+        for n in ast.walk(st):
+            if isinstance(n, (ast.With, ast.AsyncWith)) and any(
+                divergence._no_sync_target(facts, i) is not None for i in n.items
+            ):
+                if any(isinstance(c, ast.Call) and divergence._is_backward(c) for b in n.body for c in ast.walk(b)):
+                    return True
+    return False
+
+
+def _sync_condition(facts: FileFacts, node: ast.AST) -> tuple[Modular, ast.AST] | None:
+    """The micro-batches that synchronise, as a modular test that holds on them ("== 0" form), from an ``if`` whose
+    one arm accumulates inside ``no_sync()`` and whose other arm runs the backward outside it, or from
+    ``with model.no_sync() if c else nullcontext():``."""
+    test: ast.expr | None = None
+    no_sync_when_true = True
+    if isinstance(node, ast.If) and node.orelse:
+        in_body, in_else = _no_sync_in(facts, node.body), _no_sync_in(facts, node.orelse)
+        if in_body == in_else:
+            return None
+        test, no_sync_when_true = node.test, in_body
+    elif isinstance(node, (ast.With, ast.AsyncWith)):
+        for item in node.items:
+            ce = item.context_expr
+            if isinstance(ce, ast.IfExp):
+                body_ns = isinstance(ce.body, ast.Call) and last_name(ce.body) in divergence._NO_SYNC
+                else_ns = isinstance(ce.orelse, ast.Call) and last_name(ce.orelse) in divergence._NO_SYNC
+                if body_ns != else_ns:
+                    test, no_sync_when_true = ce.test, body_ns
+    if test is None:
+        return None
+    mod = _modular(test)
+    if mod is None:
+        return None
+    counter, offset, k, eq = mod
+    syncs_on_eq = eq != no_sync_when_true  # the test holds on the syncing micro-batches when it is "== 0" there
+    if not syncs_on_eq:
+        return None  # "sync when (step + c) % k != 0": not the shape of an accumulation
+    return (counter, offset, k, True), node
+
+
+@finder("FSD060")
+def no_sync_and_step_disagree(facts: FileFacts) -> Found:
+    """FSD060: in one loop, the micro-batch that runs outside ``no_sync()`` (and so all-reduces the accumulated
+    gradients) and the one that steps the optimizer are chosen by modular tests on the same counter and modulus with
+    different offsets (``if step % accum != 0: with model.no_sync(): ...`` beside ``if (step + 1) % accum == 0:
+    optimizer.step()``): the step runs on gradients whose last micro-batches were never all-reduced."""
+    for node in divergence._of_type(facts, ast.If, ast.With, ast.AsyncWith):
+        found = _sync_condition(facts, node)
+        if found is None:
+            continue
+        (counter, offset, k, _), _ = found
+        loop = divergence._inner_loop(facts, node)
+        if loop is None:
+            continue
+        for other in (n for n in ast.walk(loop) if isinstance(n, ast.If) and n is not node):
+            mod = _modular(other.test)
+            if mod is None or not mod[3] or mod[0] != counter or mod[2] != k or mod[1] == offset:
+                continue
+            step = next(
+                (c for st in other.body for c in ast.walk(st) if isinstance(c, ast.Call) and divergence._is_step(facts, c)),
+                None,
+            )
+            if step is None:
+                continue
+            yield (
+                step,
+                f"the optimizer steps when `({counter} + {mod[1]}) % ...` is 0 (line {other.lineno}) but the gradients are "
+                f"all-reduced, outside no_sync(), when `({counter} + {offset}) % ...` is 0 (line {getattr(node, 'lineno', 0)})",
+            )
+            break

@@ -472,6 +472,16 @@ RULES: dict[str, Rule] = {
             "checkpoint/resume-latest-complete",
             "checkpoint/resume-latest-complete",
         ),
+        _r(
+            "FSD060",
+            "warning",
+            "DDP `no_sync()` accumulation and `optimizer.step()` decided on different micro-batches (`step % n` vs `(step + 1) % n`)",
+            "the micro-batch that runs outside no_sync() (whose backward all-reduces the accumulated gradients) is not the "
+            "one that steps: the step uses gradients whose last micro-batches were never all-reduced, and the replicas drift "
+            "apart; decide both on the same condition",
+            "debugging/ddp-no-sync-accumulation",
+            "debugging/ddp-no-sync-accumulation",
+        ),
     ]
 }
 
