@@ -263,22 +263,30 @@ def _loop_targets(loop: ast.For | ast.AsyncFor | ast.While) -> set[str]:
 def _agreed_before(facts: FileFacts, scope: ast.AST, names: set[str], before: tuple[int, int]) -> bool:
     """Is one of ``names`` handed to, or bound from, a collective (torch's or a framework's) earlier in ``scope``
     (``dist.all_reduce(flag)``, ``bad = accelerator.gather(bad)``)? Then every rank tests the same value."""
-    for node in facts.scope_nodes(scope):
-        if not isinstance(node, ast.Call) or start(node) >= before:
-            continue
-        q = facts.qual(node) or ""
-        if not (
-            q.startswith("torch.distributed.") and q.rsplit(".", 1)[-1] in rc.COLLECTIVES or framework_collective(facts, node)
-        ):
-            continue
-        given = {d for a in [*node.args, *(k.value for k in node.keywords)] for n in ast.walk(a) if (d := dotted(n))}
-        parent = facts.parents.get(id(node))
-        bound: set[str] = set()
-        if isinstance(parent, ast.Assign):
-            bound = {d for t in parent.targets for n in ast.walk(t) if (d := dotted(n))}
-        if (given | bound) & names:
-            return True
-    return False
+    return any(pos < before and touched & names for pos, touched in _collective_names(facts, scope))
+
+
+def _collective_names(facts: FileFacts, scope: ast.AST) -> list[tuple[tuple[int, int], set[str]]]:
+    """(position, names given to it or bound from it) of each collective of ``scope``, memoised per scope: one pass
+    however many exits ask."""
+    memo: dict[int, list[tuple[tuple[int, int], set[str]]]] = facts.cache.setdefault(("flow", "collective-names"), {})
+    if id(scope) not in memo:
+        found: list[tuple[tuple[int, int], set[str]]] = []
+        for node in facts.scope_nodes(scope):
+            if not isinstance(node, ast.Call):
+                continue
+            q = facts.qual(node) or ""
+            if not (
+                q.startswith("torch.distributed.") and q.rsplit(".", 1)[-1] in rc.COLLECTIVES or framework_collective(facts, node)
+            ):
+                continue
+            touched = {d for a in [*node.args, *(k.value for k in node.keywords)] for n in ast.walk(a) if (d := dotted(n))}
+            parent = facts.parents.get(id(node))
+            if isinstance(parent, ast.Assign):
+                touched |= {d for t in parent.targets for n in ast.walk(t) if (d := dotted(n))}
+            found.append((start(node), touched))
+        memo[id(scope)] = found
+    return memo[id(scope)]
 
 
 def _exit_if(facts: FileFacts, exit_: ast.stmt, loop: ast.AST) -> ast.If | None:
@@ -520,7 +528,14 @@ _REDUCING = {"all_reduce", "all_gather", "all_gather_object", "broadcast", "broa
 def _reduces(facts: FileFacts, fn: ast.AST) -> bool:
     """Does function ``fn`` (of this file) reach a collective that combines values: torch's, a framework's, or through
     another function (:func:`~fsdp_skill.core.check.rank_conditional._summaries`, the framework reach)? A forward or a
-    backward alone does not combine a metric."""
+    backward alone does not combine a metric. Memoised per function."""
+    memo: dict[int, bool] = facts.cache.setdefault(("flow", "reduces"), {})
+    if id(fn) not in memo:
+        memo[id(fn)] = _scan_reduces(facts, fn)
+    return memo[id(fn)]
+
+
+def _scan_reduces(facts: FileFacts, fn: ast.AST) -> bool:
     for node in facts.scope_nodes(fn):
         if not isinstance(node, ast.Call):
             continue
