@@ -17,7 +17,8 @@
   ``if batch is None: continue``, ``if not torch.isfinite(loss).all(): continue``, ``if len(batch) == 0:
   continue``) that skips synchronised work (the backward of a wrapped model, whose gradient all-reduce the other
   ranks wait in; a wrapped forward; a collective). Silent when the flag was handed to a collective first
-  (``dist.all_reduce(flag)``, ``accelerator.gather(flag)``, in the same function before the test), when the file
+  (``dist.all_reduce(flag)``, ``accelerator.gather(flag)``, in the same function before the test), on a gradient
+  norm (``clip_grad_norm_`` returns the norm of the all-reduced gradients: the same on every rank), when the file
   uses torch's ``Join``, and where the test is a rank test (FSD037's).
 - **FSD055**: a file written under a rank condition (``if rank == 0: torch.save(sd, path)``, ``save_pretrained(path)``,
   ``open(path, "w")``) and then read outside any rank condition in the same function (``torch.load(path)``,
@@ -327,6 +328,8 @@ def data_dependent_skip(facts: FileFacts) -> Found:
         if seen is None:
             continue
         what, names = seen
+        if any("norm" in n.rsplit(".", 1)[-1].lower() for n in names):
+            continue  # a gradient norm (clip_grad_norm_): computed from all-reduced gradients, the same on every rank
         scope = facts.scope_of(exit_)
         if _agreed_before(facts, scope, names, start(branch)):
             continue

@@ -75,3 +75,15 @@ def launch_reduces(params, model):
         if param.grad is None:  # a fact of the model, the same on every rank
             continue
         dist.all_reduce(param.grad)
+
+
+def train_gan(model, loader, accelerator, opt_g, opt_d):
+    for batch in loader:
+        accelerator.backward(model(batch).sum())
+        grad_norm = accelerator.clip_grad_norm_(model.parameters(), 1.0)
+        if torch.logical_or(grad_norm.isnan(), grad_norm.isinf()):
+            opt_g.zero_grad()
+            continue  # the norm of the all-reduced gradients: every rank skips together
+        opt_g.step()
+        accelerator.backward(model(batch).mean())
+        opt_d.step()
