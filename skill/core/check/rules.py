@@ -417,6 +417,71 @@ RULES: dict[str, Rule] = {
             "debugging/ddp-no-sync-accumulation",
             "debugging/ddp-no-sync-accumulation",
         ),
+        _r(
+            "FSD054",
+            "error",
+            "Accelerate / Lightning collective (`gather`, `wait_for_everyone`, `all_gather`, `log(sync_dist=True)`, `strategy.barrier`) on some ranks only",
+            "this framework call is a torch.distributed collective underneath: the other ranks never join it and the job "
+            "hangs; call it on every rank and keep only the printing or saving under the rank condition",
+            "debugging/framework-collective-on-rank-zero",
+            "debugging/framework-gather-every-rank",
+        ),
+        _r(
+            "FSD055",
+            "warning",
+            "file written on rank 0 (`torch.save`, `save_pretrained`) then read on every rank with no barrier between",
+            "nothing makes the other ranks wait for rank 0's write: they can read no file, a partial one or the previous "
+            "one; put dist.barrier() (accelerator.wait_for_everyone()) after the save and before the load",
+            "checkpoint/rank-zero-write-barrier",
+            "checkpoint/rank-zero-write-barrier",
+        ),
+        _r(
+            "FSD056",
+            "warning",
+            "collective or wrapped forward under `if os.path.exists(p)` where `p` is node-local, per-rank or just written by one rank",
+            "each rank asks its own filesystem: a node-local path, a per-rank name or a file rank 0 wrote without a barrier "
+            "since can exist on some ranks only, and only they reach this work; decide on one rank and broadcast the answer",
+            "debugging/decision-on-one-rank-value",
+            "debugging/broadcast-the-decision",
+        ),
+        _r(
+            "FSD057",
+            "warning",
+            "`continue` / `break` decided on this rank's data (`isnan(loss)`, `batch is None`) before the backward or a collective",
+            "each rank decides on its own loss or batch, so one rank skips the backward (its gradient all-reduce) or the "
+            "collective while the others wait in it; all-reduce the skip flag first (ReduceOp.MAX) and let every rank skip together",
+            "debugging/rank-divergent-early-exit",
+            "debugging/early-stop-agreed",
+        ),
+        _r(
+            "FSD058",
+            "error",
+            "early stopping (`break` out of the training loop) on a validation metric each rank computed on its own shard",
+            "each rank's metric comes from its own shard of the validation data, so the ranks can decide differently and "
+            "leave the loop at different epochs: the others hang in the next collective; all-reduce the metric (or the "
+            "stop flag) before deciding",
+            "debugging/rank-divergent-early-exit",
+            "debugging/early-stop-agreed",
+        ),
+        _r(
+            "FSD059",
+            "warning",
+            "loader with a `DistributedSampler` returned by a helper, iterated over epochs without `set_epoch`",
+            "the sampler inside the loader the helper returns shuffles with seed + epoch: without "
+            "loader.sampler.set_epoch(epoch) at the top of each epoch every epoch repeats the same order",
+            "checkpoint/resume-latest-complete",
+            "checkpoint/resume-latest-complete",
+        ),
+        _r(
+            "FSD060",
+            "warning",
+            "DDP `no_sync()` accumulation and `optimizer.step()` decided on different micro-batches (`step % n` vs `(step + 1) % n`)",
+            "the micro-batch that runs outside no_sync() (whose backward all-reduces the accumulated gradients) is not the "
+            "one that steps: the step uses gradients whose last micro-batches were never all-reduced, and the replicas drift "
+            "apart; decide both on the same condition",
+            "debugging/ddp-no-sync-accumulation",
+            "debugging/ddp-no-sync-accumulation",
+        ),
     ]
 }
 

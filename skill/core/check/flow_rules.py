@@ -1,0 +1,809 @@
+"""Rules about rank-divergent control flow in the shapes frameworks and training loops give it (FSD054-FSD060).
+
+- **FSD054**: a framework's collective under a rank condition. Accelerate's ``accelerator.gather`` /
+  ``gather_for_metrics`` / ``reduce`` / ``pad_across_processes`` / ``wait_for_everyone()`` / ``backward`` and the
+  ``accelerate.utils`` functions (``gather_object``, ``broadcast``...), Lightning's ``self.all_gather`` (in a
+  ``LightningModule``; ``pl_module.all_gather`` in a callback), ``self.log(..., sync_dist=True)``,
+  ``trainer.strategy.barrier()`` / ``broadcast`` / ``reduce``, Fabric's ``fabric.barrier()`` / ``all_reduce``...:
+  each is a ``torch.distributed`` collective underneath, so under ``if accelerator.is_main_process:``,
+  ``if self.trainer.is_global_zero:``, ``if self.global_rank == 0:`` or in a ``@rank_zero_only`` function the other
+  ranks never join it. FSD003 covers the ``torch.distributed`` calls themselves; a call of a function of the file
+  whose body reaches such a collective counts as the collective. A call the other ranks reach on their own path
+  (``if main: accelerator.wait_for_everyone() else: accelerator.wait_for_everyone()``) is not reported, nor one
+  whose other ranks do synchronised work of their own there (``if rank == 0: player() else: trainer()``: two roles,
+  each with its own group), nor any in a file that builds groups of chosen ranks (``new_group(ranks=[...])``,
+  ``create_group(ranks=[...])``: the condition may select a group's members), nor one after ``if rank != 0: return`` (FSD037 reports that exit).
+- **FSD057**: a ``continue`` / ``break`` decided on this rank's data (``if torch.isnan(loss): continue``,
+  ``if batch is None: continue``, ``if not torch.isfinite(loss).all(): continue``, ``if len(batch) == 0:
+  continue``) that skips synchronised work (the backward of a wrapped model, whose gradient all-reduce the other
+  ranks wait in; a wrapped forward; a collective). Silent when the flag was handed to a collective first
+  (``dist.all_reduce(flag)``, ``accelerator.gather(flag)``, in the same function before the test), on a gradient
+  norm (``clip_grad_norm_`` returns the norm of the all-reduced gradients: the same on every rank), when the file
+  uses torch's ``Join``, and where the test is a rank test (FSD037's).
+- **FSD055**: a file written under a rank condition (``if rank == 0: torch.save(sd, path)``, ``save_pretrained(path)``,
+  ``open(path, "w")``) and then read outside any rank condition in the same function (``torch.load(path)``,
+  ``from_pretrained(path)``, ``open(path)``), the same path expression, with nothing between them that makes the
+  readers wait for the writer: no barrier (``dist.barrier()``, ``accelerator.wait_for_everyone()``), no other
+  collective, no call of a function of the file that reaches one. The other ranks race rank 0's write: they read
+  no file, a partial one, or the previous one. The mirror (the barrier only in the ``else:`` of the save, which rank
+  0 never joins) is FSD003's (``dist.barrier``) or FSD054's (a framework barrier).
+- **FSD058**: a ``break`` out of a loop that runs synchronised work, decided on a metric this rank computed alone:
+  the result of a function of the file named like an evaluation (``evaluate``, ``validate``) that reaches no
+  collective combining values, or a name derived from it (``best = val_loss``, ``bad_epochs += 1`` under ``if
+  val_loss > best``), never handed to a collective in the loop. A metric bound under a rank condition is FSD038's;
+  a metric from a function the file does not define (``trainer.evaluate()``) is not reported: the file cannot tell.
+- **FSD059**: a ``DataLoader`` with a shuffling ``DistributedSampler`` that a function of the file builds and returns
+  (``loader = build_loader(ds)``), iterated over epochs, with no ``set_epoch`` in the file: FSD035's mistake in a
+  helper's shape (FSD035 looks at the sampler where it is built, or at a helper returning the sampler itself).
+- **FSD060**: the micro-batch that runs outside DDP's ``no_sync()`` and the one that steps the optimizer chosen by
+  modular tests on the same counter and modulus with different offsets (``if step % accum != 0: with
+  model.no_sync(): ...`` beside ``if (step + 1) % accum == 0: optimizer.step()``). Only where the two tests visibly
+  disagree; FSD040 / FSD046 are the other ``no_sync()`` mistakes.
+- **FSD056**: an ``if`` on a filesystem fact (``os.path.exists(p)``, ``Path(p).is_file()``) with synchronised work in
+  one arm only, where the file tells that the ranks can answer differently: ``p`` is node-local (``/tmp``,
+  ``/dev/shm``, ``tempfile``), names the rank (``f"cache_{rank}.pt"``), or was written under a rank condition
+  earlier in the function with no barrier since. A path on a shared filesystem answers the same everywhere: not
+  reported.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+
+from fsdp_skill.core.check import calls as callgraph  # `calls` is a common local name here
+from fsdp_skill.core.check import divergence, finders
+from fsdp_skill.core.check import rank_conditional as rc
+from fsdp_skill.core.check.facts import JOIN, FileFacts, dotted, end, is_true, kwarg, last_name, start
+from fsdp_skill.core.check.finders import Found, finder
+
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+# accelerate.utils functions that are collectives (every process must call them)
+_ACCELERATE_UTILS = {
+    "gather",
+    "gather_object",
+    "broadcast",
+    "broadcast_object_list",
+    "reduce",
+    "pad_across_processes",
+    "wait_for_everyone",
+}
+_LIGHTNING_RECEIVERS = {"pl_module", "lightning_module", "trainer.lightning_module", "self.trainer.lightning_module"}
+_LOG_METHODS = {"log", "log_dict"}
+
+
+# --- FSD054: a framework collective under a rank condition ----------------------------------------------------
+
+
+def _lightning_class(facts: FileFacts, node: ast.AST) -> bool:
+    """Is ``node`` inside a class whose bases name a Lightning module (``pl.LightningModule``, ``L.LightningModule``),
+    or inside any class of a file that imports Lightning?"""
+    for anc in facts.ancestors(node):
+        if isinstance(anc, ast.ClassDef):
+            if any("Lightning" in (dotted(b) or "") for b in anc.bases):
+                return True
+            return _imports_lightning(facts)
+    return False
+
+
+def _imports_lightning(facts: FileFacts) -> bool:
+    key = ("flow", "imports-lightning")
+    if key not in facts.cache:
+        facts.cache[key] = any((a.split(".", 1)[0] in ("lightning", "pytorch_lightning")) for a in facts.aliases.values())
+    return bool(facts.cache[key])
+
+
+def framework_collective(facts: FileFacts, call: ast.Call) -> str | None:
+    """A label when ``call`` is a collective of Accelerate, Lightning or Fabric (see the module docstring), else
+    None."""
+    label = divergence._framework_sync(call)
+    if label is not None:
+        return label
+    q = facts.qual(call) or ""
+    name = q.rsplit(".", 1)[-1]
+    if q.startswith("accelerate.") and name in _ACCELERATE_UTILS:
+        return f"{name}() (accelerate.utils)"
+    func = call.func
+    if not isinstance(func, ast.Attribute):
+        return None
+    owner = dotted(func.value) or ""
+    lightning = owner in _LIGHTNING_RECEIVERS or owner == "self" and _lightning_class(facts, call)
+    if not lightning:
+        return None
+    if func.attr == "all_gather":
+        return f"{owner}.all_gather() (a Lightning all-gather)"
+    if func.attr in _LOG_METHODS and is_true(kwarg(call, "sync_dist")):
+        return f"{owner}.{func.attr}(..., sync_dist=True) (reduced across the ranks)"
+    return None
+
+
+def _framework_reach(facts: FileFacts) -> divergence._Reach:
+    key = ("flow", "framework-reach")
+    if key not in facts.cache:
+        facts.cache[key] = divergence._Reach(facts, lambda c: framework_collective(facts, c))
+    found: divergence._Reach = facts.cache[key]
+    return found
+
+
+def _makes_subgroups(facts: FileFacts) -> bool:
+    """Does the file build a process group of chosen ranks (``new_group(ranks=[...])``, Lightning's
+    ``TorchCollective.create_group(ranks=[...])``, ``new_subgroups``)?"""
+    return any(
+        last_name(c) in ("new_group", "create_group", "new_subgroups", "new_subgroups_by_enumeration")
+        and (bool(c.args) or kwarg(c, "ranks") is not None or (last_name(c) or "").startswith("new_subgroups"))
+        for c in facts.calls()
+    )
+
+
+def _inside_arm(branch: ast.AST, node: ast.AST) -> bool:
+    """Is ``node`` in the body or else-branch of ``branch`` (an ``if``), or in a ``@rank_zero_only`` function
+    (``branch`` a function), rather than after an ``if`` that exits on the other ranks?"""
+    if not isinstance(branch, ast.If):
+        return True
+    return divergence._stmt_holds(branch.body, node) or divergence._stmt_holds(branch.orelse, node)
+
+
+@finder("FSD054")
+def framework_collective_on_some_ranks(facts: FileFacts) -> Found:
+    """FSD054: an Accelerate / Lightning / Fabric collective (directly or through a function of the file) on some
+    ranks only (see the module docstring)."""
+    reach = _framework_reach(facts)
+    if not reach.summary and not any(framework_collective(facts, c) for c in facts.calls()):
+        return
+    if _makes_subgroups(facts):
+        return  # the rank condition may select the members of a group the framework runs on (a player/trainer split)
+    branches = facts.rank_branches()
+    sync = divergence._reach(facts)  # the other ranks' path doing synchronised work of its own: another role
+    for call in facts.calls():
+        enclosing = branches.get(id(call))
+        if not enclosing:
+            continue
+        hit = reach.call(call)
+        if hit is None or any(rc._not_distributed_side(facts, b, call) for b in enclosing):
+            continue
+        for branch in reversed(enclosing):
+            if not _inside_arm(branch, call) or rc._guarded_by_the_rest(facts, branch, call):
+                continue
+            if not facts.other_branch_has(branch, call, lambda c: reach.call(c) is not None or sync.call(c) is not None):
+                yield call, f"{hit[0]} runs only on some ranks (rank condition at line {branch.lineno})"
+                break
+
+
+# --- FSD057: a data-dependent continue / break before the synchronised work of the step -----------------------
+
+_NONFINITE = {"isnan", "isinf", "isfinite", "isneginf", "isposinf"}
+# words of names that hold this rank's data or what it computed from it
+_DATA_WORDS = {
+    "loss",
+    "batch",
+    "sample",
+    "input",
+    "output",
+    "logit",
+    "data",
+    "example",
+    "target",
+    "label",
+    "token",
+    "batches",
+    "losses",
+}  # not "grad": `param.grad is None` is a fact of the model, the same on every rank (modded-nanogpt's optimizer)
+_FLAG_PREFIXES = (
+    "split",
+    "use",
+    "sync",
+    "is",
+    "do",
+    "num",
+    "n",
+    "per",
+    "max",
+    "min",
+    "drop",
+    "skip",
+    "has",
+    "with",
+    "dispatch",
+    "accum",
+)
+_SCAN = 500  # calls looked at per exit: bounded work
+
+
+def _data_name(node: ast.AST) -> str | None:
+    """The dotted name of ``node`` when it names this rank's data: its last word is a data noun (``batch``, ``loss``,
+    ``micro_batch``, ``inputs``) and not a setting (``split_batch``, ``num_samples``); a loop target alone is not
+    enough (``for sync_each_batch in (False, True)`` loops over settings)."""
+    name = dotted(node) if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)) else None
+    if isinstance(node, ast.Subscript):
+        name = dotted(node.value)
+    if name is None:
+        return None
+    tail = name.rsplit(".", 1)[-1].lower()
+    head, _, last = tail.rpartition("_")
+    if (last in _DATA_WORDS or last[-1:] == "s" and last[:-1] in _DATA_WORDS) and not head.startswith(_FLAG_PREFIXES):
+        return name  # batch, loss, micro_batch, cur_inputs; not split_batch, use_labels, num_samples
+    return None
+
+
+def _data_test(test: ast.expr, targets: set[str]) -> tuple[str, set[str]] | None:
+    """(what the test looks at, the names it reads) when ``test`` is decided on this rank's data: a non-finite
+    check (``torch.isnan(loss)``, ``loss.isinf().any()``, ``math.isnan(x)``), ``batch is None``, ``len(batch) == 0``,
+    ``batch.numel() == 0``, ``not batch`` (of the loop's own target: ``targets``); else None."""
+    names = {d for n in ast.walk(test) if isinstance(n, (ast.Name, ast.Attribute)) and (d := dotted(n)) is not None}
+    for n in ast.walk(test):
+        if isinstance(n, ast.Call) and last_name(n) in _NONFINITE:
+            return f"`{last_name(n)}()` of this rank's values", names
+        if isinstance(n, ast.Compare) and len(n.ops) == 1:
+            left, right, op = n.left, n.comparators[0], n.ops[0]
+            if isinstance(op, (ast.Is, ast.IsNot)) and isinstance(right, ast.Constant) and right.value is None:
+                name = _data_name(left)
+                if name is not None:
+                    return f"`{name} is None` on this rank", names
+            size = left.args[0] if isinstance(left, ast.Call) and last_name(left) == "len" and left.args else None
+            if isinstance(left, ast.Call) and isinstance(left.func, ast.Attribute) and left.func.attr in ("numel", "nelement"):
+                size = left.func.value
+            if size is not None and isinstance(right, ast.Constant) and right.value in (0, 1):
+                name = _data_name(size)
+                if name is not None and isinstance(op, (ast.Eq, ast.Lt, ast.LtE)):
+                    return f"the size of `{name}` on this rank", names
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not) and isinstance(n.operand, (ast.Name, ast.Attribute)):
+            name = _data_name(n.operand)
+            if name is not None and name in targets:  # `for batch in loader: if not batch:`, not a setting's flag
+                return f"`not {name}` on this rank", names
+    return None
+
+
+def _loop_targets(loop: ast.For | ast.AsyncFor | ast.While) -> set[str]:
+    """The names a ``for`` loop binds (none for a ``while``)."""
+    if isinstance(loop, ast.While):
+        return set()
+    return {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+
+
+def _agreed_before(facts: FileFacts, scope: ast.AST, names: set[str], before: tuple[int, int]) -> bool:
+    """Is one of ``names`` handed to, or bound from, a collective (torch's or a framework's) earlier in ``scope``
+    (``dist.all_reduce(flag)``, ``bad = accelerator.gather(bad)``)? Then every rank tests the same value."""
+    return any(pos < before and touched & names for pos, touched in _collective_names(facts, scope))
+
+
+def _collective_names(facts: FileFacts, scope: ast.AST) -> list[tuple[tuple[int, int], set[str]]]:
+    """(position, names given to it or bound from it) of each collective of ``scope``, memoised per scope: one pass
+    however many exits ask."""
+    memo: dict[int, list[tuple[tuple[int, int], set[str]]]] = facts.cache.setdefault(("flow", "collective-names"), {})
+    if id(scope) not in memo:
+        found: list[tuple[tuple[int, int], set[str]]] = []
+        for node in facts.scope_nodes(scope):
+            if not isinstance(node, ast.Call):
+                continue
+            q = facts.qual(node) or ""
+            if not (
+                q.startswith("torch.distributed.") and q.rsplit(".", 1)[-1] in rc.COLLECTIVES or framework_collective(facts, node)
+            ):
+                continue
+            touched = {d for a in [*node.args, *(k.value for k in node.keywords)] for n in ast.walk(a) if (d := dotted(n))}
+            parent = facts.parents.get(id(node))
+            if isinstance(parent, ast.Assign):
+                touched |= {d for t in parent.targets for n in ast.walk(t) if (d := dotted(n))}
+            found.append((start(node), touched))
+        memo[id(scope)] = found
+    return memo[id(scope)]
+
+
+def _exit_if(facts: FileFacts, exit_: ast.stmt, loop: ast.AST) -> ast.If | None:
+    """The innermost ``if`` between ``exit_`` and ``loop`` whose body or else-branch holds it."""
+    for anc in facts.ancestors(exit_):
+        if anc is loop:
+            return None
+        if isinstance(anc, ast.If):
+            return anc
+    return None
+
+
+def _wrapped_forward_in(facts: FileFacts, loop: ast.AST, scope: ast.AST) -> bool:
+    """Does ``loop`` run the forward of a module the file knows is DDP / FSDP-wrapped?"""
+    return any(
+        isinstance(c, ast.Call) and facts.scope_of(c) is scope and divergence._wrapped_forward(facts, c) is not None
+        for c in ast.walk(loop)
+    )
+
+
+@finder("FSD057")
+def data_dependent_skip(facts: FileFacts) -> Found:
+    """FSD057: a ``continue`` / ``break`` decided on this rank's data that skips synchronised work the other ranks
+    run (see the module docstring)."""
+    if facts.uses(JOIN):
+        return
+    branches = facts.rank_branches()
+    reach = divergence._reach(facts)
+    for exit_ in divergence._of_type(facts, ast.Continue, ast.Break):
+        assert isinstance(exit_, (ast.Continue, ast.Break))
+        loop = divergence._inner_loop(facts, exit_)
+        if loop is None or branches.get(id(exit_)):
+            continue  # a rank condition around it: FSD037's
+        branch = _exit_if(facts, exit_, loop)
+        if branch is None or facts.is_rank_test(branch.test):
+            continue
+        seen = _data_test(branch.test, _loop_targets(loop))
+        if seen is None:
+            continue
+        what, names = seen
+        if any("norm" in n.rsplit(".", 1)[-1].lower() for n in names):
+            continue  # a gradient norm (clip_grad_norm_): computed from all-reduced gradients, the same on every rank
+        scope = facts.scope_of(exit_)
+        if _agreed_before(facts, scope, names, start(branch)):
+            continue
+        calls, positions = divergence._scope_calls(facts, scope)
+        cut, stop = bisect.bisect_left(positions, end(branch)), bisect.bisect_left(positions, end(loop))
+        skipped = calls[cut:stop]  # the rest of this iteration; for a break, the next iterations after it
+        if isinstance(exit_, ast.Break):
+            skipped += calls[bisect.bisect_left(positions, start(loop)) : cut]
+        hit = None
+        for call in skipped[:_SCAN]:
+            if divergence._stmt_holds(branch.body, call) or divergence._stmt_holds(branch.orelse, call) or branches.get(id(call)):
+                continue
+            hit = reach.call(call)
+            if hit is not None:
+                break
+        if hit is None or hit[0].startswith(".backward()") and not _wrapped_forward_in(facts, loop, scope):
+            continue  # a bare backward of a module the file cannot tell is wrapped (a parameter `model`)
+        word = "continue" if isinstance(exit_, ast.Continue) else "break"
+        label, line = hit
+        yield exit_, f"`{word}` decided on {what} (line {branch.lineno}) skips {label} at line {line} on this rank only"
+
+
+# --- FSD056: synchronised work gated on a per-rank filesystem fact -------------------------------------------
+
+_FS_FUNCS = {"os.path.exists", "os.path.isfile", "os.path.isdir", "os.path.lexists"}
+_FS_METHODS = {"exists", "is_file", "is_dir"}
+_NODE_LOCAL = ("/tmp", "/dev/shm", "/local", "/scratch/local", "/var/tmp")
+_WRITERS = {"save", "save_pretrained", "save_model", "write_text", "write_bytes", "to_json_file", "save_file"}
+_BARRIERS = {"barrier", "monitored_barrier", "wait_for_everyone"}
+
+
+def _fs_probe(facts: FileFacts, test: ast.expr) -> ast.expr | None:
+    """The path a filesystem test looks at (``os.path.exists(p)``, ``Path(p).is_file()``, ``not ...``), else None."""
+    for n in ast.walk(test):
+        if not isinstance(n, ast.Call):
+            continue
+        if facts.qual(n) in _FS_FUNCS and n.args:
+            return n.args[0]
+        if isinstance(n.func, ast.Attribute) and n.func.attr in _FS_METHODS and not n.args:
+            recv = n.func.value
+            if isinstance(recv, ast.Call) and last_name(recv) == "Path" and recv.args:
+                return recv.args[0]
+            return recv
+    return None
+
+
+def _per_rank_path(facts: FileFacts, path: ast.expr) -> str | None:
+    """Why the answer about ``path`` can differ between ranks, when the code tells: a node-local directory
+    (``/tmp``, ``/dev/shm``, ``tempfile``), or a name built from the rank (``f"ckpt_{rank}.pt"``); else None."""
+    node = facts.resolve(path)
+    for n in ast.walk(node) if node is not None else []:
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.startswith(_NODE_LOCAL):
+            return f"`{n.value}` is node-local"
+        if isinstance(n, ast.Call) and (facts.qual(n) or "").startswith("tempfile."):
+            return "a tempfile path is node-local"
+        if isinstance(n, ast.FormattedValue) and facts.is_rank_expr(n.value):
+            return "the path names this rank"
+    for s in facts.strings(path):
+        if s.startswith(_NODE_LOCAL):
+            return f"`{s}` is node-local"
+    return None
+
+
+def _written_on_one_rank_before(facts: FileFacts, branch: ast.If, path: ast.expr) -> int | None:
+    """The line of a write of ``path`` (the same expression) under a rank condition earlier in the function of
+    ``branch``, with no barrier between it and ``branch``; else None."""
+    scope = facts.scope_of(branch)
+    text = rc._dump(path)
+    rank_branches = facts.rank_branches()
+    calls, _ = divergence._scope_calls(facts, scope)
+    write: ast.Call | None = None
+    for c in calls:
+        if start(c) >= start(branch):
+            break
+        if last_name(c) in _BARRIERS:
+            write = None
+        elif last_name(c) in _WRITERS and rank_branches.get(id(c)):
+            if any(rc._dump(a) == text for a in [*c.args, *(k.value for k in c.keywords)]):
+                write = c
+    return write.lineno if write is not None else None
+
+
+@finder("FSD056")
+def collective_on_filesystem_fact(facts: FileFacts) -> Found:
+    """FSD056: an ``if`` on a filesystem fact (``os.path.exists(p)``) that the ranks can answer differently, with
+    synchronised work in one arm only."""
+    reach = divergence._reach(facts)
+    for node in divergence._of_type(facts, ast.If):
+        assert isinstance(node, ast.If)
+        path = _fs_probe(facts, node.test)
+        if path is None or facts.is_rank_test(node.test):
+            continue
+        arms = [
+            next((h for c in divergence._calls_in(facts, arm, facts.scope_of(node)) if (h := reach.call(c)) is not None), None)
+            for arm in (node.body, node.orelse)
+        ]
+        if (arms[0] is None) == (arms[1] is None):
+            continue  # no synchronised work, or some in both arms
+        why = _per_rank_path(facts, path)
+        if why is None:
+            line = _written_on_one_rank_before(facts, node, path)
+            why = f"it was written under a rank condition at line {line} with no barrier since" if line else None
+        if why is None:
+            continue
+        label, at = next(a for a in arms if a is not None)
+        yield node, f"`{dotted(path) or 'the path'}` may exist on some ranks only ({why}); only those reach {label} at line {at}"
+
+
+# --- FSD055: rank 0 writes a file the others read, with no barrier between ----------------------------------
+
+_SAVE_FUNCS = {"torch.save": 1, "numpy.save": 0, "safetensors.torch.save_file": 1}  # where the path is
+_LOAD_FUNCS = {"torch.load", "numpy.load", "safetensors.torch.load_file"}
+
+
+def _written_path(facts: FileFacts, call: ast.Call) -> ast.expr | None:
+    """The path ``call`` writes: ``torch.save(obj, path)``, ``x.save_pretrained(path)``, ``accelerator.save(obj,
+    path)``, ``open(path, "w")``; else None."""
+    q = facts.qual(call) or ""
+    if q in _SAVE_FUNCS:
+        at = _SAVE_FUNCS[q]
+        return kwarg(call, "f", at) if q == "torch.save" else (call.args[at] if len(call.args) > at else None)
+    name = last_name(call)
+    if name == "save_pretrained":
+        return kwarg(call, "save_directory", 0)
+    if name == "save" and isinstance(call.func, ast.Attribute) and "accelerator" in (dotted(call.func.value) or "").lower():
+        return call.args[1] if len(call.args) > 1 else kwarg(call, "f")
+    if q == "open" and call.args:
+        mode = kwarg(call, "mode", 1)
+        if isinstance(mode, ast.Constant) and isinstance(mode.value, str) and any(m in mode.value for m in "wax"):
+            return call.args[0]
+    return None
+
+
+def _read_path(facts: FileFacts, call: ast.Call) -> ast.expr | None:
+    """The path ``call`` reads: ``torch.load(path)``, ``X.from_pretrained(path)``, ``open(path)`` (read mode); else
+    None."""
+    q = facts.qual(call) or ""
+    if q in _LOAD_FUNCS:
+        return kwarg(call, "f", 0) if q == "torch.load" else (call.args[0] if call.args else None)
+    if last_name(call) == "from_pretrained":
+        return kwarg(call, "pretrained_model_name_or_path", 0)
+    if q == "open" and call.args:
+        mode = kwarg(call, "mode", 1)
+        if mode is None or isinstance(mode, ast.Constant) and isinstance(mode.value, str) and "r" in mode.value:
+            return call.args[0]
+    return None
+
+
+def _synchronises(facts: FileFacts, call: ast.Call, reach: divergence._Reach) -> bool:
+    """Does ``call`` make every rank wait for the others (a barrier, any collective, a function that runs one)?"""
+    q = facts.qual(call) or ""
+    return (
+        last_name(call) in _BARRIERS
+        or q.startswith("torch.distributed.")
+        and q.rsplit(".", 1)[-1] in rc.COLLECTIVES  # on a subgroup too (gpt-neox)
+        or reach.call(call) is not None
+        or framework_collective(facts, call) is not None
+        or _framework_reach(facts).call(call) is not None
+    )
+
+
+@finder("FSD055")
+def read_after_one_rank_write(facts: FileFacts) -> Found:
+    """FSD055: a file written under a rank condition, then read on every rank with no barrier between (see the
+    module docstring)."""
+    branches = facts.rank_branches()
+    reach = divergence._reach(facts)
+    for write in facts.calls():
+        enclosing = branches.get(id(write))
+        if not enclosing:
+            continue
+        path = _written_path(facts, write)
+        branch = enclosing[-1]
+        if path is None or not isinstance(branch, ast.If) or not _inside_arm(branch, write):
+            continue
+        outer = enclosing[0]
+        scope = facts.scope_of(write)
+        text = rc._dump(path)
+        calls, positions = divergence._scope_calls(facts, scope)
+        for call in calls[bisect.bisect_left(positions, end(outer)) :][:_SCAN]:
+            if _synchronises(facts, call, reach):
+                break
+            read = _read_path(facts, call)
+            if read is None or branches.get(id(call)) or rc._dump(read) != text:
+                continue
+            yield (
+                call,
+                f"`{dotted(path) or 'the file'}` is written on some ranks only (line {write.lineno}, rank condition at line {branch.lineno}) and read here with no barrier between",
+            )
+            break
+
+
+# --- FSD058: early stopping on a metric this rank computed alone --------------------------------------------
+
+_EVAL_WORDS = ("eval", "valid", "val_", "test", "metric", "score")
+_REDUCING = {"all_reduce", "all_gather", "all_gather_object", "broadcast", "broadcast_object_list", "reduce", "gather"}
+
+
+def _reduces(facts: FileFacts, fn: ast.AST) -> bool:
+    """Does function ``fn`` (of this file) reach a collective that combines values: torch's, a framework's, or through
+    another function (:func:`~fsdp_skill.core.check.rank_conditional._summaries`, the framework reach)? A forward or a
+    backward alone does not combine a metric. Memoised per function."""
+    memo: dict[int, bool] = facts.cache.setdefault(("flow", "reduces"), {})
+    if id(fn) not in memo:
+        memo[id(fn)] = _scan_reduces(facts, fn)
+    return memo[id(fn)]
+
+
+def _scan_reduces(facts: FileFacts, fn: ast.AST) -> bool:
+    for node in facts.scope_nodes(fn):
+        if not isinstance(node, ast.Call):
+            continue
+        q = facts.qual(node) or ""
+        if q.startswith("torch.distributed.") and q.rsplit(".", 1)[-1] in _REDUCING or framework_collective(facts, node):
+            return True
+        target = divergence._reach(facts).callee(node)
+        if target is not None and (
+            _framework_reach(facts).call(node) is not None
+            or rc._collective_reached(facts, node, divergence._rc_summaries(facts)) is not None
+        ):
+            return True
+    return False
+
+
+def _local_metrics(facts: FileFacts, loop: ast.AST) -> dict[str, str]:
+    """Name -> what it is, for the names the body of ``loop`` binds to a metric this rank computes alone: the result
+    of a function of this file named like an evaluation (``evaluate``, ``validate``, ``compute_metric``) that reaches
+    no collective combining values; then, in source order, the names bound from them (``best = val_loss``) or under
+    an ``if`` that tests them (``bad_epochs += 1``). A name handed to a collective in the loop is dropped."""
+    reach = divergence._reach(facts)
+    branches = facts.rank_branches()
+    out: dict[str, str] = {}
+    stmts = [
+        n
+        for n in ast.walk(loop)
+        if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and not branches.get(id(n))  # rank 0's: FSD038's
+    ]
+    stmts.sort(key=start)
+    for st in stmts:
+        targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+        names = [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+        value = st.value
+        if value is None or not names:
+            continue
+        source: str | None = None
+        for call in (n for n in ast.walk(value) if isinstance(n, ast.Call)):
+            fn = reach.callee(call)
+            fname = getattr(fn, "name", "") or ""
+            if fn is not None and any(w in fname.lower() for w in _EVAL_WORDS) and not _reduces(facts, fn):
+                source = f"returned by `{fname}()` (line {fn.lineno}), which reduces nothing across the ranks"
+                break
+        if source is None:
+            used = [n.id for n in ast.walk(value) if isinstance(n, ast.Name) and n.id in out]
+            guard = next(
+                (
+                    a
+                    for a in facts.ancestors(st)
+                    if isinstance(a, ast.If) and any(isinstance(n, ast.Name) and n.id in out for n in ast.walk(a.test))
+                ),
+                None,
+            )
+            if used:
+                source = f"derived from `{used[0]}`, " + out[used[0]].split(", derived from ")[-1].split(", counted on ")[-1]
+            elif guard is not None:
+                first = next(n.id for n in ast.walk(guard.test) if isinstance(n, ast.Name) and n.id in out)
+                source = f"counted on `{first}`, " + out[first].split(", derived from ")[-1].split(", counted on ")[-1]
+        if source is not None:
+            for name in names:
+                out.setdefault(name, source)
+    if out:
+        for call in (n for n in ast.walk(loop) if isinstance(n, ast.Call)):
+            q = facts.qual(call) or ""
+            if q.startswith("torch.distributed.") and q.rsplit(".", 1)[-1] in rc.COLLECTIVES or framework_collective(facts, call):
+                for a in [*call.args, *(k.value for k in call.keywords)]:
+                    for n in ast.walk(a):
+                        if isinstance(n, ast.Name):
+                            out.pop(n.id, None)
+    return out
+
+
+@finder("FSD058")
+def early_stop_on_local_metric(facts: FileFacts) -> Found:
+    """FSD058: a ``break`` out of a training loop decided on a metric this rank computed alone (see
+    :func:`_local_metrics`), while the loop runs synchronised work."""
+    branches = facts.rank_branches()
+    reach = divergence._reach(facts)
+    memo: dict[int, dict[str, str]] = {}
+    for exit_ in divergence._of_type(facts, ast.Break):
+        assert isinstance(exit_, ast.Break)
+        loop = divergence._inner_loop(facts, exit_)
+        if loop is None or branches.get(id(exit_)):
+            continue  # a rank condition around it: FSD037's / FSD038's
+        branch = _exit_if(facts, exit_, loop)
+        if branch is None or facts.is_rank_test(branch.test):
+            continue
+        if id(loop) not in memo:
+            memo[id(loop)] = _local_metrics(facts, loop)
+        metrics = memo[id(loop)]
+        name = next((n.id for n in ast.walk(branch.test) if isinstance(n, ast.Name) and n.id in metrics), None)
+        if name is None:
+            continue
+        scope = facts.scope_of(exit_)
+        work = next(
+            (
+                h
+                for c in divergence._calls_in(facts, loop.body, scope)
+                if not branches.get(id(c)) and (h := reach.call(c)) is not None
+            ),
+            None,
+        )
+        if work is None:
+            continue
+        label, line = work
+        yield (
+            exit_,
+            f"`break` decided on `{name}`, {metrics[name]}; the ranks can leave at different epochs while the others go on to {label} at line {line}",
+        )
+
+
+# --- FSD059: a loader with a DistributedSampler returned by a helper, iterated over epochs without set_epoch -----
+
+
+def _shuffling_sampler(facts: FileFacts, node: ast.AST | None, fn: ast.AST) -> bool:
+    """Is ``node`` (or the value its name was last bound to in ``fn``) a ``DistributedSampler(...)`` that shuffles?"""
+    value = facts.resolve(node) if isinstance(node, ast.Name) else node
+    if not isinstance(value, ast.Call):
+        return False
+    q = facts.qual(value) or ""
+    shuffle = kwarg(value, "shuffle")
+    return (
+        q.startswith("torch.utils.data")
+        and q.endswith("DistributedSampler")
+        and not (isinstance(shuffle, ast.Constant) and shuffle.value is False)
+    )
+
+
+def _returns_sampled_loader(facts: FileFacts, fn: ast.AST) -> int | None:
+    """The line of the ``DataLoader(..., sampler=DistributedSampler(...))`` that function ``fn`` returns (directly or
+    through a name it binds), else None."""
+    for node in facts.scope_nodes(fn):
+        if not isinstance(node, ast.Return) or node.value is None:
+            continue
+        value = facts.resolve(node.value) if isinstance(node.value, ast.Name) else node.value
+        if (
+            isinstance(value, ast.Call)
+            and (facts.qual(value) or "").endswith("DataLoader")
+            and _shuffling_sampler(facts, kwarg(value, "sampler"), fn)
+        ):
+            return value.lineno
+    return None
+
+
+@finder("FSD059")
+def helper_loader_without_set_epoch(facts: FileFacts) -> Found:
+    """FSD059: a ``DataLoader`` with a shuffling ``DistributedSampler``, built and returned by a function of the file
+    (``loader = build_loader(ds)``), iterated in an epoch loop, and no ``set_epoch`` anywhere in the file (neither
+    ``sampler.set_epoch`` nor ``loader.sampler.set_epoch``). FSD035 reports the sampler built where it is iterated,
+    or returned by a helper itself."""
+    if any(last_name(c) == "set_epoch" for c in facts.calls()):
+        return
+    for call in facts.calls():
+        target = callgraph.callee(facts, call)
+        if target is None or target.fn is None:
+            continue
+        line = _returns_sampled_loader(facts, target.fn)
+        if line is not None and finders._epoch_loop_over(facts, call):
+            name = getattr(target.fn, "name", "the helper")
+            yield call, f"the loader `{name}()` returns (built at line {line}) shuffles with a DistributedSampler"
+
+
+# --- FSD060: the no_sync() accumulation and the optimizer step decided on different micro-batches ------------
+
+# a modular test on the loop counter: (counter, offset, dump of the modulus, True when the test says "== 0")
+Modular = tuple[str, int, str, bool]
+
+
+def _modular(test: ast.expr) -> Modular | None:
+    """``(step + c) % k == 0`` / ``!= 0`` (``not`` of one flips it) as (``step``, c, dump of k, is ``==``)."""
+    flip = False
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, flip = test.operand, not flip
+    if not (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], (ast.Eq, ast.NotEq))
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value == 0
+        and isinstance(test.left, ast.BinOp)
+        and isinstance(test.left.op, ast.Mod)
+    ):
+        return None
+    counter, offset = test.left.left, 0
+    if isinstance(counter, ast.BinOp) and isinstance(counter.op, (ast.Add, ast.Sub)):
+        const = counter.right
+        if not (isinstance(const, ast.Constant) and isinstance(const.value, int)):
+            return None
+        offset = const.value if isinstance(counter.op, ast.Add) else -const.value
+        counter = counter.left
+    if not isinstance(counter, ast.Name):
+        return None
+    eq = isinstance(test.ops[0], ast.Eq) != flip
+    return counter.id, offset, rc._dump(test.left.right), eq
+
+
+def _no_sync_in(facts: FileFacts, stmts: list[ast.stmt]) -> bool:
+    """Do ``stmts`` run a backward inside ``with ... no_sync():``?"""
+    for st in stmts:
+        for n in ast.walk(st):
+            if isinstance(n, (ast.With, ast.AsyncWith)) and any(
+                divergence._no_sync_target(facts, i) is not None for i in n.items
+            ):
+                if any(isinstance(c, ast.Call) and divergence._is_backward(c) for b in n.body for c in ast.walk(b)):
+                    return True
+    return False
+
+
+def _sync_condition(facts: FileFacts, node: ast.AST) -> tuple[Modular, ast.AST] | None:
+    """The micro-batches that synchronise, as a modular test that holds on them ("== 0" form), from an ``if`` whose
+    one arm accumulates inside ``no_sync()`` and whose other arm runs the backward outside it, or from
+    ``with model.no_sync() if c else nullcontext():``."""
+    test: ast.expr | None = None
+    no_sync_when_true = True
+    if isinstance(node, ast.If) and node.orelse:
+        in_body, in_else = _no_sync_in(facts, node.body), _no_sync_in(facts, node.orelse)
+        if in_body == in_else:
+            return None
+        test, no_sync_when_true = node.test, in_body
+    elif isinstance(node, (ast.With, ast.AsyncWith)):
+        for item in node.items:
+            ce = item.context_expr
+            if isinstance(ce, ast.IfExp):
+                body_ns = isinstance(ce.body, ast.Call) and last_name(ce.body) in divergence._NO_SYNC
+                else_ns = isinstance(ce.orelse, ast.Call) and last_name(ce.orelse) in divergence._NO_SYNC
+                if body_ns != else_ns:
+                    test, no_sync_when_true = ce.test, body_ns
+    if test is None:
+        return None
+    mod = _modular(test)
+    if mod is None:
+        return None
+    counter, offset, k, eq = mod
+    syncs_on_eq = eq != no_sync_when_true  # the test holds on the syncing micro-batches when it is "== 0" there
+    if not syncs_on_eq:
+        return None  # "sync when (step + c) % k != 0": not the shape of an accumulation
+    return (counter, offset, k, True), node
+
+
+@finder("FSD060")
+def no_sync_and_step_disagree(facts: FileFacts) -> Found:
+    """FSD060: in one loop, the micro-batch that runs outside ``no_sync()`` (and so all-reduces the accumulated
+    gradients) and the one that steps the optimizer are chosen by modular tests on the same counter and modulus with
+    different offsets (``if step % accum != 0: with model.no_sync(): ...`` beside ``if (step + 1) % accum == 0:
+    optimizer.step()``): the step runs on gradients whose last micro-batches were never all-reduced."""
+    for node in divergence._of_type(facts, ast.If, ast.With, ast.AsyncWith):
+        found = _sync_condition(facts, node)
+        if found is None:
+            continue
+        (counter, offset, k, _), _ = found
+        loop = divergence._inner_loop(facts, node)
+        if loop is None:
+            continue
+        for other in (n for n in ast.walk(loop) if isinstance(n, ast.If) and n is not node):
+            mod = _modular(other.test)
+            if mod is None or not mod[3] or mod[0] != counter or mod[2] != k or mod[1] == offset:
+                continue
+            step = next(
+                (c for st in other.body for c in ast.walk(st) if isinstance(c, ast.Call) and divergence._is_step(facts, c)),
+                None,
+            )
+            if step is None:
+                continue
+            yield (
+                step,
+                f"the optimizer steps when `({counter} + {mod[1]}) % ...` is 0 (line {other.lineno}) but the gradients are "
+                f"all-reduced, outside no_sync(), when `({counter} + {offset}) % ...` is 0 (line {getattr(node, 'lineno', 0)})",
+            )
+            break
