@@ -101,6 +101,9 @@ def _facts(src: str) -> tuple[FileFacts, list[ast.expr]]:
         ("pass", "accelerator.local_process_index", "local"),
         ("pass", "rank", None),  # a parameter of unknown origin (mp.spawn's index)
         ("r = dist.get_rank() % torch.cuda.device_count()", "r", None),
+        ("local_rank = deepspeed.comm.get_local_rank()", "local_rank", "local"),  # the node-local rank API
+        ("r = dist.get_node_local_rank(fallback_rank=0)", "r", "local"),
+        ("local_rank = gpc.get_local_rank(ParallelMode.DATA)", "local_rank", None),  # ColossalAI: rank in a group
     ],
 )
 def test_rank_kind_tells_the_global_rank_from_the_local_one(setup, expr, kind):
@@ -147,3 +150,12 @@ def test_fsd041_is_silent_when_every_call_of_the_saving_function_is_on_the_globa
     assert [f.code for f in check_source(code) if f.code == "FSD041"] == []
     other = code + "    def finish(self):\n        self.save(-1)\n"
     assert [f.code for f in check_source(other) if f.code == "FSD041"] == ["FSD041"]
+
+
+def test_fsd041_a_rank_in_a_parallel_group_is_not_a_local_rank_but_the_node_local_api_is():
+    """ColossalAI's ``gpc.get_local_rank(ParallelMode.DATA)`` is the rank inside the data-parallel group (diffusers'
+    DreamBooth example: only the global rank 0 has 0 there); DeepSpeed's ``get_local_rank()`` is the rank on the node."""
+    path = DATA / "FSD041_good_group_local_rank.py"
+    assert _found(path, "FSD041") == set()
+    src = path.read_text().replace("gpc.get_local_rank(ParallelMode.DATA)", "deepspeed.comm.get_local_rank()")
+    assert [f.line for f in check_source("import deepspeed\n" + src, "t.py") if f.code == "FSD041"] == [20, 22]

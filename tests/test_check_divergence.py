@@ -256,3 +256,44 @@ def test_fsd045_is_silent_when_the_forward_buffer_sync_is_off_by_either_argument
     assert _codes(code.format(args=", broadcast_buffers=False")) == []
     assert _codes(code.format(args=", forward_sync_buffers=False")) == []
     assert _codes(code.format(args=", broadcast_buffers=False, forward_sync_buffers=True")) == [(7, "FSD045")]
+
+
+TOP = Path(__file__).parent / "data" / "check"
+
+
+def test_fsd045_a_forward_before_the_ddp_wrap_or_after_unwrapping_is_not_through_ddp():
+    """llm.c runs a reference forward on the master process before ``model = DDP(model)``; open_clip's evaluate
+    unwraps (``model = model.module``) before its rank-0 forward. The same forwards after the wrap, or without the
+    unwrap, are reported."""
+    good = (TOP / "FSD045_good_before_wrap.py").read_text()
+    assert [c for c in _codes(good) if c[1] == "FSD045"] == []
+    no_unwrap = good.replace("        model = model.module\n", "        pass\n")
+    assert [c for c in _codes(no_unwrap) if c[1] == "FSD045"] == [(26, "FSD045")]
+    after_wrap = good.replace("    model = DDP(model, device_ids=[ddp_local_rank])\n", "").replace(
+        "    model = torch.compile(model)\n", "    model = DDP(torch.compile(model), device_ids=[ddp_local_rank])\n"
+    )
+    assert (37, "FSD045") in _codes(after_wrap)
+
+
+def test_fsd037_a_continue_after_the_same_collective_skips_nothing_but_one_before_a_condition_does():
+    good = (TOP / "FSD037_good_collective_before_continue.py").read_text()
+    assert [c for c in _codes(good) if c[1] == "FSD037"] == []
+    # the all_gather before the continue only on some iterations: the continuing rank may skip its one
+    guarded = good.replace(
+        "                        dist.all_gather(params_pad[base_i : base_i + world_size], params_pad[base_i + rank])\n",
+        "                        if p.grad is None:\n"
+        "                            dist.all_gather(params_pad[base_i : base_i + world_size], params_pad[base_i + rank])\n",
+    )
+    assert [c for c in _codes(guarded) if c[1] == "FSD037"] == [(25, "FSD037")]
+    # another collective before the continue: the all_gather is still skipped
+    other = good.replace(
+        "dist.all_gather(params_pad[base_i : base_i + world_size], params_pad[base_i + rank])\n  ", "dist.all_reduce(p)\n  ", 1
+    )
+    assert [c for c in _codes(other) if c[1] == "FSD037"] == [(24, "FSD037")]
+
+
+def test_fsd038_the_else_branch_of_the_reduce_is_not_after_it():
+    good = (TOP / "FSD038_good_other_branch.py").read_text()
+    assert [c for c in _codes(good) if c[1] == "FSD038"] == []
+    after = good.replace("    else:\n        if isinstance", "    if True:\n        if isinstance")
+    assert [c for c in _codes(after) if c[1] == "FSD038"] == [(17, "FSD038")]

@@ -283,3 +283,72 @@ def test_the_installed_torch_library_is_checked_without_a_failure_or_a_finding()
     found = check_paths([str(root)])
     assert not [f for f in found if "checker failed" in f.message]
     assert [f.line_text() for f in found if "/testing/" not in f.path] == []
+
+
+def _lines(src: str, code: str) -> list[int]:
+    return [f.line for f in check_source(src, "t.py") if f.code == code]
+
+
+def test_fsd012_silent_on_the_not_fsdp_arm_but_not_on_an_unrelated_else():
+    good = (DATA / "FSD012_good_flag_branches.py").read_text()
+    assert _lines(good, "FSD012") == []
+    # the other arm does something else than clip through the root: nothing tells this arm is not FSDP
+    unrelated = good.replace("            model.clip_grad_norm_(1.0)\n", "            print('no clip')\n")
+    assert _lines(unrelated, "FSD012") == [24]
+
+
+def test_fsd001_an_optimizer_closed_over_by_the_sharding_helper_caller_is_given_to_it():
+    good = (DATA / "FSD001_good_closure_helper.py").read_text()
+    assert _lines(good, "FSD001") == []
+    assert _lines(good.replace("parallelize_model(m1, config, opt)", "parallelize_model(m1, config)"), "FSD001") == [18]
+
+
+def test_fsd004_fsd006_under_an_or_whose_rank_free_part_holds_inside_but_not_another_inner_condition():
+    good = (DATA / "FSD006_good_every_rank_disjunct.py").read_text()
+    assert [f.code for f in check_source(good, "t.py") if f.code in ("FSD004", "FSD006")] == []
+    full = good.replace('if state_dict_type == "sharded" and new_version:', 'if state_dict_type == "full":')
+    assert [(f.line, f.code) for f in check_source(full, "t.py") if f.code in ("FSD004", "FSD006")] == [
+        (12, "FSD004"),
+        (13, "FSD006"),
+    ]
+
+
+def test_fsd003_the_flag_that_lets_every_rank_in_also_guards_the_collective_of_the_function_called():
+    good = (DATA / "FSD003_good_same_flag_guard.py").read_text()
+    assert _lines(good, "FSD003") == []
+    # the flag not passed: the callee's guard is its default, not the caller's flag
+    assert _lines(
+        good.replace("load_checkpoint_to_cpu(filename, load_on_all_ranks=load_on_all_ranks)", "load_checkpoint_to_cpu(filename)"),
+        "FSD003",
+    ) == [23]
+    # a second, unconditional collective in the callee
+    assert _lines(good.replace("    return state\n", "    dist.barrier()\n    return state\n", 1), "FSD003") == [24]
+    # the helper's broadcast under another flag than the one the early return tests
+    assert _lines(good.replace("        if use_fsdp_eval:\n", "        if args.sync:\n"), "FSD003") == [47]
+
+
+def test_fsd003_the_guard_of_a_collective_in_another_checked_file_travels_with_its_summary(tmp_path):
+    """fairseq: trainer.py calls checkpoint_utils.load_checkpoint_to_cpu, whose barrier runs only under the flag
+    that lets every rank into the caller's branch."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "train.py").write_text("from pkg.trainer import load\n")  # the project's root is tmp_path
+    (tmp_path / "pkg" / "checkpoint_utils.py").write_text(
+        "import torch\nimport torch.distributed as dist\n\n\n"
+        "def load_checkpoint_to_cpu(path, arg_overrides=None, load_on_all_ranks=False):\n"
+        "    state = torch.load(path, map_location='cpu')\n"
+        "    if load_on_all_ranks:\n"
+        "        dist.barrier()\n"
+        "    return state\n"
+    )
+    trainer = (
+        "import torch.distributed as dist\nfrom pkg import checkpoint_utils\n\n\n"
+        "def load(cfg, filename):\n"
+        "    load_on_all_ranks = cfg.on_all_ranks or cfg.fsdp\n"
+        "    if load_on_all_ranks or dist.get_rank() == 0:\n"
+        "        return checkpoint_utils.load_checkpoint_to_cpu(filename, load_on_all_ranks=ARG)\n"
+    )
+    (tmp_path / "pkg" / "trainer.py").write_text(trainer.replace("ARG", "load_on_all_ranks"))
+    assert [f for f in check_paths([str(tmp_path)]) if f.code == "FSD003"] == []
+    (tmp_path / "pkg" / "trainer.py").write_text(trainer.replace("ARG", "cfg.other"))
+    assert [(Path(f.path).name, f.line) for f in check_paths([str(tmp_path)]) if f.code == "FSD003"] == [("trainer.py", 8)]

@@ -67,6 +67,9 @@ class FunctionSummary:
     """It returns a shuffling ``DistributedSampler``"""
     collective: tuple[str, str, int, str] | None = None
     """(rule code, label, line, file) of a collective a call of it reaches (set by the project pass)"""
+    collective_when: tuple[str, ...] = ()
+    """Conditions (source text, in terms of its parameters) that hold wherever it reaches a collective: ``("on_all_ranks",)``
+    for ``if on_all_ranks: dist.barrier()`` (set by the project pass; empty: unconditional or unknown)"""
 
 
 @dataclass

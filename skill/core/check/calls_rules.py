@@ -343,8 +343,8 @@ def rank_kind(facts: FileFacts, node: ast.AST, depth: int = 0) -> str | None:
         name = last_name(node) or ""
         if name in _GLOBAL_GETTERS and (facts.qual(node) or "").startswith("torch.distributed."):
             return None if node.args or node.keywords else "global"  # get_rank(group): the rank in that group
-        if name in ("get_local_rank", "get_node_local_rank"):
-            return "local"
+        if name == "get_node_local_rank" or name == "get_local_rank" and not (node.args or node.keywords):
+            return "local"  # get_local_rank(ParallelMode.DATA) (ColossalAI): the rank in a group, not on the node
         return None
     if isinstance(node, ast.Name):
         value = facts.resolve(node)

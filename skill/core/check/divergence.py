@@ -83,8 +83,31 @@ def _arm(branch: ast.If, node: ast.AST) -> list[ast.stmt]:
 
 
 def _is_ddp(facts: FileFacts, node: ast.AST) -> bool:
-    """Does this Name/Attribute hold a DDP wrapper (``x = DistributedDataParallel(...)``)?"""
-    return facts._variable_key(node) in facts.ddp
+    """Does this Name/Attribute hold a DDP wrapper (``x = DistributedDataParallel(...)``) where it is read? Not a name
+    read before its function (or the module) first binds it to ``DistributedDataParallel(...)`` (llm.c's reference
+    forward before ``model = DDP(model)``), nor one last bound to an unwrapped module (``model = model.module``,
+    ``model = unwrap_model(model)``)."""
+    key = facts._variable_key(node)
+    if key not in facts.ddp:
+        return False
+    if not isinstance(node, ast.Name) or key[0] != id(facts.scope_of(node)):
+        return True
+    ident, seen = facts.binding(node)
+    if seen is not None and seen.kind == "assign" and _unwraps(seen.value):
+        return False
+    wraps = [b.index for b in facts.bindings.get(key, []) if b.kind == "assign" and _ddp_call(facts, b.value)]
+    return not wraps or ident[2] >= min(wraps)
+
+
+def _ddp_call(facts: FileFacts, value: ast.AST | None) -> bool:
+    return isinstance(value, ast.Call) and facts.qual(value) == DDP
+
+
+def _unwraps(value: ast.AST | None) -> bool:
+    """``model.module`` / ``unwrap_model(model)`` / ``accelerator.unwrap_model(model)``: the module inside a wrapper."""
+    if isinstance(value, ast.Attribute):
+        return value.attr == "module"
+    return isinstance(value, ast.Call) and "unwrap" in (last_name(value) or "").lower()
 
 
 def _wraps_any(facts: FileFacts) -> bool:
@@ -305,6 +328,7 @@ def _skipped_work(facts: FileFacts, exit_: ast.stmt, branch: ast.If) -> tuple[st
     around = {id(a) for a in facts.ancestors(branch)}
     reach = _reach(facts)
     arm = _arm(branch, exit_)
+    done = _done_before_continue(facts, exit_, arm, calls, positions, reach)
     first: tuple[str, int] | None = None
     for call in after:
         if facts.exclusive(exit_, call) or _stmt_holds(arm, call):
@@ -312,13 +336,42 @@ def _skipped_work(facts: FileFacts, exit_: ast.stmt, branch: ast.If) -> tuple[st
         owner = _spoken_for(facts, call, branch, around)
         if owner == "branch":
             return None  # FSD003 / FSD045 report the work this exit leaves to some ranks: one finding for one mistake
-        first = first or (reach.call(call) if owner is None else None)
+        if owner is None and first is None and (hit := reach.call(call)) is not None and hit[0] not in done:
+            first = hit
     for call in before:  # the next iterations of the loop
         if first is not None:
             break
         if not _stmt_holds(arm, call) and _spoken_for(facts, call, branch, around) is None:
             first = reach.call(call)
     return first
+
+
+def _done_before_continue(
+    facts: FileFacts, exit_: ast.stmt, arm: list[ast.stmt], calls: list[ast.Call], positions: list[tuple[int, int]], reach: _Reach
+) -> set[str]:
+    """For a ``continue``: the labels of the synchronised work that the ranks taking it already ran in this iteration,
+    in the rank branch's arm before it (``dist.all_gather(...); continue`` while the other ranks make the same
+    all_gather at the end of the iteration): each rank makes that work once per iteration, so it is not skipped."""
+    if not isinstance(exit_, ast.Continue) or not arm:
+        return set()
+    lo, hi = bisect.bisect_left(positions, start(arm[0])), bisect.bisect_left(positions, start(exit_))
+    on_path = {id(a) for a in facts.ancestors(exit_)}
+    return {
+        hit[0]
+        for call in calls[lo:hi][:_SCAN_LIMIT]
+        if _runs_on_the_way(facts, call, on_path) and (hit := reach.call(call)) is not None
+    }
+
+
+def _runs_on_the_way(facts: FileFacts, call: ast.Call, on_path: set[int]) -> bool:
+    """Does ``call`` run on every way to the statement whose ancestors are ``on_path`` (no ``if``, loop, ``and`` /
+    ``or``, conditional expression or ``except`` of its own between them)?"""
+    for anc in facts.ancestors(call):
+        if id(anc) in on_path:
+            return True
+        if isinstance(anc, (ast.If, ast.IfExp, ast.BoolOp, ast.ExceptHandler, *_LOOPS, *_FUNCS, ast.ClassDef)):
+            return False
+    return False
 
 
 @finder("FSD037")
@@ -453,6 +506,7 @@ def _one_rank_load(
             if (
                 facts.scope_of(call) is scope
                 and end(call) <= start(n)
+                and not facts.exclusive(call, n)  # the else of the if that made the collective: it never ran there
                 and not _synced_between(facts, scope, n.id, end(call), start(n))
             ):
                 return n.id, what

@@ -114,7 +114,24 @@ def _given(facts: FileFacts, wrap: ast.Call, optimizer: ast.Call) -> bool:
             _, b = facts.binding(arg)
             if b is not None and b.value is optimizer:
                 return True
-    return False
+    return _closure_gives(facts, wrap, optimizer)
+
+
+def _closure_gives(facts: FileFacts, wrap: ast.Call, optimizer: ast.Call) -> bool:
+    """Is ``wrap`` a call of a nested function of the checked code that hands the optimizer, a variable of the
+    enclosing function it closes over, to a call of its own (``def update(m): parallelize_model(m, cfg, opt)``)?"""
+    target = calls.callee(facts, wrap)
+    holder = facts.parents.get(id(optimizer))
+    if target is None or target.fn is None or not isinstance(holder, ast.Assign):
+        return False
+    names = {t.id for t in holder.targets if isinstance(t, ast.Name)}
+    outer = id(facts.scope_of(holder))
+    return any(
+        isinstance(arg, ast.Name) and arg.id in names and facts._variable_key(arg) == (outer, arg.id)
+        for node in facts.scope_nodes(target.fn)
+        if isinstance(node, ast.Call)
+        for arg in [*node.args, *(k.value for k in node.keywords)]
+    )
 
 
 def _optimizer_before(facts: FileFacts, api: str) -> Found:
@@ -205,13 +222,39 @@ def _param_owners(facts: FileFacts, expr: ast.AST | None, depth: int = 0) -> Ite
                 yield from _param_owners(facts, b.value, depth + 1)
 
 
+def _other_arm_clips_on_module(facts: FileFacts, call: ast.Call, owners: list[ast.AST]) -> bool:
+    """Is ``call`` in one arm of an ``if`` whose other arm clips through the module itself
+    (``model.clip_grad_norm_(...)`` on the same module)? The ``if`` then tells the FSDP path from the other one
+    (``if cfg.enable_fsdp: model.clip_grad_norm_(c) else: torch.nn.utils.clip_grad_norm_(model.parameters(), c)``)."""
+    names = {d for o in owners if (d := dotted(o))}
+    for anc in facts.ancestors(call):
+        if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return False
+        if not isinstance(anc, ast.If) or not anc.orelse:
+            continue
+        side = facts.block_of(call, anc)
+        other = anc.orelse if side == "body" else anc.body if side == "orelse" else []
+        if any(
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "clip_grad_norm_"
+            and dotted(n.func.value) in names
+            for st in other
+            for n in ast.walk(st)
+        ):
+            return True
+    return False
+
+
 @finder("FSD012")
 def clip_grad_norm_of_fsdp1_params(facts: FileFacts) -> Found:
-    """FSD012: ``torch.nn.utils.clip_grad_norm_`` on an FSDP1 module's parameters."""
+    """FSD012: ``torch.nn.utils.clip_grad_norm_`` on an FSDP1 module's parameters, off the paths the file marks as
+    not FSDP (the ``else`` of ``if args.fsdp:``, an ``if`` whose other arm calls ``model.clip_grad_norm_``)."""
     for call in facts.calls():
-        if facts.qual(call) == "torch.nn.utils.clip_grad_norm_" and any(
-            facts.is_fsdp1(o) for o in _param_owners(facts, kwarg(call, "parameters", 0))
-        ):
+        if facts.qual(call) != "torch.nn.utils.clip_grad_norm_":
+            continue
+        owners = [o for o in _param_owners(facts, kwarg(call, "parameters", 0)) if facts.is_fsdp1(o)]
+        if owners and not _fsdp_excluded(facts, call) and not _other_arm_clips_on_module(facts, call, owners):
             yield call, None
 
 

@@ -246,6 +246,87 @@ def _summaries(facts: FileFacts) -> Summaries:
     return out
 
 
+def function_guards(facts: FileFacts) -> dict[str, tuple[str, ...]]:
+    """Function key -> the conditions (:func:`_text`, in the function's own terms: its parameter names) that hold
+    wherever a call of it reaches a collective: ``def load(path, on_all_ranks=False): ... if on_all_ranks:
+    dist.barrier()`` gives ``("on_all_ranks",)``. Empty (not listed) when some collective runs unconditionally. A
+    small fixpoint, like :func:`_summaries`, over the functions that reach one; what a call passes is put in place of
+    the parameters it binds (:func:`_guards_through`)."""
+    key = "rank_conditional.guards"
+    cached = facts.cache.get(key)
+    if isinstance(cached, dict):
+        return cached
+    summaries = _summaries(facts)
+    funcs = calls.local_functions(facts)
+    out: dict[str, tuple[str, ...]] = {}
+    for _ in range(4):
+        changed = False
+        for fname in summaries:
+            fn = funcs.get(fname)
+            if fn is None:
+                continue
+            common: set[str] | None = None
+            for node in facts.scope_nodes(fn):
+                if not isinstance(node, ast.Call) or _collective_reached(facts, node, summaries, exclude=fname) is None:
+                    continue
+                here = {_text(facts, c) for c in _conditions_of(facts, node, None)} | _guards_through(facts, node, out)
+                common = here if common is None else common & here
+                if not common:
+                    break
+            got = tuple(sorted(common or ()))
+            if got and out.get(fname) != got:
+                out[fname], changed = got, True
+            elif not got and fname in out:
+                del out[fname]
+                changed = True
+        if not changed:
+            break
+    facts.cache[key] = out
+    return out
+
+
+def _guards_through(facts: FileFacts, call: ast.Call, local: dict[str, tuple[str, ...]]) -> set[str]:
+    """The conditions under which the function ``call`` runs reaches its collectives (``local`` for this file's
+    functions, the project summary for another file's), in the caller's terms: a parameter named in a condition is
+    replaced by what the call passes (a condition naming a parameter the call does not pass is dropped)."""
+    target = calls.callee(facts, call)
+    if target is None:
+        return set()
+    texts = local.get(target.key, ()) if target.key is not None else target.summary.collective_when
+    if not texts:
+        return set()
+    params = target.summary.params
+    given = {params[i]: arg for i, arg in calls.bound_args(call, target)}
+    out = set()
+    for text in texts:
+        try:
+            expr = ast.parse(text, mode="eval").body
+        except (SyntaxError, RecursionError, MemoryError, ValueError):
+            continue
+        named = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)} & set(params)
+        if not named <= set(given):
+            continue
+        if isinstance(expr, ast.Name) and expr.id in given:
+            out.add(_text(facts, given[expr.id]))
+            continue
+        swapped = _Swap({p: given[p] for p in named}).visit(expr)
+        try:
+            out.add(ast.unparse(swapped))
+        except (RecursionError, MemoryError, ValueError):
+            continue
+    return out
+
+
+class _Swap(ast.NodeTransformer):
+    """Puts the given expressions in place of the names they stand for (a callee's parameters -> a caller's arguments)."""
+
+    def __init__(self, given: dict[str, ast.expr]) -> None:
+        self.given = given
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        return self.given.get(node.id, node)
+
+
 def function_collectives(facts: FileFacts) -> Summaries:
     """Function key (``evaluate``, ``Trainer.validate``) -> (code, label, line, file: "" for this one) of the first
     collective a call of it can run (what a project pass exports to the other files)."""
@@ -391,14 +472,59 @@ def _dump(node: ast.AST) -> str:
         return f"<expression at {id(node)}>"
 
 
-def _guarded_by_the_rest(facts: FileFacts, branch: ast.AST, call: ast.Call) -> bool:
-    """``if not A and rank != 0: return`` ... ``if A: collective()``: the ranks that left did so only when A is
-    false, and the collective runs only when A is true, so every rank of the job reaches it."""
-    if not (isinstance(branch, ast.If) and isinstance(branch.test, ast.BoolOp) and isinstance(branch.test.op, ast.And)):
+def _guarded_by_the_rest(facts: FileFacts, branch: ast.AST, call: ast.Call, when: set[str] | None = None) -> bool:
+    """Does every rank reach ``call`` whenever it runs at all, although it sits under the rank condition ``branch``?
+
+    - ``if not A and rank != 0: return`` ... ``if A: collective()``: the ranks that left did so only when A is false,
+      and the collective runs only when A is true;
+    - ``if (rank == 0 and full) or sharded:`` ... ``if sharded: collective()``: the part of the test without a rank
+      in it lets every rank in whenever the inner condition holds (composer's checkpoint test).
+
+    ``when``: more conditions (:func:`_text` of each) that hold wherever the collective of ``call`` runs: those of a
+    function of the checked code that ``call`` runs (:func:`function_guards`), in this call's terms."""
+    if not isinstance(branch, ast.If) or not isinstance(branch.test, ast.BoolOp):
         return False
     rest = [v for v in branch.test.values if not facts.is_rank_test(v)]
+    if not rest:
+        return False
+    holds = {_text(facts, c) for c in _conditions_of(facts, call, None)} | (when or set())
+    if isinstance(branch.test.op, ast.Or):
+        return facts.block_of(call, branch) == "body" and any(_text(facts, v) in holds for v in rest)
     guards = [a.test for a in facts.ancestors(call) if isinstance(a, ast.If) and a is not branch]
-    return any(_complement(x, g) for x in rest for g in guards)
+    return any(_complement(x, g) for x in rest for g in guards) or any(
+        (inner := _negated(x)) is not None and _text(facts, inner) in holds for x in rest
+    )
+
+
+def _negated(node: ast.AST) -> ast.expr | None:
+    """``a`` of ``not a``, else None."""
+    return node.operand if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not) else None
+
+
+_TEXT_LIMIT = 400  # characters: a longer condition is not compared (its text would cost more than it tells)
+
+
+def _text(facts: FileFacts, expr: ast.AST) -> str:
+    """A condition as source text, a name followed to the value it was last assigned (``load_on_all_ranks`` in
+    ``load_on_all_ranks = cfg.a or cfg.b`` is ``cfg.a or cfg.b``): two conditions with one text hold together."""
+    got = facts.resolve(expr)
+    try:
+        text = ast.unparse(got if got is not None else expr)
+    except (RecursionError, MemoryError, ValueError):
+        return f"<condition at {id(expr)}>"
+    return text if len(text) <= _TEXT_LIMIT else f"<condition at {id(expr)}>"
+
+
+def _conditions_of(facts: FileFacts, node: ast.AST, stop: ast.AST | None) -> Iterator[ast.expr]:
+    """The conditions that hold where ``node`` runs, from the ``if`` statements between it and ``stop`` (None: its
+    function): the test of each whose body holds it, or each part of an ``and`` test (``if sharded and new:`` gives
+    both)."""
+    for anc in facts.ancestors(node):
+        if anc is stop or isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            return
+        if isinstance(anc, ast.If) and facts.block_of(node, anc) == "body":
+            test = anc.test
+            yield from test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
 
 
 def _other_path_references(facts: FileFacts, branch: ast.AST, call: ast.Call, label: str, summaries: Summaries) -> bool:
@@ -457,6 +583,7 @@ def rank_findings(facts: FileFacts) -> Iterator[tuple[str, Located, str]]:
     """(code, node, detail) for every collective reached on some ranks only."""
     branches = facts.rank_branches()
     summaries = _summaries(facts)
+    guards = function_guards(facts)
     paired = _paired(facts, branches, summaries)
     for call in facts.calls():
         enclosing = branches.get(id(call))
@@ -473,7 +600,8 @@ def rank_findings(facts: FileFacts) -> Iterator[tuple[str, Located, str]]:
         for depth, branch in enumerate(reversed(enclosing)):
             if depth == 0 and (id(facts.scope_of(call)), label) in paired:
                 continue
-            if _guarded_by_the_rest(facts, branch, call) or _other_path_references(facts, branch, call, label, summaries):
+            when = _guards_through(facts, call, guards) if via else None
+            if _guarded_by_the_rest(facts, branch, call, when) or _other_path_references(facts, branch, call, label, summaries):
                 continue
             if not _other_path_runs(facts, branch, call, label, summaries):
                 where = f"{path}:{line}" if path else f"line {line}"
