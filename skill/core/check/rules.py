@@ -417,10 +417,40 @@ RULES: dict[str, Rule] = {
             "debugging/ddp-no-sync-accumulation",
             "debugging/ddp-no-sync-accumulation",
         ),
+        _r(
+            "FSD047",
+            "error",
+            "NCCL collective on a tensor built on the CPU (`torch.tensor([n])`, `torch.zeros(1)`, `.cpu()`) and never moved",
+            'an NCCL-only process group cannot communicate a CPU tensor ("No backend type associated with device type '
+            "cpu\"): build it with device= the rank's GPU, move it with .cuda() / .to(device), or form the group as "
+            '"cpu:gloo,cuda:nccl"',
+            "backends/mixed-backends",
+            "backends/cpu-tensor-on-gloo-group",
+        ),
+        _r(
+            "FSD048",
+            "error",
+            "`DistributedSampler(seed=...)` with a seed that differs between ranks",
+            "DistributedSampler shuffles with seed + epoch and gives each rank every world_size-th index of that one "
+            "permutation: with a per-rank seed the ranks draw different permutations, their shards overlap and some "
+            "samples are never seen; give every rank the same seed",
+            "checkpoint/distributed-sampler-same-seed",
+            "checkpoint/distributed-sampler-same-seed",
+        ),
+        _r(
+            "FSD049",
+            "error",
+            '`from_pretrained(device_map="auto")` model wrapped in DDP / FSDP / `fully_shard` / `accelerator.prepare`',
+            'device_map="auto" spreads every rank\'s copy of the model over all the GPUs it sees, so the ranks share '
+            "GPUs and DDP/FSDP replicate a model split across devices; load it on the rank's own device "
+            '(device_map={"": local_rank}, or no device_map and .to(device))',
+            "model/device-map-auto-with-ddp",
+            "model/device-map-auto-with-ddp",
+        ),
     ]
 }
 
 NOT_ANALYSED = "FSD000"  # the file was not analysed (does not parse, or the checker failed on it): a finding, not a rule
-# the rule codes as a range ("FSD001-FSD046"): the check_script tool's description gives it, and a test holds the
+# the rule codes as a range ("FSD001-FSD049"): the check_script tool's description gives it, and a test holds the
 # pre-commit hook's description and README to it
 RULE_RANGE = f"{min(RULES)}-{max(RULES)}"

@@ -1,0 +1,294 @@
+"""Finders of the rules about devices, samplers and wrappers misused (FSD047-FSD049).
+
+- FSD047: a tensor collective (``all_reduce``, ``all_gather``, ``broadcast``, ``reduce``, ``all_gather_into_tensor``,
+  ``reduce_scatter_tensor``) on the default group of a file whose only process group is NCCL, given a tensor built
+  on the CPU in the same function (``torch.tensor([...])`` / ``torch.zeros(n)`` with no ``device=``, ``x.cpu()``,
+  ``torch.from_numpy``) and never moved: NCCL raises "No backend type associated with device type cpu". A tensor
+  handed to a function of the file that runs the collective on its parameter counts (``reduce_mean(t)``).
+- FSD048: ``DistributedSampler(..., seed=<rank-dependent>)`` shuffling: each rank draws another permutation, so the
+  shards overlap and some samples are never seen in the epoch.
+- FSD049: a Hugging Face ``from_pretrained(..., device_map="auto")`` (or ``"balanced"``, ``"sequential"``, a dict
+  placing modules on several devices) model wrapped in ``DistributedDataParallel`` / FSDP / ``fully_shard`` or
+  handed to ``accelerator.prepare``: every rank spreads its copy over the node's GPUs.
+
+Each stays silent where the file cannot tell: a backend of unknown or mixed kind, a tensor of unknown origin, a
+default device set for the program, a seed the same on every rank, a device map naming one device.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from fsdp_skill.core.check import calls
+from fsdp_skill.core.check.calls_rules import _bound_call
+from fsdp_skill.core.check.facts import DDP, FSDP1, FULLY_SHARD, FileFacts, kwarg, last_name
+from fsdp_skill.core.check.finders import Found, finder
+
+_INIT = "torch.distributed.init_process_group"
+
+# --- FSD047 ----------------------------------------------------------------------------------------------
+
+# collective -> the positional index of the tensor it sends (the one whose device picks the backend)
+_TENSOR_ARG = {
+    "all_reduce": 0,
+    "broadcast": 0,
+    "reduce": 0,
+    "all_gather": 1,
+    "all_gather_into_tensor": 1,
+    "reduce_scatter_tensor": 1,
+}
+_TENSOR_KW = {"all_gather": "tensor", "all_gather_into_tensor": "input_tensor", "reduce_scatter_tensor": "input"}
+# torch factories that build on the default device (the CPU unless the program changes it) without device=
+_FACTORIES = {"zeros", "ones", "empty", "full", "arange", "rand", "randn", "randint", "linspace", "eye"}
+_DEFAULT_DEVICE = {"torch.set_default_device", "torch.set_default_tensor_type", "torch.set_default_dtype"}
+
+
+def _nccl_only(facts: FileFacts) -> bool:
+    """Does the file form its default group with NCCL and nothing else (``init_process_group("nccl")``,
+    ``backend="nccl"`` through a name)? A backend chosen at run time (``"nccl" if cuda else "gloo"``), a
+    ``"cpu:gloo,cuda:nccl"`` group or a Gloo group made next to it: not NCCL only."""
+    inits = [c for c in facts.calls() if facts.qual(c) == _INIT]
+    if not inits:
+        return False
+    for c in inits:
+        if facts.strings(kwarg(c, "backend", 0)) != {"nccl"}:
+            return False
+    return not any(facts.qual(c) == "torch.distributed.new_group" and kwarg(c, "backend") is not None for c in facts.calls())
+
+
+def _cpu_literal(facts: FileFacts, node: ast.AST) -> bool:
+    """Data that is surely not a tensor: numbers, lists/tuples of them, ``x.item()``, ``float(...)``, ``len(...)``,
+    and local names every binding of which (``total = 0.0``, ``total += loss.item()``) is such data."""
+    todo, seen = [node], 0
+    while todo:
+        n = todo.pop()
+        seen += 1
+        if seen > 200:
+            return False
+        if isinstance(n, ast.Constant) and isinstance(n.value, (int, float, bool)):
+            continue
+        if isinstance(n, ast.Name):
+            lst = facts.bindings.get((id(facts.scope_of(n)), n.id))
+            if not lst or any(b.kind not in ("assign", "other") or b.value is None for b in lst):
+                return False
+            todo += [b.value for b in lst if b.value is not None]
+            continue
+        if isinstance(n, (ast.List, ast.Tuple)):
+            todo += n.elts
+        elif isinstance(n, ast.BinOp):
+            todo += [n.left, n.right]
+        elif isinstance(n, ast.UnaryOp):
+            todo.append(n.operand)
+        elif isinstance(n, ast.Call) and last_name(n) in ("item", "float", "int", "len", "bool") and not n.keywords:
+            continue
+        else:
+            return False
+    return True
+
+
+def _built_on_cpu(facts: FileFacts, value: ast.AST | None) -> bool:
+    """Is ``value`` a call that surely returns a CPU tensor (see the module docstring)?"""
+    if not isinstance(value, ast.Call):
+        return False
+    q = facts.qual(value) or ""
+    if q.startswith("torch.") and q.count(".") == 1 and kwarg(value, "device") is None:
+        name = q.split(".")[1]
+        if name in _FACTORIES and not any(isinstance(a, ast.Starred) for a in value.args):
+            return True
+        if name in ("tensor", "as_tensor") and value.args and _cpu_literal(facts, value.args[0]):
+            return True
+        if name == "from_numpy":
+            return True
+    return isinstance(value.func, ast.Attribute) and value.func.attr == "cpu" and not value.args
+
+
+def _cpu_tensor(facts: FileFacts, arg: ast.AST) -> ast.Call | None:
+    """The CPU-building call ``arg`` was last bound to in its function (itself, or through a name), else None."""
+    value = facts.resolve(arg) if isinstance(arg, ast.Name) else arg
+    if isinstance(arg, ast.Name):
+        _, b = facts.binding(arg)
+        if b is None or b.kind != "assign" or facts.scope_of(arg) is not facts.scope_of(value or arg):
+            return None  # a parameter, a loop variable, a global: not built here
+    return value if isinstance(value, ast.Call) and _built_on_cpu(facts, value) else None
+
+
+def _default_device_set(facts: FileFacts, node: ast.AST) -> bool:
+    """The program changes the default device (``torch.set_default_device("cuda")``) or builds ``node`` under
+    ``with torch.device("cuda"):``."""
+    if any(facts.qual(c) in _DEFAULT_DEVICE for c in facts.calls()):
+        return True
+    return any(
+        isinstance(a, ast.With) and any(facts.qual(i.context_expr) == "torch.device" for i in a.items)
+        for a in facts.ancestors(node)
+    )
+
+
+def _sent_tensor(call: ast.Call, name: str) -> ast.expr | None:
+    kw = _TENSOR_KW.get(name)
+    got = kwarg(call, kw) if kw else None
+    return got if got is not None else kwarg(call, "tensor", _TENSOR_ARG[name])
+
+
+def _nccl_collectives(facts: FileFacts) -> list[tuple[ast.Call, ast.expr]]:
+    """(collective on the default group, the tensor it sends) for the collectives of :data:`_TENSOR_ARG`."""
+    out: list[tuple[ast.Call, ast.expr]] = []
+    for c in facts.calls():
+        q = facts.qual(c) or ""
+        name = q.rsplit(".", 1)[-1]
+        if q.startswith("torch.distributed.") and q.count(".") == 2 and name in _TENSOR_ARG and kwarg(c, "group") is None:
+            sent = _sent_tensor(c, name)
+            if sent is not None:
+                out.append((c, sent))
+    return out
+
+
+@finder("FSD047")
+def nccl_collective_on_cpu_tensor(facts: FileFacts) -> Found:
+    """FSD047: a collective of an NCCL-only file on a tensor built on the CPU and never moved (directly, or through a
+    parameter of a function of the file that sends it)."""
+    if not _nccl_only(facts):
+        return
+    sends = _nccl_collectives(facts)
+    # functions of the file that send their own parameter: fn id -> (parameter name, the collective)
+    by_param: dict[int, list[tuple[str, ast.Call]]] = {}
+    for call, sent in sends:
+        built = _cpu_tensor(facts, sent)
+        if built is not None and not _default_device_set(facts, built):
+            yield call, f"the tensor is built on the CPU at line {built.lineno} ({ast.unparse(built)[:60]})"
+        held = facts.resolve(sent)  # t = x; dist.all_reduce(t): the parameter x
+        if isinstance(held, ast.Name):
+            _, b = facts.binding(held)
+            scope = facts.scope_of(held)
+            if b is not None and b.kind == "param" and isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                by_param.setdefault(id(scope), []).append((held.id, call))
+    if not by_param:
+        return
+    for c in facts.calls():
+        target = calls.callee(facts, c)
+        if target is None or target.fn is None or id(target.fn) not in by_param:
+            continue
+        for i, arg in calls.bound_args(c, target):
+            for param, coll in by_param[id(target.fn)]:
+                built = _cpu_tensor(facts, arg) if target.summary.params[i] == param else None
+                if built is not None and not _default_device_set(facts, built):
+                    yield (
+                        c,
+                        (
+                            f"{target.summary.name}() runs {last_name(coll)} (line {coll.lineno}) on a tensor built on the CPU "
+                            f"at line {built.lineno}"
+                        ),
+                    )
+
+
+# --- FSD048 ----------------------------------------------------------------------------------------------
+
+
+def _rank_dependent(facts: FileFacts, node: ast.AST | None) -> bool:
+    if node is None:
+        return False
+    return facts.is_rank_expr(node) or facts.is_rank_expr(facts.resolve(node) or node)
+
+
+@finder("FSD048")
+def sampler_seed_per_rank(facts: FileFacts) -> Found:
+    """FSD048: a shuffling ``DistributedSampler`` given a seed that differs between ranks."""
+    for c in facts.calls():
+        if (last_name(c) or "") != "DistributedSampler":
+            continue
+        q = facts.qual(c) or ""
+        if not (q.startswith("torch.utils.data") or q == "DistributedSampler"):
+            continue
+        shuffle = kwarg(c, "shuffle", 3)
+        if isinstance(shuffle, ast.Constant) and shuffle.value is False:
+            continue  # no permutation: the seed is unused
+        replicas = kwarg(c, "num_replicas", 1)
+        if isinstance(replicas, ast.Constant) and replicas.value == 1:
+            continue  # one replica: the whole dataset on each rank, by design
+        seed = kwarg(c, "seed", 4)
+        if _rank_dependent(facts, seed):
+            yield seed or c, None
+
+
+# --- FSD049 ----------------------------------------------------------------------------------------------
+
+_SPREADING = {"auto", "balanced", "balanced_low_0", "sequential"}
+# calls that return (a wrapper of) the model they are given first: followed back to its from_pretrained
+_PASS_THROUGH = {
+    "get_peft_model",
+    "prepare_model_for_kbit_training",
+    "compile",
+    "to",
+    "cuda",
+    "train",
+    "eval",
+    "half",
+    "bfloat16",
+}
+_WRAPS = {DDP, FSDP1, FULLY_SHARD}
+
+
+def _spreading_map(facts: FileFacts, device_map: ast.AST | None) -> bool:
+    """``device_map="auto"`` (or another spreading strategy), or a dict literal naming more than one device."""
+    if device_map is None:
+        return False
+    value = facts.resolve(device_map)
+    strings = facts.strings(value)
+    if strings and strings <= _SPREADING:
+        return True
+    if isinstance(value, ast.Dict) and len(value.keys) > 1 and all(k is not None for k in value.keys):
+        placed = {ast.dump(v) for v in value.values}
+        return len(placed) > 1
+    return False
+
+
+def _loaded_spread(facts: FileFacts, node: ast.AST) -> ast.Call | None:
+    """The ``from_pretrained(..., device_map=<spreading>)`` call the model ``node`` comes from, followed through
+    names, helpers' return values, ``self.`` attributes and pass-through calls (``get_peft_model(m)``, ``m.to()``)."""
+    cur: ast.AST | None = node
+    for _ in range(6):
+        if cur is None:
+            return None
+        made = _bound_call(facts, cur)
+        if made is None:
+            return None
+        name = last_name(made) or ""
+        if name == "from_pretrained":
+            return made if _spreading_map(facts, kwarg(made, "device_map")) else None
+        if name in _PASS_THROUGH:
+            inner = (
+                made.args[0] if made.args and name in ("get_peft_model", "prepare_model_for_kbit_training", "compile") else None
+            )
+            if inner is None and isinstance(made.func, ast.Attribute):
+                inner = made.func.value
+            if inner is None or inner is cur:
+                return None
+            cur = inner
+            continue
+        return None
+    return None
+
+
+def _accelerator_prepare(facts: FileFacts, call: ast.Call) -> bool:
+    if last_name(call) != "prepare" or not isinstance(call.func, ast.Attribute):
+        return False
+    made = _bound_call(facts, call.func.value)
+    return made is not None and (facts.qual(made) or "").endswith("Accelerator")
+
+
+@finder("FSD049")
+def device_map_model_wrapped(facts: FileFacts) -> Found:
+    """FSD049: a model loaded with a spreading ``device_map`` given to DDP / FSDP / ``fully_shard`` /
+    ``accelerator.prepare``."""
+    for c in facts.calls():
+        q = facts.qual(c) or ""
+        if q in _WRAPS:
+            args: list[ast.expr] = [a for a in c.args[:1]] + [k.value for k in c.keywords if k.arg == "module"]
+        elif _accelerator_prepare(facts, c):
+            args = [a for a in c.args if not isinstance(a, ast.Starred)]
+        else:
+            continue
+        for a in args:
+            loaded = _loaded_spread(facts, a)
+            if loaded is not None:
+                yield c, f"the model is loaded with a multi-device device_map at line {loaded.lineno}"
+                break

@@ -1,0 +1,144 @@
+"""FSD047-FSD049 (``skill/core/check/device_rules.py``): each fires where the fixtures of
+``tests/data/check/device/`` mark it (``# <- FSDxxx``), in the shapes real code takes (a Trainer class with a
+reducing helper, a nanoGPT-style script, an accelerate/HF fine-tuning script), and nowhere else; then the edges
+each rule stays silent on."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from fsdp_skill.core.check import check_source
+
+DATA = Path(__file__).parent / "data" / "check" / "device"
+MARK = re.compile(r"#\s*<-\s*(FSD\d{3})")
+OURS = {"FSD047", "FSD048", "FSD049"}
+
+
+def _expected(path: Path) -> set[tuple[int, str]]:
+    return {(i, m.group(1)) for i, line in enumerate(path.read_text().splitlines(), 1) for m in MARK.finditer(line)}
+
+
+FIXTURES = sorted(DATA.glob("*.py"))
+
+
+def test_each_rule_has_a_bad_and_a_good_shape():
+    bad = {code for p in FIXTURES if p.stem.endswith("_bad") for _, code in _expected(p)}
+    assert OURS <= bad
+    assert {p.stem.rsplit("_", 1)[0] for p in FIXTURES if p.stem.endswith("_good")} == {
+        p.stem.rsplit("_", 1)[0] for p in FIXTURES if p.stem.endswith("_bad")
+    }
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)
+def test_findings_are_exactly_the_marked_lines(path):
+    """Every finding of any rule is marked: a good shape has none, a bad one only what its marks say."""
+    found = {(f.line, f.code) for f in check_source(path.read_text(), str(path))}
+    assert found == _expected(path)
+
+
+def _codes(code: str, rule: str) -> list[int]:
+    return [f.line for f in check_source(code, "t.py") if f.code == rule]
+
+
+NCCL = """
+import torch
+import torch.distributed as dist
+dist.init_process_group({backend})
+def report(x):
+    t = {build}
+    dist.all_reduce(t)
+"""
+
+
+@pytest.mark.parametrize(
+    "backend, build, fires",
+    [
+        ('"nccl"', "torch.tensor([x.item(), 1.0])", True),
+        ('backend="nccl"', "torch.ones(2)", True),
+        ('"nccl"', "x.detach().cpu()", True),
+        ('"nccl"', "torch.tensor([x.item()], device='cuda')", False),  # built on the GPU
+        ('"nccl"', "torch.tensor([x.item()]).cuda()", False),  # moved before the call
+        ('"nccl"', "torch.tensor(x)", False),  # a tensor's copy keeps that tensor's device
+        ('"nccl"', "torch.zeros_like(x)", False),  # x's device
+        ('"cpu:gloo,cuda:nccl"', "torch.ones(2)", False),  # the CPU tensor goes to Gloo
+        ('"gloo"', "torch.ones(2)", False),
+        ('"nccl" if torch.cuda.is_available() else "gloo"', "torch.ones(2)", False),  # chosen at run time
+        ("args.backend", "torch.ones(2)", False),  # unknown
+    ],
+)
+def test_fsd047_only_on_an_nccl_only_group_and_a_surely_cpu_tensor(backend, build, fires):
+    assert _codes(NCCL.format(backend=backend, build=build), "FSD047") == ([7] if fires else [])
+
+
+def test_fsd047_silent_with_a_default_device_or_a_gloo_group_passed():
+    base = NCCL.format(backend='"nccl"', build="torch.ones(2)")
+    assert _codes(base.replace("dist.init", 'torch.set_default_device("cuda")\ndist.init'), "FSD047") == []
+    assert _codes(base.replace("dist.all_reduce(t)", "dist.all_reduce(t, group=cpu_group)"), "FSD047") == []
+    in_ctx = base.replace("    t = torch.ones(2)", '    with torch.device("cuda"):\n        t = torch.ones(2)')
+    assert _codes(in_ctx, "FSD047") == []
+    # the group is formed in another file: the backend is unknown here
+    assert _codes(base.replace('dist.init_process_group("nccl")', ""), "FSD047") == []
+
+
+def test_fsd047_follows_a_helper_that_sends_its_parameter():
+    code = NCCL.format(backend='"nccl"', build="x") + "report(torch.tensor([1.0, 2.0]))\nreport(torch.ones(2).cuda())\n"
+    assert _codes(code, "FSD047") == [8]
+
+
+SAMPLER = """
+import torch.distributed as dist
+from torch.utils.data import DistributedSampler
+rank = dist.get_rank()
+sampler = DistributedSampler(ds, {args})
+"""
+
+
+@pytest.mark.parametrize(
+    "args, fires",
+    [
+        ("seed=rank", True),
+        ("seed=args.seed + rank", True),
+        ("shuffle=True, seed=dist.get_rank()", True),
+        ("seed=int(os.environ['LOCAL_RANK']) * 7", True),
+        ("seed=args.seed", False),
+        ("seed=42", False),
+        ("", False),  # the default seed 0 on every rank
+        ("shuffle=False, seed=rank", False),  # no permutation
+        ("num_replicas=1, rank=0, seed=rank", False),  # one replica: not sharded
+    ],
+)
+def test_fsd048_only_for_a_per_rank_seed_of_a_shuffling_sampler(args, fires):
+    assert _codes(SAMPLER.format(args=args), "FSD048") == ([5] if fires else [])
+
+
+WRAP = """
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+from transformers import AutoModel
+model = AutoModel.from_pretrained("m", device_map={dm})
+model = DDP(model.to("cuda"))
+"""
+
+
+@pytest.mark.parametrize(
+    "dm, fires",
+    [
+        ('"auto"', True),
+        ('"balanced_low_0"', True),
+        ('{"encoder": 0, "decoder": 1}', True),
+        ('{"": local_rank}', False),  # the whole model on the rank's device
+        ('{"encoder": 0, "decoder": 0}', False),  # one device
+        ("device", False),
+        ('"cuda:0"', False),
+    ],
+)
+def test_fsd049_only_for_a_device_map_that_spreads_the_model(dm, fires):
+    assert _codes(WRAP.format(dm=dm), "FSD049") == ([6] if fires else [])
+
+
+def test_fsd049_silent_without_a_wrap():
+    code = WRAP.format(dm='"auto"').replace('model = DDP(model.to("cuda"))', "out = model.generate()")
+    assert _codes(code, "FSD049") == []
