@@ -1,7 +1,7 @@
-"""FSD047-FSD049 (``skill/core/check/device_rules.py``): each fires where the fixtures of
+"""FSD047-FSD050 (``skill/core/check/device_rules.py``): each fires where the fixtures of
 ``tests/data/check/device/`` mark it (``# <- FSDxxx``), in the shapes real code takes (a Trainer class with a
-reducing helper, a nanoGPT-style script, an accelerate/HF fine-tuning script), and nowhere else; then the edges
-each rule stays silent on."""
+reducing helper, a nanoGPT-style script, an accelerate/HF fine-tuning script, an HF Trainer script), and nowhere
+else; then the edges each rule stays silent on, and FSD050 taking FSD027's place."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from fsdp_skill.core.check import check_source
 
 DATA = Path(__file__).parent / "data" / "check" / "device"
 MARK = re.compile(r"#\s*<-\s*(FSD\d{3})")
-OURS = {"FSD047", "FSD048", "FSD049"}
+OURS = {"FSD047", "FSD048", "FSD049", "FSD050"}
 
 
 def _expected(path: Path) -> set[tuple[int, str]]:
@@ -142,3 +142,43 @@ def test_fsd049_only_for_a_device_map_that_spreads_the_model(dm, fires):
 def test_fsd049_silent_without_a_wrap():
     code = WRAP.format(dm='"auto"').replace('model = DDP(model.to("cuda"))', "out = model.generate()")
     assert _codes(code, "FSD049") == []
+
+
+AC = """
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.checkpoint import checkpoint
+class Net(torch.nn.Module):
+    def forward(self, x):
+        return checkpoint(self.block, x{flag})
+model = DDP(Net(){ddp})
+"""
+
+
+@pytest.mark.parametrize(
+    "flag, ddp, codes",
+    [
+        ("", ", find_unused_parameters=True", ["FSD050"]),  # FSD050 wins: FSD027 is not reported there too
+        (", use_reentrant=True", ", find_unused_parameters=True", ["FSD050"]),
+        (", use_reentrant=False", ", find_unused_parameters=True", []),
+        (", use_reentrant=cfg.reentrant", ", find_unused_parameters=True", []),  # unknown
+        (", **kwargs", ", find_unused_parameters=True", []),
+        ("", ", find_unused_parameters=True, static_graph=True", ["FSD027"]),  # static_graph supports reentrant
+        ("", "", ["FSD027"]),  # no unused-parameter search: only the generic warning
+    ],
+)
+def test_fsd050_reentrant_checkpoint_with_find_unused(flag, ddp, codes):
+    found = [f.code for f in check_source(AC.format(flag=flag, ddp=ddp), "t.py") if f.code in ("FSD027", "FSD050")]
+    assert found == codes
+
+
+def test_fsd050_needs_the_checkpointed_class_or_model_to_be_the_wrapped_one():
+    never_built = AC.format(flag="", ddp=", find_unused_parameters=True").replace("DDP(Net()", "DDP(Other()")
+    assert [f.code for f in check_source(never_built, "t.py") if f.code in ("FSD027", "FSD050")] == ["FSD027"]
+    other_model = (
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "a.gradient_checkpointing_enable()\n"
+        "m = DDP(b, find_unused_parameters=True)\n"
+    )
+    assert _codes(other_model, "FSD050") == []
+    assert _codes(other_model.replace("DDP(b", "DDP(a"), "FSD050") == [2]

@@ -1,4 +1,4 @@
-"""Finders of the rules about devices, samplers and wrappers misused (FSD047-FSD049).
+"""Finders of the rules about devices, samplers and wrappers misused (FSD047-FSD050).
 
 - FSD047: a tensor collective (``all_reduce``, ``all_gather``, ``broadcast``, ``reduce``, ``all_gather_into_tensor``,
   ``reduce_scatter_tensor``) on the default group of a file whose only process group is NCCL, given a tensor built
@@ -7,6 +7,12 @@
   handed to a function of the file that runs the collective on its parameter counts (``reduce_mean(t)``).
 - FSD048: ``DistributedSampler(..., seed=<rank-dependent>)`` shuffling: each rank draws another permutation, so the
   shards overlap and some samples are never seen in the epoch.
+- FSD050: DDP with ``find_unused_parameters=True`` (``DistributedDataParallel(...)`` or HF ``TrainingArguments(
+  ddp_find_unused_parameters=True)``) in a file that checkpoints activations the reentrant way
+  (``torch.utils.checkpoint.checkpoint`` without ``use_reentrant=False``, ``gradient_checkpointing_enable()`` without
+  ``gradient_checkpointing_kwargs={"use_reentrant": False}``, ``CheckpointImpl.REENTRANT``): the backward fails with
+  "Expected to mark a variable ready only once". Silent under ``static_graph=True``. FSD050 wins over FSD027 (the
+  generic missing-``use_reentrant`` warning) at the checkpoint calls it reports: FSD027 is not reported there.
 - FSD049: a Hugging Face ``from_pretrained(..., device_map="auto")`` (or ``"balanced"``, ``"sequential"``, a dict
   placing modules on several devices) model wrapped in ``DistributedDataParallel`` / FSDP / ``fully_shard`` or
   handed to ``accelerator.prepare``: every rank spreads its copy over the node's GPUs.
@@ -21,8 +27,8 @@ import ast
 
 from fsdp_skill.core.check import calls
 from fsdp_skill.core.check.calls_rules import _bound_call
-from fsdp_skill.core.check.facts import DDP, FSDP1, FULLY_SHARD, FileFacts, kwarg, last_name
-from fsdp_skill.core.check.finders import Found, finder
+from fsdp_skill.core.check.facts import DDP, FSDP1, FULLY_SHARD, FileFacts, Located, is_true, kwarg, last_name
+from fsdp_skill.core.check.finders import FINDERS, Found, finder
 
 _INIT = "torch.distributed.init_process_group"
 
@@ -292,3 +298,136 @@ def device_map_model_wrapped(facts: FileFacts) -> Found:
             if loaded is not None:
                 yield c, f"the model is loaded with a multi-device device_map at line {loaded.lineno}"
                 break
+
+
+# --- FSD050 ----------------------------------------------------------------------------------------------
+
+_CHECKPOINT = "torch.utils.checkpoint.checkpoint"
+
+
+def _reentrant_false(facts: FileFacts, node: ast.AST | None) -> bool:
+    """May ``node`` turn reentrancy off: ``use_reentrant=False``, a ``{"use_reentrant": False}`` dict (through a
+    name), or a value the file cannot tell (``use_reentrant=self.flag``)? Missing, ``True``, or a dict without the
+    key: False."""
+    if node is None:
+        return False
+    value = facts.resolve(node)
+    if isinstance(value, ast.Constant):
+        return value.value is False
+    if isinstance(value, ast.Dict):
+        for k, v in zip(value.keys, value.values, strict=False):
+            if k is None:
+                return True  # {**other}: may carry the flag
+            if isinstance(k, ast.Constant) and k.value == "use_reentrant":
+                return not (isinstance(v, ast.Constant) and v.value is not False)
+        return False
+    if isinstance(value, ast.Call) and last_name(value) == "dict" and not value.args:
+        return any(k.arg is None for k in value.keywords) or _reentrant_false(facts, kwarg(value, "use_reentrant"))
+    return True  # unknown
+
+
+def _reentrant_checkpoints(facts: FileFacts) -> list[ast.expr]:
+    """The activation checkpoints of the file that run the reentrant implementation: ``checkpoint(fn, x)`` without
+    ``use_reentrant=False`` (and no ``**kwargs`` that may carry it), ``m.gradient_checkpointing_enable()`` without
+    ``gradient_checkpointing_kwargs={"use_reentrant": False}``, ``checkpoint_impl=CheckpointImpl.REENTRANT``."""
+    out: list[ast.expr] = []
+    for c in facts.calls():
+        q, name = facts.qual(c) or "", last_name(c) or ""
+        if q == _CHECKPOINT:
+            flag = kwarg(c, "use_reentrant")
+            if flag is None and any(k.arg is None for k in c.keywords):
+                continue  # checkpoint(fn, **kwargs): the flag may be in kwargs
+            if not _reentrant_false(facts, flag):
+                out.append(c)
+        elif name == "gradient_checkpointing_enable" and isinstance(c.func, ast.Attribute):
+            if any(k.arg is None for k in c.keywords):
+                continue
+            if not _reentrant_false(facts, kwarg(c, "gradient_checkpointing_kwargs", 0)):
+                out.append(c)
+        elif q.endswith("checkpoint_wrapper"):
+            impl = kwarg(c, "checkpoint_impl")
+            if impl is not None and last_name(impl) == "REENTRANT":
+                out.append(impl)
+    return out
+
+
+def _find_unused(facts: FileFacts) -> list[ast.Call]:
+    """``DistributedDataParallel(..., find_unused_parameters=True)`` without ``static_graph=True`` (which supports
+    reentrant checkpointing), in a file that never calls ``_set_static_graph()``."""
+    if any(last_name(c) == "_set_static_graph" for c in facts.calls()):
+        return []
+    return [
+        c
+        for c in facts.calls()
+        if facts.qual(c) == DDP and is_true(kwarg(c, "find_unused_parameters")) and not is_true(kwarg(c, "static_graph"))
+    ]
+
+
+def _same_model(facts: FileFacts, node: ast.expr, ddps: list[ast.Call]) -> ast.Call | None:
+    """The DDP of ``ddps`` that wraps the model ``node`` checkpoints, as far as the file tells: for
+    ``m.gradient_checkpointing_enable()`` the DDP given ``m`` (the same variable binding); for a checkpoint inside a
+    class, a DDP when the file builds that class; for one in a plain function or a ``checkpoint_wrapper``, any."""
+    if isinstance(node, ast.Call) and last_name(node) == "gradient_checkpointing_enable" and isinstance(node.func, ast.Attribute):
+        mine = facts.chain(node.func.value)
+        for d in ddps:
+            arg = kwarg(d, "module", 0)
+            theirs = facts.chain(arg) if arg is not None else None
+            if mine is not None and theirs is not None and (mine.covers(theirs) or theirs.covers(mine)):
+                return d
+        return None
+    cls = next((a for a in facts.ancestors(node) if isinstance(a, ast.ClassDef)), None)
+    if cls is not None and not any(isinstance(c.func, ast.Name) and c.func.id == cls.name for c in facts.calls()):
+        return None  # a model class this file never builds: may not be the one DDP wraps
+    return ddps[0]
+
+
+def _hf_args_both(facts: FileFacts) -> list[ast.Call]:
+    """``TrainingArguments(gradient_checkpointing=True, ddp_find_unused_parameters=True)`` (or a subclass's config
+    call of that shape) without ``gradient_checkpointing_kwargs={"use_reentrant": False}``."""
+    return [
+        c
+        for c in facts.calls()
+        if is_true(kwarg(c, "gradient_checkpointing"))
+        and is_true(kwarg(c, "ddp_find_unused_parameters"))
+        and not _reentrant_false(facts, kwarg(c, "gradient_checkpointing_kwargs"))
+    ]
+
+
+def _fsd050(facts: FileFacts) -> list[tuple[Located, str | None]]:
+    key = ("device_rules", "FSD050")
+    if key not in facts.cache:
+        hits: list[tuple[Located, str | None]] = [
+            (c, "TrainingArguments asks for both (the Trainer checkpoints with use_reentrant=True by default)")
+            for c in _hf_args_both(facts)
+        ]
+        ddps = _find_unused(facts)
+        for node in _reentrant_checkpoints(facts) if ddps else []:
+            ddp = _same_model(facts, node, ddps)
+            if ddp is not None:
+                hits.append((node, f"DDP with find_unused_parameters=True at line {ddp.lineno}"))
+        facts.cache[key] = hits
+    found: list[tuple[Located, str | None]] = facts.cache[key]
+    return found
+
+
+@finder("FSD050")
+def reentrant_checkpoint_with_find_unused(facts: FileFacts) -> Found:
+    """FSD050: reentrant activation checkpointing in a file that builds DDP with ``find_unused_parameters=True``."""
+    yield from _fsd050(facts)
+
+
+_FSD027 = FINDERS.get("FSD027")
+
+
+def _fsd027_unless_fsd050(facts: FileFacts) -> Found:
+    """FSD027's finder, less the checkpoint calls FSD050 reports (the stronger, specific finding wins)."""
+    if _FSD027 is None:
+        return
+    taken = {id(node) for node, _ in _fsd050(facts)}
+    for node, detail in _FSD027(facts):
+        if id(node) not in taken:
+            yield node, detail
+
+
+if _FSD027 is not None:
+    FINDERS["FSD027"] = _fsd027_unless_fsd050

@@ -447,10 +447,21 @@ RULES: dict[str, Rule] = {
             "model/device-map-auto-with-ddp",
             "model/device-map-auto-with-ddp",
         ),
+        _r(
+            "FSD050",
+            "error",
+            "reentrant activation checkpointing with DDP `find_unused_parameters=True`",
+            "with find_unused_parameters=True DDP marks the checkpointed block's parameters ready after forward, and the "
+            'reentrant recomputation marks them again in backward: "Expected to mark a variable ready only once"; '
+            'pass use_reentrant=False (gradient_checkpointing_kwargs={"use_reentrant": False}) or drop '
+            "find_unused_parameters / use static_graph=True",
+            "model/ac-reentrant-find-unused",
+            "model/ac-reentrant-find-unused",
+        ),
     ]
 }
 
 NOT_ANALYSED = "FSD000"  # the file was not analysed (does not parse, or the checker failed on it): a finding, not a rule
-# the rule codes as a range ("FSD001-FSD049"): the check_script tool's description gives it, and a test holds the
+# the rule codes as a range ("FSD001-FSD050"): the check_script tool's description gives it, and a test holds the
 # pre-commit hook's description and README to it
 RULE_RANGE = f"{min(RULES)}-{max(RULES)}"
