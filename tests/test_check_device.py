@@ -1,4 +1,4 @@
-"""FSD047-FSD050 (``skill/core/check/device_rules.py``): each fires where the fixtures of
+"""FSD047-FSD051 (``skill/core/check/device_rules.py``): each fires where the fixtures of
 ``tests/data/check/device/`` mark it (``# <- FSDxxx``), in the shapes real code takes (a Trainer class with a
 reducing helper, a nanoGPT-style script, an accelerate/HF fine-tuning script, an HF Trainer script), and nowhere
 else; then the edges each rule stays silent on, and FSD050 taking FSD027's place."""
@@ -14,7 +14,7 @@ from fsdp_skill.core.check import check_source
 
 DATA = Path(__file__).parent / "data" / "check" / "device"
 MARK = re.compile(r"#\s*<-\s*(FSD\d{3})")
-OURS = {"FSD047", "FSD048", "FSD049", "FSD050"}
+OURS = {"FSD047", "FSD048", "FSD049", "FSD050", "FSD051"}
 
 
 def _expected(path: Path) -> set[tuple[int, str]]:
@@ -182,3 +182,45 @@ def test_fsd050_needs_the_checkpointed_class_or_model_to_be_the_wrapped_one():
     )
     assert _codes(other_model, "FSD050") == []
     assert _codes(other_model.replace("DDP(b", "DDP(a"), "FSD050") == [2]
+
+
+EARLY = """
+import os
+import torch
+import torch.distributed as dist
+def main():
+    dist.init_process_group({init})
+    {sync}
+    torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+"""
+
+
+@pytest.mark.parametrize(
+    "init, sync, fires",
+    [
+        ('"nccl"', "dist.barrier()", True),
+        ('backend="nccl"', "dist.all_reduce(t)", True),
+        ('"nccl"', "dist.barrier(device_ids=[0])", False),  # the device named
+        ('"nccl"', "dist.barrier(group=g)", False),  # another group: of unknown backend
+        ('"nccl", device_id=torch.device("cuda", 0)', "dist.barrier()", False),  # bound at init
+        ('"gloo"', "dist.barrier()", False),
+        ('"cpu:gloo,cuda:nccl"', "dist.barrier()", False),
+        ('"nccl"', "print('no collective')", False),
+    ],
+)
+def test_fsd051_a_collective_before_set_device(init, sync, fires):
+    assert _codes(EARLY.format(init=init, sync=sync), "FSD051") == ([7] if fires else [])
+
+
+def test_fsd051_set_device_missing_is_fsd013s_and_set_device_first_is_silent():
+    missing = EARLY.format(init='"nccl"', sync="dist.barrier()").replace(
+        '    torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))\n', ""
+    )
+    assert _codes(missing + "if __name__ == '__main__':\n    main()\n", "FSD051") == []
+    first = EARLY.format(init='"nccl"', sync="torch.cuda.set_device(0)\n    dist.barrier()")
+    assert _codes(first, "FSD051") == []
+    branches = EARLY.format(init='"nccl"', sync="dist.barrier()").replace(
+        "    dist.barrier()\n    torch.cuda.set_device",
+        "    if cpu:\n        dist.barrier()\n    else:\n        torch.cuda.set_device",
+    )
+    assert _codes(branches, "FSD051") == []  # never both on one path

@@ -1,4 +1,4 @@
-"""Finders of the rules about devices, samplers and wrappers misused (FSD047-FSD050).
+"""Finders of the rules about devices, samplers and wrappers misused (FSD047-FSD051).
 
 - FSD047: a tensor collective (``all_reduce``, ``all_gather``, ``broadcast``, ``reduce``, ``all_gather_into_tensor``,
   ``reduce_scatter_tensor``) on the default group of a file whose only process group is NCCL, given a tensor built
@@ -13,6 +13,11 @@
   ``gradient_checkpointing_kwargs={"use_reentrant": False}``, ``CheckpointImpl.REENTRANT``): the backward fails with
   "Expected to mark a variable ready only once". Silent under ``static_graph=True``. FSD050 wins over FSD027 (the
   generic missing-``use_reentrant`` warning) at the checkpoint calls it reports: FSD027 is not reported there.
+- FSD051: a collective on the default group (``dist.barrier()`` and the others) before ``torch.cuda.set_device`` in
+  the same function, in a file that forms an NCCL group without ``device_id``: NCCL runs it on the current device,
+  ``cuda:0`` on every rank at that point (a context and memory on GPU 0 of every process, or a hang). A call of a
+  function of the file whose body runs such a collective counts (``setup()`` doing ``init`` + ``barrier``).
+  FSD013 covers a file with no ``set_device`` at all; this one, a ``set_device`` that comes too late.
 - FSD049: a Hugging Face ``from_pretrained(..., device_map="auto")`` (or ``"balanced"``, ``"sequential"``, a dict
   placing modules on several devices) model wrapped in ``DistributedDataParallel`` / FSDP / ``fully_shard`` or
   handed to ``accelerator.prepare``: every rank spreads its copy over the node's GPUs.
@@ -431,3 +436,76 @@ def _fsd027_unless_fsd050(facts: FileFacts) -> Found:
 
 if _FSD027 is not None:
     FINDERS["FSD027"] = _fsd027_unless_fsd050
+
+
+# --- FSD051 ----------------------------------------------------------------------------------------------
+
+
+def _nccl_without_device_id(facts: FileFacts) -> bool:
+    """Some ``init_process_group`` of the file may form an NCCL group (``"nccl"`` among its backends, not a
+    ``"cpu:gloo,cuda:nccl"`` map) and none binds the device with ``device_id=``."""
+    inits = [c for c in facts.calls() if facts.qual(c) == _INIT]
+    if not inits or any(kwarg(c, "device_id") is not None for c in inits):
+        return False
+    return any(
+        "nccl" in (names := facts.strings(kwarg(c, "backend", 0))) and not any(":" in n or "," in n for n in names) for c in inits
+    )
+
+
+def _default_group_collective(facts: FileFacts, call: ast.Call) -> bool:
+    from fsdp_skill.core.check.rank_conditional import COLLECTIVES
+
+    q = facts.qual(call) or ""
+    return (
+        q.startswith("torch.distributed.")
+        and q.count(".") == 2
+        and q.rsplit(".", 1)[-1] in COLLECTIVES - {"monitored_barrier"}
+        and kwarg(call, "group") is None
+        and kwarg(call, "device_ids") is None
+    )
+
+
+def _helpers_with_collective(facts: FileFacts) -> dict[int, ast.Call]:
+    """id(function of the file) -> the first default-group collective its own body runs."""
+    out: dict[int, ast.Call] = {}
+    for c in facts.calls():
+        if _default_group_collective(facts, c):
+            scope = facts.scope_of(c)
+            if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and id(scope) not in out:
+                out[id(scope)] = c
+    return out
+
+
+@finder("FSD051")
+def collective_before_set_device(facts: FileFacts) -> Found:
+    """FSD051: a default-group collective (or a call of a function of the file that runs one) before
+    ``torch.cuda.set_device`` in the same function, NCCL without ``device_id``."""
+    if not _nccl_without_device_id(facts):
+        return
+    setters = [c for c in facts.calls() if facts.qual(c) == "torch.cuda.set_device"]
+    if not setters:
+        return  # FSD013's case
+    helpers = _helpers_with_collective(facts)
+    first: dict[int, ast.Call] = {}  # the earliest set_device of each function: a later one binds nothing new
+    for setter in setters:
+        known = first.get(id(facts.scope_of(setter)))
+        if known is None or (setter.lineno, setter.col_offset) < (known.lineno, known.col_offset):
+            first[id(facts.scope_of(setter))] = setter
+    for setter in first.values():
+        scope = facts.scope_of(setter)
+        here = (setter.lineno, setter.col_offset)
+        for node in facts.scope_nodes(scope):
+            if not isinstance(node, ast.Call) or (node.lineno, node.col_offset) >= here or facts.exclusive(node, setter):
+                continue
+            if _default_group_collective(facts, node):
+                yield node, f"(torch.cuda.set_device at line {setter.lineno} comes after it)"
+                break
+            target = calls.callee(facts, node)
+            inner = helpers.get(id(target.fn)) if target is not None and target.fn is not None else None
+            if inner is not None and inner is not node:
+                name = target.summary.name if target is not None else "the helper"
+                yield (
+                    node,
+                    f"{name}() runs {last_name(inner)} (line {inner.lineno}) before torch.cuda.set_device (line {setter.lineno})",
+                )
+                break

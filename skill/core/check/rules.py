@@ -458,10 +458,20 @@ RULES: dict[str, Rule] = {
             "model/ac-reentrant-find-unused",
             "model/ac-reentrant-find-unused",
         ),
+        _r(
+            "FSD051",
+            "warning",
+            "collective (`dist.barrier()`, ...) before `torch.cuda.set_device(local_rank)` with NCCL",
+            "NCCL runs a collective on the current device, and before set_device that is cuda:0 on every rank (a CUDA "
+            "context and buffers of every process on GPU 0, or a hang; torch warns it is using the device under current "
+            "context): call torch.cuda.set_device(local_rank) first, or pass device_id= to init_process_group",
+            "debugging/barrier-device-warning",
+            "launch/local-rank-device",
+        ),
     ]
 }
 
 NOT_ANALYSED = "FSD000"  # the file was not analysed (does not parse, or the checker failed on it): a finding, not a rule
-# the rule codes as a range ("FSD001-FSD050"): the check_script tool's description gives it, and a test holds the
+# the rule codes as a range ("FSD001-FSD051"): the check_script tool's description gives it, and a test holds the
 # pre-commit hook's description and README to it
 RULE_RANGE = f"{min(RULES)}-{max(RULES)}"
