@@ -1,4 +1,4 @@
-"""FSD047-FSD051 (``skill/core/check/device_rules.py``): each fires where the fixtures of
+"""FSD047-FSD053 (``skill/core/check/device_rules.py``): each fires where the fixtures of
 ``tests/data/check/device/`` mark it (``# <- FSDxxx``), in the shapes real code takes (a Trainer class with a
 reducing helper, a nanoGPT-style script, an accelerate/HF fine-tuning script, an HF Trainer script), and nowhere
 else; then the edges each rule stays silent on, and FSD050 taking FSD027's place."""
@@ -14,7 +14,7 @@ from fsdp_skill.core.check import check_source
 
 DATA = Path(__file__).parent / "data" / "check" / "device"
 MARK = re.compile(r"#\s*<-\s*(FSD\d{3})")
-OURS = {"FSD047", "FSD048", "FSD049", "FSD050", "FSD051"}
+OURS = {"FSD047", "FSD048", "FSD049", "FSD050", "FSD051", "FSD052", "FSD053"}
 
 
 def _expected(path: Path) -> set[tuple[int, str]]:
@@ -224,3 +224,71 @@ def test_fsd051_set_device_missing_is_fsd013s_and_set_device_first_is_silent():
         "    if cpu:\n        dist.barrier()\n    else:\n        torch.cuda.set_device",
     )
     assert _codes(branches, "FSD051") == []  # never both on one path
+
+
+LOAD = """
+import torch
+from torch.distributed.fsdp import fully_shard
+def build(path, rank):
+    model = torch.nn.Linear(4, 4)
+    {first}
+    {second}
+"""
+
+
+@pytest.mark.parametrize(
+    "first, second, line",
+    [
+        ("fully_shard(model)", "model.load_state_dict(torch.load(path))", 7),
+        ("fully_shard(model)", "model.load_state_dict(torch.load(path, weights_only=True)['model'])", 7),
+        ("fully_shard(model)", "model.load_state_dict(safetensors.torch.load_file(path))", 7),
+        ("model.load_state_dict(torch.load(path))", "fully_shard(model)", None),  # loaded before sharding
+        ("fully_shard(model)", "model.load_state_dict(torch.load(f'shard_{rank}.pt'))", None),  # each rank's own file
+        ("fully_shard(model)", "model.load_state_dict(sd)", None),  # a state dict of unknown origin
+        ("fully_shard(model.layer)", "model.load_state_dict(torch.load(path))", None),  # the root is not sharded
+    ],
+)
+def test_fsd053_full_state_dict_after_fully_shard(first, second, line):
+    code = LOAD.format(first=first, second=second).replace("import torch\n", "import torch\nimport safetensors.torch\n")
+    assert _codes(code, "FSD053") == ([line + 1] if line else [])
+
+
+def test_fsd053_follows_a_module_sharded_by_a_helper():
+    code = LOAD.format(first="model = shard(model)", second="model.load_state_dict(torch.load(path))")
+    code += "def shard(m):\n    fully_shard(m)\n    return m\n"
+    assert _codes(code, "FSD053") == [7]
+
+
+EVAL = """
+import torch
+from accelerate import Accelerator
+accelerator = Accelerator()
+model, loader = accelerator.prepare(model, loader)
+def evaluate():
+    correct = 0
+    for x, y in {loader}:
+        with torch.no_grad():
+            p = model(x).argmax(-1)
+        {line}
+    return correct
+"""
+
+
+@pytest.mark.parametrize(
+    "loader, line, fires",
+    [
+        ("loader", "p, y = accelerator.gather((p, y)); correct += (p == y).sum().item()", True),
+        ("tqdm(loader)", "metric.add_batch(predictions=accelerator.gather(p), references=accelerator.gather(y))", True),
+        ("loader", "p, y = accelerator.gather_for_metrics((p, y)); correct += (p == y).sum().item()", False),
+        ("raw_loader", "p, y = accelerator.gather((p, y)); correct += (p == y).sum().item()", False),  # not prepared
+        ("loader", "accelerator.print(accelerator.gather(p).shape)", False),  # no metric
+        ("loader", "p = accelerator.gather(p)[: len(loader.dataset)]; correct += p.sum()", False),  # trimmed by hand
+    ],
+)
+def test_fsd052_gather_into_a_metric_over_a_prepared_loader(loader, line, fires):
+    assert _codes(EVAL.format(loader=loader, line=line), "FSD052") == ([11] if fires else [])
+
+
+def test_fsd052_silent_outside_accelerate():
+    code = EVAL.format(loader="loader", line="p, y = accelerator.gather((p, y)); correct += (p == y).sum().item()")
+    assert _codes(code.replace("from accelerate import Accelerator", "from mylib import Accelerator"), "FSD052") == []

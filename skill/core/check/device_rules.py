@@ -1,4 +1,4 @@
-"""Finders of the rules about devices, samplers and wrappers misused (FSD047-FSD051).
+"""Finders of the rules about devices, samplers and wrappers misused (FSD047-FSD053).
 
 - FSD047: a tensor collective (``all_reduce``, ``all_gather``, ``broadcast``, ``reduce``, ``all_gather_into_tensor``,
   ``reduce_scatter_tensor``) on the default group of a file whose only process group is NCCL, given a tensor built
@@ -18,6 +18,16 @@
   ``cuda:0`` on every rank at that point (a context and memory on GPU 0 of every process, or a hang). A call of a
   function of the file whose body runs such a collective counts (``setup()`` doing ``init`` + ``barrier``).
   FSD013 covers a file with no ``set_device`` at all; this one, a ``set_device`` that comes too late.
+- FSD052: ``accelerator.gather(...)`` (not ``gather_for_metrics``) inside an evaluation loop over a dataloader that
+  ``accelerator.prepare`` returned, whose result feeds a metric (``metric.add_batch``, ``.update``, a list it
+  extends, a comparison, a running sum): the last batch is padded with duplicates so every rank has one, and the
+  metric counts them. Silent when the loop trims the padding itself (a slice of what it gathered, ``samples_seen``,
+  ``len(loader.dataset)``).
+- FSD053: ``m.load_state_dict(sd)`` of an FSDP2 module with a full state dict read from one file
+  (``torch.load(path)``, safetensors ``load_file``, a key of either) after ``fully_shard(m)`` in the same function,
+  or where ``m`` arrives already sharded: the parameters are DTensors and the copy fails ("got mixed torch.Tensor
+  and DTensor"). Silent for a per-rank file (``f"shard_{rank}.pt"``: each rank's own DTensors) and for a load that
+  comes before the ``fully_shard``.
 - FSD049: a Hugging Face ``from_pretrained(..., device_map="auto")`` (or ``"balanced"``, ``"sequential"``, a dict
   placing modules on several devices) model wrapped in ``DistributedDataParallel`` / FSDP / ``fully_shard`` or
   handed to ``accelerator.prepare``: every rank spreads its copy over the node's GPUs.
@@ -32,7 +42,7 @@ import ast
 
 from fsdp_skill.core.check import calls
 from fsdp_skill.core.check.calls_rules import _bound_call
-from fsdp_skill.core.check.facts import DDP, FSDP1, FULLY_SHARD, FileFacts, Located, is_true, kwarg, last_name
+from fsdp_skill.core.check.facts import DDP, FSDP1, FULLY_SHARD, FileFacts, Located, dotted, is_true, kwarg, last_name
 from fsdp_skill.core.check.finders import FINDERS, Found, finder
 
 _INIT = "torch.distributed.init_process_group"
@@ -509,3 +519,217 @@ def collective_before_set_device(facts: FileFacts) -> Found:
                     f"{name}() runs {last_name(inner)} (line {inner.lineno}) before torch.cuda.set_device (line {setter.lineno})",
                 )
                 break
+
+
+# --- FSD053 ----------------------------------------------------------------------------------------------
+
+
+def _full_state_source(facts: FileFacts, node: ast.AST | None) -> ast.Call | None:
+    """The ``torch.load(path)`` / ``load_file(path)`` call a state dict comes from (through names and keys:
+    ``ckpt = torch.load(p); ckpt["model"]``), when ``path`` is not a per-rank file; else None."""
+    cur = node
+    for _ in range(6):
+        cur = facts.resolve(cur)
+        if isinstance(cur, ast.Subscript):
+            cur = cur.value
+            continue
+        break
+    if not isinstance(cur, ast.Call):
+        return None
+    q, name = facts.qual(cur) or "", last_name(cur) or ""
+    if q != "torch.load" and not (name == "load_file" and "safetensors" in q):
+        return None
+    path = kwarg(cur, "f", 0) if q == "torch.load" else kwarg(cur, "filename", 0)
+    todo: list[ast.AST] = [path] if path is not None else []
+    seen = 0
+    while todo and seen < 8:  # the per-rank file of finders._per_rank_file, for a load
+        part, seen = todo.pop(), seen + 1
+        for n in ast.walk(part):
+            if isinstance(n, (ast.Name, ast.Attribute, ast.Call)) and facts.is_rank_expr(n):
+                return None
+            if isinstance(n, ast.Name) and (value := facts.resolve(n)) is not n and value is not None:
+                todo.append(value)
+    return cur
+
+
+def _sharded_before(facts: FileFacts, owner: ast.expr, load: ast.Call) -> ast.Call | None | bool:
+    """The ``fully_shard(owner)`` of the load's function that comes before it; True when ``owner`` arrives sharded
+    (an FSDP2 module the function does not shard itself); None when the function shards it only later."""
+    name = ast.unparse(owner)
+    scope = facts.scope_of(load)
+    shards = [
+        c
+        for c in facts.scope_nodes(scope)
+        if isinstance(c, ast.Call) and facts.qual(c) == FULLY_SHARD and c.args and ast.unparse(c.args[0]) == name
+    ]
+    before = [c for c in shards if (c.lineno, c.col_offset) < (load.lineno, load.col_offset) and not facts.exclusive(c, load)]
+    if before:
+        return before[-1]
+    return None if shards else True
+
+
+@finder("FSD053")
+def full_state_dict_loaded_into_fsdp2(facts: FileFacts) -> Found:
+    """FSD053: ``load_state_dict`` of a full state dict read from one file into an already sharded FSDP2 module."""
+    for c in facts.calls():
+        if last_name(c) != "load_state_dict" or not isinstance(c.func, ast.Attribute) or facts.qual(c) in _NOT_MODULE_LOADS:
+            continue
+        owner = c.func.value
+        if not isinstance(owner, (ast.Name, ast.Attribute)) or not facts.is_fsdp2(owner):
+            continue
+        source = _full_state_source(facts, kwarg(c, "state_dict", 0))
+        if source is None:
+            continue
+        sharded = _sharded_before(facts, owner, c)
+        if sharded is None:
+            continue
+        where = (
+            f"fully_shard at line {sharded.lineno}" if isinstance(sharded, ast.Call) else "a module sharded before this function"
+        )
+        yield c, f"a full state dict from {ast.unparse(source.func)}() at line {source.lineno} into {where}"
+
+
+_NOT_MODULE_LOADS = {"torch.distributed.checkpoint.state_dict.set_model_state_dict"}
+
+
+# --- FSD052 ----------------------------------------------------------------------------------------------
+
+_METRIC_SINKS = {"add_batch", "update", "append", "extend", "add"}
+_ITER_WRAPPERS = {"enumerate", "tqdm", "iter", "zip"}
+
+
+def _is_accelerator(facts: FileFacts, recv: ast.AST) -> bool:
+    made = _bound_call(facts, recv)
+    return made is not None and (facts.qual(made) or "").endswith("Accelerator")
+
+
+def _unpacked_into(facts: FileFacts, node: ast.AST) -> ast.Call | None:
+    """For ``self.loader``: the call a tuple assignment unpacks into it (``self.model, self.loader = prepare(...)``)."""
+    name = dotted(node) if isinstance(node, ast.Attribute) else None
+    if name is None:
+        return None
+    for n in facts.nodes:
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call):
+            for t in n.targets:
+                if isinstance(t, (ast.Tuple, ast.List)) and any(dotted(e) == name for e in t.elts):
+                    return n.value
+    return None
+
+
+def _prepared_loader(facts: FileFacts, it: ast.AST) -> bool:
+    """Is the ``for`` iterable a dataloader ``accelerator.prepare(...)`` (or ``prepare_data_loader``) returned
+    (through ``enumerate`` / ``tqdm``, names, ``self.`` attributes)?"""
+    for _ in range(3):
+        if isinstance(it, ast.Call) and last_name(it) in _ITER_WRAPPERS and it.args:
+            it = it.args[0]
+    made = _bound_call(facts, it) or _unpacked_into(facts, it)
+    return (
+        made is not None
+        and last_name(made) in ("prepare", "prepare_data_loader")
+        and isinstance(made.func, ast.Attribute)
+        and _is_accelerator(facts, made.func.value)
+    )
+
+
+def _evaluating(facts: FileFacts, loop: ast.AST) -> bool:
+    """An evaluation loop: under (or holding) ``torch.no_grad()`` / ``inference_mode()``, after ``model.eval()`` in
+    its function, or in a function named for evaluation."""
+    grad_off = ("torch.no_grad", "torch.inference_mode")
+    inside = [n for n in ast.walk(loop) if isinstance(n, ast.withitem)]
+    around = [i for a in facts.ancestors(loop) if isinstance(a, ast.With) for i in a.items]
+    if any(facts.qual(i.context_expr) in grad_off for i in inside + around):
+        return True
+    scope = facts.scope_of(loop)
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+        w in scope.name.lower() for w in ("eval", "valid", "test")
+    ):
+        return True
+    return any(
+        isinstance(n, ast.Call) and last_name(n) == "eval" and not n.args and n.lineno < getattr(loop, "lineno", 0)
+        for n in facts.scope_nodes(scope)
+    )
+
+
+def _trims_padding(loop: ast.AST, gathered: set[str]) -> bool:
+    """Does the loop drop the padded duplicates itself (a slice of a gathered name, ``samples_seen``,
+    ``len(loader.dataset)``)?"""
+    for n in ast.walk(loop):
+        if (
+            isinstance(n, ast.Subscript)
+            and isinstance(n.slice, ast.Slice)
+            and isinstance(n.value, ast.Name)
+            and n.value.id in gathered
+        ):
+            return True
+        if isinstance(n, ast.Name) and "samples_seen" in n.id:
+            return True
+        if (
+            isinstance(n, ast.Call)
+            and last_name(n) == "len"
+            and n.args
+            and isinstance(n.args[0], ast.Attribute)
+            and n.args[0].attr == "dataset"
+        ):
+            return True
+    return False
+
+
+def _names(target: ast.AST) -> set[str]:
+    """The names an expression or assignment target mentions."""
+    return {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+
+
+def _feeds_metric(loop: ast.AST, gathered: set[str], after: tuple[int, int]) -> bool:
+    """A later use of a gathered name in the loop that counts samples: a metric sink call, a comparison, a ``+=``."""
+    for n in ast.walk(loop):
+        if (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)) <= after:
+            continue
+        if isinstance(n, ast.Call) and last_name(n) in _METRIC_SINKS:
+            used = [a for a in n.args] + [k.value for k in n.keywords]
+            if any(_names(u) & gathered for u in used):
+                return True
+        elif isinstance(n, ast.Compare) and _names(n) & gathered:
+            return True
+        elif isinstance(n, ast.AugAssign) and _names(n.value) & gathered:
+            return True
+    return False
+
+
+@finder("FSD052")
+def gather_not_for_metrics_in_eval(facts: FileFacts) -> Found:
+    """FSD052: ``accelerator.gather`` feeding a metric in an evaluation loop over a prepared dataloader."""
+    if not any(full.split(".")[0] == "accelerate" for full in facts.aliases.values()):
+        return
+    reported: set[int] = set()  # one finding per statement (``(gather(p) == gather(y)).sum()``)
+    for c in facts.calls():
+        if last_name(c) != "gather" or not isinstance(c.func, ast.Attribute) or not _is_accelerator(facts, c.func.value):
+            continue
+        loop = next((a for a in facts.ancestors(c) if isinstance(a, (ast.For, ast.AsyncFor))), None)
+        if loop is None or not _prepared_loader(facts, loop.iter) or not _evaluating(facts, loop):
+            continue
+        stmt = next((a for a in facts.ancestors(c) if isinstance(a, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr))), None)
+        if isinstance(stmt, ast.Assign):
+            gathered = set().union(*(_names(t) for t in stmt.targets))
+        elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)):
+            gathered = _names(stmt.target)
+        else:  # metric.add_batch(predictions=accelerator.gather(p), ...): used where it is made
+            parent = facts.parents.get(id(c))
+            while parent is not None and not isinstance(parent, ast.Call):
+                parent = facts.parents.get(id(parent))
+            if (
+                isinstance(parent, ast.Call)
+                and last_name(parent) in _METRIC_SINKS
+                and not _trims_padding(loop, set())
+                and id(parent) not in reported
+            ):
+                reported.add(id(parent))
+                yield c, None
+            continue
+        if _trims_padding(loop, gathered):
+            continue
+        if id(stmt) not in reported and (
+            isinstance(stmt, ast.AugAssign)
+            or _feeds_metric(loop, gathered, (stmt.end_lineno or stmt.lineno, stmt.end_col_offset or 0))
+        ):
+            reported.add(id(stmt))
+            yield c, None

@@ -468,10 +468,30 @@ RULES: dict[str, Rule] = {
             "debugging/barrier-device-warning",
             "launch/local-rank-device",
         ),
+        _r(
+            "FSD052",
+            "warning",
+            "`accelerator.gather` (not `gather_for_metrics`) of predictions in an evaluation loop, fed to a metric",
+            "a prepared dataloader pads the last batch with duplicated samples so that every process gets one, and "
+            "gather() keeps them: the metric counts those samples twice; use accelerator.gather_for_metrics(...), "
+            "which drops the duplicates",
+            "recipes/accelerate-gather-for-metrics",
+            "recipes/accelerate-gather-for-metrics",
+        ),
+        _r(
+            "FSD053",
+            "error",
+            "FSDP2: full state dict from `torch.load` loaded with `load_state_dict` after `fully_shard`",
+            'after fully_shard the parameters are DTensors and load_state_dict of plain tensors fails ("got mixed '
+            'torch.Tensor and DTensor"): load before fully_shard, or use set_model_state_dict(model, sd, '
+            "options=StateDictOptions(full_state_dict=True, broadcast_from_rank0=True))",
+            "checkpoint/fsdp2-full-state-dict",
+            "checkpoint/fsdp2-full-state-dict-rank0",
+        ),
     ]
 }
 
 NOT_ANALYSED = "FSD000"  # the file was not analysed (does not parse, or the checker failed on it): a finding, not a rule
-# the rule codes as a range ("FSD001-FSD051"): the check_script tool's description gives it, and a test holds the
+# the rule codes as a range ("FSD001-FSD053"): the check_script tool's description gives it, and a test holds the
 # pre-commit hook's description and README to it
 RULE_RANGE = f"{min(RULES)}-{max(RULES)}"
