@@ -292,3 +292,10 @@ def test_fsd052_gather_into_a_metric_over_a_prepared_loader(loader, line, fires)
 def test_fsd052_silent_outside_accelerate():
     code = EVAL.format(loader="loader", line="p, y = accelerator.gather((p, y)); correct += (p == y).sum().item()")
     assert _codes(code.replace("from accelerate import Accelerator", "from mylib import Accelerator"), "FSD052") == []
+
+
+def test_fsd052_an_accelerator_built_in_either_branch_of_a_conditional():
+    code = EVAL.format(loader="loader", line="metric.add_batch(predictions=accelerator.gather(p), references=y)").replace(
+        "accelerator = Accelerator()", "accelerator = Accelerator(log_with='all') if tracking else Accelerator()"
+    )
+    assert _codes(code, "FSD052") == [11]

@@ -292,8 +292,7 @@ def _loaded_spread(facts: FileFacts, node: ast.AST) -> ast.Call | None:
 def _accelerator_prepare(facts: FileFacts, call: ast.Call) -> bool:
     if last_name(call) != "prepare" or not isinstance(call.func, ast.Attribute):
         return False
-    made = _bound_call(facts, call.func.value)
-    return made is not None and (facts.qual(made) or "").endswith("Accelerator")
+    return _is_accelerator(facts, call.func.value)
 
 
 @finder("FSD049")
@@ -599,8 +598,14 @@ _ITER_WRAPPERS = {"enumerate", "tqdm", "iter", "zip"}
 
 
 def _is_accelerator(facts: FileFacts, recv: ast.AST) -> bool:
-    made = _bound_call(facts, recv)
-    return made is not None and (facts.qual(made) or "").endswith("Accelerator")
+    """Is ``recv`` bound to an ``Accelerator(...)`` (also ``Accelerator(a) if flag else Accelerator()``)?"""
+    value = facts.resolve(recv)
+    options = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [recv]
+    for opt in options:
+        made = _bound_call(facts, opt)
+        if made is not None and (facts.qual(made) or "").endswith("Accelerator"):
+            return True
+    return False
 
 
 def _unpacked_into(facts: FileFacts, node: ast.AST) -> ast.Call | None:
