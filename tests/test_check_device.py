@@ -299,3 +299,11 @@ def test_fsd052_an_accelerator_built_in_either_branch_of_a_conditional():
         "accelerator = Accelerator()", "accelerator = Accelerator(log_with='all') if tracking else Accelerator()"
     )
     assert _codes(code, "FSD052") == [11]
+
+
+def test_fsd052_silent_in_a_training_loop_that_logs_a_gathered_loss():
+    code = EVAL.format(
+        loader="loader",
+        line="loss = model(x).mean(); accelerator.backward(loss); correct += accelerator.gather(loss.repeat(8)).mean().item()",
+    )
+    assert _codes(code, "FSD052") == []

@@ -637,8 +637,10 @@ def _prepared_loader(facts: FileFacts, it: ast.AST) -> bool:
 
 
 def _evaluating(facts: FileFacts, loop: ast.AST) -> bool:
-    """An evaluation loop: under (or holding) ``torch.no_grad()`` / ``inference_mode()``, after ``model.eval()`` in
-    its function, or in a function named for evaluation."""
+    """An evaluation loop: no backward in it, and under (or holding) ``torch.no_grad()`` / ``inference_mode()``,
+    after ``model.eval()`` in its function, or in a function named for evaluation."""
+    if any(isinstance(n, ast.Call) and last_name(n) == "backward" for n in ast.walk(loop)):
+        return False  # a training loop (a logged, gathered loss is not a metric over the data)
     grad_off = ("torch.no_grad", "torch.inference_mode")
     inside = [n for n in ast.walk(loop) if isinstance(n, ast.withitem)]
     around = [i for a in facts.ancestors(loop) if isinstance(a, ast.With) for i in a.items]
