@@ -418,6 +418,77 @@ RULES: dict[str, Rule] = {
             "debugging/ddp-no-sync-accumulation",
         ),
         _r(
+            "FSD047",
+            "error",
+            "NCCL collective on a tensor built on the CPU (`torch.tensor([n])`, `torch.zeros(1)`, `.cpu()`) and never moved",
+            'an NCCL-only process group cannot communicate a CPU tensor ("No backend type associated with device type '
+            "cpu\"): build it with device= the rank's GPU, move it with .cuda() / .to(device), or form the group as "
+            '"cpu:gloo,cuda:nccl"',
+            "backends/mixed-backends",
+            "backends/cpu-tensor-on-gloo-group",
+        ),
+        _r(
+            "FSD048",
+            "error",
+            "`DistributedSampler(seed=...)` with a seed that differs between ranks",
+            "DistributedSampler shuffles with seed + epoch and gives each rank every world_size-th index of that one "
+            "permutation: with a per-rank seed the ranks draw different permutations, their shards overlap and some "
+            "samples are never seen; give every rank the same seed",
+            "checkpoint/distributed-sampler-same-seed",
+            "checkpoint/distributed-sampler-same-seed",
+        ),
+        _r(
+            "FSD049",
+            "error",
+            '`from_pretrained(device_map="auto")` model wrapped in DDP / FSDP / `fully_shard` / `accelerator.prepare`',
+            'device_map="auto" spreads every rank\'s copy of the model over all the GPUs it sees, so the ranks share '
+            "GPUs and DDP/FSDP replicate a model split across devices; load it on the rank's own device "
+            '(device_map={"": local_rank}, or no device_map and .to(device))',
+            "model/device-map-auto-with-ddp",
+            "model/device-map-auto-with-ddp",
+        ),
+        _r(
+            "FSD050",
+            "error",
+            "reentrant activation checkpointing with DDP `find_unused_parameters=True`",
+            "with find_unused_parameters=True DDP marks the checkpointed block's parameters ready after forward, and the "
+            'reentrant recomputation marks them again in backward: "Expected to mark a variable ready only once"; '
+            'pass use_reentrant=False (gradient_checkpointing_kwargs={"use_reentrant": False}) or drop '
+            "find_unused_parameters / use static_graph=True",
+            "model/ac-reentrant-find-unused",
+            "model/ac-reentrant-find-unused",
+        ),
+        _r(
+            "FSD051",
+            "warning",
+            "collective (`dist.barrier()`, ...) before `torch.cuda.set_device(local_rank)` with NCCL",
+            "NCCL runs a collective on the current device, and before set_device that is cuda:0 on every rank (a CUDA "
+            "context and buffers of every process on GPU 0, or a hang; torch warns it is using the device under current "
+            "context): call torch.cuda.set_device(local_rank) first, or pass device_id= to init_process_group",
+            "debugging/barrier-device-warning",
+            "launch/local-rank-device",
+        ),
+        _r(
+            "FSD052",
+            "warning",
+            "`accelerator.gather` (not `gather_for_metrics`) of predictions in an evaluation loop, fed to a metric",
+            "a prepared dataloader pads the last batch with duplicated samples so that every process gets one, and "
+            "gather() keeps them: the metric counts those samples twice; use accelerator.gather_for_metrics(...), "
+            "which drops the duplicates",
+            "recipes/accelerate-gather-for-metrics",
+            "recipes/accelerate-gather-for-metrics",
+        ),
+        _r(
+            "FSD053",
+            "error",
+            "FSDP2: full state dict from `torch.load` loaded with `load_state_dict` after `fully_shard`",
+            'after fully_shard the parameters are DTensors and load_state_dict of plain tensors fails ("got mixed '
+            'torch.Tensor and DTensor"): load before fully_shard, or use set_model_state_dict(model, sd, '
+            "options=StateDictOptions(full_state_dict=True, broadcast_from_rank0=True))",
+            "checkpoint/fsdp2-full-state-dict",
+            "checkpoint/fsdp2-full-state-dict-rank0",
+        ),
+        _r(
             "FSD054",
             "error",
             "Accelerate / Lightning collective (`gather`, `wait_for_everyone`, `all_gather`, `log(sync_dist=True)`, `strategy.barrier`) on some ranks only",
@@ -486,6 +557,6 @@ RULES: dict[str, Rule] = {
 }
 
 NOT_ANALYSED = "FSD000"  # the file was not analysed (does not parse, or the checker failed on it): a finding, not a rule
-# the rule codes as a range ("FSD001-FSD046"): the check_script tool's description gives it, and a test holds the
+# the rule codes as a range ("FSD001-FSD060"): the check_script tool's description gives it, and a test holds the
 # pre-commit hook's description and README to it
 RULE_RANGE = f"{min(RULES)}-{max(RULES)}"

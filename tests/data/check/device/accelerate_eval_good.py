@@ -1,0 +1,21 @@
+"""The accelerate evaluator, right: gather_for_metrics counts each sample once."""
+
+import torch
+from accelerate import Accelerator
+
+
+class Evaluator:
+    def __init__(self, model, eval_loader):
+        self.accelerator = Accelerator()
+        self.model, self.eval_loader = self.accelerator.prepare(model, eval_loader)
+
+    def validate(self):
+        self.model.eval()
+        correct, total = 0, 0
+        for x, y in self.eval_loader:
+            with torch.no_grad():
+                preds = self.model(x).argmax(-1)
+            all_preds, all_labels = self.accelerator.gather_for_metrics((preds, y))
+            correct += (all_preds == all_labels).sum().item()
+            total += all_labels.numel()
+        return correct / total
