@@ -47,8 +47,19 @@ def _libstdcxx() -> list[Path]:
     return sorted({Path(line.split()[-1]) for line in maps if "/libstdc++.so" in line})
 
 
+def _accelerate() -> list[Path]:
+    """Hugging Face Accelerate's Python files, where it is installed beside torch (found without importing it)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("accelerate")
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    return sorted(p for root in spec.submodule_search_locations for p in Path(root).rglob("*.py"))
+
+
 # where a message that is not in the installed torch comes from, and the files it is looked for in
 ORIGINS = {
+    "accelerate": _accelerate,  # Hugging Face Accelerate's own errors (accelerator.prepare): not a dependency here
     "libtorch_cuda": _libtorch_cuda,  # torch's CUDA library (ProcessGroupNCCL): absent from a CPU-only build
     "nccl": _nccl,  # the NCCL library's own log lines (NCCL WARN ...)
     "libstdc++": _libstdcxx,  # the C++ runtime's terminate handler
