@@ -94,7 +94,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob(
         CHECK_BUDGET,
         "`10`: seconds",
-        "seconds of analysis `check` gives one file (CLI, `POST /v1/check`, MCP `check_script`, flake8 plugin); a file "
+        "CPU seconds of analysis `check` gives one file (CLI, `POST /v1/check`, MCP `check_script`, flake8 plugin); a file "
         "that needs more is one `FSD000` finding naming the budget, and the other files are still checked; not a "
         "positive number: exit 2 (HTTP: 400)",
         ("skill/core/check/engine.py",),

@@ -124,7 +124,7 @@ def context_of(facts: FileFacts) -> FileContext | None:
 
 def build_facts(tree: ast.Module, context: FileContext | None = None, *, deadline: float = math.inf) -> FileFacts:
     """:meth:`FileFacts.build` of ``tree``, with the wrapped modules followed through calls (see the module docstring).
-    ``deadline``: a :func:`time.perf_counter` value bounding the analysis (:meth:`FileFacts.tick`); raises
+    ``deadline``: a :func:`analysis_clock` value (CPU seconds of the analysing thread) bounding the analysis (:meth:`FileFacts.tick`); raises
     BudgetExceeded past it."""
     facts = FileFacts.build(tree, deadline=deadline)
     if context is not None:

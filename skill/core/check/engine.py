@@ -6,7 +6,8 @@ A file that does not parse is a finding (``FSD000``, an error at the syntax erro
 nested too deeply for Python's parser), so one broken file does not hide the others; so is a file the checker
 itself fails on (``FSD000`` at line 1, naming the exception), and one whose analysis runs past its budget.
 
-The budget: :func:`check_budget` seconds of analysis per file (``FSDP_SKILL_CHECK_BUDGET``, default
+The budget: :func:`check_budget` CPU seconds of analysis per file (the analysing thread's, :func:`analysis_clock`, so a busy
+machine does not shrink it) (``FSDP_SKILL_CHECK_BUDGET``, default
 :data:`DEFAULT_BUDGET_S`), measured from the start of :func:`check_tree` and looked at in the helpers every rule
 uses (:meth:`FileFacts.tick`); a file past it is one ``FSD000`` finding naming the budget, and no other finding of
 that file is reported. The analysis is near-linear in the size of the file and the number of findings, so a file
@@ -19,7 +20,6 @@ import ast
 import math
 import os
 import sys
-import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -29,7 +29,7 @@ from fsdp_skill.core.check import divergence  # noqa: F401 - registers FSD037, F
 from fsdp_skill.core.check import flow_rules as _flow_rules  # noqa: F401 - registers FSD054-FSD060
 from fsdp_skill.core.check import map_location as _map_location  # noqa: F401 - registers FSD043's finder
 from fsdp_skill.core.check.calls import build_facts
-from fsdp_skill.core.check.facts import BudgetExceeded, Located
+from fsdp_skill.core.check.facts import BudgetExceeded, Located, analysis_clock
 from fsdp_skill.core.check.finders import FINDERS
 from fsdp_skill.core.check.fix import FIXABLE, with_fixes
 from fsdp_skill.core.check.models import Finding
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from fsdp_skill.core.check.project import Project
 
 _PY = f"{sys.version_info.major}.{sys.version_info.minor}"
-DEFAULT_BUDGET_S = 10.0  # seconds of analysis per file
+DEFAULT_BUDGET_S = 10.0  # CPU seconds of analysis per file
 
 
 def check_budget() -> float:
@@ -152,7 +152,7 @@ def check_tree(
     sel, ign = validate_codes(select), validate_codes(ignore)
     budget = check_budget()
     try:
-        raw = _raw_findings(tree, path, time.perf_counter() + budget, project)
+        raw = _raw_findings(tree, path, analysis_clock() + budget, project)
     except BudgetExceeded:
         message = (
             f"file not analysed: its analysis ran past the budget of {budget:g} s per file ({knobs.CHECK_BUDGET}); "
@@ -174,7 +174,7 @@ def check_tree(
 def _raw_findings(tree: ast.Module, path: str, deadline: float, project: Project | None) -> list[tuple[str, Located, str | None]]:
     """(code, node, detail) of every rule's hits on ``tree`` (the facts of ``path`` that ``project`` built, else
     :func:`~fsdp_skill.core.check.calls.build_facts` of ``tree``). Raises BudgetExceeded past ``deadline`` (a
-    :func:`time.perf_counter` value), looked at by the facts' helpers and after each rule."""
+    :func:`analysis_clock` value (CPU seconds of the analysing thread)), looked at by the facts' helpers and after each rule."""
     facts = project.facts_for(path) if project is not None else None
     if facts is not None and facts.tree is tree:
         facts.deadline = deadline  # built by the project under a budget of its own; the rules get this one
@@ -183,6 +183,6 @@ def _raw_findings(tree: ast.Module, path: str, deadline: float, project: Project
     raw: list[tuple[str, Located, str | None]] = list(rank_findings(facts))
     for code_, fn in FINDERS.items():
         raw += [(code_, node, detail) for node, detail in fn(facts)]
-        if time.perf_counter() > deadline:
+        if analysis_clock() > deadline:
             raise BudgetExceeded(f"past the deadline after {code_}")
     return raw

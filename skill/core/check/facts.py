@@ -112,8 +112,14 @@ Pos = tuple[int, int]
 _UNKNOWN: Any = object()  # not in a memo yet
 
 
+def analysis_clock() -> float:
+    """The clock of the per-file analysis budget: CPU seconds of the calling thread (``time.thread_time``), so a
+    file's budget counts the checker's own work, not the time other processes on a busy machine take from it."""
+    return time.thread_time()
+
+
 class BudgetExceeded(Exception):
-    """The analysis of one file ran past its deadline (:attr:`FileFacts.deadline`, a :func:`time.perf_counter`
+    """The analysis of one file ran past its deadline (:attr:`FileFacts.deadline`, an :func:`analysis_clock`
     value): raised by :meth:`FileFacts.tick`; the engine turns it into an ``FSD000`` finding."""
 
 
@@ -318,13 +324,13 @@ class FileFacts:
     _bpos: dict[tuple[int, str], tuple[int, list[Pos] | None]] = field(default_factory=dict)
     _paths: dict[tuple[int, str | None, bool], list[ast.AST]] = field(default_factory=dict)
     cache: dict[object, Any] = field(default_factory=dict)  # per-file memo for finders (keyed by their own names)
-    deadline: float = math.inf  # time.perf_counter() past which tick() raises BudgetExceeded
+    deadline: float = math.inf  # analysis_clock() past which tick() raises BudgetExceeded
     _steps: int = 0
 
     @classmethod
     def build(cls, tree: ast.Module, deadline: float = math.inf) -> FileFacts:
         """The facts of ``tree`` (an :func:`ast.parse` result), computed in a few passes over it; ``deadline`` (a
-        :func:`time.perf_counter` value) bounds the analysis (:meth:`tick`). Raises BudgetExceeded past it."""
+        :func:`analysis_clock` value (CPU seconds of the analysing thread)) bounds the analysis (:meth:`tick`). Raises BudgetExceeded past it."""
         facts = cls(tree, deadline=deadline)
         facts._index()
         facts._imports()
@@ -381,7 +387,7 @@ class FileFacts:
         """Count one step of the analysis (the helpers every rule uses call it: qual, binding, chain, ancestors,
         block_of, ...); every 256th step looks at the clock. Raises BudgetExceeded past :attr:`deadline`."""
         self._steps += 1
-        if not self._steps & 255 and time.perf_counter() > self.deadline:
+        if not self._steps & 255 and analysis_clock() > self.deadline:
             raise BudgetExceeded(f"past the deadline after {self._steps:,} steps")
 
     def qual(self, node: ast.AST | None) -> str | None:

@@ -21,13 +21,12 @@ from __future__ import annotations
 import ast
 import math
 import os
-import time
 from dataclasses import dataclass, field, replace
 from pathlib import PurePath
 
 from fsdp_skill.core.check import calls
 from fsdp_skill.core.check.calls import FileContext, FunctionSummary
-from fsdp_skill.core.check.facts import BudgetExceeded, FileFacts
+from fsdp_skill.core.check.facts import BudgetExceeded, FileFacts, analysis_clock
 from fsdp_skill.core.check.rank_conditional import function_collectives, function_guards
 
 ROUNDS = 4  # rebuilds of the files whose context changed (a chain of helpers longer than that is not followed)
@@ -113,7 +112,7 @@ class Project:
     def _build(self, f: _File) -> None:
         f.context.outgoing.clear()
         try:
-            f.facts = calls.build_facts(f.tree, f.context, deadline=time.perf_counter() + self.budget_s)
+            f.facts = calls.build_facts(f.tree, f.context, deadline=analysis_clock() + self.budget_s)
             f.exports, f.functions = _exports(f.facts, f.label)
             f.facts.deadline = math.inf  # that budget was this build's; the engine gives the rules their own
         except Exception:  # noqa: BLE001 - the engine builds this file alone and reports what fails (BudgetExceeded too)
@@ -155,7 +154,7 @@ class Project:
     def _distributed(self, facts: FileFacts) -> bool:
         """Does the file do distributed work itself (:func:`calls.distributed_work`)? Within the per-file budget;
         a file past it counts as not."""
-        facts.deadline = time.perf_counter() + self.budget_s
+        facts.deadline = analysis_clock() + self.budget_s
         try:
             return calls.distributed_work(facts, here_only=True)
         except BudgetExceeded:
