@@ -18,6 +18,7 @@ import sys
 import warnings
 
 SUMMARY_CHARS = 400
+_ADDRESS = re.compile(r" at 0x[0-9A-Fa-f]+>")
 
 
 def resolve(name):
@@ -49,7 +50,9 @@ def describe(name):
         return {"name": name, "available": False, "signature": None, "summary": "not found in the installed torch"}
     try:
         label = obj.__name__ if inspect.isclass(obj) else getattr(obj, "__name__", name.rsplit(".", 1)[-1])
-        signature = f"{label}{inspect.signature(obj)}"
+        # a default that is a function or object prints its address (<function f at 0x7f...>): drop it, so the
+        # signature is the same in every process
+        signature = _ADDRESS.sub(">", f"{label}{inspect.signature(obj)}")
     except (TypeError, ValueError):
         signature = None
     doc = inspect.getdoc(obj) or ""

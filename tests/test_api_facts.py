@@ -74,3 +74,26 @@ def test_factcheck_reads_dataclass_field_defaults_and_enum_members():
     assert any("default of 'pin_memory'" in p and "is True" in p for p in problems), problems
     assert any("ShardingStrategy.HYBRID_ZERO3 is not a member" in p for p in problems), problems
     assert len(problems) == 3, problems
+
+
+def test_a_signature_does_not_print_object_addresses(monkeypatch):
+    """A default that is a function prints as ``<function f at 0x...>``; the signature drops the address, so an
+    answer's API block is the same in every process and state directory."""
+    import sys
+    import types
+
+    from fsdp_skill.runtime import introspect as script
+
+    mod = types.ModuleType("fsdp_skill_address_probe")
+
+    def noop():
+        return None
+
+    def api(x, fn=noop, obj=object()):
+        return x
+
+    mod.api = api
+    monkeypatch.setitem(sys.modules, "fsdp_skill_address_probe", mod)
+    got = script.describe("fsdp_skill_address_probe.api")["signature"]
+    assert " at 0x" not in got and "fn=<function test_a_signature_does_not_print_object_addresses.<locals>.noop>" in got, got
+    assert "obj=<object object>" in got, got

@@ -25,7 +25,7 @@ from fsdp_skill.errors import HarnessError
 from fsdp_skill.runtime import introspect as _script
 from fsdp_skill.runtime import target
 
-API_FORMAT = 3  # version of the cached ApiInfo form (part of the cache file name); bump when introspect changes
+API_FORMAT = 4  # 4: signatures without object addresses; version of the cached ApiInfo form (part of the cache file name); bump when introspect changes
 INTROSPECT_TIMEOUT_S = 600.0  # importing torch in a cold interpreter on a loaded machine
 resolve = _script.resolve
 # runtime/introspect.py is a file-run script (standard library only, unannotated): the types of the two calls made here
