@@ -652,20 +652,6 @@ def early_stop_on_local_metric(facts: FileFacts) -> Found:
 # --- FSD059: a loader with a DistributedSampler returned by a helper, iterated over epochs without set_epoch -----
 
 
-def _shuffling_sampler(facts: FileFacts, node: ast.AST | None, fn: ast.AST) -> bool:
-    """Is ``node`` (or the value its name was last bound to in ``fn``) a ``DistributedSampler(...)`` that shuffles?"""
-    value = facts.resolve(node) if isinstance(node, ast.Name) else node
-    if not isinstance(value, ast.Call):
-        return False
-    q = facts.qual(value) or ""
-    shuffle = kwarg(value, "shuffle")
-    return (
-        q.startswith("torch.utils.data")
-        and q.endswith("DistributedSampler")
-        and not (isinstance(shuffle, ast.Constant) and shuffle.value is False)
-    )
-
-
 def _returns_sampled_loader(facts: FileFacts, fn: ast.AST) -> int | None:
     """The line of the ``DataLoader(..., sampler=DistributedSampler(...))`` that function ``fn`` returns (directly or
     through a name it binds), else None."""
@@ -676,7 +662,7 @@ def _returns_sampled_loader(facts: FileFacts, fn: ast.AST) -> int | None:
         if (
             isinstance(value, ast.Call)
             and (facts.qual(value) or "").endswith("DataLoader")
-            and _shuffling_sampler(facts, kwarg(value, "sampler"), fn)
+            and callgraph._is_sampler(facts, kwarg(value, "sampler"))
         ):
             return value.lineno
     return None
