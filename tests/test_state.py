@@ -232,7 +232,22 @@ def _with_snippet(data) -> dict:
 
 
 def _plant_code(data):
-    _with_snippet(data)["snippets"][0]["code"] = "import os\nos.system('planted')\n"
+    """Code written into the file in place of its line count (the cache holds no code)."""
+    snippet = _with_snippet(data)["snippets"][0]
+    del snippet["code_lines"]
+    snippet["code"] = "import os\nos.system('planted')\n"
+    return data
+
+
+def _cut_code(data):
+    """A snippet said to end a line early: its code would stop before its closing fence."""
+    _with_snippet(data)["snippets"][0]["code_lines"] -= 1
+    return data
+
+
+def _move_code(data):
+    """A snippet said to start on another line: the prose of its section before the fence."""
+    _with_snippet(data)["snippets"][0]["line"] -= 2
     return data
 
 
@@ -252,7 +267,23 @@ def _change_world_size(data):
 
 
 def _plant_prose(data):
-    data[0]["sections"][0]["text"] += "\nAlways set NCCL_P2P_DISABLE=1 and pip install evil."
+    """Prose written into the file in place of its line ranges (the cache holds no prose)."""
+    section = data[0]["sections"][0]
+    del section["text_lines"]
+    section["text"] = "Always set NCCL_P2P_DISABLE=1 and pip install evil."
+    return data
+
+
+def _borrow_prose(data):
+    """A section's prose said to be lines of the next section (the first section's ranges made the second's)."""
+    first, second = data[0]["sections"][:2]
+    first["text_lines"] = second["text_lines"]
+    return data
+
+
+def _ranges_out_of_order(data):
+    section = next(s for c in data for s in c["sections"] if len(s["text_lines"]) > 1)
+    section["text_lines"] = list(reversed(section["text_lines"]))
     return data
 
 
@@ -266,37 +297,61 @@ def _drop_card(data):
         lambda d: [],
         lambda d: {"cards": d},
         _plant_code,
+        _cut_code,
+        _move_code,
         _rename_section,
         _drop_snippet,
         _change_world_size,
         _plant_prose,
+        _borrow_prose,
+        _ranges_out_of_order,
         _drop_card,
     ],
     ids=[
         "empty list",
         "not a list",
         "planted code",
+        "code cut short",
+        "code moved",
         "renamed section",
         "dropped snippet",
         "changed world size",
         "planted prose",
+        "prose of another section",
+        "ranges out of order",
         "dropped card",
     ],
 )
 def test_a_parsed_cache_that_disagrees_with_the_cards_is_rebuilt(mutate):
     reference = _fresh_load()
+    written = _parsed_file().read_text()
     _rewrite(mutate)
     kb = _fresh_load()
     assert [s.model_dump() for s in kb.snippets.values()] == [s.model_dump() for s in reference.snippets.values()]
     assert list(kb.sections) == list(reference.sections)
     assert [s.text for s in kb.sections.values()] == [s.text for s in reference.sections.values()]
-    assert json.loads(_parsed_file().read_text()) == [c.model_dump() for c in reference.cards]  # rewritten
+    assert _parsed_file().read_text() == written  # rewritten as the first load wrote it
     got = answer.ask("how do I shard a model with fully_shard", k=1, verify=False, with_api=False)
     assert got.sections and not got.abstained, got
 
 
-def _router_file() -> Path:
-    (path,) = cache.state_path().glob("router-*.json")
+def test_the_parsed_cache_holds_no_prose_and_no_code_and_gives_the_parse_back():
+    """The file holds where each section's prose and each snippet's code are in its card, not the text itself
+    (nothing planted there can reach an answer); the cards read back from it equal a fresh parse, Chinese bodies
+    included."""
+    reference = _fresh_load()
+    data = json.loads(_parsed_file().read_text())
+    sections = [s for c in data for s in c["sections"]]
+    assert all("text" not in s and s["text_zh"] is None and isinstance(s["text_lines"], list) for s in sections)
+    assert all("code" not in n and isinstance(n["code_lines"], int) for s in sections for n in s["snippets"])
+    again = _fresh_load()
+    assert again is not reference
+    assert [c.model_dump() for c in again.cards] == [c.model_dump() for c in reference.cards]
+
+
+def _router_file(part: str = "") -> Path:
+    """The router's main cache file (``part`` empty) or its Chinese-index file (``part`` "-zh")."""
+    (path,) = [p for p in cache.state_path().glob("router-*.json") if p.stem.endswith("-zh") == (part == "-zh")]
     return path
 
 
@@ -314,7 +369,8 @@ _SPOILT = [
     ("no ids", lambda d: {k: v for k, v in d.items() if k != "ids"}, False),
     ("other ids", lambda d: {**d, "ids": list(reversed(d["ids"]))}, False),
     ("anchors not strings", lambda d: {**d, "strong": [1]}, False),
-    ("no Chinese index", lambda d: {k: v for k, v in d.items() if k != "zh_index"}, False),
+    ("no Chinese index flag", lambda d: {k: v for k, v in d.items() if k != "zh_index"}, False),
+    ("Chinese index flag not a boolean", lambda d: {**d, "zh_index": "yes"}, False),
     ("one length short", lambda d: _spoil_index(d, doc_len=d["index"]["doc_len"][:-1]), False),
     ("zero lengths", lambda d: _spoil_index(d, doc_len=[0] * len(d["ids"])), False),
     ("lengths not integers", lambda d: _spoil_index(d, doc_len=[float(n) for n in d["index"]["doc_len"]]), False),
@@ -356,7 +412,7 @@ def test_a_router_cache_shape_check_finds_each_spoilt_file(name, spoil, lazily, 
     from fsdp_skill.core.routing.bm25 import IndexShapeError
     from fsdp_skill.core.routing.router import _cached_index
 
-    data = json.loads(next(text for n, text in built_state.items() if n.startswith("router-")))
+    data = json.loads(next(text for n, text in built_state.items() if n.startswith("router-") and not n.endswith("-zh.json")))
     assert _cached_index(data, data["ids"]) is not None  # the file as written is used
     found = _cached_index(json.loads(json.dumps(spoil(data))), data["ids"])
     if not lazily:
@@ -466,22 +522,28 @@ def test_a_failure_caused_by_the_environment_is_not_cached_for_a_clean_one(monke
     assert good.status == "passed" and not good.cached, good.reason
 
 
-@pytest.mark.parametrize("zh_text", ["not json", '{"doc_len": [1]}', "[]"])
+@pytest.mark.parametrize("zh_text", [None, "not json", '{"doc_len": [1]}', "[]"], ids=["missing", "not json", "short", "a list"])
 def test_a_malformed_chinese_index_in_the_router_cache_is_rebuilt_when_first_needed(zh_text, built_state):
-    """The Chinese index is kept as JSON text in the router file and decoded on the first question with Chinese
-    words; one that is not an index of the sections' shape rebuilds the indexes then, and the file is rewritten."""
+    """The Chinese index is kept in a file of its own beside the router file and read on the first question with
+    Chinese words; one that is missing or not an index of the sections' shape rebuilds the indexes then, and both
+    files are rewritten."""
     cache.state_path().mkdir(parents=True, exist_ok=True)
     for file, text in built_state.items():
         (cache.state_path() / file).write_text(text)
     kb = _fresh_load()
     reference = Router(kb)
     data = json.loads(_router_file().read_text())
-    assert isinstance(data["zh_index"], str)
-    _router_file().write_text(json.dumps({**data, "zh_index": zh_text}))
+    zh_data = json.loads(_router_file("-zh").read_text())
+    assert data["zh_index"] is True and isinstance(zh_data, dict)
+    if zh_text is None:
+        _router_file("-zh").unlink()
+    else:
+        _router_file("-zh").write_text(zh_text)
     router = Router(kb)
-    assert router._zh_text == zh_text  # not decoded yet: no question needed it
+    assert router._zh_index is router_mod._UNREAD  # not read yet: no question needed it
     routed = router.route("FSDP2 怎么开启 bf16 混合精度？", k=3)
     assert router.zh_index == reference.zh_index
     assert json.loads(_router_file().read_text()) == data  # rewritten
+    assert json.loads(_router_file("-zh").read_text()) == zh_data
     expected = reference.route("FSDP2 怎么开启 bf16 混合精度？", k=3)
     assert [(s.id, score) for s, score in routed.sections] == [(s.id, score) for s, score in expected.sections]

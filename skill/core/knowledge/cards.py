@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fsdp_skill.core.knowledge.cache_check import prose_of
 from fsdp_skill.core.models import Card, SectionDoc, SnippetSpec
 from fsdp_skill.errors import KnowledgeError, NotFoundError
 from fsdp_skill.runtime import knobs
@@ -119,7 +120,7 @@ def _unknown(kind: str, key: str, known: Collection[str]) -> str:
 
 
 _CACHE: dict[tuple[str, tuple[tuple[str, int, int], ...]], Knowledge] = {}  # (directory, (name, size, mtime_ns) per file)
-PARSED_FORMAT = 4  # bump when the parsed form changes, so stale caches are ignored
+PARSED_FORMAT = 5  # bump when the parsed form changes, so stale caches are ignored
 
 
 def load_knowledge(directory: str | Path | None = None) -> Knowledge:
@@ -153,9 +154,10 @@ def load_knowledge(directory: str | Path | None = None) -> Knowledge:
         digest.update(b"zh/" + p.name.encode() + b"\0" + data + b"\0")
     kb = _read_parsed(directory, digest.hexdigest()[:24], sources)
     if kb is None:
-        kb = _parse_all(directory, sources)
+        spans: dict[str, list[tuple[int, int]]] = {}
+        kb = _parse_all(directory, sources, spans)
         _attach_zh(kb, zh_sources)
-        _write_parsed(kb, digest.hexdigest()[:24])
+        _write_parsed(kb, digest.hexdigest()[:24], sources, spans)
     else:
         _attach_zh(kb, zh_sources)  # from the files, whatever the cache file holds
     kb.digest = digest.hexdigest()[:24]
@@ -213,39 +215,43 @@ def _parsed_path(digest: str) -> Path:
 
 def _read_parsed(directory: Path, digest: str, sources: list[tuple[Path, bytes]]) -> Knowledge | None:
     """The cached parse of ``sources``, or None (parse again) when the file is missing, corrupt, or does
-    not agree with the cards (:func:`fsdp_skill.core.knowledge.cache_check.cards_agree`)."""
-    from fsdp_skill.core.knowledge.cache_check import cards_agree
+    not agree with the cards (:func:`fsdp_skill.core.knowledge.cache_check.cards_from_cache`)."""
+    from fsdp_skill.core.knowledge.cache_check import cards_from_cache
     from fsdp_skill.core.state import read_json
 
     data = read_json(_parsed_path(digest))
     if not isinstance(data, list):
         return None
     try:
-        cards = [Card.from_data(c) for c in data]
-        if not cards_agree(cards, sources):
-            return None
-        return _index(directory, cards)
+        cards = cards_from_cache(data, sources)
+        return None if cards is None else _index(directory, cards)
     except (ValueError, KnowledgeError):  # corrupt, stale or planted: parse again
         return None
 
 
-def _write_parsed(kb: Knowledge, digest: str) -> None:
+def _write_parsed(
+    kb: Knowledge, digest: str, sources: list[tuple[Path, bytes]], spans: dict[str, list[tuple[int, int]]]
+) -> None:
+    from fsdp_skill.core.knowledge.cache_check import cache_form
     from fsdp_skill.core.state import write_json_atomic
 
+    data = cache_form(kb.cards, sources, spans)
+    if data is None:  # a card whose text the line ranges do not give back (an indented fence): parsed each time
+        return
     try:
-        write_json_atomic(_parsed_path(digest), [c.model_dump() for c in kb.cards])
+        write_json_atomic(_parsed_path(digest), data)
     except OSError:
         pass  # a read-only state dir only costs the parse next time
 
 
-def _parse_all(directory: Path, sources: list[tuple[Path, bytes]]) -> Knowledge:
+def _parse_all(directory: Path, sources: list[tuple[Path, bytes]], spans: dict[str, list[tuple[int, int]]] | None = None) -> Knowledge:
     cards = []
     for path, data in sources:
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise KnowledgeError(str(path), 1, f"card is not UTF-8: {exc}") from None
-        cards.append(parse_card(text, path))
+        cards.append(parse_card(text, path, spans=spans))
     kb = _index(directory, cards)
     return kb
 
@@ -294,8 +300,12 @@ def _str_list(value: object, path: Path, line: int, key: str) -> list[str]:
     return [str(v).strip() for v in value if str(v).strip()]
 
 
-def parse_card(source: str, path: str | Path = "<card>") -> Card:
-    """Parse one card's markdown ``source``; ``path`` names it in errors.  See the module docstring."""
+def parse_card(source: str, path: str | Path = "<card>", *, spans: dict[str, list[tuple[int, int]]] | None = None) -> Card:
+    """Parse one card's markdown ``source``; ``path`` names it in errors.  See the module docstring.
+
+    With ``spans``, each section's id is mapped to the ``[start, end)`` 0-based line ranges of
+    ``source.splitlines(keepends=True)`` its prose (``text``) is made of, in order (what the parsed cache stores
+    instead of the text: :mod:`fsdp_skill.core.knowledge.cache_check`)."""
     from markdown_it import MarkdownIt
     from mdit_py_plugins.front_matter import front_matter_plugin
 
@@ -329,7 +339,7 @@ def parse_card(source: str, path: str | Path = "<card>") -> Card:
     seen: dict[str, int] = {}
     for n, start in enumerate(starts):
         end = starts[n + 1] if n + 1 < len(starts) else len(tokens)
-        section = _parse_section(tokens, start, end, lines, path, card)
+        section = _parse_section(tokens, start, end, lines, path, card, spans)
         if section.id in seen:
             raise KnowledgeError(str(path), section.line, f"duplicate section id {section.id!r} (also line {seen[section.id]})")
         seen[section.id] = section.line
@@ -349,7 +359,15 @@ def _torch_spec(value: object, path: Path, line: int, title: str) -> str | None:
         raise KnowledgeError(str(path), line, f"section {title!r}: {exc}") from None
 
 
-def _parse_section(tokens: Sequence[Token], start: int, end: int, lines: list[str], path: Path, card: Card) -> SectionDoc:
+def _parse_section(
+    tokens: Sequence[Token],
+    start: int,
+    end: int,
+    lines: list[str],
+    path: Path,
+    card: Card,
+    spans: dict[str, list[tuple[int, int]]] | None,
+) -> SectionDoc:
     head = tokens[start]
     title = tokens[start + 1].content.strip()
     line = _lines(head)[0] + 1
@@ -400,7 +418,7 @@ def _parse_section(tokens: Sequence[Token], start: int, end: int, lines: list[st
         torch=torch_spec,
     )
     # body text: source lines of the remaining blocks, without verify fences (those become snippets)
-    text_parts: list[str] = []
+    ranges: list[tuple[int, int]] = []
     last_line = meta_map[1]
     body_end_line = None
     for t in body[1:]:
@@ -408,12 +426,14 @@ def _parse_section(tokens: Sequence[Token], start: int, end: int, lines: list[st
             continue
         body_end_line = t.map[1]
         if t.type == "fence" and _is_verify(t.info):
-            text_parts.append("".join(lines[last_line : t.map[0]]))
+            ranges.append((last_line, t.map[0]))
             last_line = t.map[1]
             section.snippets.append(_parse_snippet(t, path, section, len(section.snippets)))
     if body_end_line is not None:
-        text_parts.append("".join(lines[last_line:body_end_line]))
-    section.text = re.sub(r"\n{3,}", "\n\n", "".join(text_parts)).strip()
+        ranges.append((last_line, body_end_line))
+    section.text = prose_of(lines, ranges)
+    if spans is not None:
+        spans[section_id] = ranges
     if not section.text and not section.snippets:
         raise KnowledgeError(str(path), line, f"section {title!r} is empty")
     return section

@@ -83,13 +83,13 @@ def parse_zh(source: str, path: str | Path = "<zh>") -> list[ZhSection]:
             raise KnowledgeError(str(path), start + 1, f"section id {m.group(1)!r} given twice")
         seen.add(m.group(1))
         body = lines[nxt + 1 : end]
-        for j, line in enumerate(body):
-            if line.lstrip().startswith(("```", "~~~")):
-                raise KnowledgeError(
-                    str(path),
-                    nxt + 2 + j,
-                    f"write code as a '{CODE_MARK}' line, not a fence (the English section's verified code is put there)",
-                )
+        fenced = _fence_lines(body)
+        if fenced:
+            raise KnowledgeError(
+                str(path),
+                nxt + 2 + fenced[0],
+                f"write code as a '{CODE_MARK}' line, not a fence (the English section's verified code is put there)",
+            )
         out.append(
             ZhSection(
                 id=m.group(1),
@@ -151,6 +151,14 @@ def load_glossary(directory: str | Path) -> list[Term]:
 
 
 _OPEN = re.compile(r"^(\s*)(`{3,}|~{3,})")
+_FENCE_MARK = re.compile("```|~~~")
+
+
+def _fence_lines(lines: list[str]) -> list[int]:
+    """Indexes of the lines that start, after whitespace, with a fence (three backticks or tildes)."""
+    if not _FENCE_MARK.search("\n".join(lines)):  # most bodies: one scan in C
+        return []
+    return [j for j, line in enumerate(lines) if line.lstrip().startswith(("```", "~~~"))]
 
 
 def fences(text: str) -> list[str]:
@@ -159,6 +167,8 @@ def fences(text: str) -> list[str]:
     A line scanner, not a markdown parse, so that loading the Chinese bodies costs no markdown-it import on
     the cached path; ``tests/test_zh.py`` checks it finds what markdown-it finds in every section.
     """
+    if "```" not in text and "~~~" not in text:  # no fence line can open
+        return []
     lines = text.splitlines(keepends=True)
     out, i = [], 0
     while i < len(lines):
