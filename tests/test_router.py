@@ -107,10 +107,11 @@ def test_router_cache_is_keyed_by_how_documents_are_built(monkeypatch, fsdp_skil
     kb = load_knowledge()
     router_mod.Router(kb)  # writes the cache for the current format
     written = sorted(p.name for p in fsdp_skill_home.glob("router-*.json"))
-    assert written == [f"router-{kb.digest}-t{router_mod.TOKENIZER_VERSION}-d{router_mod.DOCUMENTS_FORMAT}.json"]
-    poisoned = json.loads((fsdp_skill_home / written[0]).read_text())
+    name = f"router-{kb.digest}-t{router_mod.TOKENIZER_VERSION}-d{router_mod.DOCUMENTS_FORMAT}"
+    assert written == [f"{name}-zh.json", f"{name}.json"]
+    poisoned = json.loads((fsdp_skill_home / f"{name}.json").read_text())
     poisoned["index"]["postings"] = {"zzpoisonzz": "0 1"}
-    (fsdp_skill_home / written[0]).write_text(json.dumps(poisoned))
+    (fsdp_skill_home / f"{name}.json").write_text(json.dumps(poisoned))
     assert list(router_mod.Router(kb).index.postings) == [
         "zzpoisonzz"
     ]  # same format: the cache is used (so the check below can fail)

@@ -11,7 +11,6 @@ traceback is first reduced to its exception lines and frame names.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Callable
@@ -38,8 +37,9 @@ RECIPE_WEIGHT = 0.8
 # Version of how a section becomes a routing document (which fields, how weighted, which anchors) and of
 # what the on-disk cache holds: part of the cache file's name, so bump it with any change to
 # Router._tokenized or to the stored index (Bm25Index.to_json).
-DOCUMENTS_FORMAT = 5  # 2: the file names its section ids; 3: Chinese bodies indexed; 4: the BM25 index, not token lists;
-# 5: the Chinese index stored as JSON text inside the file, decoded when a question with Chinese first needs it
+DOCUMENTS_FORMAT = 6  # 2: the file names its section ids; 3: Chinese bodies indexed; 4: the BM25 index, not token lists;
+# 5: the Chinese index stored as JSON text inside the file, decoded when a question with Chinese first needs it;
+# 6: the Chinese index in a file of its own (``...-zh.json``), read when a question with Chinese first needs it
 # Relative match (top BM25 score / the best score the question's terms could reach) needed to answer
 # a question that names only general ML terms (REL_WEAK) or no term of the field at all (REL_NONE).
 REL_WEAK = 0.30
@@ -66,19 +66,19 @@ def _code_identifiers(code: str) -> list[str]:
     return sorted(n for n in names if len(n) > 2)
 
 
-def _cached_index(data: object, ids: list[str]) -> tuple[list[str], Bm25Index, str | None] | None:
-    """(strong, index, zh_text) of a router cache file's JSON ``data`` when it was built for the section
-    ``ids`` (in this order) and has the shape :meth:`Router._build` writes: a list of string anchors, the main
-    index for that many documents (:meth:`Bm25Index.from_json`; each term's postings are checked when first
-    used) and the Chinese-body index as JSON text (or null: no section has a Chinese body), which
-    :func:`_zh_index_of` reads when a question first has Chinese words; else None."""
+def _cached_index(data: object, ids: list[str]) -> tuple[list[str], Bm25Index, bool] | None:
+    """(strong, index, has_zh) of a router cache file's JSON ``data`` when it was built for the section ``ids``
+    (in this order) and has the shape :meth:`Router._build` writes: a list of string anchors, the main index for
+    that many documents (:meth:`Bm25Index.from_json`; each term's postings are checked when first used) and
+    whether a Chinese-body index was written beside it (its own file, read when a question first has Chinese
+    words: :func:`_zh_index_of`); else None."""
     if not isinstance(data, dict) or data.get("ids") != ids:
         return None
     strong = data.get("strong")
     if not isinstance(strong, list) or not all(isinstance(t, str) for t in strong):
         return None
-    zh = data.get("zh_index", False)
-    if zh is not None and not isinstance(zh, str):
+    zh = data.get("zh_index")
+    if not isinstance(zh, bool):
         return None
     try:
         index = Bm25Index.from_json(data.get("index"), len(ids))
@@ -87,23 +87,22 @@ def _cached_index(data: object, ids: list[str]) -> tuple[list[str], Bm25Index, s
     return strong, index, zh
 
 
-def _zh_index_of(text: str, n: int) -> Bm25Index:
-    """The Chinese-body index stored as JSON ``text`` for ``n`` documents; raises IndexShapeError when it is not
-    JSON or not an index of that shape."""
-    try:
-        data = json.loads(text)
-    except ValueError:
-        raise IndexShapeError("the stored Chinese index is not JSON") from None
+def _zh_index_of(data: object, n: int) -> Bm25Index:
+    """The Chinese-body index stored as JSON ``data`` (None: the file is missing or not JSON) for ``n`` documents;
+    raises IndexShapeError when it is not an index of that shape."""
+    if data is None:
+        raise IndexShapeError("the Chinese index file is missing or not JSON")
     return Bm25Index.from_json(data, n)
 
 
-_UNREAD: Any = object()  # the Chinese index has not been decoded from the cache file yet
+_UNREAD: Any = object()  # the Chinese index has not been read from its cache file yet
 
 
 class Router:
     """A BM25 index over a :class:`Knowledge`; build once, call :meth:`route` per question (well under 1 ms).
 
-    The index comes from the on-disk cache (``$FSDP_SKILL_HOME/router-<knowledge digest>-t<tokenizer>-d<format>.json``)
+    The index comes from the on-disk cache (``$FSDP_SKILL_HOME/router-<knowledge digest>-t<tokenizer>-d<format>.json``,
+    the Chinese-body index beside it in ``...-zh.json``)
     when one agrees with the knowledge's section ids and has the right shape, else it is built (tokenizing
     every section, a few hundred ms) and written there.  A term whose stored postings turn out malformed when
     a question first uses it makes the router rebuild the index and answer from the rebuilt one.
@@ -120,25 +119,25 @@ class Router:
         self._spelling: dict[tuple[str, int], list[str]] | None = None
         self._corrections: dict[str, str] = {}  # misspelt token -> its correction (itself when none is close)
         self._zh_index: Bm25Index | None = None
-        self._zh_text: str | None = None  # the cache file's Chinese index, until it is decoded
         cached = _cached_index(self._read_cache(), [s.id for s in self.sections])
         if cached is None:
             self._build()
         else:
-            strong, self.index, self._zh_text = cached
-            self._zh_index = _UNREAD if self._zh_text is not None else None
+            strong, self.index, has_zh = cached
+            self._zh_index = _UNREAD if has_zh else None
             self.strong = frozenset(strong) | scope.STRONG_ANCHORS
 
     # ------------------------------------------------------------------ the index and its cache file
-    def _cache_path(self) -> Path | None:
+    def _cache_path(self, part: str = "") -> Path | None:
+        """The cache file of the main index (``part`` empty) or of the Chinese one (``part`` "-zh")."""
         if not self.kb.digest:
             return None
         from fsdp_skill.core.state import state_dir
 
-        return state_dir() / f"router-{self.kb.digest}-t{TOKENIZER_VERSION}-d{DOCUMENTS_FORMAT}.json"
+        return state_dir() / f"router-{self.kb.digest}-t{TOKENIZER_VERSION}-d{DOCUMENTS_FORMAT}{part}.json"
 
-    def _read_cache(self) -> object:
-        path = self._cache_path()
+    def _read_cache(self, part: str = "") -> object:
+        path = self._cache_path(part)
         if path is None:
             return None
         from fsdp_skill.core.state import read_json
@@ -156,35 +155,34 @@ class Router:
         self.index = Bm25Index.from_bm25(bm25)
         # the Chinese bodies, a second index that only Chinese words of a question reach (see route)
         self._zh_index = Bm25Index.from_bm25(zh_bm25) if zh_bm25 is not None else None
-        self._zh_text = None
         self.strong = frozenset(strong) | scope.STRONG_ANCHORS
         self._spelling = None
         self._corrections = {}
-        path = self._cache_path()
-        if path is not None:
+        path, zh_path = self._cache_path(), self._cache_path("-zh")
+        if path is not None and zh_path is not None:
             from fsdp_skill.core.state import write_json_atomic
 
             data = {
                 "ids": [s.id for s in self.sections],
                 "strong": strong,
                 "index": self.index.to_json(),
-                "zh_index": None
-                if self._zh_index is None
-                else json.dumps(self._zh_index.to_json(), ensure_ascii=False, separators=(",", ":")),
+                "zh_index": self._zh_index is not None,  # written beside it
             }
             try:
+                if self._zh_index is not None:  # first: a main file never promises a Chinese file not yet written
+                    write_json_atomic(zh_path, self._zh_index.to_json())
                 write_json_atomic(path, data)
             except OSError:
                 pass
 
     @property
     def zh_index(self) -> Bm25Index | None:
-        """The index of the sections' Chinese bodies (None when no section has one); from the cache file it is
-        decoded on first use (most questions have no Chinese word), and a malformed one rebuilds the indexes."""
+        """The index of the sections' Chinese bodies (None when no section has one); from its cache file it is
+        read on first use (most questions have no Chinese word), and a missing or malformed one rebuilds the
+        indexes."""
         if self._zh_index is _UNREAD:
             try:
-                self._zh_index = _zh_index_of(self._zh_text or "", len(self.sections))
-                self._zh_text = None
+                self._zh_index = _zh_index_of(self._read_cache("-zh"), len(self.sections))
             except IndexShapeError:
                 self._build()
         zh: Bm25Index | None = self._zh_index
