@@ -50,6 +50,12 @@ def state_path() -> Path:
     env = os.environ.get(knobs.HOME)
     if env:
         return Path(env)
+    return _user_cache_path(os.environ.get("XDG_CACHE_HOME"), os.environ.get("HOME"))
+
+
+@functools.lru_cache(maxsize=8)
+def _user_cache_path(xdg_cache_home: str | None, home: str | None) -> Path:
+    """platformdirs' user cache dir of fsdp-skill, memoised on the variables it reads on Linux (every ask asks)."""
     from platformdirs import user_cache_dir
 
     return Path(user_cache_dir("fsdp-skill"))

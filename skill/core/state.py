@@ -20,6 +20,8 @@ def state_dir() -> Path:
     writable directory.
     """
     path = cache.state_path()
+    if path in _USABLE and os.path.isdir(path):  # checked before in this process (one stat: every ask asks)
+        return path
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -27,7 +29,11 @@ def state_dir() -> Path:
         raise StateError(_unusable(path, what)) from exc
     if not os.access(path, os.W_OK | os.X_OK):
         raise StateError(_unusable(path, "is not writable"))
+    _USABLE.add(path)
     return path
+
+
+_USABLE: set[Path] = set()  # state directories found usable (a directory, writable) in this process
 
 
 def _unusable(path: Path, what: str) -> str:

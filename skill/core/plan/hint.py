@@ -19,6 +19,25 @@ PRESETS = {
     70: "layers=80,dim=8192,heads=64,kv_heads=8,ffn=28672,vocab=128256",
     405: "layers=126,dim=16384,heads=128,kv_heads=8,ffn=53248,vocab=128256",
 }
+
+
+class _Lazy:
+    """A regular expression compiled on its first search: most questions are settled by the three compiled at
+    import (memory, fit, a model size), and compiling the others would cost every start a millisecond."""
+
+    __slots__ = ("_source", "_flags", "_compiled")
+
+    def __init__(self, source: str, flags: int = 0) -> None:
+        self._source, self._flags = source, flags
+        self._compiled: re.Pattern[str] | None = None
+
+    def search(self, text: str) -> re.Match[str] | None:
+        """``re.compile(source, flags).search(text)``."""
+        if self._compiled is None:
+            self._compiled = re.compile(self._source, self._flags)
+        return self._compiled.search(text)
+
+
 _A = r"(?<![A-Za-z0-9])"  # ASCII word edges: Chinese text around a number or name does not count as a letter
 _Z = r"(?![A-Za-z0-9])"
 # asked outright how much memory a run needs
@@ -28,9 +47,9 @@ _MEMORY = re.compile(
     re.I,
 )
 # a question about one's model: with _MEMORY it must name a model size or GPUs, or say model / training
-_ABOUT_A_RUN = re.compile(r"\bmodel|\btrain|fine-?tun|模型|训练|微调", re.I)
+_ABOUT_A_RUN = _Lazy(r"\bmodel|\btrain|fine-?tun|模型|训练|微调", re.I)
 _FIT = re.compile(r"(?<!best )\bfits?\b|\bfitting\b|\bOOM\b|out of memory|装得下|放得下|放不下|塞得下", re.I)
-_CAN_TRAIN = re.compile(
+_CAN_TRAIN = _Lazy(
     r"\b(can|could|possible|enough|able)\b.*\b(train|fine-?tune|run)|"
     r"能.*(训练|微调|跑)|(训练|微调|跑).*(吗|够)",
     re.I,
@@ -38,10 +57,10 @@ _CAN_TRAIN = re.compile(
 _BILLIONS = re.compile(_A + r"(\d+(?:\.\d+)?)\s*[bB]" + _Z)
 _NAMES = r"(?:H200|H100|H800|A100|A800|A10G|A6000|L40S|V100|T4|MI300X|MI250|RTX\s*\d{4}|\d{4})"
 _ACCELERATOR = r"(?:gpus?|cards?|devices?|" + _NAMES + r"s?)"
-_GPUS = re.compile(_A + r"(\d+)\s*(?:x|×|\*|张|块|台)?\s*(?:\d+\s*G(?:i?B)?\s+)?(?:" + _ACCELERATOR + _Z + r"|卡|张)", re.I)
-_ONE_GPU = re.compile(r"\b(a|one|single)\s+(single\s+)?(gpus?|" + _NAMES + r")" + _Z + r"|单卡|一张卡", re.I)
-_NODES = re.compile(_A + r"(\d+)\s*(?:nodes?|machines?|hosts?|节点|台机器)", re.I)
-_GPU_MEM = re.compile(_A + r"(\d+)\s*(?:GB|GiB|G)" + _Z, re.I)
+_GPUS = _Lazy(_A + r"(\d+)\s*(?:x|×|\*|张|块|台)?\s*(?:\d+\s*G(?:i?B)?\s+)?(?:" + _ACCELERATOR + _Z + r"|卡|张)", re.I)
+_ONE_GPU = _Lazy(r"\b(a|one|single)\s+(single\s+)?(gpus?|" + _NAMES + r")" + _Z + r"|单卡|一张卡", re.I)
+_NODES = _Lazy(_A + r"(\d+)\s*(?:nodes?|machines?|hosts?|节点|台机器)", re.I)
+_GPU_MEM = _Lazy(_A + r"(\d+)\s*(?:GB|GiB|G)" + _Z, re.I)
 # memory of common accelerators (GiB, the largest variant) when the question names one and no size
 _KNOWN_GPUS = (
     ("H200", 141),
@@ -86,10 +105,13 @@ def plan_command(question: str) -> str | None:
     """
     question = re.sub(r"(\d)\s*[x×*]\s*(?=[A-Za-z0-9])", r"\1 ", question)  # 8xH200 -> 8 H200
     size = _BILLIONS.search(question)
+    memory, fit = _MEMORY.search(question), _FIT.search(question)
+    if not (memory or fit or size):  # each way of asking below needs one of the three
+        return None
     gpus = _GPUS.search(question) or _ONE_GPU.search(question)
     asks = (
-        (_MEMORY.search(question) and (size or gpus or _ABOUT_A_RUN.search(question)))
-        or (_FIT.search(question) and (size or gpus))
+        (memory and (size or gpus or _ABOUT_A_RUN.search(question)))
+        or (fit and (size or gpus))
         or (size and gpus and _CAN_TRAIN.search(question))
     )
     if not asks:
