@@ -15,7 +15,7 @@ from fsdp_skill.records import Record
 Status = Literal["passed", "failed", "timeout", "skipped", "unverified"]
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, eq=False, repr=False)
 class RankResult(Record):
     """What one rank (one OS process) of a verification run did."""
 
@@ -56,7 +56,7 @@ class RankResult(Record):
     )
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, eq=False, repr=False)
 class Verdict(Record):
     """Outcome of running one script on a real multi-process process group.
 

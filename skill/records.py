@@ -1,6 +1,7 @@
 """Records: the value types a cached ``ask`` builds, as standard-library dataclasses that import no pydantic.
 
-A record is ``@dataclass(slots=True, kw_only=True)`` on a subclass of :class:`Record`, each field followed by its
+A record is ``@dataclass(slots=True, kw_only=True, eq=False, repr=False)`` on a subclass of :class:`Record` (whose
+``__eq__`` and ``__repr__`` are the ones the decorator would generate, written once: ``tests/test_records.py``), each field followed by its
 description as an attribute docstring (a long one as adjacent string literals in parentheses: still one string).  :class:`Record` gives it the part of pydantic's model API the code uses:
 
 - ``model_dump(mode=...)`` and ``model_dump_json(indent=...)`` in pure Python; the JSON is byte for byte what
@@ -27,6 +28,7 @@ import dataclasses
 import inspect
 import json
 import math
+import reprlib
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -53,6 +55,24 @@ class Record:
     __slots__ = ()
     # read by pydantic's TypeAdapter (a plain dict, so defining a record imports no pydantic)
     __pydantic_config__: ClassVar[dict[str, Any]] = {"use_attribute_docstrings": True, "json_schema_extra": _describe}
+
+    # Equality and repr as the dataclass decorator would write them, defined once here: a record is declared with
+    # eq=False, repr=False, since compiling those two methods for each record class costs a cached ask ~8 ms.
+    def __eq__(self, other: object) -> bool:
+        """``(self.f1, self.f2, ...) == (other.f1, other.f2, ...)`` over the fields when ``other`` is of the same
+        class, else NotImplemented: what ``@dataclass(eq=True)`` generates."""
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        names = _field_names(type(self))
+        return tuple(getattr(self, n) for n in names) == tuple(getattr(other, n) for n in names)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable records are unhashable, as dataclass(eq=True) makes them
+
+    @reprlib.recursive_repr()
+    def __repr__(self) -> str:
+        """``ClassName(f1=..., f2=...)``: what ``@dataclass(repr=True)`` generates (``...`` for a record inside itself)."""
+        fields = ", ".join(f"{n}={getattr(self, n)!r}" for n in _field_names(type(self)))
+        return f"{type(self).__qualname__}({fields})"
 
     def model_dump(self, *, mode: Literal["python", "json"] = "python") -> dict[str, Any]:
         """The record as a dict of plain values (nested records as dicts, lists and dicts copied), fields in

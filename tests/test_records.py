@@ -100,6 +100,39 @@ def test_every_record_is_a_slotted_keyword_only_dataclass_with_described_fields(
         TopicScore("join", 0.5)  # type: ignore[misc]  # keyword-only, as pydantic's
 
 
+def _generated_twin(cls: type) -> type:
+    """A plain dataclass with ``cls``'s fields whose ``__eq__`` and ``__repr__`` the decorator generates."""
+    twin = dataclasses.make_dataclass(cls.__name__, [(f.name, typing.Any) for f in dataclasses.fields(cls)], eq=True, repr=True)
+    twin.__qualname__ = cls.__qualname__
+    return twin
+
+
+def test_records_compare_and_print_as_the_dataclass_decorator_would_make_them(fake_verifier):
+    """Each record leaves ``__eq__`` and ``__repr__`` to Record (no compile per class at import), and those give
+    what ``@dataclass(eq=True, repr=True)`` generates: on answers, verdicts and findings, equal and changed."""
+    for cls in RECORDS:
+        assert "__eq__" not in cls.__dict__ and "__repr__" not in cls.__dict__, cls
+        assert cls.__hash__ is None, cls  # unhashable, as a mutable dataclass with eq is
+    answer = ask("How do I train in bf16 with FSDP2 but reduce gradients in fp32?", verify=True, verifier=fake_verifier)
+    report = check_code("import torch.distributed as dist\nif dist.get_rank() == 0:\n    dist.barrier()\n")
+    values = [answer, *answer.sections, *answer.sections[0].snippets, answer.sections[0].snippets[0].verification, report]
+    values += report.findings
+    assert report.findings and answer.sections[0].snippets
+    for value in values:
+        twin = _generated_twin(type(value))
+        names = [f.name for f in dataclasses.fields(value)]
+        as_twin = twin(**{n: getattr(value, n) for n in names})
+        assert repr(value) == repr(as_twin)
+        copy = value.model_copy()
+        assert value == copy and not (value != copy) and as_twin == twin(**{n: getattr(copy, n) for n in names})
+        changed = value.model_copy(update={names[0]: object()})
+        assert value != changed
+        assert value.__eq__(as_twin) is NotImplemented  # another class: NotImplemented, as the generated one
+    nested = answer.model_copy()
+    nested.errors = [nested]  # type: ignore[list-item]  # a record inside itself
+    assert "errors=[...]" in repr(nested)
+
+
 def test_answers_of_every_question_are_pydantic_json(fake_verifier):
     questions = _questions()
     assert len(questions) > 200

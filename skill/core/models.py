@@ -14,7 +14,7 @@ from fsdp_skill.records import Record
 from fsdp_skill.runtime.models import Verdict
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, eq=False, repr=False)
 class SnippetSpec(Record):
     """A runnable code fence of a knowledge card: a complete script plus its harness settings."""
 
@@ -73,7 +73,7 @@ def proves(checks: str | None, tolerance: float | None = None, expects: str | No
     return "runs to completion on every rank (its checks are not declared)"
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, eq=False, repr=False)
 class SectionDoc(Record):
     """One ``##`` section of a card: the retrieval unit."""
 
@@ -109,7 +109,7 @@ class SectionDoc(Record):
     """Runnable scripts of this section"""
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, eq=False, repr=False)
 class Card(Record):
     """A knowledge card (one markdown file, one topic)."""
 
@@ -122,7 +122,7 @@ class Card(Record):
     sections: list[SectionDoc] = field(default_factory=list)
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, eq=False, repr=False)
 class TopicScore(Record):
     """A topic and how strongly the question points at it (sum of its sections' BM25 scores, normalised to 0..1)."""
 
@@ -132,7 +132,7 @@ class TopicScore(Record):
     """Share of the retrieval mass on this topic, 0..1"""
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, eq=False, repr=False)
 class SnippetOut(Record):
     """A snippet as returned in an answer, with its verification verdict."""
 
@@ -154,7 +154,7 @@ class SnippetOut(Record):
     """Verdict of running it on a real process group (or 'unverified')"""
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, eq=False, repr=False)
 class SectionOut(Record):
     """A retrieved section as returned in an answer."""
 
@@ -191,7 +191,7 @@ class SectionOut(Record):
     """Verified (or unverified) scripts"""
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, eq=False, repr=False)
 class ApiInfo(Record):
     """Live signature of an API in the target interpreter's torch (the tool's own, or --python PATH)."""
 
@@ -207,7 +207,7 @@ class ApiInfo(Record):
     """Why it is not available when torch is missing, and how to fix it (install torch or pass --python PATH); None otherwise"""
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, eq=False, repr=False)
 class RaisedAt(Record):
     """Where the installed torch raises or warns a message."""
 
@@ -219,7 +219,7 @@ class RaisedAt(Record):
     """Enclosing 'Class.method' or function, None at module level"""
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, eq=False, repr=False)
 class ErrorInfo(Record):
     """An error or warning message found in the question, located in the installed torch."""
 
@@ -246,7 +246,7 @@ class ErrorInfo(Record):
     """'template' (whole message found), 'fuzzy' (truncated or wrapped paste) or 'section'"""
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, eq=False, repr=False)
 class Answer(Record):
     """Answer to one question: the ``ask --json`` contract."""
 

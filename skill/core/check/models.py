@@ -11,7 +11,7 @@ from fsdp_skill.records import Record
 Severity = Literal["error", "warning", "info"]
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, eq=False, repr=False)
 class Rule(Record):
     """One rule of the checker: a mistake the knowledge explains, with the section and verified snippet that fix it."""
 
@@ -29,7 +29,7 @@ class Rule(Record):
     """Id of the verified snippet that shows the fix"""
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, eq=False, repr=False)
 class Finding(Record):
     """One mistake found in a checked file."""
 
@@ -62,7 +62,7 @@ class Finding(Record):
         return f"{self.path}:{self.line}:{self.col}: {self.code} {self.message}{ref}"
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, eq=False, repr=False)
 class CheckReport(Record):
     """The result of checking one source text (``POST /v1/check``, the ``check_script`` tool)."""
 

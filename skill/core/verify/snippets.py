@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # the harness (runtime.api) loads only when a job is made: no
 Progress = Callable[[int, int, Verdict], None]
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, eq=False, repr=False)
 class SnippetInfo(Record):
     """A knowledge snippet with its code and its latest verdict on this host."""
 
