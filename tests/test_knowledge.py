@@ -1,5 +1,8 @@
 """Card parsing: the real knowledge, good fixtures and bad fixtures (each error names file:line)."""
 
+import os
+import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -94,3 +97,42 @@ def test_the_package_folder_is_where_importlib_resources_finds_it():
     from fsdp_skill.core.knowledge import cards
 
     assert cards._package_files() == resources.files("fsdp_skill")
+
+
+def _age(path: Path, seconds_ago: float) -> None:
+    """Set ``path``'s mtime (and atime) to ``seconds_ago`` seconds before now."""
+    when = time.time_ns() - int(seconds_ago * 1e9)
+    os.utime(path, ns=(when, when))
+
+
+def test_the_memoised_knowledge_follows_cards_edited_added_and_removed_in_place(tmp_path):
+    """Each ask checks the cards against the memoised knowledge without listing an old, unchanged folder again:
+    an edit in place is seen through the file's own stat, an added or removed card through the folder's mtime
+    (a folder changed within the last two seconds is always listed again, as git treats racy entries)."""
+    src = Path(__file__).resolve().parent.parent / "knowledge"
+    dest = tmp_path / "knowledge"
+    shutil.copytree(src, dest, ignore=shutil.ignore_patterns("__pycache__", "mutations"))
+    _age(dest, 60)
+    _age(dest / "zh", 60)
+    first = load_knowledge(dest)
+    assert load_knowledge(dest) is first  # nothing changed: the memo
+
+    card = dest / "join.md"  # an edit in place: the folder's mtime stays, the file's changes
+    text = card.read_text(encoding="utf-8")
+    card.write_text(text.replace("## ", "## Edited: ", 1), encoding="utf-8")
+    _age(card, 30)
+    _age(dest, 60)
+    edited = load_knowledge(dest)
+    assert edited is not first and any(s.title.startswith("Edited: ") for s in edited.sections.values())
+
+    extra = dest / "extra.md"  # a card added: the folder's mtime changes
+    extra.write_text(text.replace("id: join", "id: extra").replace("topic: join", "topic: extra"), encoding="utf-8")
+    _age(dest, 20)
+    added = load_knowledge(dest)
+    assert "extra" in added.topics and "extra" not in edited.topics
+
+    extra.unlink()  # removed again, the folder aged past the racy window
+    _age(dest, 10)
+    removed = load_knowledge(dest)
+    assert "extra" not in removed.topics
+    assert load_knowledge(dest) is removed

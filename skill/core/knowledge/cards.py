@@ -13,6 +13,7 @@ import functools
 import os
 import re
 import shlex
+import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -166,16 +167,44 @@ def load_knowledge(directory: str | Path | None = None) -> Knowledge:
     return kb
 
 
+_LISTINGS: dict[str, tuple[int, list[tuple[str, str]]]] = {}  # folder -> (its mtime_ns, [(name, path)] of its *.md)
+_RACY_NS = 2_000_000_000  # a folder changed less than this ago may change again within its timestamp's tick
+
+
 def _markdown_stats(folder: str) -> list[tuple[str, int, int]]:
     """(name, size, mtime_ns) of each ``*.md`` entry of ``folder`` in name order (the entries and order of
-    ``sorted(Path(folder).glob("*.md"))``; [] when the folder is missing or unreadable).  One ``os.scandir`` and
-    no Path objects: every ``ask`` checks this fingerprint against the memoised knowledge."""
+    ``sorted(Path(folder).glob("*.md"))``; [] when the folder is missing or unreadable).  Every ``ask`` checks this
+    fingerprint against the memoised knowledge, so the names are listed again only when the folder's own mtime
+    changed (an entry added, removed or renamed) or is too recent to be trusted (within :data:`_RACY_NS`, as git
+    treats an index entry as racy); each entry is stat'ed every time (an edit in place changes only the file)."""
+    try:
+        mtime = os.stat(folder).st_mtime_ns
+    except OSError:
+        return []
+    listed = _LISTINGS.get(folder)
+    if listed is None or listed[0] != mtime or time.time_ns() - mtime < _RACY_NS:
+        return _scan_stats(folder, mtime)
+    out = []
+    for name, path in listed[1]:
+        try:
+            st = os.stat(path)
+        except OSError:  # gone since it was listed: list the folder again
+            return _scan_stats(folder, mtime)
+        out.append((name, st.st_size, st.st_mtime_ns))
+    return out
+
+
+def _scan_stats(folder: str, mtime: int) -> list[tuple[str, int, int]]:
+    """:func:`_markdown_stats` from a listing of ``folder`` (whose mtime_ns was ``mtime``), remembered for the next call."""
+    _LISTINGS.pop(folder, None)
     try:
         with os.scandir(folder) as entries:
             found = sorted((e for e in entries if e.name.endswith(".md")), key=lambda e: e.name)
-        return [(e.name, st.st_size, st.st_mtime_ns) for e in found for st in [e.stat()]]
+        out = [(e.name, st.st_size, st.st_mtime_ns) for e in found for st in [e.stat()]]
     except OSError:
         return []
+    _LISTINGS[folder] = (mtime, [(e.name, e.path) for e in found])
+    return out
 
 
 def _attach_zh(kb: Knowledge, zh_sources: list[tuple[Path, bytes]]) -> None:
