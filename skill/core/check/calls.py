@@ -329,7 +329,8 @@ def _param_index(facts: FileFacts, fn: Function, node: ast.AST, params: tuple[st
     return params.index(c.root[1])
 
 
-def _is_sampler(facts: FileFacts, node: ast.AST | None) -> bool:
+def is_shuffling_sampler(facts: FileFacts, node: ast.AST | None) -> bool:
+    """Is ``node`` (through names) a ``DistributedSampler(...)`` that shuffles (its ``shuffle`` not False)?"""
     node = facts.resolve(node)
     if not isinstance(node, ast.Call):
         return False
@@ -357,7 +358,7 @@ def summarise(facts: FileFacts, fn: Function, path: str = "") -> FunctionSummary
             whole = facts.chain(node.value)
             if i is not None and whole is not None and not whole.parts and returns_param in (None, i):
                 returns_param = i
-            sampler = sampler or _is_sampler(facts, node.value)
+            sampler = sampler or is_shuffling_sampler(facts, node.value)
         elif isinstance(node, ast.Call):
             q = facts.qual(node) or ""
             if q in _KIND_OF_API and node.args:

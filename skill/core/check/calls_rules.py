@@ -33,7 +33,7 @@ from fsdp_skill.core.check.rank_conditional import collective_kind
 _FOLLOW = 3  # functions of the checked code followed to find what built an object (parameters, returns, self.)
 
 
-def _bound_call(facts: FileFacts, node: ast.AST, depth: int = 0) -> ast.Call | None:
+def bound_call(facts: FileFacts, node: ast.AST, depth: int = 0) -> ast.Call | None:
     """The call ``node`` was last assigned from (``trainer = Trainer(...)``), following names a few steps and, as
     :mod:`~fsdp_skill.core.check.calls` follows wrapped modules, the functions of the checked code: a parameter to
     what the function's callers pass (``save_final(trainer)``), a helper's call to what the helper returns
@@ -44,7 +44,7 @@ def _bound_call(facts: FileFacts, node: ast.AST, depth: int = 0) -> ast.Call | N
         if target is not None and target.fn is not None and target.fn.name != "__init__":
             for ret in facts.scope_nodes(target.fn):
                 if isinstance(ret, ast.Return) and ret.value is not None and ret.value is not value:
-                    got = _bound_call(facts, ret.value, depth + 1)
+                    got = bound_call(facts, ret.value, depth + 1)
                     if got is not None:
                         return got
         return value
@@ -57,21 +57,21 @@ def _bound_call(facts: FileFacts, node: ast.AST, depth: int = 0) -> ast.Call | N
         for assigned in _attribute_values(facts).get(dotted(value) or "", []):
             if _enclosing_class(facts, assigned) is not cls:
                 continue  # another class's self.x
-            got = _bound_call(facts, assigned, depth + 1)
+            got = bound_call(facts, assigned, depth + 1)
             if got is not None:
                 return got
     return None
 
 
 def _passed_call(facts: FileFacts, name: ast.Name, depth: int) -> ast.Call | None:
-    """For a parameter ``name``: the call that built what a caller of its function passes (:func:`_bound_call`)."""
+    """For a parameter ``name``: the call that built what a caller of its function passes (:func:`bound_call`)."""
     _, b = facts.binding(name)
     scope = facts.scope_of(name)
     if b is None or b.kind != "param" or not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return None
     for call, target in _call_sites(facts).get(id(scope), []):
         for i, arg in calls.bound_args(call, target):
-            if target.summary.params[i] == name.id and (got := _bound_call(facts, arg, depth + 1)) is not None:
+            if target.summary.params[i] == name.id and (got := bound_call(facts, arg, depth + 1)) is not None:
                 return got
     return None
 
@@ -111,7 +111,7 @@ def _lightning_trainer(facts: FileFacts, recv: ast.AST) -> bool:
     ``trainer`` a Callback hook receives) in a file that imports Lightning?"""
     if not _imports_module(facts, *_LIGHTNING):
         return False
-    made = _bound_call(facts, recv)
+    made = bound_call(facts, recv)
     if made is not None:
         q = facts.qual(made) or ""
         return q.split(".")[0] in _LIGHTNING and q.endswith("Trainer")
@@ -123,13 +123,13 @@ def _lightning_trainer(facts: FileFacts, recv: ast.AST) -> bool:
 
 def _one_device(facts: FileFacts, recv: ast.AST) -> bool:
     """A trainer bound to ``Trainer(devices=1, ...)`` (one process: nothing to wait for)."""
-    made = _bound_call(facts, recv)
+    made = bound_call(facts, recv)
     devices = kwarg(made, "devices") if made is not None else None
     return isinstance(devices, ast.Constant) and devices.value == 1 and kwarg(made, "num_nodes") is None if made else False
 
 
 def _fabric(facts: FileFacts, recv: ast.AST) -> bool:
-    made = _bound_call(facts, recv)
+    made = bound_call(facts, recv)
     if made is not None:
         q = facts.qual(made) or ""
         return q.split(".")[0] in _LIGHTNING and q.endswith("Fabric")
@@ -139,7 +139,7 @@ def _fabric(facts: FileFacts, recv: ast.AST) -> bool:
 def _hf_trainer(facts: FileFacts, recv: ast.AST) -> bool:
     """A Hugging Face-style ``Trainer`` (bound to a ``...Trainer(...)`` call that is not Lightning's, or ``self`` in
     a subclass of one)."""
-    made = _bound_call(facts, recv)
+    made = bound_call(facts, recv)
     if made is not None:
         q = facts.qual(made) or ""
         return q.split(".")[0] not in _LIGHTNING and (last_name(made) or "").endswith("Trainer")
@@ -147,7 +147,7 @@ def _hf_trainer(facts: FileFacts, recv: ast.AST) -> bool:
 
 
 def _accelerator(facts: FileFacts, recv: ast.AST) -> bool:
-    made = _bound_call(facts, recv)
+    made = bound_call(facts, recv)
     if made is not None:
         return (facts.qual(made) or "").endswith("Accelerator") and last_name(made) == "Accelerator"
     return (dotted(recv) or "").split(".")[-1] == "accelerator" and _imports_module(facts, "accelerate")

@@ -41,7 +41,7 @@ from __future__ import annotations
 import ast
 
 from fsdp_skill.core.check import calls
-from fsdp_skill.core.check.calls_rules import _bound_call
+from fsdp_skill.core.check.calls_rules import bound_call
 from fsdp_skill.core.check.facts import DDP, FSDP1, FULLY_SHARD, FileFacts, Located, dotted, is_true, kwarg, last_name
 from fsdp_skill.core.check.finders import FINDERS, Found, finder
 
@@ -269,7 +269,7 @@ def _loaded_spread(facts: FileFacts, node: ast.AST) -> ast.Call | None:
     for _ in range(6):
         if cur is None:
             return None
-        made = _bound_call(facts, cur)
+        made = bound_call(facts, cur)
         if made is None:
             return None
         name = last_name(made) or ""
@@ -539,15 +539,8 @@ def _full_state_source(facts: FileFacts, node: ast.AST | None) -> ast.Call | Non
     if q != "torch.load" and not (name == "load_file" and "safetensors" in q):
         return None
     path = kwarg(cur, "f", 0) if q == "torch.load" else kwarg(cur, "filename", 0)
-    todo: list[ast.AST] = [path] if path is not None else []
-    seen = 0
-    while todo and seen < 8:  # the per-rank file of finders._per_rank_file, for a load
-        part, seen = todo.pop(), seen + 1
-        for n in ast.walk(part):
-            if isinstance(n, (ast.Name, ast.Attribute, ast.Call)) and facts.is_rank_expr(n):
-                return None
-            if isinstance(n, ast.Name) and (value := facts.resolve(n)) is not n and value is not None:
-                todo.append(value)
+    if facts.names_the_rank(path):  # a per-rank file (as finders._per_rank_file, for a load)
+        return None
     return cur
 
 
@@ -602,7 +595,7 @@ def _is_accelerator(facts: FileFacts, recv: ast.AST) -> bool:
     value = facts.resolve(recv)
     options = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [recv]
     for opt in options:
-        made = _bound_call(facts, opt)
+        made = bound_call(facts, opt)
         if made is not None and (facts.qual(made) or "").endswith("Accelerator"):
             return True
     return False
@@ -627,7 +620,7 @@ def _prepared_loader(facts: FileFacts, it: ast.AST) -> bool:
     for _ in range(3):
         if isinstance(it, ast.Call) and last_name(it) in _ITER_WRAPPERS and it.args:
             it = it.args[0]
-    made = _bound_call(facts, it) or _unpacked_into(facts, it)
+    made = bound_call(facts, it) or _unpacked_into(facts, it)
     return (
         made is not None
         and last_name(made) in ("prepare", "prepare_data_loader")

@@ -1,7 +1,7 @@
 """Rules about control flow that splits the ranks of a job, and about DDP wrappers used where DDP cannot
 synchronise (FSD037, FSD038, FSD040, FSD045, FSD046).
 
-- **Synchronised work** (:class:`_Reach`): a call that every rank of the job must make together: a collective
+- **Synchronised work** (:class:`Reach`): a call that every rank of the job must make together: a collective
   or another call the rank-conditional rules know (:func:`~fsdp_skill.core.check.rank_conditional.collective_kind`),
   the forward of a DDP / FSDP module, a ``backward()`` in a file that wraps a module, and the collectives of
   Accelerate (``accelerator.wait_for_everyone()``, ``gather``, ``reduce``, ``backward``) and Lightning
@@ -50,10 +50,10 @@ _FRAMEWORK_SYNC = {
     "strategy": {"barrier", "broadcast", "reduce", "all_gather", "reduce_boolean_decision"},
     "fabric": {"barrier", "broadcast", "all_reduce", "all_gather", "backward"},
 }
-_NO_SYNC = {"no_sync", "no_backward_sync"}
+NO_SYNC = {"no_sync", "no_backward_sync"}
 
 
-def _of_type(facts: FileFacts, *types: type[ast.AST]) -> list[ast.AST]:
+def nodes_of_type(facts: FileFacts, *types: type[ast.AST]) -> list[ast.AST]:
     """The nodes of the file of exactly these types, in source (pre-)order; the index is built once per file."""
     key = ("divergence", "by-type")
     if key not in facts.cache:
@@ -69,7 +69,7 @@ def _of_type(facts: FileFacts, *types: type[ast.AST]) -> list[ast.AST]:
     )
 
 
-def _stmt_holds(block: list[ast.stmt], node: ast.AST) -> bool:
+def stmt_holds(block: list[ast.stmt], node: ast.AST) -> bool:
     """Is ``node`` inside the statements of ``block``? (by source span: statements of one block do not overlap)"""
     if not block or not hasattr(node, "lineno"):
         return False
@@ -79,7 +79,7 @@ def _stmt_holds(block: list[ast.stmt], node: ast.AST) -> bool:
 
 def _arm(branch: ast.If, node: ast.AST) -> list[ast.stmt]:
     """The arm (body or orelse) of ``branch`` that holds ``node``."""
-    return branch.body if _stmt_holds(branch.body, node) else branch.orelse
+    return branch.body if stmt_holds(branch.body, node) else branch.orelse
 
 
 def _is_ddp(facts: FileFacts, node: ast.AST) -> bool:
@@ -114,7 +114,7 @@ def _wraps_any(facts: FileFacts) -> bool:
     return bool(facts.ddp or facts.fsdp1 or facts.fsdp2)
 
 
-def _framework_sync(call: ast.Call) -> str | None:
+def framework_sync(call: ast.Call) -> str | None:
     """``accelerator.wait_for_everyone()`` / ``trainer.strategy.barrier()``: a framework's collective."""
     if not isinstance(call.func, ast.Attribute):
         return None
@@ -125,7 +125,7 @@ def _framework_sync(call: ast.Call) -> str | None:
     return None
 
 
-def _wrapped_forward(facts: FileFacts, call: ast.Call) -> str | None:
+def wrapped_forward(facts: FileFacts, call: ast.Call) -> str | None:
     """``model(x)`` / ``model.forward(x)`` of a DDP or FSDP module."""
     func = call.func
     if isinstance(func, (ast.Name, ast.Attribute)) and (facts.is_fsdp(func) or _is_ddp(facts, func)):
@@ -137,7 +137,8 @@ def _wrapped_forward(facts: FileFacts, call: ast.Call) -> str | None:
     return None
 
 
-def _is_backward(call: ast.Call) -> bool:
+def is_backward(call: ast.Call) -> bool:
+    """``loss.backward()`` or Lightning's ``self.manual_backward(loss)``."""
     return isinstance(call.func, ast.Attribute) and call.func.attr in ("backward", "manual_backward")
 
 
@@ -146,25 +147,25 @@ def sync_work(facts: FileFacts, call: ast.Call) -> str | None:
     kind = rc.collective_kind(facts, call)
     if kind is not None:
         return kind[1]
-    forward = _wrapped_forward(facts, call)
+    forward = wrapped_forward(facts, call)
     if forward is not None:
         return forward
-    framework = _framework_sync(call)
+    framework = framework_sync(call)
     if framework is not None:
         return framework
-    if _is_backward(call) and _wraps_any(facts):
+    if is_backward(call) and _wraps_any(facts):
         return ".backward() (the gradient reduction of a wrapped model)"
     return None
 
 
-class _Reach:
+class Reach:
     """Which functions and methods of the file reach the work ``direct`` accepts, directly or through each other
     (a fixpoint over module-level functions and class methods; ``f(...)`` and ``self.m(...)`` calls)."""
 
     def __init__(self, facts: FileFacts, direct: Direct) -> None:
         self.facts, self.direct = facts, direct
         self.methods: dict[int, dict[str, Func]] = {}
-        for node in _of_type(facts, ast.ClassDef):
+        for node in nodes_of_type(facts, ast.ClassDef):
             if isinstance(node, ast.ClassDef):
                 self.methods[id(node)] = {
                     st.name: st for st in node.body if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef))
@@ -218,23 +219,25 @@ class _Reach:
         return None
 
 
-def _reach(facts: FileFacts) -> _Reach:
+def reach_of(facts: FileFacts) -> Reach:
+    """The file's :class:`Reach` of work every rank must do together (:func:`sync_work`), built once per file."""
     key = ("divergence", "sync")
     if key not in facts.cache:
-        facts.cache[key] = _Reach(facts, lambda c: sync_work(facts, c))
-    found: _Reach = facts.cache[key]
+        facts.cache[key] = Reach(facts, lambda c: sync_work(facts, c))
+    found: Reach = facts.cache[key]
     return found
 
 
-def _rc_summaries(facts: FileFacts) -> rc.Summaries:
+def rc_summaries(facts: FileFacts) -> rc.Summaries:
+    """:func:`~fsdp_skill.core.check.rank_conditional.collective_summaries` of the file, computed once per file."""
     key = ("divergence", "rc-summaries")
     if key not in facts.cache:
-        facts.cache[key] = rc._summaries(facts)
+        facts.cache[key] = rc.collective_summaries(facts)
     found: rc.Summaries = facts.cache[key]
     return found
 
 
-def _calls_in(facts: FileFacts, stmts: list[ast.stmt], scope: ast.AST) -> Iterator[ast.Call]:
+def calls_in(facts: FileFacts, stmts: list[ast.stmt], scope: ast.AST) -> Iterator[ast.Call]:
     """The calls of ``stmts`` that belong to ``scope`` (not to nested functions), in source order."""
     calls = [n for st in stmts for n in ast.walk(st) if isinstance(n, ast.Call) and facts.scope_of(n) is scope]
     return iter(sorted(calls, key=start))
@@ -246,12 +249,13 @@ def _rank_branch(facts: FileFacts, node: ast.AST) -> ast.If | None:
     for anc in facts.ancestors(node):
         if isinstance(anc, (*_FUNCS, ast.ClassDef)):
             break
-        if isinstance(anc, ast.If) and facts.is_rank_test(anc.test) and not rc._not_distributed_side(facts, anc, node):
+        if isinstance(anc, ast.If) and facts.is_rank_test(anc.test) and not rc.not_distributed_side(facts, anc, node):
             found = anc
     return found
 
 
-def _inner_loop(facts: FileFacts, node: ast.AST) -> ast.For | ast.AsyncFor | ast.While | None:
+def inner_loop(facts: FileFacts, node: ast.AST) -> ast.For | ast.AsyncFor | ast.While | None:
+    """The innermost loop around ``node`` in its own function or class body, or None."""
     for anc in facts.ancestors(node):
         if isinstance(anc, (*_FUNCS, ast.ClassDef)):
             return None
@@ -281,7 +285,7 @@ def _spoken_for(facts: FileFacts, call: ast.Call, branch: ast.If, around: set[in
     if not enclosing:
         return None
     if any(b is branch for b in enclosing) and (
-        rc._collective_reached(facts, call, _rc_summaries(facts)) is not None or _ddp_forward_reached(facts, call)
+        rc.collective_reached(facts, call, rc_summaries(facts)) is not None or _ddp_forward_reached(facts, call)
     ):
         return "branch"
     return "other" if any(b is not branch and id(b) not in around for b in enclosing) else None
@@ -290,7 +294,7 @@ def _spoken_for(facts: FileFacts, call: ast.Call, branch: ast.If, around: set[in
 _SCAN_LIMIT = 500  # calls looked at after an exit and before it in its loop: bounded work per exit
 
 
-def _scope_calls(facts: FileFacts, scope: ast.AST) -> tuple[list[ast.Call], list[tuple[int, int]]]:
+def scope_calls(facts: FileFacts, scope: ast.AST) -> tuple[list[ast.Call], list[tuple[int, int]]]:
     """The calls of ``scope`` (not of nested functions) sorted by position, with their positions (memoised)."""
     memo = facts.cache.setdefault(("divergence", "scope-calls"), {})
     if id(scope) not in memo:
@@ -306,9 +310,9 @@ def _skipped_work(facts: FileFacts, exit_: ast.stmt, branch: ast.If) -> tuple[st
     and the loops around ``branch``. What follows the exit is looked at first: a collective there that another rule
     reports (it runs under ``branch``) makes that rule's finding the one for this mistake."""
     scope = facts.scope_of(exit_)
-    calls, positions = _scope_calls(facts, scope)
+    calls, positions = scope_calls(facts, scope)
     if isinstance(exit_, (ast.Break, ast.Continue)):
-        loop = _inner_loop(facts, exit_)
+        loop = inner_loop(facts, exit_)
         if loop is None or not any(loop is a for a in facts.ancestors(branch)):
             return None  # the loop is inside the rank branch: every rank that runs it leaves it alike
         lo, hi = start(loop.body[0]), end(loop.body[-1])
@@ -326,12 +330,12 @@ def _skipped_work(facts: FileFacts, exit_: ast.stmt, branch: ast.If) -> tuple[st
     )
     after, before = after[:_SCAN_LIMIT], before[:_SCAN_LIMIT]
     around = {id(a) for a in facts.ancestors(branch)}
-    reach = _reach(facts)
+    reach = reach_of(facts)
     arm = _arm(branch, exit_)
     done = _done_before_continue(facts, exit_, arm, calls, positions, reach)
     first: tuple[str, int] | None = None
     for call in after:
-        if facts.exclusive(exit_, call) or _stmt_holds(arm, call):
+        if facts.exclusive(exit_, call) or stmt_holds(arm, call):
             continue  # the other branch of an if around the exit: not on this path
         owner = _spoken_for(facts, call, branch, around)
         if owner == "branch":
@@ -341,13 +345,13 @@ def _skipped_work(facts: FileFacts, exit_: ast.stmt, branch: ast.If) -> tuple[st
     for call in before:  # the next iterations of the loop
         if first is not None:
             break
-        if not _stmt_holds(arm, call) and _spoken_for(facts, call, branch, around) is None:
+        if not stmt_holds(arm, call) and _spoken_for(facts, call, branch, around) is None:
             first = reach.call(call)
     return first
 
 
 def _done_before_continue(
-    facts: FileFacts, exit_: ast.stmt, arm: list[ast.stmt], calls: list[ast.Call], positions: list[tuple[int, int]], reach: _Reach
+    facts: FileFacts, exit_: ast.stmt, arm: list[ast.stmt], calls: list[ast.Call], positions: list[tuple[int, int]], reach: Reach
 ) -> set[str]:
     """For a ``continue``: the labels of the synchronised work that the ranks taking it already ran in this iteration,
     in the rank branch's arm before it (``dist.all_gather(...); continue`` while the other ranks make the same
@@ -378,7 +382,7 @@ def _runs_on_the_way(facts: FileFacts, call: ast.Call, on_path: set[int]) -> boo
 def rank_divergent_exit(facts: FileFacts) -> Found:
     """FSD037: ``break`` / ``continue`` / ``return`` under a rank condition that skips synchronised work the other
     ranks still run (see the module docstring)."""
-    for node in _of_type(facts, ast.Break, ast.Continue, ast.Return):
+    for node in nodes_of_type(facts, ast.Break, ast.Continue, ast.Return):
         if not isinstance(node, (ast.Break, ast.Continue, ast.Return)):
             continue
         branch = _rank_branch(facts, node)
@@ -416,7 +420,7 @@ def _one_rank_values(facts: FileFacts) -> tuple[list[tuple[ast.Name, ast.Call, s
             results.append((arg, call, what))
     bound: list[tuple[ast.Name, ast.stmt, str]] = []
     branches = facts.rank_branches()
-    for node in _of_type(facts, ast.Assign, ast.AugAssign, ast.AnnAssign):
+    for node in nodes_of_type(facts, ast.Assign, ast.AugAssign, ast.AnnAssign):
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and branches.get(id(node)):
             branch = branches[id(node)][-1]
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -437,7 +441,7 @@ def _synced_between(facts: FileFacts, scope: ast.AST, name: str, lo: tuple[int, 
     for node in facts.scope_nodes(scope):
         if isinstance(node, ast.Call) and lo <= start(node) <= hi:
             q = facts.qual(node) or ""
-            is_coll = (q.startswith("torch.distributed.") and q.rsplit(".", 1)[-1] in rc.COLLECTIVES) or _framework_sync(node)
+            is_coll = (q.startswith("torch.distributed.") and q.rsplit(".", 1)[-1] in rc.COLLECTIVES) or framework_sync(node)
             if is_coll and any(_mentions(a, name) for a in [*node.args, *(k.value for k in node.keywords)]):
                 return True
     return False
@@ -445,9 +449,9 @@ def _synced_between(facts: FileFacts, scope: ast.AST, name: str, lo: tuple[int, 
 
 def _exits_skip_work(facts: FileFacts, block: list[ast.stmt], scope: ast.AST) -> tuple[str, int] | None:
     """Synchronised work in ``block``, or skipped by a ``break`` / ``continue`` / ``return`` of ``block``."""
-    reach = _reach(facts)
+    reach = reach_of(facts)
     branches = facts.rank_branches()
-    for call in _calls_in(facts, block, scope):
+    for call in calls_in(facts, block, scope):
         if branches.get(id(call)):
             continue  # under a rank condition of its own: the rank-conditional rules' concern
         hit = reach.call(call)
@@ -463,18 +467,16 @@ def _exits_skip_work(facts: FileFacts, block: list[ast.stmt], scope: ast.AST) ->
 
 
 def _skipped_by(facts: FileFacts, exit_: ast.stmt, scope: ast.AST) -> tuple[str, int] | None:
-    reach = _reach(facts)
+    reach = reach_of(facts)
     if isinstance(exit_, (ast.Break, ast.Continue)):
-        loop = _inner_loop(facts, exit_)
+        loop = inner_loop(facts, exit_)
         if loop is None:
             return None
-        calls = [c for c in _calls_in(facts, loop.body, scope) if not isinstance(exit_, ast.Continue) or start(c) >= end(exit_)]
+        calls = [c for c in calls_in(facts, loop.body, scope) if not isinstance(exit_, ast.Continue) or start(c) >= end(exit_)]
     elif isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
         loops = _loops_around(facts, exit_)
         calls = [
-            c
-            for c in _calls_in(facts, scope.body, scope)
-            if start(c) >= end(exit_) or any(_stmt_holds(lp.body, c) for lp in loops)
+            c for c in calls_in(facts, scope.body, scope) if start(c) >= end(exit_) or any(stmt_holds(lp.body, c) for lp in loops)
         ]
     else:
         return None
@@ -514,7 +516,7 @@ def _one_rank_load(
             if b is not None and b.pos == end(stmt) and not _synced_between(facts, scope, n.id, end(stmt), start(n)):
                 return n.id, what  # the binding the test sees
             # a binding later in a loop around the test reaches it on the next iteration (loop-carried)
-            loop = next((lp for lp in loops if _stmt_holds(lp.body, stmt) and start(stmt) > start(n)), None)
+            loop = next((lp for lp in loops if stmt_holds(lp.body, stmt) and start(stmt) > start(n)), None)
             if loop is not None and not _synced_between(facts, scope, n.id, start(loop), end(loop)):
                 return n.id, what
     return None
@@ -525,7 +527,7 @@ def _one_rank_attributes(facts: FileFacts) -> dict[str, str]:
     conditions (``if self.rank == 0: self.should_stop = True``) and never hands to a collective: the other ranks keep
     the initial value."""
     writes: dict[str, list[ast.stmt]] = {}
-    for node in _of_type(facts, ast.Assign, ast.AugAssign, ast.AnnAssign):
+    for node in nodes_of_type(facts, ast.Assign, ast.AugAssign, ast.AnnAssign):
         assert isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign))
         fn = facts.scope_of(node)
         if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.name == "__init__":
@@ -543,7 +545,7 @@ def _one_rank_attributes(facts: FileFacts) -> dict[str, str]:
     if out:
         for call in facts.calls():
             q = facts.qual(call) or ""
-            if (q.startswith("torch.distributed.") and q.rsplit(".", 1)[-1] in rc.COLLECTIVES) or _framework_sync(call):
+            if (q.startswith("torch.distributed.") and q.rsplit(".", 1)[-1] in rc.COLLECTIVES) or framework_sync(call):
                 for arg in [*call.args, *(k.value for k in call.keywords)]:
                     for n in ast.walk(arg):
                         if isinstance(n, ast.Attribute):
@@ -567,7 +569,7 @@ def decision_on_one_rank_value(facts: FileFacts) -> Found:
         bound.setdefault((id(facts.scope_of(stmt)), name.id), []).append((stmt, what))
     names = {name.id for name, _, _ in results_list} | {name.id for name, _, _ in bound_list}
     branches = facts.rank_branches()
-    for node in _of_type(facts, ast.If, ast.While):
+    for node in nodes_of_type(facts, ast.If, ast.While):
         if (
             not isinstance(node, (ast.If, ast.While))
             or branches.get(id(node))
@@ -595,7 +597,7 @@ def decision_on_one_rank_value(facts: FileFacts) -> Found:
 # --- FSD040: DDP no_sync() misuse ----------------------------------------------------------------------------
 
 
-def _is_step(facts: FileFacts, call: ast.Call) -> bool:
+def is_step(facts: FileFacts, call: ast.Call) -> bool:
     """``optimizer.step()`` (or ``scaler.step(optimizer)``), not a scheduler's step."""
     if not (isinstance(call.func, ast.Attribute) and call.func.attr == "step"):
         return False
@@ -619,7 +621,7 @@ def _built_as_optimizer(facts: FileFacts, call: ast.Call) -> bool:
     if key not in facts.cache:
         facts.cache[key] = {
             dotted(t)
-            for n in _of_type(facts, ast.Assign)
+            for n in nodes_of_type(facts, ast.Assign)
             if isinstance(n, ast.Assign)
             and isinstance(n.value, ast.Call)
             and (facts.qual(n.value) or "").startswith("torch.optim.")
@@ -629,9 +631,10 @@ def _built_as_optimizer(facts: FileFacts, call: ast.Call) -> bool:
     return isinstance(call.func, ast.Attribute) and dotted(call.func.value) in names
 
 
-def _no_sync_target(facts: FileFacts, item: ast.withitem) -> ast.expr | None:
+def no_sync_target(facts: FileFacts, item: ast.withitem) -> ast.expr | None:
+    """The module a ``with model.no_sync():`` / ``with accelerator.no_sync(model):`` item names, else None."""
     ce = item.context_expr
-    if isinstance(ce, ast.Call) and isinstance(ce.func, ast.Attribute) and ce.func.attr in _NO_SYNC:
+    if isinstance(ce, ast.Call) and isinstance(ce.func, ast.Attribute) and ce.func.attr in NO_SYNC:
         return ce.args[0] if ce.args else ce.func.value  # accelerator.no_sync(model) / model.no_sync()
     return None
 
@@ -671,19 +674,19 @@ def _no_sync_misuse(facts: FileFacts) -> Iterator[tuple[str, ast.expr | ast.stmt
 
 
 def _find_no_sync_misuse(facts: FileFacts) -> Iterator[tuple[str, ast.expr | ast.stmt, str]]:
-    for node in _of_type(facts, ast.With, ast.AsyncWith):
+    for node in nodes_of_type(facts, ast.With, ast.AsyncWith):
         if not isinstance(node, (ast.With, ast.AsyncWith)):
             continue
         scope = facts.scope_of(node)
         for item in node.items:
-            target = _no_sync_target(facts, item)
+            target = no_sync_target(facts, item)
             if target is None or facts.is_fsdp2(target):
                 continue  # FSDP2 has no no_sync(): FSD018
-            calls = list(_calls_in(facts, node.body, scope))
-            backwards = [c for c in calls if _is_backward(c) or last_name(c) == "backward"]
+            calls = list(calls_in(facts, node.body, scope))
+            backwards = [c for c in calls if is_backward(c) or last_name(c) == "backward"]
             if not backwards:
                 continue
-            step = next((c for c in calls if _is_step(facts, c) and start(c) > start(backwards[0])), None)
+            step = next((c for c in calls if is_step(facts, c) and start(c) > start(backwards[0])), None)
             if step is not None:
                 ctx = dotted(item.context_expr.func) if isinstance(item.context_expr, ast.Call) else None
                 yield "step", step, f"optimizer step inside `with {ctx}():` (line {node.lineno}) after the backward there"
@@ -712,9 +715,9 @@ def _forward_before_only(
         for c in facts.calls()
     ):
         return False
-    reach = _reach(facts)
+    reach = reach_of(facts)
     for c in body_calls:
-        if _is_backward(c):
+        if is_backward(c):
             continue
         if _names_module(c, name) or reach.callee(c) is not None and reach.call(c) is not None:
             return False
@@ -754,7 +757,7 @@ def _built_without_buffer_broadcast(facts: FileFacts, key: tuple[int, str] | Non
     file has it."""
     built = [
         n
-        for n in _of_type(facts, ast.Assign)
+        for n in nodes_of_type(facts, ast.Assign)
         if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and facts.qual(n.value) == DDP
     ]
     made = [
@@ -774,11 +777,11 @@ def _no_forward_sync(ddp: ast.Call) -> bool:
     return isinstance(broadcast, ast.Constant) and broadcast.value is False
 
 
-def _ddp_reach(facts: FileFacts) -> _Reach:
+def _ddp_reach(facts: FileFacts) -> Reach:
     key = ("divergence", "ddp")
     if key not in facts.cache:
-        facts.cache[key] = _Reach(facts, lambda c: _ddp_direct(facts, c))
-    found: _Reach = facts.cache[key]
+        facts.cache[key] = Reach(facts, lambda c: _ddp_direct(facts, c))
+    found: Reach = facts.cache[key]
     return found
 
 
@@ -786,7 +789,7 @@ def _ddp_forward_reached(facts: FileFacts, call: ast.Call) -> bool:
     return bool(facts.ddp) and _ddp_reach(facts).call(call) is not None
 
 
-def _passes_unwrapped(facts: FileFacts, reach: _Reach, call: ast.Call) -> bool:
+def _passes_unwrapped(facts: FileFacts, reach: Reach, call: ast.Call) -> bool:
     """``call`` runs a function whose first DDP forward is on one of its parameters (a DDP module through
     :mod:`~fsdp_skill.core.check.calls` because some call passes one), and this call passes something else there (``evaluate(model.module)``
     beside ``evaluate(model)``): this call runs no DDP forward."""
@@ -820,12 +823,12 @@ def ddp_forward_on_some_ranks(facts: FileFacts) -> Found:
         hit = reach.call(call)
         if (
             hit is None
-            or any(rc._not_distributed_side(facts, b, call) for b in enclosing)
+            or any(rc.not_distributed_side(facts, b, call) for b in enclosing)
             or _passes_unwrapped(facts, reach, call)
         ):
             continue
         for branch in reversed(enclosing):
-            if rc._guarded_by_the_rest(facts, branch, call):
+            if rc.guarded_by_the_rest(facts, branch, call):
                 continue
             if not facts.other_branch_has(branch, call, lambda c: reach.call(c) is not None):
                 yield call, f"{hit[0]} runs only on some ranks (rank condition at line {branch.lineno})"

@@ -600,6 +600,40 @@ class FileFacts:
                         elif self.is_rank_test(value):
                             self.main_flags.add(t.id)
 
+    def names_the_rank(self, path: ast.AST | None, *, formatted: bool = False) -> bool:
+        """Does the file name ``path`` name this process's rank (``f"shard_{rank}.pt"``), here or through up to 8
+        names it is built from (``fn = f"optim.{get_rank():05d}.pt"; torch.save(sd, join(d, fn))``)?
+
+        With ``formatted``, only a rank formatted into the name counts (an f-string field, a ``%`` or ``+``
+        operand, a ``.format`` argument): a rank that only decides a value (``x if rank == 0 else None``, a path
+        broadcast from rank 0) does not make the file per rank.  Without, any rank expression in it does."""
+        todo: list[ast.AST] = [] if path is None else [path]
+        seen = 0
+        while todo and seen < 8:
+            node, seen = todo.pop(), seen + 1
+            for n in ast.walk(node):
+                if self._formatted_rank(n) if formatted else self._is_rank_node(n):
+                    return True
+                if isinstance(n, ast.Name) and (value := self.resolve(n)) is not n and value is not None:
+                    todo.append(value)
+        return False
+
+    def _is_rank_node(self, node: ast.AST) -> bool:
+        return isinstance(node, (ast.Name, ast.Attribute, ast.Call)) and self.is_rank_expr(node)
+
+    def _rank_in(self, node: ast.AST) -> bool:
+        return any(self._is_rank_node(n) for n in ast.walk(node))
+
+    def _formatted_rank(self, node: ast.AST) -> bool:
+        """Is ``node`` a part of a string formatting that puts a rank into the text?"""
+        if isinstance(node, ast.FormattedValue):
+            return self._rank_in(node.value)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mod, ast.Add)):
+            return self._rank_in(node.right)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format":
+            return any(self._rank_in(a) for a in [*node.args, *(k.value for k in node.keywords)])
+        return False
+
     def is_rank_expr(self, node: ast.AST) -> bool:
         """Does ``node`` evaluate to this process's rank (or a value derived from it)? (Iterative: an arithmetic
         expression of any length.)"""

@@ -27,7 +27,9 @@ from fsdp_skill.errors import InvalidArgument
 _SKIP_DIRS = {"__pycache__", "node_modules", "site-packages"}
 
 
-def _python_files(path: str) -> list[Path]:
+def python_files(path: str) -> list[Path]:
+    """The Python files ``path`` names: itself (a ``.py``/``.pyw`` file or a script with a python shebang), or every
+    ``*.py`` under a directory in path order, hidden and build folders skipped; InvalidArgument otherwise."""
     p = Path(path)
     if p.is_dir():
         return sorted(
@@ -53,7 +55,8 @@ def _python_shebang(p: Path) -> bool:
     return first.startswith(b"#!") and b"python" in first
 
 
-def _read(p: Path | None, label: str) -> bytes:
+def read_input(p: Path | None, label: str) -> bytes:
+    """The bytes of file ``p``, or of standard input when None; InvalidArgument naming ``label`` when unreadable."""
     try:
         return sys.stdin.buffer.read() if p is None else p.read_bytes()
     except (OSError, ValueError, AttributeError) as exc:
@@ -111,12 +114,12 @@ def check_paths(
                 raise InvalidArgument("'-' reads the script from standard input, which is closed")
             targets.append((None, "-"))
         else:
-            targets += [(f, str(f)) for f in _python_files(path)]
+            targets += [(f, str(f)) for f in python_files(path)]
     read: list[tuple[str, str | None]] = []  # (label, decoded text; None: undecodable, its own FSD000 instead)
     undecodable: dict[str, Finding] = {}
     for p, label in targets:
         try:
-            read.append((label, read_source(_read(p, label))))
+            read.append((label, read_source(read_input(p, label))))
         except UndecodableSource as exc:  # this file only: the others are still checked (and it is left out of the project)
             undecodable[label] = not_analysed(label, f"file not analysed: cannot decode it as Python does: {exc}", exc.line)
             read.append((label, None))

@@ -414,19 +414,7 @@ def _holds(pred: Callable[[ast.AST], bool], node: ast.AST | None) -> bool:
 
 def _per_rank_file(facts: FileFacts, save: ast.Call) -> bool:
     """``torch.save(sd, f"shard_{rank}.pt")``: each rank writes its own file on purpose."""
-    target = kwarg(save, "f", 1)
-    if target is None:
-        return False
-    todo: list[ast.AST] = [target]
-    seen = 0
-    while todo and seen < 8:  # through names: fn = f"optim.{get_rank():05d}.pt"; torch.save(sd, join(d, fn))
-        node, seen = todo.pop(), seen + 1
-        for n in ast.walk(node):
-            if isinstance(n, (ast.Name, ast.Attribute, ast.Call)) and facts.is_rank_expr(n):
-                return True
-            if isinstance(n, ast.Name) and (value := facts.resolve(n)) is not n and value is not None:
-                todo.append(value)
-    return False
+    return facts.names_the_rank(kwarg(save, "f", 1))
 
 
 @finder("FSD016")
@@ -648,7 +636,7 @@ def _local_rank_from_env(facts: FileFacts) -> bool:
     )
 
 
-def _distributed_here(facts: FileFacts) -> bool:
+def distributed_here(facts: FileFacts) -> bool:
     """Does the module call into torch.distributed itself (an import alone is not use; an Accelerate script's
     launcher passes no flag)?"""
     quals = {facts.qual(c) or "" for c in facts.calls()}
@@ -678,7 +666,7 @@ def argparse_only_local_rank_underscore(facts: FileFacts) -> Found:
     if (
         any("deepspeed" in t.lower() or t in _LOCAL_RANK_ENV for t in texts)
         or _local_rank_from_env(facts)
-        or not _distributed_here(facts)
+        or not distributed_here(facts)
         or any(a.startswith("deepspeed") for a in facts.aliases.values())
         or not _entry_point(facts)
         or any(any(h in (last_name(c) or "").lower() for h in _INIT_HELPER) for c in facts.calls())
@@ -921,7 +909,7 @@ def param_dtype_without_reduce_dtype(facts: FileFacts) -> Found:
                 yield call, None
 
 
-def _epoch_loop_over(facts: FileFacts, loader: ast.Call) -> bool:
+def epoch_loop_over(facts: FileFacts, loader: ast.Call) -> bool:
     """Is the DataLoader built by ``loader`` iterated by a ``for`` nested in another loop (an epoch loop), here or
     in a function of the checked code it is handed to (a generator ``for batch in loader: yield batch`` under
     ``while True``, or one called inside a loop)?"""
@@ -1045,5 +1033,5 @@ def sampler_without_set_epoch(facts: FileFacts) -> Found:
                 continue
         elif not calls.returns_sampler(facts, call):
             continue
-        if any(_epoch_loop_over(facts, ld) for ld in _sampler_loaders(facts, call)):
+        if any(epoch_loop_over(facts, ld) for ld in _sampler_loaders(facts, call)):
             yield call, None

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fsdp_skill.core.check.engine import check_source, not_analysed
-from fsdp_skill.core.check.files import UndecodableSource, _python_files, _read, read_source
+from fsdp_skill.core.check.files import UndecodableSource, python_files, read_input, read_source
 from fsdp_skill.core.check.fix import FixResult, fix_source
 from fsdp_skill.core.check.models import Finding
 from fsdp_skill.core.check.rules import NOT_ANALYSED
@@ -54,12 +54,12 @@ def fix_paths(paths: Iterable[str], *, select: Iterable[str] | None = None, igno
         raise InvalidArgument("give at least one PATH (a file, a directory, or '-' for standard input)")
     targets: list[tuple[object, str]] = []
     for path in paths:
-        targets += [(None, "-")] if path == "-" else [(f, str(f)) for f in _python_files(path)]
+        targets += [(None, "-")] if path == "-" else [(f, str(f)) for f in python_files(path)]
     out = []
     for p, label in targets:
         if p is None and sys.stdin is None:
             raise InvalidArgument("'-' reads the script from standard input, which is closed")
-        data = _read(p if isinstance(p, Path) else None, label)
+        data = read_input(p if isinstance(p, Path) else None, label)
         bom = data[:3] == b"\xef\xbb\xbf"
         try:
             text = read_source(data)

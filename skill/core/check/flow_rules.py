@@ -97,7 +97,7 @@ def _imports_lightning(facts: FileFacts) -> bool:
 def framework_collective(facts: FileFacts, call: ast.Call) -> str | None:
     """A label when ``call`` is a collective of Accelerate, Lightning or Fabric (see the module docstring), else
     None."""
-    label = divergence._framework_sync(call)
+    label = divergence.framework_sync(call)
     if label is not None:
         return label
     q = facts.qual(call) or ""
@@ -118,11 +118,11 @@ def framework_collective(facts: FileFacts, call: ast.Call) -> str | None:
     return None
 
 
-def _framework_reach(facts: FileFacts) -> divergence._Reach:
+def _framework_reach(facts: FileFacts) -> divergence.Reach:
     key = ("flow", "framework-reach")
     if key not in facts.cache:
-        facts.cache[key] = divergence._Reach(facts, lambda c: framework_collective(facts, c))
-    found: divergence._Reach = facts.cache[key]
+        facts.cache[key] = divergence.Reach(facts, lambda c: framework_collective(facts, c))
+    found: divergence.Reach = facts.cache[key]
     return found
 
 
@@ -141,7 +141,7 @@ def _inside_arm(branch: ast.AST, node: ast.AST) -> bool:
     (``branch`` a function), rather than after an ``if`` that exits on the other ranks?"""
     if not isinstance(branch, ast.If):
         return True
-    return divergence._stmt_holds(branch.body, node) or divergence._stmt_holds(branch.orelse, node)
+    return divergence.stmt_holds(branch.body, node) or divergence.stmt_holds(branch.orelse, node)
 
 
 @finder("FSD054")
@@ -154,16 +154,16 @@ def framework_collective_on_some_ranks(facts: FileFacts) -> Found:
     if _makes_subgroups(facts):
         return  # the rank condition may select the members of a group the framework runs on (a player/trainer split)
     branches = facts.rank_branches()
-    sync = divergence._reach(facts)  # the other ranks' path doing synchronised work of its own: another role
+    sync = divergence.reach_of(facts)  # the other ranks' path doing synchronised work of its own: another role
     for call in facts.calls():
         enclosing = branches.get(id(call))
         if not enclosing:
             continue
         hit = reach.call(call)
-        if hit is None or any(rc._not_distributed_side(facts, b, call) for b in enclosing):
+        if hit is None or any(rc.not_distributed_side(facts, b, call) for b in enclosing):
             continue
         for branch in reversed(enclosing):
-            if not _inside_arm(branch, call) or rc._guarded_by_the_rest(facts, branch, call):
+            if not _inside_arm(branch, call) or rc.guarded_by_the_rest(facts, branch, call):
                 continue
             if not facts.other_branch_has(branch, call, lambda c: reach.call(c) is not None or sync.call(c) is not None):
                 yield call, f"{hit[0]} runs only on some ranks (rank condition at line {branch.lineno})"
@@ -303,7 +303,7 @@ def _exit_if(facts: FileFacts, exit_: ast.stmt, loop: ast.AST) -> ast.If | None:
 def _wrapped_forward_in(facts: FileFacts, loop: ast.AST, scope: ast.AST) -> bool:
     """Does ``loop`` run the forward of a module the file knows is DDP / FSDP-wrapped?"""
     return any(
-        isinstance(c, ast.Call) and facts.scope_of(c) is scope and divergence._wrapped_forward(facts, c) is not None
+        isinstance(c, ast.Call) and facts.scope_of(c) is scope and divergence.wrapped_forward(facts, c) is not None
         for c in ast.walk(loop)
     )
 
@@ -315,10 +315,10 @@ def data_dependent_skip(facts: FileFacts) -> Found:
     if facts.uses(JOIN):
         return
     branches = facts.rank_branches()
-    reach = divergence._reach(facts)
-    for exit_ in divergence._of_type(facts, ast.Continue, ast.Break):
+    reach = divergence.reach_of(facts)
+    for exit_ in divergence.nodes_of_type(facts, ast.Continue, ast.Break):
         assert isinstance(exit_, (ast.Continue, ast.Break))
-        loop = divergence._inner_loop(facts, exit_)
+        loop = divergence.inner_loop(facts, exit_)
         if loop is None or branches.get(id(exit_)):
             continue  # a rank condition around it: FSD037's
         branch = _exit_if(facts, exit_, loop)
@@ -333,14 +333,14 @@ def data_dependent_skip(facts: FileFacts) -> Found:
         scope = facts.scope_of(exit_)
         if _agreed_before(facts, scope, names, start(branch)):
             continue
-        calls, positions = divergence._scope_calls(facts, scope)
+        calls, positions = divergence.scope_calls(facts, scope)
         cut, stop = bisect.bisect_left(positions, end(branch)), bisect.bisect_left(positions, end(loop))
         skipped = calls[cut:stop]  # the rest of this iteration; for a break, the next iterations after it
         if isinstance(exit_, ast.Break):
             skipped += calls[bisect.bisect_left(positions, start(loop)) : cut]
         hit = None
         for call in skipped[:_SCAN]:
-            if divergence._stmt_holds(branch.body, call) or divergence._stmt_holds(branch.orelse, call) or branches.get(id(call)):
+            if divergence.stmt_holds(branch.body, call) or divergence.stmt_holds(branch.orelse, call) or branches.get(id(call)):
                 continue
             hit = reach.call(call)
             if hit is not None:
@@ -397,9 +397,9 @@ def _written_on_one_rank_before(facts: FileFacts, branch: ast.If, path: ast.expr
     """The line of a write of ``path`` (the same expression) under a rank condition earlier in the function of
     ``branch``, with no barrier between it and ``branch``; else None."""
     scope = facts.scope_of(branch)
-    text = rc._dump(path)
+    text = rc.node_text(path)
     rank_branches = facts.rank_branches()
-    calls, _ = divergence._scope_calls(facts, scope)
+    calls, _ = divergence.scope_calls(facts, scope)
     write: ast.Call | None = None
     for c in calls:
         if start(c) >= start(branch):
@@ -407,7 +407,7 @@ def _written_on_one_rank_before(facts: FileFacts, branch: ast.If, path: ast.expr
         if last_name(c) in _BARRIERS:
             write = None
         elif last_name(c) in _WRITERS and rank_branches.get(id(c)):
-            if any(rc._dump(a) == text for a in [*c.args, *(k.value for k in c.keywords)]):
+            if any(rc.node_text(a) == text for a in [*c.args, *(k.value for k in c.keywords)]):
                 write = c
     return write.lineno if write is not None else None
 
@@ -416,14 +416,14 @@ def _written_on_one_rank_before(facts: FileFacts, branch: ast.If, path: ast.expr
 def collective_on_filesystem_fact(facts: FileFacts) -> Found:
     """FSD056: an ``if`` on a filesystem fact (``os.path.exists(p)``) that the ranks can answer differently, with
     synchronised work in one arm only."""
-    reach = divergence._reach(facts)
-    for node in divergence._of_type(facts, ast.If):
+    reach = divergence.reach_of(facts)
+    for node in divergence.nodes_of_type(facts, ast.If):
         assert isinstance(node, ast.If)
         path = _fs_probe(facts, node.test)
         if path is None or facts.is_rank_test(node.test):
             continue
         arms = [
-            next((h for c in divergence._calls_in(facts, arm, facts.scope_of(node)) if (h := reach.call(c)) is not None), None)
+            next((h for c in divergence.calls_in(facts, arm, facts.scope_of(node)) if (h := reach.call(c)) is not None), None)
             for arm in (node.body, node.orelse)
         ]
         if (arms[0] is None) == (arms[1] is None):
@@ -478,7 +478,7 @@ def _read_path(facts: FileFacts, call: ast.Call) -> ast.expr | None:
     return None
 
 
-def _synchronises(facts: FileFacts, call: ast.Call, reach: divergence._Reach) -> bool:
+def _synchronises(facts: FileFacts, call: ast.Call, reach: divergence.Reach) -> bool:
     """Does ``call`` make every rank wait for the others (a barrier, any collective, a function that runs one)?"""
     q = facts.qual(call) or ""
     return (
@@ -496,7 +496,7 @@ def read_after_one_rank_write(facts: FileFacts) -> Found:
     """FSD055: a file written under a rank condition, then read on every rank with no barrier between (see the
     module docstring)."""
     branches = facts.rank_branches()
-    reach = divergence._reach(facts)
+    reach = divergence.reach_of(facts)
     for write in facts.calls():
         enclosing = branches.get(id(write))
         if not enclosing:
@@ -507,13 +507,13 @@ def read_after_one_rank_write(facts: FileFacts) -> Found:
             continue
         outer = enclosing[0]
         scope = facts.scope_of(write)
-        text = rc._dump(path)
-        calls, positions = divergence._scope_calls(facts, scope)
+        text = rc.node_text(path)
+        calls, positions = divergence.scope_calls(facts, scope)
         for call in calls[bisect.bisect_left(positions, end(outer)) :][:_SCAN]:
             if _synchronises(facts, call, reach):
                 break
             read = _read_path(facts, call)
-            if read is None or branches.get(id(call)) or rc._dump(read) != text:
+            if read is None or branches.get(id(call)) or rc.node_text(read) != text:
                 continue
             yield (
                 call,
@@ -545,10 +545,10 @@ def _scan_reduces(facts: FileFacts, fn: ast.AST) -> bool:
         q = facts.qual(node) or ""
         if q.startswith("torch.distributed.") and q.rsplit(".", 1)[-1] in _REDUCING or framework_collective(facts, node):
             return True
-        target = divergence._reach(facts).callee(node)
+        target = divergence.reach_of(facts).callee(node)
         if target is not None and (
             _framework_reach(facts).call(node) is not None
-            or rc._collective_reached(facts, node, divergence._rc_summaries(facts)) is not None
+            or rc.collective_reached(facts, node, divergence.rc_summaries(facts)) is not None
         ):
             return True
     return False
@@ -559,7 +559,7 @@ def _local_metrics(facts: FileFacts, loop: ast.AST) -> dict[str, str]:
     of a function of this file named like an evaluation (``evaluate``, ``validate``, ``compute_metric``) that reaches
     no collective combining values; then, in source order, the names bound from them (``best = val_loss``) or under
     an ``if`` that tests them (``bad_epochs += 1``). A name handed to a collective in the loop is dropped."""
-    reach = divergence._reach(facts)
+    reach = divergence.reach_of(facts)
     branches = facts.rank_branches()
     out: dict[str, str] = {}
     stmts = [
@@ -615,11 +615,11 @@ def early_stop_on_local_metric(facts: FileFacts) -> Found:
     """FSD058: a ``break`` out of a training loop decided on a metric this rank computed alone (see
     :func:`_local_metrics`), while the loop runs synchronised work."""
     branches = facts.rank_branches()
-    reach = divergence._reach(facts)
+    reach = divergence.reach_of(facts)
     memo: dict[int, dict[str, str]] = {}
-    for exit_ in divergence._of_type(facts, ast.Break):
+    for exit_ in divergence.nodes_of_type(facts, ast.Break):
         assert isinstance(exit_, ast.Break)
-        loop = divergence._inner_loop(facts, exit_)
+        loop = divergence.inner_loop(facts, exit_)
         if loop is None or branches.get(id(exit_)):
             continue  # a rank condition around it: FSD037's / FSD038's
         branch = _exit_if(facts, exit_, loop)
@@ -635,7 +635,7 @@ def early_stop_on_local_metric(facts: FileFacts) -> Found:
         work = next(
             (
                 h
-                for c in divergence._calls_in(facts, loop.body, scope)
+                for c in divergence.calls_in(facts, loop.body, scope)
                 if not branches.get(id(c)) and (h := reach.call(c)) is not None
             ),
             None,
@@ -662,7 +662,7 @@ def _returns_sampled_loader(facts: FileFacts, fn: ast.AST) -> int | None:
         if (
             isinstance(value, ast.Call)
             and (facts.qual(value) or "").endswith("DataLoader")
-            and callgraph._is_sampler(facts, kwarg(value, "sampler"))
+            and callgraph.is_shuffling_sampler(facts, kwarg(value, "sampler"))
         ):
             return value.lineno
     return None
@@ -681,7 +681,7 @@ def helper_loader_without_set_epoch(facts: FileFacts) -> Found:
         if target is None or target.fn is None:
             continue
         line = _returns_sampled_loader(facts, target.fn)
-        if line is not None and finders._epoch_loop_over(facts, call):
+        if line is not None and finders.epoch_loop_over(facts, call):
             name = getattr(target.fn, "name", "the helper")
             yield call, f"the loader `{name}()` returns (built at line {line}) shuffles with a DistributedSampler"
 
@@ -717,17 +717,15 @@ def _modular(test: ast.expr) -> Modular | None:
     if not isinstance(counter, ast.Name):
         return None
     eq = isinstance(test.ops[0], ast.Eq) != flip
-    return counter.id, offset, rc._dump(test.left.right), eq
+    return counter.id, offset, rc.node_text(test.left.right), eq
 
 
 def _no_sync_in(facts: FileFacts, stmts: list[ast.stmt]) -> bool:
     """Do ``stmts`` run a backward inside ``with ... no_sync():``?"""
     for st in stmts:
         for n in ast.walk(st):
-            if isinstance(n, (ast.With, ast.AsyncWith)) and any(
-                divergence._no_sync_target(facts, i) is not None for i in n.items
-            ):
-                if any(isinstance(c, ast.Call) and divergence._is_backward(c) for b in n.body for c in ast.walk(b)):
+            if isinstance(n, (ast.With, ast.AsyncWith)) and any(divergence.no_sync_target(facts, i) is not None for i in n.items):
+                if any(isinstance(c, ast.Call) and divergence.is_backward(c) for b in n.body for c in ast.walk(b)):
                     return True
     return False
 
@@ -747,8 +745,8 @@ def _sync_condition(facts: FileFacts, node: ast.AST) -> tuple[Modular, ast.AST] 
         for item in node.items:
             ce = item.context_expr
             if isinstance(ce, ast.IfExp):
-                body_ns = isinstance(ce.body, ast.Call) and last_name(ce.body) in divergence._NO_SYNC
-                else_ns = isinstance(ce.orelse, ast.Call) and last_name(ce.orelse) in divergence._NO_SYNC
+                body_ns = isinstance(ce.body, ast.Call) and last_name(ce.body) in divergence.NO_SYNC
+                else_ns = isinstance(ce.orelse, ast.Call) and last_name(ce.orelse) in divergence.NO_SYNC
                 if body_ns != else_ns:
                     test, no_sync_when_true = ce.test, body_ns
     if test is None:
@@ -769,12 +767,12 @@ def no_sync_and_step_disagree(facts: FileFacts) -> Found:
     gradients) and the one that steps the optimizer are chosen by modular tests on the same counter and modulus with
     different offsets (``if step % accum != 0: with model.no_sync(): ...`` beside ``if (step + 1) % accum == 0:
     optimizer.step()``): the step runs on gradients whose last micro-batches were never all-reduced."""
-    for node in divergence._of_type(facts, ast.If, ast.With, ast.AsyncWith):
+    for node in divergence.nodes_of_type(facts, ast.If, ast.With, ast.AsyncWith):
         found = _sync_condition(facts, node)
         if found is None:
             continue
         (counter, offset, k, _), _ = found
-        loop = divergence._inner_loop(facts, node)
+        loop = divergence.inner_loop(facts, node)
         if loop is None:
             continue
         for other in (n for n in ast.walk(loop) if isinstance(n, ast.If) and n is not node):
@@ -782,7 +780,7 @@ def no_sync_and_step_disagree(facts: FileFacts) -> Found:
             if mod is None or not mod[3] or mod[0] != counter or mod[2] != k or mod[1] == offset:
                 continue
             step = next(
-                (c for st in other.body for c in ast.walk(st) if isinstance(c, ast.Call) and divergence._is_step(facts, c)),
+                (c for st in other.body for c in ast.walk(st) if isinstance(c, ast.Call) and divergence.is_step(facts, c)),
                 None,
             )
             if step is None:

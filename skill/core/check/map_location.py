@@ -20,7 +20,7 @@ from __future__ import annotations
 import ast
 
 from fsdp_skill.core.check.facts import FileFacts, dotted, kwarg, last_name
-from fsdp_skill.core.check.finders import Found, _distributed_here, finder
+from fsdp_skill.core.check.finders import Found, distributed_here, finder
 
 TORCH_LOAD = "torch.load"
 _SPAWN = {"spawn", "start_processes"}  # torch.multiprocessing: run a function as every process's main
@@ -36,29 +36,10 @@ def _cuda_here(facts: FileFacts) -> bool:
     return False
 
 
-def _rank_in(facts: FileFacts, node: ast.AST) -> bool:
-    return any(isinstance(n, (ast.Name, ast.Attribute, ast.Call)) and facts.is_rank_expr(n) for n in ast.walk(node))
-
-
 def _per_rank_path(facts: FileFacts, target: ast.AST | None) -> bool:
     """``torch.load(f"shard_{rank}.pt")``: a file name built from the rank (an f-string, ``.format``, ``%`` or ``+``,
-    through a few names), which each rank wrote itself. A rank that only decides a value (``x if rank == 0 else
-    None``, a path broadcast from rank 0) does not make the file per rank."""
-    todo: list[ast.AST] = [] if target is None else [target]
-    seen = 0
-    while todo and seen < 8:
-        node, seen = todo.pop(), seen + 1
-        for n in ast.walk(node):
-            if isinstance(n, ast.FormattedValue) and _rank_in(facts, n.value):
-                return True
-            if isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Mod, ast.Add)) and _rank_in(facts, n.right):
-                return True
-            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "format":
-                if any(_rank_in(facts, a) for a in [*n.args, *(k.value for k in n.keywords)]):
-                    return True
-            if isinstance(n, ast.Name) and (value := facts.resolve(n)) is not n and value is not None:
-                todo.append(value)
-    return False
+    through a few names), which each rank wrote itself; a rank that only decides a value does not count."""
+    return facts.names_the_rank(target, formatted=True)
 
 
 def _single(facts: FileFacts, test: ast.AST) -> bool:
@@ -163,7 +144,7 @@ def _scheduler_state(facts: FileFacts, call: ast.Call) -> bool:
 def unmapped_loads(facts: FileFacts) -> list[ast.Call]:
     """The ``torch.load`` calls FSD043 reports (see the module docstring), in ``ast.walk`` order."""
     accelerate = any((facts.qual(c) or "").rsplit(".", 1)[-1] == "Accelerator" for c in facts.calls())
-    if not (_distributed_here(facts) or accelerate) or not _cuda_here(facts):
+    if not (distributed_here(facts) or accelerate) or not _cuda_here(facts):
         return []  # an Accelerate script: one process per GPU too
     out = []
     for call in facts.calls():

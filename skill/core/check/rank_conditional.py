@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from fsdp_skill.core.check import calls
 from fsdp_skill.core.check.facts import FSDP1, FileFacts, Located, dotted, is_true, kwarg, last_name
 
-# local function key -> (code, label, line, file: "" for this one) of the first collective it can run (see _summaries)
+# local function key -> (code, label, line, file: "" for this one) of the first collective it can run (see collective_summaries)
 Summaries = dict[str, tuple[str, str, int, str]]
 # id(node) -> the statements that run it on some ranks only, outermost first (FileFacts.rank_branches)
 Branches = dict[int, list[ast.stmt]]
@@ -208,7 +208,7 @@ def _collective_kind(facts: FileFacts, call: ast.Call) -> tuple[str, str] | None
     return None
 
 
-def _summaries(facts: FileFacts) -> Summaries:
+def collective_summaries(facts: FileFacts) -> Summaries:
     """Local function key -> (code, label, line, file) of the first collective it can run, directly or through another
     function of the checked code (a fixpoint over the file's functions: module-level, nested, methods; a function of
     another checked file counts through its project summary). A collective under a rank condition inside the function
@@ -235,7 +235,7 @@ def _summaries(facts: FileFacts) -> Summaries:
             if fname in out:
                 continue
             for node in found:
-                kind = _collective_reached(facts, node, out, exclude=fname)
+                kind = collective_reached(facts, node, out, exclude=fname)
                 if kind is not None:
                     line, path = (kind[2], kind[4]) if kind[2] is not None else (node.lineno, "")
                     out[fname] = (kind[0], kind[1], line, path)
@@ -250,13 +250,13 @@ def function_guards(facts: FileFacts) -> dict[str, tuple[str, ...]]:
     """Function key -> the conditions (:func:`_text`, in the function's own terms: its parameter names) that hold
     wherever a call of it reaches a collective: ``def load(path, on_all_ranks=False): ... if on_all_ranks:
     dist.barrier()`` gives ``("on_all_ranks",)``. Empty (not listed) when some collective runs unconditionally. A
-    small fixpoint, like :func:`_summaries`, over the functions that reach one; what a call passes is put in place of
+    small fixpoint, like :func:`collective_summaries`, over the functions that reach one; what a call passes is put in place of
     the parameters it binds (:func:`_guards_through`)."""
     key = "rank_conditional.guards"
     cached = facts.cache.get(key)
     if isinstance(cached, dict):
         return cached
-    summaries = _summaries(facts)
+    summaries = collective_summaries(facts)
     funcs = calls.local_functions(facts)
     out: dict[str, tuple[str, ...]] = {}
     for _ in range(4):
@@ -267,7 +267,7 @@ def function_guards(facts: FileFacts) -> dict[str, tuple[str, ...]]:
                 continue
             common: set[str] | None = None
             for node in facts.scope_nodes(fn):
-                if not isinstance(node, ast.Call) or _collective_reached(facts, node, summaries, exclude=fname) is None:
+                if not isinstance(node, ast.Call) or collective_reached(facts, node, summaries, exclude=fname) is None:
                     continue
                 here = {_text(facts, c) for c in _conditions_of(facts, node, None)} | _guards_through(facts, node, out)
                 common = here if common is None else common & here
@@ -330,10 +330,10 @@ class _Swap(ast.NodeTransformer):
 def function_collectives(facts: FileFacts) -> Summaries:
     """Function key (``evaluate``, ``Trainer.validate``) -> (code, label, line, file: "" for this one) of the first
     collective a call of it can run (what a project pass exports to the other files)."""
-    return dict(_summaries(facts))
+    return dict(collective_summaries(facts))
 
 
-def _collective_reached(
+def collective_reached(
     facts: FileFacts, call: ast.Call, summaries: Summaries, exclude: str | None = None
 ) -> tuple[str, str, int | None, str | None, str] | None:
     """(code, label of the collective, its line when reached through a function, that function's name, the file of
@@ -393,7 +393,7 @@ def _plain_side(facts: FileFacts, test: ast.AST) -> Side | None:
         # `not is_leader and num_gpus > 1`: the rank part decides the side; the rest, the same on every rank,
         # travels with it so that only a test with the same rest pairs with it
         ranked = [v for v in test.values if facts.is_rank_test(v)]
-        rest = tuple(_dump(v) for v in test.values if not facts.is_rank_test(v))
+        rest = tuple(node_text(v) for v in test.values if not facts.is_rank_test(v))
         inner = _side(facts, ranked[0]) if len(ranked) == 1 else None
         return (inner[0], inner[1], rest) if inner and len(inner) == 2 else None
     return None
@@ -422,7 +422,7 @@ def _paired(facts: FileFacts, branches: Branches, summaries: Summaries) -> set[t
         enclosing = branches.get(id(call))
         if not enclosing:
             continue
-        kind = _collective_reached(facts, call, summaries)
+        kind = collective_reached(facts, call, summaries)
         if kind is not None:
             seen.setdefault((id(facts.scope_of(call)), kind[1]), []).append(
                 (id(enclosing[-1]), _node_side(facts, enclosing[-1], call))
@@ -438,7 +438,7 @@ def _paired(facts: FileFacts, branches: Branches, summaries: Summaries) -> set[t
     return out
 
 
-def _not_distributed_side(facts: FileFacts, branch: ast.AST, node: ast.AST) -> bool:
+def not_distributed_side(facts: FileFacts, branch: ast.AST, node: ast.AST) -> bool:
     """Is ``node`` on the side of ``if rank == -1`` (or ``... and rank == -1``) that no rank of a distributed job
     takes (-1: "not launched distributed")?"""
     if not isinstance(branch, ast.If):
@@ -463,7 +463,7 @@ def _all_minus_one(node: ast.AST) -> bool:
         return False
 
 
-def _dump(node: ast.AST) -> str:
+def node_text(node: ast.AST) -> str:
     """``ast.dump(node)``, the text two equal expressions share; an expression too deep for ``ast.dump``'s recursion
     gets a text of its own (equal to no other, so it pairs with nothing)."""
     try:
@@ -472,7 +472,7 @@ def _dump(node: ast.AST) -> str:
         return f"<expression at {id(node)}>"
 
 
-def _guarded_by_the_rest(facts: FileFacts, branch: ast.AST, call: ast.Call, when: set[str] | None = None) -> bool:
+def guarded_by_the_rest(facts: FileFacts, branch: ast.AST, call: ast.Call, when: set[str] | None = None) -> bool:
     """Does every rank reach ``call`` whenever it runs at all, although it sits under the rank condition ``branch``?
 
     - ``if not A and rank != 0: return`` ... ``if A: collective()``: the ranks that left did so only when A is false,
@@ -548,7 +548,7 @@ def _other_path_runs(facts: FileFacts, branch: ast.AST, call: ast.Call, label: s
             reached[1]
             for stmt in path
             for sub in ast.walk(stmt)
-            if isinstance(sub, ast.Call) and (reached := _collective_reached(facts, sub, summaries)) is not None
+            if isinstance(sub, ast.Call) and (reached := collective_reached(facts, sub, summaries)) is not None
         }
     return label in memo[key]
 
@@ -576,32 +576,32 @@ def _complement(a: ast.AST, b: ast.AST) -> bool:
     def neg(x: ast.AST) -> ast.expr | None:
         return x.operand if isinstance(x, ast.UnaryOp) and isinstance(x.op, ast.Not) else None
 
-    return any(x is not None and _dump(x) == _dump(y) for x, y in ((neg(a), b), (neg(b), a)))
+    return any(x is not None and node_text(x) == node_text(y) for x, y in ((neg(a), b), (neg(b), a)))
 
 
 def rank_findings(facts: FileFacts) -> Iterator[tuple[str, Located, str]]:
     """(code, node, detail) for every collective reached on some ranks only."""
     branches = facts.rank_branches()
-    summaries = _summaries(facts)
+    summaries = collective_summaries(facts)
     guards = function_guards(facts)
     paired = _paired(facts, branches, summaries)
     for call in facts.calls():
         enclosing = branches.get(id(call))
         if not enclosing:
             continue
-        kind = _collective_reached(facts, call, summaries)
+        kind = collective_reached(facts, call, summaries)
         if kind is None:
             continue
         code, label, line, via, path = kind
         # innermost first; one unbalanced condition is enough. The innermost is balanced by its else branch, or by
         # a separate if on the complementary ranks (if rank != 0: barrier() ... if rank == 0: barrier()).
-        if any(_not_distributed_side(facts, branch, call) for branch in enclosing):
+        if any(not_distributed_side(facts, branch, call) for branch in enclosing):
             continue  # under `if local_rank == -1:` no process group exists: the job is not distributed there
         for depth, branch in enumerate(reversed(enclosing)):
             if depth == 0 and (id(facts.scope_of(call)), label) in paired:
                 continue
             when = _guards_through(facts, call, guards) if via else None
-            if _guarded_by_the_rest(facts, branch, call, when) or _other_path_references(facts, branch, call, label, summaries):
+            if guarded_by_the_rest(facts, branch, call, when) or _other_path_references(facts, branch, call, label, summaries):
                 continue
             if not _other_path_runs(facts, branch, call, label, summaries):
                 where = f"{path}:{line}" if path else f"line {line}"
