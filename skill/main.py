@@ -74,9 +74,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     for adapter in dict.fromkeys(COMMANDS.values()):
         if chosen is None or adapter == chosen:
             _register(adapter, sub, command if chosen else None)
-        else:
-            for name in (c for c, a in COMMANDS.items() if a == adapter):
-                sub.add_parser(name)
+        else:  # one bare parser per adapter, its other commands as aliases (each parser costs argparse's gettext)
+            first, *others = (c for c, a in COMMANDS.items() if a == adapter)
+            sub.add_parser(first, aliases=others)
     return p
 
 
