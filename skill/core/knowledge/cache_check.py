@@ -133,8 +133,13 @@ def _closes(lines: list[str], opening: int, closing: int) -> bool:
     if closing == len(lines):
         return True
     fence = _FENCE.match(lines[opening])
-    mark = lines[closing].strip()
-    return fence is not None and len(mark) >= len(fence.group(1)) and mark == fence.group(1)[0] * len(mark)
+    return fence is not None and _closes_fence(fence.group(1), lines[closing])
+
+
+def _closes_fence(fence: str, line: str) -> bool:
+    """Whether ``line`` closes a fence opened with ``fence`` (the same character, at least as many, nothing else)."""
+    mark = line.strip()
+    return len(mark) >= len(fence) and mark == fence[0] * len(mark)
 
 
 def _card_agrees(card: Card, path: Path, text: str, lines: list[str]) -> bool:
@@ -164,7 +169,7 @@ def _outline(text: str, lines: list[str]) -> tuple[int, int]:
         if fence is None and match:
             fence = match.group(1)
             fences += bool(_VERIFY_FENCE.match(line))
-        elif fence is not None and match and line.strip() == fence[0] * len(line.strip()) and len(line.strip()) >= len(fence):
+        elif fence is not None and match and _closes_fence(fence, line):
             fence = None
         elif fence is None and line.startswith("## "):
             headings += 1

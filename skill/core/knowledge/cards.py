@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fsdp_skill.core.knowledge.cache_check import prose_of
+from fsdp_skill.core.knowledge.cache_check import cache_form, cards_from_cache, prose_of
 from fsdp_skill.core.models import Card, SectionDoc, SnippetSpec
 from fsdp_skill.errors import KnowledgeError, NotFoundError
 from fsdp_skill.runtime import knobs
@@ -245,7 +245,6 @@ def _parsed_path(digest: str) -> Path:
 def _read_parsed(directory: Path, digest: str, sources: list[tuple[Path, bytes]]) -> Knowledge | None:
     """The cached parse of ``sources``, or None (parse again) when the file is missing, corrupt, or does
     not agree with the cards (:func:`fsdp_skill.core.knowledge.cache_check.cards_from_cache`)."""
-    from fsdp_skill.core.knowledge.cache_check import cards_from_cache
     from fsdp_skill.core.state import read_json
 
     data = read_json(_parsed_path(digest))
@@ -261,7 +260,6 @@ def _read_parsed(directory: Path, digest: str, sources: list[tuple[Path, bytes]]
 def _write_parsed(
     kb: Knowledge, digest: str, sources: list[tuple[Path, bytes]], spans: dict[str, list[tuple[int, int]]]
 ) -> None:
-    from fsdp_skill.core.knowledge.cache_check import cache_form
     from fsdp_skill.core.state import write_json_atomic
 
     data = cache_form(kb.cards, sources, spans)
