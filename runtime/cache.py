@@ -114,13 +114,14 @@ def _agrees(verdict: Verdict, key: VerdictKey) -> bool:
     confirmed a warm timeout)."""
     if verdict.status not in CACHED_STATUSES or not verdict.available:
         return False
-    if (verdict.code_sha256, verdict.world_size, verdict.backend, verdict.torch_version, verdict.python) != (
+    if (verdict.code_sha256, verdict.world_size, verdict.backend, verdict.python) != (
         key.code_sha,
         key.world_size,
         key.backend,
-        key.torch_version,
         key.python,
     ):
+        return False
+    if not same_torch(verdict.torch_version, key.torch_version):
         return False
     if not _SHA.match(key.code_sha) or key.world_size < 1:
         return False
@@ -135,6 +136,16 @@ def _agrees(verdict: Verdict, key: VerdictKey) -> bool:
     if verdict.status == "passed":
         return len(ranks) == key.world_size and all(r.exit_code == 0 and r.signal is None for r in verdict.ranks)
     return True
+
+
+def same_torch(ran: str | None, keyed: str) -> bool:
+    """Whether a verdict whose ranks reported ``torch.__version__`` ``ran`` belongs to a key made from the package
+    metadata's version ``keyed``: equal, or ``ran`` is ``keyed`` plus the local label the wheel's metadata lacks
+    (PyPI's CUDA wheels: metadata '2.14.1', ``torch.__version__`` '2.14.1+cu130').  Without this a verdict made on
+    such a torch never matched its own key, and every ``ask`` ran its snippets again."""
+    if ran is None:
+        return False
+    return ran == keyed or ("+" not in keyed and ran.startswith(keyed + "+"))
 
 
 def load(key: VerdictKey) -> Verdict | None:

@@ -1,4 +1,6 @@
 # file-run: started as a file under the user's interpreter; standard library and torch only (tests/test_layers.py)
+# private torch internals used here: torch._logging._internal._init_logs (re-reads TORCH_LOGS in a forked rank;
+#   skipped with a one-line warning on a torch that lacks it)
 """What runs inside a rank process: torchrun's environment, the script as ``__main__``, a faithful exit.
 
 Used by the zygote (:mod:`fsdp_skill.runtime.zygote`) in each forked rank.  Nothing here imports torch at module
@@ -18,8 +20,16 @@ def _sync_distributed_debug() -> None:
 
 
 def _sync_logs() -> None:
-    from torch._logging._internal import _init_logs
+    try:
+        from torch._logging._internal import _init_logs
+    except ImportError:  # a torch without the private helper: TORCH_LOGS set by the script is not re-read
+        import sys
 
+        print(
+            "fsdp-skill: this torch lacks torch._logging._internal._init_logs; TORCH_LOGS set in the script is ignored",
+            file=sys.stderr,
+        )
+        return
     _init_logs()
 
 

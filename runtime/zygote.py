@@ -1,4 +1,6 @@
 # file-run: started as a file under the user's interpreter; standard library and torch only (tests/test_layers.py)
+# private internals used here: CPython's weakref.finalize._registry (torch.library finalizers skipped at a rank's exit;
+#   read with getattr), the private torch modules of PRELOAD (imported only if present: a missing one is skipped)
 """Fork server ("zygote") of the warm launcher: ``python .../runtime/zygote.py --fd N``.
 
 Why: ``import torch`` and the lazy imports of the first ``fully_shard`` cost seconds per process; ranks
@@ -626,7 +628,9 @@ class Zygote:
 
         # Finalizers of the preload only unregister torch.library kernels from this process's dispatcher
         # at exit (~60 ms of atexit work per rank, invisible outside the process); a script's own stay.
-        for info in list(weakref.finalize._registry.values()):  # type: ignore[attr-defined]  # CPython's private table
+        for info in list(
+            getattr(weakref.finalize, "_registry", {}).values()
+        ):  # CPython's private table (absent: nothing to skip)
             if getattr(info.func, "__module__", None) == "torch.library":
                 info.atexit = False
         os.chdir(job.workdir)

@@ -94,15 +94,19 @@ def test_malformed_range_in_a_card_names_file_and_line(tmp_path):
 def test_answer_marks_a_section_on_an_older_torch(monkeypatch):
     section = next(s for s in KB.sections.values() if s.torch == ">=2.6")
     monkeypatch.setattr(interpreter, "torch_version", lambda: "2.4.1+cu121")
-    out = section_out(section, 1.0, {})
+    out = section_out(section, 1.0, {}, KB)
     assert (out.torch_requires, out.applies) == (">=2.6", False)
     assert out.applicability == "needs torch >=2.6; yours is 2.4.1+cu121"
     monkeypatch.setattr(interpreter, "torch_version", lambda: "2.13.0+cpu")
-    assert section_out(section, 1.0, {}).applies is True
+    assert section_out(section, 1.0, {}, KB).applies is True
 
 
 SPECS = [
     ">=2.6",
+    "==2.6.*",
+    "!=2.6.*",
+    "==2.*",
+    ">=2.6,!=2.9.*",
     "<2.8",
     ">=2.4,<2.8",
     " >= 2.6 , != 2.7.1 ",
@@ -170,4 +174,6 @@ def test_the_common_case_needs_no_packaging():
     assert applicability._plain_contains(">=2.6", "2.13.0+cpu") is True
     assert applicability._plain_contains(">=2.6", "2.5.1") is False
     assert applicability._plain_contains("~=2.6", "2.13.0") is None  # packaging decides
+    assert applicability._plain_contains("==2.6.*", "2.6.0+cu124") is True  # the version notes' prefix form
+    assert applicability._plain_contains("==2.6.*", "2.9.1") is False
     assert applicability._plain_contains(">=2.6", "2.6.0-rc1") is None

@@ -149,7 +149,7 @@ def test_cache_written_memoised_and_rebuilt_when_corrupt(fake_torch):
     atlas = A.load_atlas(fake_torch)
     assert A.load_atlas(fake_torch) is atlas  # memoised
     path = A.cache_path()
-    assert path.name == f"atlas-{A.torch_version() or 'none'}-v{A.FORMAT}.json"
+    assert path.name == f"atlas-{A.torch_version() or 'none'}-{A.interpreter.torch_build() or 'none'}-v{A.FORMAT}.json"
     assert json.loads(path.read_text())["format"] == A.FORMAT
     path.write_text("{not json")
     A._LOADED.clear()

@@ -207,7 +207,7 @@ def ask(
             routing.sections = _cover_parts(question, routing.sections, router, k, routing.facets)
         sections = [s for s, _ in routing.sections]
         verdicts = snippet_verdicts([sn for s in sections for sn in s.snippets], verify, verifier=verifier, progress=progress)
-        answer.sections = [section_out(s, score, verdicts) for s, score in routing.sections]
+        answer.sections = [section_out(s, score, verdicts, router.kb) for s, score in routing.sections]
         answer.topics = [TopicScore(id=t, score=round(v, 4)) for t, v in routing.topics]
         if with_api:
             answer.api = api_infos(sections)

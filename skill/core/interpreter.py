@@ -17,6 +17,15 @@ def torch_version() -> str | None:
     return target.facts().torch_version
 
 
+def torch_build() -> str | None:
+    """'cuda' or 'cpu': whether the target interpreter's torch is a CUDA build (from its files, never importing
+    it); None if torch is absent there."""
+    facts = target.facts()
+    if facts.torch_version is None:
+        return None
+    return "cuda" if facts.cuda_build else "cpu"
+
+
 def target_python() -> str:
     """Absolute path of the target interpreter (``$FSDP_SKILL_PYTHON`` or the tool's own); raises
     InvalidArgument when it is unusable (probed once per process)."""

@@ -15,6 +15,43 @@ from fsdp_skill.runtime.models import Verdict
 
 
 @dataclass(slots=True, kw_only=True, eq=False, repr=False)
+class VersionNote(Record):
+    """What differs on some torch versions, as a section or a card declares it (``versions:`` in its metadata)."""
+
+    torch: str
+    """The torch versions the note is about (PEP 440 specifier, e.g. '==2.6.*')"""
+    note: str
+    """What differs there and what to do instead, in one or two sentences"""
+    fails: str | None = None
+    """A piece of the recorded failure reason the note explains, e.g. "has no attribute 'record_event'"; None: a
+    note about behaviour only (it declares no recorded failure)"""
+
+
+@dataclass(slots=True, kw_only=True, eq=False, repr=False)
+class RecordedRun(Record):
+    """A snippet's result on one torch in the committed compatibility record (``knowledge/compat/``)."""
+
+    torch_version: str
+    """torch.__version__ it ran on, e.g. '2.14.1+cu130'"""
+    build: Literal["cpu", "cuda", "rocm"]
+    """The build of that torch: 'cpu' (no CUDA in it), 'cuda' or 'rocm'"""
+    status: str
+    """passed | failed | timeout | skipped"""
+    reason: str | None = None
+    """The first line of the verdict's reason (why it failed or was skipped); None for a pass"""
+    seconds: float | None = None
+    """Wall time of the run in seconds"""
+    date: str
+    """UTC date of the run, YYYY-MM-DD"""
+    python: str
+    """Python version of that environment, e.g. '3.11.7'"""
+    device: str | None = None
+    """'cpu' or 'cuda' (with device count): the device kind the ranks used"""
+    backend: str | None = None
+    """Process-group backend used: 'gloo' or 'nccl'"""
+
+
+@dataclass(slots=True, kw_only=True, eq=False, repr=False)
 class SnippetSpec(Record):
     """A runnable code fence of a knowledge card: a complete script plus its harness settings."""
 
@@ -105,6 +142,8 @@ class SectionDoc(Record):
     """Error/warning message templates this section explains ('*' = any text)"""
     torch: str | None = None
     """torch versions the section applies to (PEP 440 specifier, e.g. '>=2.6'); None: no bound declared"""
+    versions: list[VersionNote] = field(default_factory=list)
+    """What differs on some of those versions (the section's own notes; the card's are in Card.versions)"""
     snippets: list[SnippetSpec] = field(default_factory=list)
     """Runnable scripts of this section"""
 
@@ -119,6 +158,8 @@ class Card(Record):
     aliases: list[str] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
     file: str
+    versions: list[VersionNote] = field(default_factory=list)
+    """Version notes that hold for every section of the card (front matter ``versions:``)"""
     sections: list[SectionDoc] = field(default_factory=list)
 
 
@@ -152,6 +193,11 @@ class SnippetOut(Record):
     """What a passing run proves, e.g. 'matches a single-process reference to 1e-06'"""
     verification: Verdict
     """Verdict of running it on a real process group (or 'unverified')"""
+    recorded: list[RecordedRun] = field(default_factory=list)
+    """Where this exact code ran before release: one result per torch in the compatibility record, oldest first"""
+    recorded_here: str | None = None
+    """What the record says for the torch in use, e.g. 'recorded: passed on torch 2.14.1+cu130 (CUDA build)', or
+    that this torch is outside the record; None when the torch in use is unknown"""
 
 
 @dataclass(slots=True, kw_only=True, eq=False, repr=False)
@@ -187,6 +233,8 @@ class SectionOut(Record):
     """False when the torch in use is outside torch_requires; None when either is unknown"""
     applicability: str | None = None
     """What to know on this torch, e.g. 'needs torch >=2.6; yours is 2.4.1'"""
+    version_notes: list[VersionNote] = field(default_factory=list)
+    """What differs on some torch versions (the section's notes, then its card's)"""
     snippets: list[SnippetOut] = field(default_factory=list)
     """Verified (or unverified) scripts"""
 

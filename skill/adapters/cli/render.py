@@ -26,6 +26,26 @@ def verdict_line(v: Verdict) -> str:
     return f"NOT RECOMMENDED: {v.status} verification on this host — {v.reason}"
 
 
+def record_lines(sn: SnippetOut) -> list[str]:
+    """Where the snippet's code ran before release (the compatibility record) and what it says for the torch in use."""
+    from fsdp_skill.core.knowledge.compat import summary
+
+    if not sn.recorded:  # one line says it: 'your torch X: this code is not in the compatibility record'
+        return [sn.recorded_here or summary([])]
+    return [summary(sn.recorded)] + ([sn.recorded_here] if sn.recorded_here else [])
+
+
+def note_lines(s: SectionOut, torch_version: str | None) -> list[str]:
+    """One line per version note of the section, the ones about the torch in use marked 'your torch'."""
+    from fsdp_skill.core.knowledge.applicability import contains
+
+    out = []
+    for note in s.version_notes:
+        mine = bool(torch_version) and contains(note.torch, torch_version or "")
+        out.append(f"torch {note.torch}{' (your torch)' if mine else ''}: {note.note}")
+    return out
+
+
 def _proof(sn: SnippetOut) -> str:
     """'Proves: ...' for a passed snippet (what its assertions establish), else ''."""
     return f"Proves: {sn.proves}.  \n" if sn.verification.status == "passed" and sn.proves else ""
@@ -82,8 +102,14 @@ def answer_markdown(ans: Answer) -> str:
         if s.applies is False:
             out.append(f"> **Not for your torch:** {s.applicability}\n")
         out.append(text + "\n")
+        notes = note_lines(s, ans.torch_version)
+        if notes:
+            out.append("**Version notes**\n\n" + "\n".join(f"- {n}" for n in notes) + "\n")
         for sn in s.snippets:
-            out.append(f"**Snippet `{sn.id}`** — {verdict_line(sn.verification)}  \n{_proof(sn)}Launch: `{sn.launch}`\n")
+            recorded = "".join(f"{line}  \n" for line in record_lines(sn))
+            out.append(
+                f"**Snippet `{sn.id}`** — {verdict_line(sn.verification)}  \n{recorded}{_proof(sn)}Launch: `{sn.launch}`\n"
+            )
             if _offered(sn):
                 out.append(f"```python\n{sn.code}```\n")
         out.append("Sources: " + ", ".join(s.sources) + "\n")
@@ -170,6 +196,9 @@ def print_answer(ans: Answer, console=None) -> None:
             body.insert(0, Markdown(f"> 中文摘要：{summary}"))
         if s.applies is False:
             body.insert(0, Markdown(f"> **Not for your torch:** {s.applicability}"))
+        notes = note_lines(s, ans.torch_version)
+        if notes:
+            body.append(Markdown("**Version notes**\n\n" + "\n".join(f"- {n}" for n in notes)))
         from rich.console import Group
 
         console.print(
@@ -212,8 +241,12 @@ def _print_snippet(console, sn: SnippetOut, Syntax, Panel) -> None:
             )
         )
         console.print(f"  [{colour}]{line}[/{colour}]")
+        for recorded in record_lines(sn):
+            console.print(f"  [dim]{escape(recorded)}[/dim]")
         if v.status == "passed" and sn.proves:
             console.print(f"  [{colour}]proves: {escape(sn.proves)}[/{colour}]")
         console.print(f"  launch: [bold]{escape(sn.launch)}[/bold]")
     else:
         console.print(f"[{colour}]snippet {sn.id}: {line}[/{colour}]")
+        for recorded in record_lines(sn):
+            console.print(f"  [dim]{escape(recorded)}[/dim]")

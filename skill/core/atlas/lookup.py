@@ -332,7 +332,7 @@ def explain(match: Match) -> str:
 
 # ------------------------------------------------------------------------------- cache
 
-_LOADED: dict[tuple[str, str], Atlas] = {}
+_LOADED: dict[tuple[str, str, str], Atlas] = {}
 
 
 def torch_dir() -> Path | None:
@@ -342,9 +342,12 @@ def torch_dir() -> Path | None:
     return Path(found) if found else None
 
 
-def cache_path(version: str | None = None) -> Path:
-    """``state_dir()/atlas-<torch version>-v<FORMAT>.json``; raises ``OSError`` if the dir cannot be made."""
-    return state_dir() / f"atlas-{version or torch_version() or 'none'}-v{FORMAT}.json"
+def cache_path(version: str | None = None, build: str | None = None) -> Path:
+    """``state_dir()/atlas-<torch version>-<build>-v<FORMAT>.json`` (build 'cpu' or 'cuda', default the target's: a
+    CUDA build's libraries hold NCCL's messages, a CPU build's do not); raises ``OSError`` if the dir cannot be made."""
+    version = version or torch_version() or "none"
+    build = build or interpreter.torch_build() or "none"
+    return state_dir() / f"atlas-{version}-{build}-v{FORMAT}.json"
 
 
 def _read_cache(path: Path | None) -> Atlas | None:
@@ -379,7 +382,7 @@ def load_atlas(torch_path: Path | None = None) -> Atlas:
         path: Path | None = cache_path()
     except OSError:
         path = None
-    key = (torch_version() or "none", str(tdir))
+    key = (torch_version() or "none", interpreter.torch_build() or "none", str(tdir))
     atlas = _LOADED.get(key)
     if atlas is not None:
         return atlas

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet
 
 # a clause of plain release numbers, and a version string whose release packaging reads the same way
-_CLAUSE = re.compile(r"\s*(>=|<=|==|!=|<|>)\s*(\d+(?:\.\d+)*)\s*")
+_CLAUSE = re.compile(r"\s*(>=|<=|==|!=|<|>)\s*(\d+(?:\.\d+)*)(\.\*)?\s*")
 _VERSION = re.compile(r"(\d+(?:\.\d+)*)(?:(?:a|b|rc)\d+)?(?:\.post\d+)?(?:\.dev\d+)?(?:\+[a-z0-9]+(?:\.[a-z0-9]+)*)?")
 _OPS: dict[str, Callable[[tuple[int, ...], tuple[int, ...]], bool]] = {
     ">=": operator.ge,
@@ -65,10 +65,23 @@ def _plain_contains(spec: str, torch_version: str) -> bool | None:
     release = _release(version.group(1))
     for clause in clauses:
         assert clause is not None  # all() above
+        if clause.group(3):  # a prefix match: '==2.6.*' holds 2.6.0 and 2.6.3, '!=2.6.*' the rest
+            if clause.group(1) not in ("==", "!="):
+                return None
+            prefix = _release(clause.group(2))
+            if (_padded(release, prefix)[0][: len(prefix)] == prefix) != (clause.group(1) == "=="):
+                return False
+            continue
         ours, theirs = _padded(release, _release(clause.group(2)))
         if not _OPS[clause.group(1)](ours, theirs):
             return False
     return True
+
+
+def contains(spec: str, torch_version: str) -> bool:
+    """Whether the release of ``torch_version`` is in the PEP 440 ``spec`` (see :func:`applies`); False when the
+    version cannot be parsed."""
+    return applies(spec, torch_version)[0] is True
 
 
 @functools.lru_cache(maxsize=512)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fsdp_skill.core.knowledge.cache_check import cache_form, cards_from_cache, prose_of
-from fsdp_skill.core.models import Card, SectionDoc, SnippetSpec
+from fsdp_skill.core.models import Card, SectionDoc, SnippetSpec, VersionNote
 from fsdp_skill.errors import KnowledgeError, NotFoundError
 from fsdp_skill.runtime import knobs
 
@@ -101,6 +101,11 @@ class Knowledge:
         except KeyError:
             raise NotFoundError(_unknown("snippet", snippet_id, self.snippets)) from None
 
+    def version_notes(self, section: SectionDoc) -> list[VersionNote]:
+        """What differs on some torch versions for ``section``: its own notes, then its card's."""
+        card = next((c for c in self.cards if c.file == section.card), None)
+        return [*section.versions, *(card.versions if card else [])]
+
     @property
     def topics(self) -> list[str]:
         """Topic ids in card order."""
@@ -121,7 +126,7 @@ def _unknown(kind: str, key: str, known: Collection[str]) -> str:
 
 
 _CACHE: dict[tuple[str, tuple[tuple[str, int, int], ...]], Knowledge] = {}  # (directory, (name, size, mtime_ns) per file)
-PARSED_FORMAT = 5  # bump when the parsed form changes, so stale caches are ignored
+PARSED_FORMAT = 6  # bump when the parsed form changes, so stale caches are ignored
 
 
 def load_knowledge(directory: str | Path | None = None) -> Knowledge:
@@ -358,6 +363,7 @@ def parse_card(source: str, path: str | Path = "<card>", *, spans: dict[str, lis
         aliases=_str_list(front.get("aliases"), path, 1, "aliases"),
         sources=_str_list(front.get("sources"), path, 1, "sources"),
         file=path.name,
+        versions=_version_notes(front.get("versions"), path, 1, "the card"),
     )
     # split the token stream at every h2
     starts = [i for i, t in enumerate(tokens) if t.type == "heading_open" and t.tag == "h2"]
@@ -372,6 +378,31 @@ def parse_card(source: str, path: str | Path = "<card>", *, spans: dict[str, lis
         seen[section.id] = section.line
         card.sections.append(section)
     return card
+
+
+def _version_notes(value: object, path: Path, line: int, owner: str) -> list[VersionNote]:
+    """The ``versions:`` list of a card's front matter or a section's metadata: mappings with ``torch`` (a PEP 440
+    specifier), ``note`` (text) and optionally ``fails`` (a piece of the failure reason it explains).  Raises
+    KnowledgeError at ``line`` for any other shape, an unknown key or a malformed specifier."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise KnowledgeError(str(path), line, f"{owner}: 'versions' must be a list of {{torch, note, fails}} mappings")
+    from fsdp_skill.core.knowledge.applicability import parse_spec
+
+    notes = []
+    for item in value:
+        if not isinstance(item, dict) or set(item) - {"torch", "note", "fails"} or not item.get("torch") or not item.get("note"):
+            raise KnowledgeError(str(path), line, f"{owner}: each 'versions' entry needs 'torch' and 'note' (and may have 'fails'): {item!r}")
+        try:
+            spec = str(parse_spec(str(item["torch"])))
+        except ValueError as exc:
+            raise KnowledgeError(str(path), line, f"{owner}: versions: {exc}") from None
+        fails = item.get("fails")
+        if fails is not None and (not isinstance(fails, str) or not fails.strip()):
+            raise KnowledgeError(str(path), line, f"{owner}: versions: 'fails' must be a non-empty string")
+        notes.append(VersionNote(torch=spec, note=" ".join(str(item["note"]).split()), fails=fails.strip() if fails else None))
+    return notes
 
 
 def _torch_spec(value: object, path: Path, line: int, title: str) -> str | None:
@@ -419,7 +450,7 @@ def _parse_section(
         raise KnowledgeError(
             str(path), meta_map[0] + 1, f"section {title!r}: 'slug' must be lower-case letters, digits and '-' (got {slug!r})"
         )
-    unknown = set(meta) - {"slug", "apis", "sources", "aliases", "zh", "errors", "torch"}
+    unknown = set(meta) - {"slug", "apis", "sources", "aliases", "zh", "errors", "torch", "versions"}
     if unknown:
         raise KnowledgeError(str(path), meta_map[0] + 1, f"unknown metadata key(s) {sorted(unknown)}")
     sources = _str_list(meta.get("sources"), path, meta_map[0] + 1, "sources")
@@ -443,6 +474,7 @@ def _parse_section(
         zh=(str(meta["zh"]).strip() if meta.get("zh") else None),
         errors=_str_list(meta.get("errors"), path, meta_map[0] + 1, "errors"),
         torch=torch_spec,
+        versions=_version_notes(meta.get("versions"), path, meta_map[0] + 1, f"section {title!r}"),
     )
     # body text: source lines of the remaining blocks, without verify fences (those become snippets)
     ranges: list[tuple[int, int]] = []

@@ -1,4 +1,9 @@
 # file-run: started as a file under the user's interpreter; standard library and torch only (tests/test_layers.py)
+# private torch internals used here (run on 2.6.0, 2.9.1, 2.13.0, 2.14.1 by scripts/dev matrix; a missing one is a
+#   one-line PlanFailure naming the torch): torch.distributed._tools.fsdp2_mem_tracker.FSDPMemTracker and its
+#   _update_peak_stats / _curr_mem_snap / _peak_mem / _peak_mem_snap (checked with hasattr; the stock tracker otherwise),
+#   DTensor._local_tensor, torch._subclasses.fake_tensor.FakeTensorMode, torch.testing._internal.distributed.fake_pg.FakeStore,
+#   torch.distributed._composable.checkpoint
 """The planner's child process: ``python child.py < request.json`` prints one JSON line per setting.
 
 Runs under the target interpreter as a file (standard library and torch only; the built-in model is
@@ -418,6 +423,14 @@ def plan_one(spec: dict[str, Any], setting: dict[str, Any]) -> dict[str, Any]:
                     device[CATEGORIES[name]] = 0  # in host memory
     except PlanFailure:
         raise
+    except AttributeError as exc:
+        if "record_event" in str(exc):  # torch 2.6: FSDP2 on the CPU device, where the planner runs it, lacks it
+            raise PlanFailure(
+                "torch",
+                f"this torch ({torch.__version__}) cannot run FSDP2 on the CPU device, where the planner runs the step "
+                f"(2.9.1 and newer can; 2.7 and 2.8 were not tried): {_line(exc)}",
+            ) from exc
+        raise PlanFailure("setting", f"planning failed: {_line(exc)}") from exc
     except Exception as exc:
         raise PlanFailure("setting", f"planning failed: {_line(exc)}") from exc
     finally:

@@ -335,13 +335,18 @@ def snippet_verdicts(
         return {s.id: unverified(s, f"verification could not run here: {exc}") for s in specs}
 
 
-def section_out(section: SectionDoc, score: float, verdicts: dict[str, Verdict]) -> SectionOut:
+def section_out(section: SectionDoc, score: float, verdicts: dict[str, Verdict], kb: Knowledge) -> SectionOut:
     """A SectionOut with its snippets and their verdicts (unverified where no verdict is known), marked
-    when the torch in use is outside the section's declared ``torch`` range."""
+    when the torch in use is outside the section's declared ``torch`` range, with the section's and its card's
+    version notes and, per snippet, where this code ran in the compatibility record and what it says for the
+    torch in use (:mod:`fsdp_skill.core.knowledge.compat`; read from the committed record, nothing runs)."""
     from fsdp_skill.core.interpreter import torch_version
+    from fsdp_skill.core.knowledge import compat
     from fsdp_skill.core.knowledge.applicability import applies
 
-    ok, note = applies(section.torch, torch_version()) if section.torch else (None, None)
+    version = torch_version()
+    ok, note = applies(section.torch, version) if section.torch else (None, None)
+    recorded = {s.id: compat.recorded_runs(kb.directory, s.id, code_sha256(s.code)) for s in section.snippets}
     return SectionOut(
         id=section.id,
         title=section.title,
@@ -356,6 +361,7 @@ def section_out(section: SectionDoc, score: float, verdicts: dict[str, Verdict])
         torch_requires=section.torch,
         applies=ok,
         applicability=note,
+        version_notes=kb.version_notes(section),
         snippets=[
             SnippetOut(
                 id=s.id,
@@ -366,6 +372,8 @@ def section_out(section: SectionDoc, score: float, verdicts: dict[str, Verdict])
                 checks=s.checks,
                 proves=s.proves,
                 verification=verdicts.get(s.id) or unverified(s),
+                recorded=recorded[s.id],
+                recorded_here=compat.for_torch(recorded[s.id], version),
             )
             for s in section.snippets
         ],
@@ -397,7 +405,7 @@ def get_section(section_id: str, *, kb: Knowledge | None = None, verifier: Verif
     """A section as in an answer (``score`` 0), its snippets with their latest verdicts; never runs anything."""
     kb = kb or load_knowledge()
     section = kb.section(section_id)
-    return section_out(section, 0.0, {sn.id: latest_verdict(sn, verifier) for sn in section.snippets})
+    return section_out(section, 0.0, {sn.id: latest_verdict(sn, verifier) for sn in section.snippets}, kb)
 
 
 def stop_runs() -> None:
