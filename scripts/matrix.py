@@ -4,8 +4,9 @@ Per version: a venv ``$FSDP_SKILL_MATRIX/torch-VERSION`` (default ``.matrix/``, 
 and numpy (what training environments carry; torch's object collectives need it), then ``fsdp-skill verify --all
 --json --python`` that venv's interpreter (verdicts cached in ``torch-VERSION.home`` between matrix runs, so an
 unchanged snippet is not run again; ``--fresh`` runs every one), the record written to
-``knowledge/compat/torch-<torch.__version__>.json`` (:mod:`fsdp_skill.core.knowledge.compat`), and the error atlas
-built from that torch (its python and native message counts).  Prints one row per version: version, build, passed,
+``knowledge/compat/torch-<torch.__version__>.json`` (:mod:`fsdp_skill.core.knowledge.compat`), the error atlas
+built from that torch (its python and native message counts) and a small plan under it (the planner's peak, or its
+one-line error where that torch cannot run it).  Prints one row per version: version, build, passed,
 failed, skipped, atlas counts, wall seconds.
 
 Versions default to :data:`VERSIONS`.  pip takes what the registry and this machine's disk offer; a version pip cannot
@@ -58,6 +59,34 @@ def _atlas_counts(python: Path) -> dict[str, int]:
     return json.loads(out.stdout)
 
 
+PLAN = [
+    "--transformer",
+    "layers=2,dim=256,heads=4,kv_heads=4,ffn=512,vocab=1000",
+    "--world-size",
+    "8",
+    "--batch",
+    "2",
+    "--seq",
+    "128",
+    "--param-dtype",
+    "bf16",
+    "--json",
+]  # a small plan: the planner's private torch internals
+
+
+def _plan_peak(python: Path) -> str:
+    """The planned peak (bytes) of a small FSDP2 setting under ``python``'s torch, or the planner's one-line error."""
+    cmd = [Path(sys.executable).with_name("fsdp-skill"), "plan", *PLAN, "--python", python]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        data = json.loads(done.stdout)
+    except ValueError:
+        return f"no output (exit {done.returncode})"
+    if "rows" not in data:
+        return str(data.get("error", data))[:120]
+    return str(data["rows"][0]["peak_bytes"])
+
+
 def run_version(base: Path, version: str, fresh: bool) -> dict[str, object]:
     """Run the matrix for one version; returns its table row.  Raises RuntimeError when it cannot run."""
     from fsdp_skill.core.knowledge.compat import build_of, record_file
@@ -92,6 +121,7 @@ def run_version(base: Path, version: str, fresh: bool) -> dict[str, object]:
         "failed": statuses.count("failed") + statuses.count("timeout"),
         "skipped": statuses.count("skipped"),
         "atlas": _atlas_counts(python),
+        "plan": _plan_peak(python),
         "seconds": round(time.monotonic() - started),
         "record": str(out.relative_to(ROOT)),
     }
@@ -106,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     base = Path(os.environ.get("FSDP_SKILL_MATRIX") or ROOT / ".matrix")
     base.mkdir(parents=True, exist_ok=True)
     status = 0
-    print(f"{'torch':<16} {'build':<5} {'passed':>6} {'failed':>6} {'skipped':>7}  atlas (python/native)  seconds")
+    print(f"{'torch':<16} {'build':<5} {'passed':>6} {'failed':>6} {'skipped':>7}  atlas (python/native)  seconds  plan peak (B)")
     for version in args.versions:
         try:
             row = run_version(base, version, args.fresh)
@@ -118,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         assert isinstance(atlas, dict)
         print(
             f"{row['version']:<16} {row['build']:<5} {row['passed']:>6} {row['failed']:>6} {row['skipped']:>7}  "
-            f"{atlas.get('python', 0):>6}/{atlas.get('native', 0):<14} {row['seconds']:>7}   -> {row['record']}"
+            f"{atlas.get('python', 0):>6}/{atlas.get('native', 0):<14} {row['seconds']:>7}  {row['plan']}  -> {row['record']}"
         )
     return status
 

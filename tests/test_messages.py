@@ -9,6 +9,7 @@ host that does not have it (NCCL and torch's CUDA library on a CPU-only build)."
 from __future__ import annotations
 
 import ctypes
+import os
 import ctypes.util
 import re
 import subprocess
@@ -28,7 +29,8 @@ DECLARED = sorted({(s.id, t) for s in KB.sections.values() for t in s.errors})
 
 
 def _libtorch_cuda() -> list[Path]:
-    return sorted((torch_dir() / "lib").glob("libtorch_cuda*.so*"))
+    """torch's CUDA library: the installed torch's, else those of the matrix venvs (CUDA builds) where they exist."""
+    return sorted((torch_dir() / "lib").glob("libtorch_cuda*.so*")) or _in_matrix("libtorch_cuda*.so*")
 
 
 def _nccl() -> list[Path]:
@@ -57,13 +59,38 @@ def _accelerate() -> list[Path]:
     return sorted(p for root in spec.submodule_search_locations for p in Path(root).rglob("*.py"))
 
 
-# where a message that is not in the installed torch comes from, and the files it is looked for in
+def _libc10_cuda() -> list[Path]:
+    return sorted((torch_dir() / "lib").glob("libc10_cuda*.so*")) or _in_matrix("libc10_cuda*.so*")
+
+
+def _in_matrix(pattern: str) -> list[Path]:
+    """Files of the newest matrix venv's torch/lib matching ``pattern`` ([] where there is none)."""
+    for torch in sorted(MATRIX.glob("torch-*/lib/python*/site-packages/torch"), key=lambda p: p.parts, reverse=True):
+        found = sorted((torch / "lib").glob(pattern))
+        if found:
+            return found
+    return []
+
+
+MATRIX = Path(os.environ.get("FSDP_SKILL_MATRIX") or Path(__file__).resolve().parent.parent / ".matrix")
+
+
+def _matrix_torch(version: str) -> Path | None:
+    """The torch package of the matrix venv of ``version`` (scripts/dev matrix), or None where none was made."""
+    found = sorted(MATRIX.glob(f"torch-{version}/lib/python*/site-packages/torch"))
+    return found[0] if found else None
+
+
+# where a message that is not in the installed torch comes from, and the files it is looked for in; an origin
+# 'torch-VERSION' is another torch release of the compatibility record (its matrix venv, where one exists)
 ORIGINS = {
     "accelerate": _accelerate,  # Hugging Face Accelerate's own errors (accelerator.prepare): not a dependency here
     "libtorch_cuda": _libtorch_cuda,  # torch's CUDA library (ProcessGroupNCCL): absent from a CPU-only build
     "nccl": _nccl,  # the NCCL library's own log lines (NCCL WARN ...)
     "libstdc++": _libstdcxx,  # the C++ runtime's terminate handler
+    "libc10_cuda": _libc10_cuda,  # c10's CUDA library ("Found no NVIDIA driver"): absent from a CPU-only build
 }
+_RELEASE = re.compile(r"torch-(\d+\.\d+\.\d+)")
 _MARK = re.compile(r"#\s*outside torch:")
 _MARKED = re.compile(r"^\s*-\s*(\"(?:[^\"\\]|\\.)*\")\s*#\s*outside torch:\s*(\S+)\s*$")
 
@@ -88,7 +115,7 @@ def _in_files(template: str, files: list[Path] | Path) -> bool:
     shared libraries)."""
     piece = max((p.strip() for p in template.split("*")), key=len)
     if isinstance(files, Path):
-        args = ["-r", "--include=*.py", "--include=*.so*", str(files)]
+        args = ["-r", "--include=*.py", "--include=*.so*", "--include=*.json", str(files)]
     else:
         args = [str(f) for f in files]
     proc = subprocess.run(["grep", "-lF", "-m1", "-e", piece, *args], capture_output=True, text=True, timeout=600)
@@ -108,7 +135,7 @@ def test_outside_marks_name_a_known_origin_and_a_declared_message():
     declared = {t for _, t in DECLARED}
     assert MARKS, "no errors: entry is marked; the marks below were found by an empty scan"
     for template, origin in MARKS.items():
-        assert origin in ORIGINS, f"{template!r}: unknown origin {origin!r} (one of {sorted(ORIGINS)})"
+        assert origin in ORIGINS or _RELEASE.fullmatch(origin), f"{template!r}: unknown origin {origin!r} (one of {sorted(ORIGINS)}, torch-X.Y.Z)"
         assert template in declared, template
 
 
@@ -116,9 +143,17 @@ def test_outside_marks_name_a_known_origin_and_a_declared_message():
 @pytest.mark.torch
 def test_declared_message_exists_in_installed_torch(section_id, template):
     origin = MARKS.get(template)
+    release = _RELEASE.fullmatch(origin or "")
+    if release:  # another release's message: not in this torch, and in that one where its matrix venv exists
+        assert not _in_torch_files(template), f"{section_id}: torch has {template!r}; drop its '# outside torch' mark"
+        other = _matrix_torch(release.group(1))
+        if other is None:
+            pytest.skip(f"no matrix venv of torch {release.group(1)} here (scripts/dev matrix): cannot check {template!r}")
+        assert _in_files(template, other), f"{section_id} declares a message not found in torch {release.group(1)}: {template!r}"
+        return
     if origin is not None:
         files = ORIGINS[origin]()
-        if origin != "libtorch_cuda" or not files:
+        if origin not in ("libtorch_cuda", "libc10_cuda") or not files:
             assert not _in_torch_files(template), f"{section_id}: torch has {template!r}; drop its '# outside torch' mark"
         if not files:
             pytest.skip(f"{origin} is not on this host: cannot check {template!r}")
@@ -200,3 +235,48 @@ def test_explaining_sections_rank_first():
         explaining = {s for e in answer.errors for s in e.sections}
         assert sid in explaining, (sid, template, answer.errors)
         assert answer.sections[0].id in explaining, (sid, template, [s.id for s in answer.sections])
+
+
+# Native lines of a CUDA build's libtorch_cuda (torch 2.14.1+cu130; a CPU build has none of them), and the log a
+# watchdog timeout prints with them.
+CUDA_NATIVE = [
+    "Watchdog caught collective operation timeout:",
+    "Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data.",
+    "To avoid data inconsistency, we are taking the entire process down.",
+    "Process group watchdog thread terminated with exception:",
+    "Stack trace of the failed collective not found, potentially because FlightRecorder is disabled. ",
+    "You can enable it by setting TORCH_NCCL_TRACE_BUFFER_SIZE to a non-zero value.",
+    "failure detected by watchdog at work sequence id: ",
+]
+WATCHDOG_LOG = """\
+[rank1]:[E1202 10:41:07.123456789 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1523, OpType=ALLREDUCE, NumelIn=2097152, NumelOut=2097152, Timeout(ms)=600000) ran for 600021 milliseconds before timing out.
+[rank1]:[E1202 10:41:07.123601234 ProcessGroupNCCL.cpp:2168] [PG ID 0 PG GUID 0(default_pg) Rank 1] failure detected by watchdog at work sequence id: 1523 PG status: last enqueued work: 1523, last completed work: 1522
+[rank1]:[E1202 10:41:07.123622345 ProcessGroupNCCL.cpp:670] Stack trace of the failed collective not found, potentially because FlightRecorder is disabled. You can enable it by setting TORCH_NCCL_TRACE_BUFFER_SIZE to a non-zero value.
+[rank1]:[E1202 10:41:07.123640000 ProcessGroupNCCL.cpp:684] [Rank 1] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data.
+[rank1]:[E1202 10:41:07.127000000 ProcessGroupNCCL.cpp:698] [Rank 1] To avoid data inconsistency, we are taking the entire process down.
+terminate called after throwing an instance of 'c10::DistBackendError'
+  what():  [PG ID 0 PG GUID 0(default_pg) Rank 1] Process group watchdog thread terminated with exception: [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1523, OpType=ALLREDUCE, NumelIn=2097152, NumelOut=2097152, Timeout(ms)=600000) ran for 600021 milliseconds before timing out.
+"""
+
+
+def test_a_cuda_builds_watchdog_log_puts_the_explaining_section_first_with_no_contradicting_box(tmp_path, monkeypatch):
+    """On a CUDA build the atlas knows the watchdog log's lines one by one; the section that explains the timeout is
+    first, and no message is shown as 'explained by no section' while a returned section declares it."""
+    from fsdp_skill.core.atlas import lookup
+
+    lib = tmp_path / "torch" / "lib"
+    lib.mkdir(parents=True)
+    (lib / "libtorch_cuda.so").write_bytes(b"\0".join(s.encode() for s in CUDA_NATIVE) + b"\0")
+    atlas = lookup.Atlas(lookup.build_atlas(tmp_path / "torch"))
+    assert atlas.counts().get("native", 0) >= 5
+    monkeypatch.setattr(lookup, "load_atlas", lambda *a, **k: atlas)
+    ans = ask(WATCHDOG_LOG, k=3, verify=False)
+    assert ans.sections[0].id == "debugging/nccl-watchdog-timeout", [s.id for s in ans.sections]
+    assert ans.errors and ans.errors[0].sections, [(e.message, e.sections) for e in ans.errors]
+    returned = {s.id for s in ans.sections}
+    for e in ans.errors:
+        if not e.sections:
+            declaring = [sid for sid, t in DECLARED if sid in returned and same_message(t, e.message)]
+            assert not declaring, f"{e.message!r} is said to be explained by no section, but {declaring} declare it"
+    unexplained = [e.message for e in ans.errors if not e.sections]
+    assert not unexplained, f"messages of the watchdog log no section explains: {unexplained}"

@@ -39,6 +39,8 @@ def test_wheel_carries_every_card(wheel):
     assert cards and all(f"fsdp_skill/knowledge/{c}" in names for c in cards), cards
     zh = sorted(p.name for p in (ROOT / "knowledge" / "zh").glob("*.md"))  # the Chinese bodies and glossary
     assert "glossary.md" in zh and all(f"fsdp_skill/knowledge/zh/{c}" in names for c in zh), zh
+    records = sorted(p.name for p in (ROOT / "knowledge" / "compat").glob("*.json"))  # the compatibility record
+    assert records and all(f"fsdp_skill/knowledge/compat/{r}" in names for r in records), records
     assert "fsdp_skill/runtime/zygote.py" in names and "fsdp_skill/SKILL.md" in names
     assert not any(n.startswith(("skill/", "runtime/", "knowledge/", "tests/")) for n in names)
 

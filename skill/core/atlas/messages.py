@@ -81,13 +81,13 @@ def explain_messages(question: str, kb: Knowledge, limit: int = 3) -> list[Error
 
     version = torch_version()
     declared = [(s.id, t) for s in kb.sections.values() for t in s.errors]
-    out: list[ErrorInfo] = []
+    found: list[ErrorInfo] = []
     claimed: set[str] = set()
-    for match in find_messages(question, limit=limit):
+    for match in find_messages(question, limit=2 * limit):  # more than shown: explained ones go first below
         e = match.entry
         sections = [sid for sid, t in declared if same_message(t, e.message)]
         raised = RaisedAt(path=e.path, line=e.line, function=e.function) if e.kind == "python" else None
-        out.append(
+        found.append(
             ErrorInfo(
                 message=e.message,
                 kind=e.kind,
@@ -101,27 +101,33 @@ def explain_messages(question: str, kb: Knowledge, limit: int = 3) -> list[Error
             )
         )
         claimed.update(sections)
-    # messages the atlas does not catalogue but a section declares, found verbatim in the question
+    # messages the atlas does not catalogue (or catalogues only in pieces, as a CUDA build's log lines) but a
+    # section declares, found verbatim in the question
     direct: dict[str, list[str]] = {}
     canon = _canon(question)  # once, not once per declared template
     for sid, t in declared:
         if sid not in claimed and _in_order(_pieces(t), canon):
             direct.setdefault(t, []).append(sid)
-    for t, sids in sorted(direct.items(), key=lambda kv: -len("".join(_pieces(kv[0]))))[: max(0, limit - len(out))]:
-        out.append(
-            ErrorInfo(
-                message=t,
-                kind="declared",
-                exception=None,
-                raised_at=None,
-                condition=None,
-                torch_version=version,
-                sections=sids,
-                explanation="not catalogued from this torch's Python sources or libraries; "
-                "matched the message a knowledge section explains",
-                how="section",
-            )
+    declared_found = [
+        ErrorInfo(
+            message=t,
+            kind="declared",
+            exception=None,
+            raised_at=None,
+            condition=None,
+            torch_version=version,
+            sections=sids,
+            explanation="not catalogued from this torch's Python sources or libraries; "
+            "matched the message a knowledge section explains",
+            how="section",
         )
+        for t, sids in sorted(direct.items(), key=lambda kv: -len("".join(_pieces(kv[0]))))
+    ]
+    # within the limit, every message a section explains comes before one no section explains: a paste whose
+    # log lines the atlas knows in pieces (a CUDA build's NCCL lines) must not crowd out the message explained
+    explained = [e for e in found if e.sections]
+    unexplained = [e for e in found if not e.sections]
+    out = (explained + declared_found + unexplained)[:limit]
     return out
 
 
