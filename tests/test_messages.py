@@ -9,8 +9,8 @@ host that does not have it (NCCL and torch's CUDA library on a CPU-only build)."
 from __future__ import annotations
 
 import ctypes
-import os
 import ctypes.util
+import os
 import re
 import subprocess
 import sys
