@@ -135,7 +135,9 @@ def test_outside_marks_name_a_known_origin_and_a_declared_message():
     declared = {t for _, t in DECLARED}
     assert MARKS, "no errors: entry is marked; the marks below were found by an empty scan"
     for template, origin in MARKS.items():
-        assert origin in ORIGINS or _RELEASE.fullmatch(origin), f"{template!r}: unknown origin {origin!r} (one of {sorted(ORIGINS)}, torch-X.Y.Z)"
+        assert origin in ORIGINS or _RELEASE.fullmatch(origin), (
+            f"{template!r}: unknown origin {origin!r} (one of {sorted(ORIGINS)}, torch-X.Y.Z)"
+        )
         assert template in declared, template
 
 
