@@ -48,6 +48,22 @@ def _plant(key: cache.VerdictKey, data: dict) -> None:
     path.write_text(json.dumps(data))
 
 
+@pytest.mark.parametrize("status", ["passed", "failed"])
+def test_a_verdict_of_a_wheel_whose_metadata_lacks_the_local_label_is_a_cache_hit(status):
+    """PyPI's CUDA wheels say '2.14.1' in their metadata (the key) and '2.14.1+cu130' in torch.__version__ (the
+    verdict): the verdict is still its key's, passed or failed, so a failing snippet is not run on every ask."""
+    key = cache.VerdictKey(SHA, 2, "gloo", "2.14.1", "/env/bin/python")
+    failed = {"reason": "x", "ranks": [RankResult(rank=0, exit_code=1), RankResult(rank=1, exit_code=1)]}
+    verdict = _verdict(status=status, torch_version="2.14.1+cu130", **(failed if status == "failed" else {}))
+    assert cache.store(key, verdict)
+    hit = cache.load(key)
+    assert hit is not None and hit.cached and hit.status == status
+    assert cache.load(cache.VerdictKey(SHA, 2, "gloo", "2.14.1+cu130", "/env/bin/python")) is None  # other key, no file
+    other = cache.VerdictKey(SHA, 2, "gloo", "2.14", "/env/bin/python")
+    assert cache.store(other, verdict) and cache.load(other) is None  # '2.14' is not the release 2.14.1 ran
+    assert cache.same_torch("2.14.1+cu130", "2.14.1") and not cache.same_torch("2.14.1+cu130", "2.14.1+cpu")
+
+
 def test_a_sane_verdict_is_loaded_as_cached():
     assert cache.store(KEY, _verdict())
     hit = cache.load(KEY)
