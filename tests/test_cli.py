@@ -317,3 +317,33 @@ def test_verify_accepts_a_section_id(capsys, fake_verifier):
     empty = next(sec for sec in kb.sections if sec not in counts)
     assert main(["verify", empty], verifier=fake_verifier) == 2
     assert "has no runnable snippets" in one_line(capsys.readouterr().err)
+
+
+def test_ask_says_what_the_record_holds_before_a_snippet_runs(capsys, fake_verifier):
+    """Before an answer's snippets run (cache misses), ``ask`` prints what the compatibility record says for this torch,
+    per snippet, on stderr; the first line comes before any run started, and a second, cached ask prints none of it."""
+    from fsdp_skill.core.interpreter import torch_version
+    from fsdp_skill.core.knowledge import compat
+    from fsdp_skill.core.knowledge.cards import load_knowledge
+    from fsdp_skill.core.verify.snippets import recorded_runs
+
+    seen: list[str] = []
+
+    def gate(jobs):  # what stderr held when the batch of runs started
+        seen.append(capsys.readouterr().err)
+
+    verifier = fake_verifier
+    verifier.gate = gate
+    code = main(["ask", "--json", "how do I use the Join context manager with uneven inputs?"], verifier=verifier)
+    assert code == 0 and verifier.runs and len(seen) == 1
+    before = seen[0]
+    assert "before they run, the compatibility record:" in before and "verified" not in before
+    kb = load_knowledge()
+    version = torch_version()
+    for sid in verifier.runs:
+        spec = kb.snippets[sid]
+        line = compat.for_torch(recorded_runs(spec, kb), version)
+        assert line and f"  {sid}: {line}" in before
+    capsys.readouterr()
+    assert main(["ask", "--json", "how do I use the Join context manager with uneven inputs?"], verifier=verifier) == 0
+    assert "compatibility record" not in capsys.readouterr().err and len(seen) == 1  # all cached: nothing runs

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from fsdp_skill.core.atlas.messages import explain_messages
@@ -25,7 +25,7 @@ from fsdp_skill.core.knowledge.cards import Knowledge
 from fsdp_skill.core.models import Answer, ApiInfo, ErrorInfo, SectionDoc, TopicScore
 from fsdp_skill.core.routing.router import Router, get_router, question_parts, setup_facets
 from fsdp_skill.core.routing.tokenize import language_of
-from fsdp_skill.core.verify.snippets import Progress, Verifier, section_out, snippet_verdicts
+from fsdp_skill.core.verify.snippets import Progress, Verifier, recorded_here, section_out, snippet_verdicts
 from fsdp_skill.errors import QueryError
 
 if TYPE_CHECKING:
@@ -155,6 +155,11 @@ def _explaining_first(
 
 LANGUAGES = ("auto", "en", "zh")
 
+# told, before an answer's snippets run, which ones will (cache misses): (snippet id, what the compatibility record says
+# for the torch in use, e.g. "your torch 2.14.1: recorded passed on 2.14.1+cu130 (CUDA build), 2026-12-02"; None
+# without a torch)
+BeforeRun = Callable[[list[tuple[str, str | None]]], None]
+
 
 def ask(
     question: object,
@@ -166,6 +171,7 @@ def ask(
     with_api: bool = True,
     verifier: Verifier | None = None,
     language: str = "auto",
+    before_run: BeforeRun | None = None,
 ) -> Answer:
     """Answer ``question`` with the ``k`` best sections.
 
@@ -177,7 +183,8 @@ def ask(
     not in :data:`LANGUAGES`.
     An out-of-scope question is not an error: the Answer has ``abstained=True`` and a ``reason``.
     ``verify=False`` returns snippets as ``unverified`` without touching the harness; otherwise each
-    snippet's verdict comes from ``verifier`` (its cache, else a run; see :mod:`fsdp_skill.core.verify.snippets`).
+    snippet's verdict comes from ``verifier`` (its cache, else a run; see :mod:`fsdp_skill.core.verify.snippets`);
+    ``before_run`` hears which snippets are about to run, each with its recorded result for this torch, before they do.
     """
     t0 = time.perf_counter()
     question = validate_question(question)
@@ -206,7 +213,11 @@ def ask(
         else:
             routing.sections = _cover_parts(question, routing.sections, router, k, routing.facets)
         sections = [s for s, _ in routing.sections]
-        verdicts = snippet_verdicts([sn for s in sections for sn in s.snippets], verify, verifier=verifier, progress=progress)
+        kb_ = router.kb
+        announce = None if before_run is None else (lambda specs: before_run([(s.id, recorded_here(s, kb_)) for s in specs]))
+        verdicts = snippet_verdicts(
+            [sn for s in sections for sn in s.snippets], verify, verifier=verifier, progress=progress, before_run=announce
+        )
         answer.sections = [section_out(s, score, verdicts, router.kb) for s, score in routing.sections]
         answer.topics = [TopicScore(id=t, score=round(v, 4)) for t, v in routing.topics]
         if with_api:

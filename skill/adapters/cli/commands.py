@@ -40,12 +40,30 @@ def _progress(done: int, total: int, verdict) -> None:
     print(f"[{done}/{total}] verified {sid}: {verdict.status} ({(verdict.seconds or 0):.2f} s)", file=sys.stderr)
 
 
+def _before_run(runs: list[tuple[str, str | None]]) -> None:
+    """Before an answer's snippets run: which will, and what the compatibility record already says for this torch."""
+    print(
+        f"{len(runs)} snippet(s) have no verdict for this environment yet; before they run, the compatibility record:",
+        file=sys.stderr,
+    )
+    for sid, recorded in runs:
+        print(f"  {sid}: {recorded or 'no torch here to compare with'}", file=sys.stderr)
+
+
 def cmd_ask(args) -> int:
     """``fsdp-skill ask QUESTION``: print the answer (rich, --markdown or --json)."""
     from fsdp_skill.core.answer import ask
 
     question = _read_question(args.question)
-    answer = ask(question, k=args.k, verify=not args.no_verify, progress=_progress, verifier=args.verifier, language=args.lang)
+    answer = ask(
+        question,
+        k=args.k,
+        verify=not args.no_verify,
+        progress=_progress,
+        verifier=args.verifier,
+        language=args.lang,
+        before_run=_before_run,
+    )
     if args.json:
         sys.stdout.write(answer.model_dump_json(indent=None) + "\n")
     elif args.markdown:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from fsdp_skill.core.knowledge.cards import Knowledge, load_knowledge
-from fsdp_skill.core.models import SectionDoc, SectionOut, SnippetOut, SnippetSpec
+from fsdp_skill.core.models import RecordedRun, SectionDoc, SectionOut, SnippetOut, SnippetSpec
 from fsdp_skill.errors import HarnessError, InvalidArgument, NotFoundError
 from fsdp_skill.records import Record
 from fsdp_skill.runtime.cache import code_sha256
@@ -37,6 +37,8 @@ if TYPE_CHECKING:  # the harness (runtime.api) loads only when a job is made: no
     from fsdp_skill.runtime.api import Job
 
 Progress = Callable[[int, int, Verdict], None]
+# called once, before a batch of runs starts, with the snippets about to run (cache misses this caller owns)
+BeforeRun = Callable[[list[SnippetSpec]], None]
 
 
 @dataclass(slots=True, kw_only=True, eq=False, repr=False)
@@ -245,13 +247,18 @@ def _cached(spec: SnippetSpec, verifier: Verifier | None) -> Verdict | None:
 
 
 def shared_verdicts(
-    specs: list[SnippetSpec], *, verifier: Verifier | None = None, use_cache: bool = True, progress: Progress | None = None
+    specs: list[SnippetSpec],
+    *,
+    verifier: Verifier | None = None,
+    use_cache: bool = True,
+    progress: Progress | None = None,
+    before_run: BeforeRun | None = None,
 ) -> dict[str, Verdict]:
     """Verdict per snippet id, running each cache miss at most once across concurrent callers.
 
     With ``use_cache`` a cached verdict is returned at once; otherwise (or on a miss) the snippet joins a
     run already in flight for the same id and code, or starts one.  All runs this caller owns go to
-    ``verifier.run`` as one batch.  Raises :class:`fsdp_skill.errors.HarnessError` (from the
+    ``verifier.run`` as one batch, after ``before_run`` (if given) is told which snippets are about to run.  Raises :class:`fsdp_skill.errors.HarnessError` (from the
     runtime) when the runs could not happen; callers waiting on those runs get the same error.
     """
     out: dict[str, Verdict] = {}
@@ -273,6 +280,8 @@ def shared_verdicts(
             run = _INFLIGHT[key] = _Run()
         owned.append((spec, run))
     if owned:
+        if before_run is not None:
+            before_run([s for s, _ in owned])
         try:
             verdicts = _verifier(verifier).run([job_for(s) for s, _ in owned], use_cache=use_cache, progress=progress)
             for (spec, run), verdict in zip(owned, verdicts, strict=True):
@@ -320,7 +329,12 @@ def latest_verdict(spec: SnippetSpec, verifier: Verifier | None = None) -> Verdi
 
 
 def snippet_verdicts(
-    specs: list[SnippetSpec], verify: bool, *, verifier: Verifier | None = None, progress: Progress | None = None
+    specs: list[SnippetSpec],
+    verify: bool,
+    *,
+    verifier: Verifier | None = None,
+    progress: Progress | None = None,
+    before_run: BeforeRun | None = None,
 ) -> dict[str, Verdict]:
     """Verdict per snippet id: with ``verify``, the cache or a fresh run (:func:`shared_verdicts`);
     without, 'unverified' for each (nothing is looked up or run).  When the runs cannot happen at all
@@ -330,9 +344,26 @@ def snippet_verdicts(
     if not verify:
         return {s.id: unverified(s, "verification was not requested (--no-verify)") for s in specs}
     try:
-        return shared_verdicts(specs, verifier=verifier, progress=progress)
+        return shared_verdicts(specs, verifier=verifier, progress=progress, before_run=before_run)
     except HarnessError as exc:  # e.g. the target's torch does not import: the answer stands, unverified
         return {s.id: unverified(s, f"verification could not run here: {exc}") for s in specs}
+
+
+def recorded_runs(spec: SnippetSpec, kb: Knowledge) -> list[RecordedRun]:
+    """Where this snippet's current code ran in the committed compatibility record (oldest torch first; empty when it
+    is not there). Reads the record's files, nothing runs."""
+    from fsdp_skill.core.knowledge import compat
+
+    return compat.recorded_runs(kb.directory, spec.id, code_sha256(spec.code))
+
+
+def recorded_here(spec: SnippetSpec, kb: Knowledge) -> str | None:
+    """What the compatibility record says about this snippet for the torch in use (its own result, the same release's,
+    or that this torch is outside the record), for telling a reader before a run starts; None without a torch."""
+    from fsdp_skill.core.interpreter import torch_version
+    from fsdp_skill.core.knowledge import compat
+
+    return compat.for_torch(recorded_runs(spec, kb), torch_version())
 
 
 def section_out(section: SectionDoc, score: float, verdicts: dict[str, Verdict], kb: Knowledge) -> SectionOut:
@@ -346,7 +377,7 @@ def section_out(section: SectionDoc, score: float, verdicts: dict[str, Verdict],
 
     version = torch_version()
     ok, note = applies(section.torch, version) if section.torch else (None, None)
-    recorded = {s.id: compat.recorded_runs(kb.directory, s.id, code_sha256(s.code)) for s in section.snippets}
+    recorded = {s.id: recorded_runs(s, kb) for s in section.snippets}
     return SectionOut(
         id=section.id,
         title=section.title,
