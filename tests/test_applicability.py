@@ -177,3 +177,21 @@ def test_the_common_case_needs_no_packaging():
     assert applicability._plain_contains("==2.6.*", "2.6.0+cu124") is True  # the version notes' prefix form
     assert applicability._plain_contains("==2.6.*", "2.9.1") is False
     assert applicability._plain_contains(">=2.6", "2.6.0-rc1") is None
+
+
+@pytest.mark.parametrize(
+    "version",
+    ["2.14.1+cu130", "2.14.1", "2.6", "2.6.0", "2.10.0a0+git1234", "2.13.0+cpu", "2.9.1.post2", "2.11.0.dev20260101", "3"],
+)
+def test_release_equals_packaging_without_trailing_zeros(version):
+    """``release`` (used to order the compatibility record and match "the same release") is packaging's release
+    tuple with trailing zeros dropped, for every shape of version torch prints; a non-version is ()."""
+    from packaging.version import Version
+
+    from fsdp_skill.core.knowledge.applicability import release
+
+    want = list(Version(version).release)
+    while want and want[-1] == 0:
+        want.pop()
+    assert release(version) == tuple(want)
+    assert release("not a version") == () and release("") == ()

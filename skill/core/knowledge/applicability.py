@@ -50,6 +50,17 @@ def _release(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in text.split("."))
 
 
+def release(version: str) -> tuple[int, ...]:
+    """The release numbers of a torch version string, without trailing zeros, so that labels, pre-releases and
+    padding do not tell two builds of one release apart: '2.14.1+cu130' and '2.14.1' -> (2, 14, 1); '2.6' and
+    '2.6.0' -> (2, 6); () for a string that is not a version.  The one place the package compares releases."""
+    match = _VERSION.fullmatch(version.strip().lower())
+    numbers = list(_release(match.group(1))) if match else []
+    while numbers and numbers[-1] == 0:
+        numbers.pop()
+    return tuple(numbers)
+
+
 def _padded(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
     n = max(len(a), len(b))
     return a + (0,) * (n - len(a)), b + (0,) * (n - len(b))

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from fsdp_skill.core.knowledge.applicability import contains
+from fsdp_skill.core.knowledge.applicability import contains, release
 from fsdp_skill.core.models import RecordedRun, VersionNote
 
 FORMAT = 1
@@ -91,14 +91,6 @@ def record_file(
     }
 
 
-def _release(version: str) -> tuple[int, ...]:
-    out = []
-    for part in version.split("+")[0].split("."):
-        digits = "".join(c for c in part if c.isdigit())
-        out.append(int(digits or 0))
-    return tuple(out)
-
-
 def load_record(knowledge_dir: str | Path) -> dict[str, list[tuple[str, RecordedRun]]]:
     """Per snippet id, ``(code_sha256, RecordedRun)`` of every record file, oldest torch first (memoised per file
     fingerprint).  A file that is not a record of this format is skipped: the record informs an answer, it never
@@ -114,7 +106,7 @@ def load_record(knowledge_dir: str | Path) -> dict[str, list[tuple[str, Recorded
     if memo is not None and memo[0] == key:
         return memo[1]
     runs: dict[str, list[tuple[str, RecordedRun]]] = {}
-    for data in sorted((d for d in (_read(folder / name) for name, _, _ in files) if d), key=lambda d: _release(d["torch_version"])):
+    for data in sorted((d for d in (_read(folder / name) for name, _, _ in files) if d), key=lambda d: release(d["torch_version"])):
         for sid, row in data["snippets"].items():
             run = RecordedRun(
                 torch_version=data["torch_version"],
@@ -177,7 +169,7 @@ def for_torch(runs: list[RecordedRun], torch_version: str | None) -> str | None:
         return f"your torch {torch_version}: this code is not in the compatibility record"
     same = [r for r in runs if r.torch_version == torch_version]
     if not same:
-        same = [r for r in runs if _release(r.torch_version) == _release(torch_version)]
+        same = [r for r in runs if release(r.torch_version) == release(torch_version)]
         if same:
             run = same[-1]
             return (
