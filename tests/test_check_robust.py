@@ -201,3 +201,45 @@ def test_http_and_the_tool_share_it(monkeypatch, fake_verifier):
     assert [(f.code, f.line) for f in invoke("check_script", {"code": long_expr}).findings] == codes(
         check_code(long_expr).findings
     )
+
+
+NEWER_CODE = {
+    "type_alias": "import torch.distributed as dist\n\ntype Batch = list[int]\ntype Pair[T] = tuple[T, T]\n",
+    "generic_class": "class Box[T: (int, str)](object):\n    def __init__(self, v: T):\n        self.v = v\n",
+    "generic_def": "async def first[T, *Ts, **P](xs: list[T]) -> T:\n    return xs[0]\n",
+}
+BARRIER_UNDER_RANK = (
+    "import torch.distributed as dist\n\n\ndef main[T](x: T) -> None:\n"
+    "    dist.init_process_group('gloo')\n    if dist.get_rank() == 0:\n        dist.barrier()\n"
+    "    dist.destroy_process_group()\n"
+)
+
+
+@pytest.mark.parametrize("case", sorted(NEWER_CODE))
+def test_pep695_code_is_analysed_on_an_older_python(case):
+    """Python 3.12's type aliases and generic classes and functions parse on the checker's Python too (lowered line by
+    line): no FSD000, and a real mistake in such a file is found at its own line."""
+    assert [f.code for f in check_source(NEWER_CODE[case], path="new.py")] == []
+    found = check_source(BARRIER_UNDER_RANK, path="train.py")
+    assert [(f.code, f.line) for f in found] == [("FSD003", 7)]
+
+
+def test_a_pep701_fstring_is_not_called_a_broken_file():
+    """An f-string only Python 3.12 accepts is one FSD000 at info level that names it and the Python it needs, not an
+    error saying the file does not parse (on 3.12 or newer the file is simply analysed)."""
+    found = check_source('name = "a"\nprint(f"{"nested" + name}")\n', path="new.py")
+    if sys.version_info >= (3, 12):
+        assert found == []
+        return
+    assert [(f.code, f.severity, f.line) for f in found] == [("FSD000", "info", 2)]
+    assert "PEP 701" in found[0].message and "Python 3.12" in found[0].message and "does not parse" not in found[0].message
+
+
+@pytest.mark.parametrize(
+    "code", ["x = 1\ndef f(:\n    pass\n", "type = 3\nprint(type(\n", "class A[:\n    pass\n", "type X[T = 1\n"]
+)
+def test_a_real_syntax_error_is_still_an_error(code):
+    """A broken file is still FSD000 at error level ("does not parse"), also near the words a newer construct uses."""
+    found = check_source(code, path="broken.py")
+    assert [(f.code, f.severity) for f in found] == [("FSD000", "error")]
+    assert "does not parse with Python" in found[0].message

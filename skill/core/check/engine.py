@@ -32,11 +32,12 @@ from fsdp_skill.core.check.calls import build_facts
 from fsdp_skill.core.check.facts import BudgetExceeded, Located, analysis_clock
 from fsdp_skill.core.check.finders import FINDERS
 from fsdp_skill.core.check.fix import FIXABLE, with_fixes
-from fsdp_skill.core.check.models import Finding
+from fsdp_skill.core.check.models import Finding, Severity
 from fsdp_skill.core.check.noqa import noqa_lines, silenced
 from fsdp_skill.core.check.rank_conditional import rank_findings
 from fsdp_skill.core.check.rules import NOT_ANALYSED, RULES
 from fsdp_skill.core.check.selection import keep, validate_codes
+from fsdp_skill.core.check.syntax import newer_syntax, parse_source
 from fsdp_skill.errors import InvalidArgument
 from fsdp_skill.runtime import knobs
 
@@ -62,10 +63,10 @@ def check_budget() -> float:
     return value
 
 
-def not_analysed(path: str, message: str, line: int = 1, col: int = 1) -> Finding:
+def not_analysed(path: str, message: str, line: int = 1, col: int = 1, severity: Severity = "error") -> Finding:
     """An ``FSD000`` finding: the file was not analysed, for the reason ``message`` gives."""
     return Finding(
-        code=NOT_ANALYSED, severity="error", message=message, path=path, line=line, col=col, end_line=line, end_col=col
+        code=NOT_ANALYSED, severity=severity, message=message, path=path, line=line, col=col, end_line=line, end_col=col
     )
 
 
@@ -107,12 +108,17 @@ def check_source(
     check_budget()  # a bad FSDP_SKILL_CHECK_BUDGET is bad input, whatever the file
     try:  # the grammar is the running interpreter's: a 3.12 f-string does not parse under 3.11
         known = project.tree_for(path, code) if project is not None else None  # parsed once, by the project, from this text
-        tree = known if known is not None else ast.parse(code, filename=path)
+        tree = known if known is not None else parse_source(code, path)
     except (SyntaxError, ValueError) as exc:  # ValueError: null bytes
         line = getattr(exc, "lineno", None) or 1
         col = getattr(exc, "offset", None) or 1
         msg = getattr(exc, "msg", None) or str(exc)
-        found = [not_analysed(path, f"file does not parse with Python {_PY}: {msg}", line, col)]
+        newer = newer_syntax(exc) if isinstance(exc, SyntaxError) else None
+        if newer:  # valid for a newer Python: say so, at info level, rather than call the file broken
+            why = f"not analysed: this file uses {newer}, and the checker runs on Python {_PY}; run it under a newer Python"
+            found = [not_analysed(path, why, line, col, severity="info")]
+        else:
+            found = [not_analysed(path, f"file does not parse with Python {_PY}: {msg}", line, col)]
         return [f for f in found if keep(f.code, sel, ign)]
     except (RecursionError, MemoryError) as exc:  # Python's own parser gives up on code nested a few thousand deep
         why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__

@@ -28,6 +28,7 @@ from fsdp_skill.core.check import calls
 from fsdp_skill.core.check.calls import FileContext, FunctionSummary
 from fsdp_skill.core.check.facts import BudgetExceeded, FileFacts, analysis_clock
 from fsdp_skill.core.check.rank_conditional import function_collectives, function_guards
+from fsdp_skill.core.check.syntax import parse_source
 
 ROUNDS = 4  # rebuilds of the files whose context changed (a chain of helpers longer than that is not followed)
 _IMPORT_DEPTH = 2  # a file imported through this many imports of a distributed file counts as used by it
@@ -70,7 +71,7 @@ class Project:
         parsed: list[tuple[str, ast.Module]] = []
         for label, code in sources:
             try:
-                parsed.append((label, ast.parse(code, filename=label)))
+                parsed.append((label, parse_source(code, label)))
                 project.sources[label] = code
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 continue
