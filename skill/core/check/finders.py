@@ -708,7 +708,7 @@ def _grad_guarded(facts: FileFacts, call: ast.AST) -> bool:
 
 @finder("FSD027")
 def checkpoint_without_use_reentrant(facts: FileFacts) -> Found:
-    """FSD027: activation checkpointing without ``use_reentrant=False`` (or with the reentrant impl), in a file that
+    """FSD027: ``torch.utils.checkpoint.checkpoint`` without ``use_reentrant`` (the reentrant default), in a file that
     does distributed work or that a checked file doing distributed work imports (a plain model file alone: silent)."""
     if not calls.distributed_work(facts):
         return
@@ -722,10 +722,8 @@ def checkpoint_without_use_reentrant(facts: FileFacts) -> Found:
                 continue  # checkpoint(fn, **kwargs): the flag may be in kwargs
             if v is None:  # use_reentrant=True written out is a choice (torch warns only when it is missing)
                 yield call, None
-        elif q.endswith("checkpoint_wrapper.checkpoint_wrapper") or q.endswith("checkpoint_wrapper"):
-            impl = kwarg(call, "checkpoint_impl")
-            if impl is not None and last_name(impl) == "REENTRANT":
-                yield impl, None
+        # checkpoint_wrapper's default is CheckpointImpl.NO_REENTRANT: CheckpointImpl.REENTRANT is only ever written out,
+        # a choice like use_reentrant=True (FSD050 still speaks where it meets DDP's find_unused_parameters)
 
 
 @finder("FSD028")

@@ -11,7 +11,7 @@ class Net(nn.Module):
 
 
 def wrap(block):
-    return checkpoint_wrapper(block, checkpoint_impl=CheckpointImpl.REENTRANT)  # <- FSD027
+    return checkpoint_wrapper(block, checkpoint_impl=CheckpointImpl.REENTRANT)  # written out: a choice, as use_reentrant=True
 
 
 def main():
