@@ -553,10 +553,50 @@ RULES: dict[str, Rule] = {
             "debugging/ddp-no-sync-accumulation",
             "debugging/ddp-no-sync-accumulation",
         ),
+        _r(
+            "FSD070",
+            "error",
+            "state dict saved from a DDP / DataParallel wrapper (`module.*` keys) loaded into the bare model, or the reverse",
+            'the wrapper\'s state dict names every key "module.<name>" and the bare model\'s "<name>": load_state_dict fails '
+            'with "Missing key(s) ... Unexpected key(s)"; save ddp_model.module.state_dict() (or strip the prefix with '
+            "torch.nn.modules.utils.consume_prefix_in_state_dict_if_present) and load into the module before wrapping it",
+            "checkpoint/ddp-module-prefix",
+            "checkpoint/ddp-module-prefix",
+        ),
+        _r(
+            "FSD071",
+            "warning",
+            "`torch.save` / `save_pretrained` of a checkpoint on every rank to one path that does not name the rank",
+            "every rank writes the same file at the same time: the writes interleave or replace each other and a reader can "
+            "get a partial or mixed file; save on rank 0 only (if dist.get_rank() == 0:) and dist.barrier() before anyone "
+            "reads it, or give each rank its own file",
+            "checkpoint/rank-zero-write-barrier",
+            "checkpoint/rank-zero-write-barrier",
+        ),
+        _r(
+            "FSD072",
+            "error",
+            "`load_state_dict` on one rank into a module already wrapped by DDP / FSDP1, or into an optimizer",
+            "the other ranks never load: DDP broadcasts the parameters only in its constructor and nothing broadcasts an "
+            "optimizer's state, so the replicas start from different weights or state (an FSDP1 module's load all-gathers: "
+            "the job hangs); load on every rank (map_location='cpu'), or on rank 0 before DDP(...) for the parameters only",
+            "checkpoint/load-before-wrap",
+            "checkpoint/load-before-wrap",
+        ),
+        _r(
+            "FSD073",
+            "warning",
+            "FSDP1: `optimizer.load_state_dict` of a state read from one file, never converted with `optim_state_dict_to_load`",
+            "with FSDP1 each rank's optimizer holds the state of its own shard of the flat parameters: one file's plain "
+            "optimizer state fits at most the rank that wrote it; save FSDP.optim_state_dict(model, optim) and load "
+            "FSDP.optim_state_dict_to_load(model, optim, osd) on every rank",
+            "checkpoint/fsdp1-optim-state-dict",
+            "checkpoint/fsdp1-optim-state-dict",
+        ),
     ]
 }
 
 NOT_ANALYSED = "FSD000"  # the file was not analysed (does not parse, or the checker failed on it): a finding, not a rule
-# the rule codes as a range ("FSD001-FSD060"): the check_script tool's description gives it, and a test holds the
+# the rule codes as a range ("FSD001-FSD073"): the check_script tool's description gives it, and a test holds the
 # pre-commit hook's description and README to it
 RULE_RANGE = f"{min(RULES)}-{max(RULES)}"

@@ -1,0 +1,24 @@
+"""FSD073 near-miss: each rank resumes its own shard's optimizer state from its own file (LOCAL_STATE_DICT-style,
+the same world size)."""
+import os
+
+import torch
+import torch.distributed as dist
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+
+class Trainer:
+    def __init__(self, net):
+        self.model = FSDP(net)
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=1e-3)
+
+    def resume(self, path):
+        state = torch.load(f"{path}.rank{dist.get_rank()}", map_location="cpu")
+        self.optimizer.load_state_dict(state["optimizer"])
+
+
+def main():
+    dist.init_process_group("gloo")
+    trainer = Trainer(torch.nn.Linear(4, 4))
+    trainer.resume(os.path.join("ckpt", "last.pt"))
+    dist.destroy_process_group()
