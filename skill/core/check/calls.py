@@ -356,9 +356,7 @@ def summarise(facts: FileFacts, fn: Function, path: str = "") -> FunctionSummary
     loader: int | None = None
     for node in facts.scope_nodes(fn):
         if isinstance(node, ast.Return) and node.value is not None:
-            value = facts.resolve(node.value)
-            if loader is None and is_loader_call(facts, value) and isinstance(value, ast.Call) and unsharded_loader(facts, value):
-                loader = value.lineno
+            loader = loader or returned_loader(facts, node.value)
             returns = returns or expr_kind(facts, node.value)
             i = _param_index(facts, fn, node.value, params)
             whole = facts.chain(node.value)
@@ -563,6 +561,13 @@ _SPLIT_WORDS = ("world_size", "num_replicas", "num_shards", "split_by_node", "sp
 _SPLIT_CALLS = {"get_world_size", "Subset", "shard", "split_dataset_by_node", "DistributedSampler"}
 
 
+def returned_loader(facts: FileFacts, value: ast.expr) -> int | None:
+    """The line of the ``DataLoader(...)`` with no sampler (:func:`unsharded_loader`) that a ``return value`` returns,
+    directly or through a name, else None."""
+    made = facts.resolve(value)
+    return made.lineno if isinstance(made, ast.Call) and is_loader_call(facts, made) and unsharded_loader(facts, made) else None
+
+
 def is_loader_call(facts: FileFacts, node: ast.AST | None) -> bool:
     """``torch.utils.data.DataLoader(...)`` (or a ``DataLoader`` imported from elsewhere under that name)."""
     return isinstance(node, ast.Call) and (facts.qual(node) or "").rsplit(".", 1)[-1] == "DataLoader"
@@ -631,7 +636,8 @@ def _splits_by_name(facts: FileFacts, n: ast.Name | ast.Attribute | ast.Call) ->
     q = facts.qual(n) or ""
     return (
         any(w in text for w in _SPLIT_WORDS)
-        or isinstance(n, ast.Call) and last_name(n) in _SPLIT_CALLS
+        or isinstance(n, ast.Call)
+        and last_name(n) in _SPLIT_CALLS
         or q.startswith(("webdataset.", "torchdata."))
         or "IterableDataset" in q
     )

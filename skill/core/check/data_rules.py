@@ -44,8 +44,7 @@ from __future__ import annotations
 import ast
 
 from fsdp_skill.core.check import calls as callgraph  # `calls` is a common local name here
-from fsdp_skill.core.check import divergence
-from fsdp_skill.core.check import calls_rules
+from fsdp_skill.core.check import calls_rules, divergence
 from fsdp_skill.core.check.calls_rules import bound_call, rank_kind
 from fsdp_skill.core.check.facts import DDP, FSDP1, FULLY_SHARD, FileFacts, dotted, is_true, kwarg, last_name, start
 from fsdp_skill.core.check.finders import Found, finder
@@ -167,7 +166,10 @@ def training_loader_not_sharded(facts: FileFacts) -> Found:
                     loader, elsewhere = _unsharded_at(facts, arg)
                     if loader is not None or elsewhere is not None:
                         how = f"built at line {loader.lineno}" if loader is not None else f"from {elsewhere}"
-                        yield arg, f"{fn.name}() trains on this DataLoader with no sampler ({how}) in its loop at line {loop.lineno}"
+                        yield (
+                            arg,
+                            f"{fn.name}() trains on this DataLoader with no sampler ({how}) in its loop at line {loop.lineno}",
+                        )
             continue
         loader, elsewhere = _unsharded_at(facts, source)
         if loader is not None:
@@ -253,9 +255,9 @@ def sampler_on_the_local_rank(facts: FileFacts) -> Found:
         replicas, rank = kwarg(call, "num_replicas", 1), kwarg(call, "rank", 2)
         local_rank = rank is not None and rank_kind(facts, rank) == "local"
         local_size = _local_size(facts, replicas)
-        if local_rank and not local_size:
+        if local_rank and rank is not None and not local_size:
             yield rank, "the sampler's rank is the rank on this node"
-        elif local_size and not local_rank and (rank is None or rank_kind(facts, rank) == "global"):
+        elif replicas is not None and local_size and not local_rank and (rank is None or rank_kind(facts, rank) == "global"):
             yield replicas, "num_replicas is the number of processes (GPUs) on one node, the rank the job's"
 
 
@@ -385,21 +387,21 @@ def world_size_expr(facts: FileFacts, node: ast.AST | None, depth: int = 0) -> b
     return False
 
 
-def _divisions(facts: FileFacts, scope: ast.AST, name: str) -> list[tuple[tuple[int, int], ast.AST]]:
-    """(position, divisor) of each division of ``name`` in ``scope``: ``name / d``, ``name /= d``, ``name.div_(d)``,
+def _divisions(facts: FileFacts, scope: ast.AST, name: str) -> list[tuple[ast.expr | ast.stmt, ast.AST]]:
+    """(the division, divisor) of each division of ``name`` in ``scope``: ``name / d``, ``name /= d``, ``name.div_(d)``,
     ``name.div(d)``, ``torch.div(name, d)``."""
-    out: list[tuple[tuple[int, int], ast.AST]] = []
+    out: list[tuple[ast.expr | ast.stmt, ast.AST]] = []
     for n in facts.scope_nodes(scope):
         if isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Div, ast.FloorDiv)) and _mentions(n.left, name):
-            out.append((start(n), n.right))
+            out.append((n, n.right))
         elif isinstance(n, ast.AugAssign) and isinstance(n.op, (ast.Div, ast.FloorDiv)) and dotted(n.target) == name:
-            out.append((start(n), n.value))
+            out.append((n, n.value))
         elif isinstance(n, ast.Call) and last_name(n) in ("div", "div_", "true_divide", "divide") and n.args:
             recv = n.func.value if isinstance(n.func, ast.Attribute) else None
             if recv is not None and _mentions(recv, name):
-                out.append((start(n), n.args[0]))
+                out.append((n, n.args[0]))
             elif len(n.args) > 1 and _mentions(n.args[0], name):
-                out.append((start(n), n.args[1]))
+                out.append((n, n.args[1]))
     return out
 
 
@@ -477,9 +479,8 @@ def averaged_twice(facts: FileFacts) -> Found:
     for call, name, scope in _reduced_names(facts):
         if _op(call) != "AVG":
             continue
-        for pos, divisor in _divisions(facts, scope, name):
-            if pos > start(call) and world_size_expr(facts, divisor):
-                node = next(n for n in facts.scope_nodes(scope) if hasattr(n, "lineno") and start(n) == pos)  # type: ignore[arg-type]
+        for node, divisor in _divisions(facts, scope, name):
+            if start(node) > start(call) and world_size_expr(facts, divisor):
                 yield node, f"`{name}` was averaged by all_reduce(op=ReduceOp.AVG) at line {call.lineno}"
                 break
 
@@ -532,7 +533,10 @@ def gradients_reduced_twice(facts: FileFacts) -> Found:
     """FSD067: ``dist.all_reduce(p.grad)`` over the parameters of a DDP / FSDP wrapper."""
     for call, kind, model in _grad_all_reduces(facts):
         article = "an" if kind == "FSDP" else "a"
-        yield call, f"`{dotted(model) or 'the model'}` is {article} {kind} wrapper, which already averaged these gradients in backward"
+        yield (
+            call,
+            f"`{dotted(model) or 'the model'}` is {article} {kind} wrapper, which already averaged these gradients in backward",
+        )
 
 
 # --- FSD068: the training forward around the wrapper ---------------------------------------------------------------
@@ -601,7 +605,7 @@ def _feeds_backward(facts: FileFacts, call: ast.Call) -> ast.Call | None:
                 tainted |= {d for t in targets for x in ast.walk(t) if (d := dotted(x)) is not None}
         elif isinstance(n, ast.Call) and divergence.is_backward(n):
             recv = n.func.value if isinstance(n.func, ast.Attribute) else None
-            on = [recv] if recv is not None and n.func.attr == "backward" else list(n.args)  # type: ignore[union-attr]
+            on = [recv] if recv is not None and isinstance(n.func, ast.Attribute) and n.func.attr == "backward" else list(n.args)
             if any(_mentions(x, t) for x in on for t in tainted):
                 return n
     return None
@@ -620,7 +624,9 @@ def forward_around_the_wrapper(facts: FileFacts) -> Found:
     function that runs no forward through the wrapper (see the module docstring)."""
     if not (facts.ddp or facts.fsdp1) or _grad_all_reduces(facts):
         return
-    if any(_collective(facts, c) == "all_reduce" and ".grad" in (dotted(kwarg(c, "tensor", 0) or c) or "") for c in facts.calls()):
+    if any(
+        _collective(facts, c) == "all_reduce" and ".grad" in (dotted(kwarg(c, "tensor", 0) or c) or "") for c in facts.calls()
+    ):
         return  # the file reduces the gradients itself
     originals = _unwrapped_originals(facts)
     for call in facts.calls():
