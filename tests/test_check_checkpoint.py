@@ -1,4 +1,4 @@
-"""FSD070-FSD073 (``skill/core/check/checkpoint_rules.py``): the marked fixtures of ``tests/data/check/checkpoint/``
+"""FSD069-FSD072 (``skill/core/check/checkpoint_rules.py``): the marked fixtures of ``tests/data/check/checkpoint/``
 are checked in ``tests/test_check_marked.py``; this file holds the edges and the two-file package shape."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from fsdp_skill.core.check import check_paths, check_source
 
-CODES = {"FSD070", "FSD071", "FSD072", "FSD073"}
+CODES = {"FSD069", "FSD070", "FSD071", "FSD072"}
 
 
 def _codes(code: str, only: set[str] = CODES) -> list[tuple[int, str]]:
@@ -31,10 +31,10 @@ fresh = nn.Linear(2, 2)
 @pytest.mark.parametrize(
     ("wrap", "saved", "into", "extra", "want"),
     [
-        ("DDP(net)", "wrapped", "net", "", [(9, "FSD070")]),
-        ("nn.DataParallel(net)", "wrapped", "net", "", [(9, "FSD070")]),
-        ("DDP(net)", "wrapped.module", "wrapped", "", [(9, "FSD070")]),  # the reverse: bare keys into the wrapper
-        ("DDP(net)", "net", "wrapped", "", [(9, "FSD070")]),
+        ("DDP(net)", "wrapped", "net", "", [(9, "FSD069")]),
+        ("nn.DataParallel(net)", "wrapped", "net", "", [(9, "FSD069")]),
+        ("DDP(net)", "wrapped.module", "wrapped", "", [(9, "FSD069")]),  # the reverse: bare keys into the wrapper
+        ("DDP(net)", "net", "wrapped", "", [(9, "FSD069")]),
         ("DDP(net)", "wrapped", "wrapped", "", []),
         ("DDP(net)", "wrapped.module", "net", "", []),
         ("DDP(net)", "wrapped", "net", ", strict=False", []),
@@ -42,15 +42,15 @@ fresh = nn.Linear(2, 2)
     ],
 )
 def test_prefix_directions(wrap, saved, into, extra, want):
-    assert _codes(PREFIX.format(wrap=wrap, saved=saved, into=into, extra=extra), {"FSD070"}) == want
+    assert _codes(PREFIX.format(wrap=wrap, saved=saved, into=into, extra=extra), {"FSD069"}) == want
 
 
 def test_prefix_needs_the_same_path_and_key():
     src = PREFIX.format(wrap="DDP(net)", saved="wrapped", into="net", extra="")
-    assert _codes(src.replace('torch.load("ckpt.pt")', 'torch.load("pretrained.pt")'), {"FSD070"}) == []
+    assert _codes(src.replace('torch.load("ckpt.pt")', 'torch.load("pretrained.pt")'), {"FSD069"}) == []
     keyed = src.replace('torch.save(wrapped.state_dict(), "ckpt.pt")', 'torch.save({"model": wrapped.state_dict()}, "ckpt.pt")')
-    assert _codes(keyed, {"FSD070"}) == []  # the whole dict is not the model's state dict
-    assert _codes(keyed.replace('torch.load("ckpt.pt")', 'torch.load("ckpt.pt")["model"]'), {"FSD070"}) == [(9, "FSD070")]
+    assert _codes(keyed, {"FSD069"}) == []  # the whole dict is not the model's state dict
+    assert _codes(keyed.replace('torch.load("ckpt.pt")', 'torch.load("ckpt.pt")["model"]'), {"FSD069"}) == [(9, "FSD069")]
 
 
 EVERY = """
@@ -66,8 +66,8 @@ main(None, "x.pt")
 @pytest.mark.parametrize(
     ("line", "want"),
     [
-        ("torch.save(model.state_dict(), path)", [(6, "FSD071")]),
-        ("model.save_pretrained(path)", [(6, "FSD071")]),
+        ("torch.save(model.state_dict(), path)", [(6, "FSD070")]),
+        ("model.save_pretrained(path)", [(6, "FSD070")]),
         ("tokenizer.save_pretrained(path)", []),
         ("model.save_pretrained(path, is_main_process=dist.get_rank() == 0)", []),
         ('torch.save(model.state_dict(), f"{path}.{dist.get_rank()}")', []),
@@ -103,7 +103,7 @@ def main(path):
 @pytest.mark.parametrize(
     ("before", "after", "want"),
     [
-        ("ddp = DDP(net)", "pass", [(9, "FSD072")]),
+        ("ddp = DDP(net)", "pass", [(9, "FSD071")]),
         ("pass", "ddp = DDP(net)", []),  # DDP's constructor broadcasts rank 0's weights
         ("ddp = DDP(net)", "[dist.broadcast(p.data, 0) for p in net.parameters()]", []),
     ],
@@ -115,9 +115,9 @@ def test_load_before_or_after_the_wrap(before, after, want):
 def test_fsdp1_load_on_one_rank_and_an_optimizer_before_the_wrap():
     fsdp = LOAD.format(before="m = FSDP(net)", after="pass").replace("net.load_state_dict", "m.load_state_dict")
     fsdp = "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n" + fsdp
-    assert _codes(fsdp) == [(10, "FSD072")]
+    assert _codes(fsdp) == [(10, "FSD071")]
     opt = LOAD.format(before="opt = torch.optim.SGD(net.parameters(), lr=0.1)", after="ddp = DDP(net)")
-    assert _codes(opt.replace("net.load_state_dict", "opt.load_state_dict")) == [(9, "FSD072")]
+    assert _codes(opt.replace("net.load_state_dict", "opt.load_state_dict")) == [(9, "FSD071")]
 
 
 def test_fsdp1_optimizer_needs_fsdp1_and_no_conversion():
@@ -126,7 +126,7 @@ def test_fsdp1_optimizer_needs_fsdp1_and_no_conversion():
         "model = FSDP(torch.nn.Linear(2, 2))\nopt = torch.optim.Adam(model.parameters())\n"
         'opt.load_state_dict(torch.load("o.pt"))\n'
     )
-    assert _codes(src) == [(5, "FSD073")]
+    assert _codes(src) == [(5, "FSD072")]
     assert _codes(src.replace("FSDP(torch", "(torch")) == []
     assert _codes(src + "FSDP.optim_state_dict_to_load(model, opt, {})\n") == []
 
@@ -147,7 +147,7 @@ def _package(root: Path, wrap_first: bool) -> None:
     )
 
 
-@pytest.mark.parametrize(("wrap_first", "want"), [(True, {("ckpt.py", 7, "FSD072")}), (False, set())])
+@pytest.mark.parametrize(("wrap_first", "want"), [(True, {("ckpt.py", 7, "FSD071")}), (False, set())])
 def test_a_resume_helper_of_another_file_given_the_wrapper(tmp_path, wrap_first, want):
     _package(tmp_path, wrap_first)
     found = {(Path(f.path).name, f.line, f.code) for f in check_paths([str(tmp_path)]) if f.code in CODES}

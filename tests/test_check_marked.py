@@ -19,7 +19,15 @@ FAMILIES = {
     "divergence": {"FSD037", "FSD038", "FSD040", "FSD045", "FSD046"},  # divergence.py
     "device": {"FSD047", "FSD048", "FSD049", "FSD050", "FSD051", "FSD052", "FSD053"},  # device_rules.py
     "flow": {"FSD054", "FSD055", "FSD056", "FSD057", "FSD058", "FSD059", "FSD060"},  # flow_rules.py
-    "checkpoint": {"FSD070", "FSD071", "FSD072", "FSD073"},  # checkpoint_rules.py
+    "data": {
+        "FSD061",
+        "FSD064",
+        "FSD065",
+        "FSD066",
+        "FSD067",
+        "FSD068",
+    },  # data_rules.py (FSD062/FSD063: one line each, top-level fixtures)
+    "checkpoint": {"FSD069", "FSD070", "FSD071", "FSD072"},  # checkpoint_rules.py
 }
 FIXTURES = [path for family in FAMILIES for path in sorted((DATA / family).glob("*.py"))]
 

@@ -140,6 +140,8 @@ def test_check_paths_walks_directories_and_rejects_bad_paths(tmp_path):
 def test_knowledge_snippets_only_flag_their_deliberate_mistakes():
     """Verified snippets are correct code, except where they demonstrate the mistake on purpose (each listed)."""
     deliberate = {
+        ("data/distributed-sampler-shards", "FSD062"),  # the ValueError it asserts
+        ("data/reduce-a-metric", "FSD064"),  # the TypeError it asserts
         ("debugging/monitored-barrier", "FSD003"),
         ("debugging/gloo-connection-closed-by-peer", "FSD003"),
         ("debugging/ddp-no-sync-accumulation", "FSD040"),

@@ -25,6 +25,7 @@ TOPICS = {
     "recipes",
     "parallelism",
     "launch",
+    "data",
 }
 
 

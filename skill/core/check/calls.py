@@ -26,7 +26,7 @@ import ast
 import math
 from dataclasses import dataclass, field
 
-from fsdp_skill.core.check.facts import DDP, FSDP1, FULLY_SHARD, FileFacts, dotted, kwarg
+from fsdp_skill.core.check.facts import DDP, FSDP1, FULLY_SHARD, FileFacts, dotted, kwarg, last_name
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 Key = tuple[int, str]
@@ -65,6 +65,8 @@ class FunctionSummary:
     """(parameter index, kind): that parameter is that kind after the call (``fully_shard`` works in place)"""
     sampler: bool = False
     """It returns a shuffling ``DistributedSampler``"""
+    loader: int | None = None
+    """Line of a ``DataLoader(...)`` with no sampler that it returns (:func:`unsharded_loader`)"""
     collective: tuple[str, str, int, str] | None = None
     """(rule code, label, line, file) of a collective a call of it reaches (set by the project pass)"""
     collective_when: tuple[str, ...] = ()
@@ -351,8 +353,10 @@ def summarise(facts: FileFacts, fn: Function, path: str = "") -> FunctionSummary
     wraps: dict[int, str] = {}
     in_place: dict[int, str] = {}
     sampler = False
+    loader: int | None = None
     for node in facts.scope_nodes(fn):
         if isinstance(node, ast.Return) and node.value is not None:
+            loader = loader or returned_loader(facts, node.value)
             returns = returns or expr_kind(facts, node.value)
             i = _param_index(facts, fn, node.value, params)
             whole = facts.chain(node.value)
@@ -394,6 +398,7 @@ def summarise(facts: FileFacts, fn: Function, path: str = "") -> FunctionSummary
         wraps=tuple(sorted(wraps.items())),
         in_place=tuple(sorted(in_place.items())),
         sampler=sampler,
+        loader=loader,
     )
 
 
@@ -547,3 +552,110 @@ def distributed_work(facts: FileFacts, *, here_only: bool = False) -> bool:
 # what a plain model file calls without doing distributed work: activation checkpointing, questions about the job
 _NOT_WORK_PREFIXES = ("torch.distributed.algorithms._checkpoint.",)
 _QUERIES = {"is_available", "is_initialized", "is_torchelastic_launched", "get_rank", "get_world_size", "get_backend"}
+
+
+# --- loaders (FSD061): what a DataLoader gives each rank --------------------------------------------------------
+
+# words in a dataset's construction that split it per rank
+_SPLIT_WORDS = ("world_size", "num_replicas", "num_shards", "split_by_node", "split_dataset_by_node", "nodesplitter")
+_SPLIT_CALLS = {"get_world_size", "Subset", "shard", "split_dataset_by_node", "DistributedSampler"}
+
+
+def returned_loader(facts: FileFacts, value: ast.expr) -> int | None:
+    """The line of the ``DataLoader(...)`` with no sampler (:func:`unsharded_loader`) that a ``return value`` returns,
+    directly or through a name, else None."""
+    made = facts.resolve(value)
+    return made.lineno if isinstance(made, ast.Call) and is_loader_call(facts, made) and unsharded_loader(facts, made) else None
+
+
+def is_loader_call(facts: FileFacts, node: ast.AST | None) -> bool:
+    """``torch.utils.data.DataLoader(...)`` (or a ``DataLoader`` imported from elsewhere under that name)."""
+    return isinstance(node, ast.Call) and (facts.qual(node) or "").rsplit(".", 1)[-1] == "DataLoader"
+
+
+def unsharded_loader(facts: FileFacts, loader: ast.Call) -> bool:
+    """Is ``loader`` (a ``DataLoader(...)`` call) one that gives every rank the whole dataset: no sampler or batch
+    sampler of any kind (``sampler=None`` written out counts as none), all its arguments visible, and a dataset the
+    file does not show being split per rank (:func:`split_dataset`)?"""
+    if any(k.arg is None for k in loader.keywords) or any(isinstance(a, ast.Starred) for a in loader.args):
+        return False
+    for name, pos in (("sampler", 3), ("batch_sampler", 4)):
+        given = kwarg(loader, name, pos)
+        if given is not None and not (isinstance(given, ast.Constant) and given.value is None):
+            return False
+    dataset = kwarg(loader, "dataset", 0)
+    return dataset is not None and not split_dataset(facts, dataset)
+
+
+def _attribute_values(facts: FileFacts, name: str) -> list[ast.expr]:
+    """The values the file assigns to the attribute ``name`` (``self.train_ds = ...``)."""
+    key = ("calls.attribute-values", name)
+    if key not in facts.cache:
+        facts.cache[key] = [
+            n.value
+            for n in facts.nodes
+            if isinstance(n, ast.Assign) and any(isinstance(t, ast.Attribute) and dotted(t) == name for t in n.targets)
+        ]
+    found: list[ast.expr] = facts.cache[key]
+    return found
+
+
+def split_dataset(facts: FileFacts, dataset: ast.AST, depth: int = 0) -> bool:
+    """May ``dataset`` be split per rank, or split itself? Its construction, followed through names, ``self.``
+    attributes and the returns of the checked code's helpers, names a rank or the world size, calls ``Subset`` /
+    ``.shard()`` / ``split_dataset_by_node`` / a webdataset, or builds an ``IterableDataset`` or a class of the file
+    that is one or reads a rank. Bounded; past the bound, True (silent)."""
+    if depth > 4:
+        return True
+    for n in ast.walk(dataset):
+        facts.tick()
+        if isinstance(n, (ast.Name, ast.Attribute, ast.Call)):
+            if facts.is_rank_expr(n) or _splits_by_name(facts, n):
+                return True
+        if isinstance(n, ast.Name):
+            value = facts.resolve(n)
+            if value is not None and value is not n and split_dataset(facts, value, depth + 1):
+                return True
+        elif isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self":
+            if any(split_dataset(facts, v, depth + 1) for v in _attribute_values(facts, dotted(n) or "")):
+                return True
+        elif isinstance(n, ast.Call):
+            cls = _class_of_file(facts, n)
+            if cls is not None and _class_splits(facts, cls):
+                return True
+            target = callee(facts, n)
+            if target is not None and target.fn is not None and target.fn is not facts.scope_of(n):
+                for ret in facts.scope_nodes(target.fn):
+                    if isinstance(ret, ast.Return) and ret.value is not None and split_dataset(facts, ret.value, depth + 1):
+                        return True
+    return False
+
+
+def _splits_by_name(facts: FileFacts, n: ast.Name | ast.Attribute | ast.Call) -> bool:
+    text = (dotted(n.func if isinstance(n, ast.Call) else n) or "").lower()
+    q = facts.qual(n) or ""
+    return (
+        any(w in text for w in _SPLIT_WORDS)
+        or isinstance(n, ast.Call)
+        and last_name(n) in _SPLIT_CALLS
+        or q.startswith(("webdataset.", "torchdata."))
+        or "IterableDataset" in q
+    )
+
+
+def _class_of_file(facts: FileFacts, call: ast.Call) -> ast.ClassDef | None:
+    if not isinstance(call.func, ast.Name):
+        return None
+    return next((n for n in facts.nodes if isinstance(n, ast.ClassDef) and n.name == call.func.id), None)
+
+
+def _class_splits(facts: FileFacts, cls: ast.ClassDef) -> bool:
+    """A dataset class of the file that is an ``IterableDataset`` or reads a rank / world size / worker info."""
+    if any("Iterable" in (dotted(b) or "") for b in cls.bases):
+        return True
+    for n in ast.walk(cls):
+        if isinstance(n, (ast.Name, ast.Attribute, ast.Call)) and (
+            facts.is_rank_expr(n) or _splits_by_name(facts, n) or last_name(n) == "get_worker_info"
+        ):
+            return True
+    return False

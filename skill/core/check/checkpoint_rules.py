@@ -1,6 +1,6 @@
-"""Rules about saving and loading checkpoints in a distributed job (FSD070-FSD073).
+"""Rules about saving and loading checkpoints in a distributed job (FSD069-FSD072).
 
-- **FSD070**: a state dict saved from a DDP / ``DataParallel`` wrapper (its keys start with ``module.``) and loaded
+- **FSD069**: a state dict saved from a DDP / ``DataParallel`` wrapper (its keys start with ``module.``) and loaded
   into the bare model, or saved from the bare model (``ddp.module``, the module handed to ``DDP(...)``) and loaded
   into the wrapper: ``torch.save(ddp.state_dict(), p)`` ... ``model.load_state_dict(torch.load(p))`` with the same
   path expression (or the same constant), the same dict key (``{"model": ...}`` / ``ckpt["model"]``), through names and
@@ -8,7 +8,7 @@
   file handles the prefix anywhere (a string holding ``module.``, ``consume_prefix_in_state_dict_if_present``, a
   ``k[7:]`` slice), where the load passes ``strict=False``, and where either side is not known to be a wrapper or a
   bare module.
-- **FSD071**: ``torch.save`` / ``safetensors.torch.save_file`` / ``save_pretrained`` (not of a tokenizer or config)
+- **FSD070**: ``torch.save`` / ``safetensors.torch.save_file`` / ``save_pretrained`` (not of a tokenizer or config)
   that every rank runs, to a path that does not name the rank, in a file that does distributed work. "Every rank
   runs it": it is under no rank condition (nor after ``if rank != 0: return``), and, inside a function, every call
   of that function in the file (a ``self.`` method: every ``x.name(...)``; a function given to ``mp.spawn`` /
@@ -16,14 +16,14 @@
   guard it). DCP (``dcp.save``), Accelerate's ``accelerator.save``, Lightning's and HF Trainer's saves guard or
   coordinate themselves and are not these calls; ``save_pretrained(..., is_main_process=...)`` is guarded; an FSDP2
   state dict is FSD016's.
-- **FSD072**: ``load_state_dict`` under a rank condition into a module that DDP already wraps (the wrapper, its
+- **FSD071**: ``load_state_dict`` under a rank condition into a module that DDP already wraps (the wrapper, its
   ``.module``, or the module given to ``DDP(...)`` earlier in the function; DDP broadcasts the parameters only in its
   constructor, so the other ranks keep their own weights), into an FSDP1 module (its ``load_state_dict`` of a full
   state dict all-gathers: the other ranks never join), or an optimizer's ``load_state_dict`` under a rank condition in a
   file that wraps a model (the optimizer state is never broadcast: before or after the wrap). Silent when the same
   function broadcasts afterwards (``dist.broadcast``, ``broadcast_object_list``, ``_sync_module_states``) and when the
   other ranks load on their own path. Loading on rank 0 *before* ``DDP(...)`` is right for the parameters.
-- **FSD073**: ``optimizer.load_state_dict(...)`` of a state read from one file (``torch.load`` of a path that does not
+- **FSD072**: ``optimizer.load_state_dict(...)`` of a state read from one file (``torch.load`` of a path that does not
   name the rank) in a file that wraps with FSDP1 and never converts it (``FSDP.optim_state_dict_to_load``,
   ``set_optimizer_state_dict``, ``scatter_full_optim_state_dict``, ``shard_full_optim_state_dict``,
   ``load_sharded_optimizer_state_dict``): each rank's optimizer holds the state of its own shard (flat parameters),
@@ -99,7 +99,7 @@ def _alternatives(facts: FileFacts, node: ast.AST | None, depth: int = 0, *, nam
     return out or [node]
 
 
-# --- FSD070: the `module.` prefix of a wrapper's state dict -----------------------------------------------------
+# --- FSD069: the `module.` prefix of a wrapper's state dict -----------------------------------------------------
 
 
 def _wrapper(facts: FileFacts, node: ast.AST) -> bool:
@@ -225,9 +225,9 @@ def _not_strict(call: ast.Call) -> bool:
     return strict is not None and not (isinstance(strict, ast.Constant) and strict.value is True)
 
 
-@finder("FSD070")
+@finder("FSD069")
 def module_prefix_mismatch(facts: FileFacts) -> Found:
-    """FSD070: a wrapper's state dict loaded into the bare model, or the reverse (see the module docstring)."""
+    """FSD069: a wrapper's state dict loaded into the bare model, or the reverse (see the module docstring)."""
     if not (facts.ddp or facts.uses(DDP, DATA_PARALLEL)) or _handles_prefix(facts):
         return
     saves: list[tuple[object, str, set[str], ast.Call]] = []
@@ -260,7 +260,7 @@ def module_prefix_mismatch(facts: FileFacts) -> Found:
                 break
 
 
-# --- FSD071: every rank writes the same file -----------------------------------------------------------------
+# --- FSD070: every rank writes the same file -----------------------------------------------------------------
 
 _SPAWNERS = {"spawn", "start_processes", "Process"}
 _NOT_WEIGHTS = ("tokenizer", "processor", "config", "feature_extractor", "image_processor")
@@ -336,9 +336,9 @@ def _node_local(facts: FileFacts, path: ast.AST) -> bool:
     return any(isinstance(n, ast.Call) and (facts.qual(n) or "").startswith("tempfile.") for n in ast.walk(path))
 
 
-@finder("FSD071")
+@finder("FSD070")
 def every_rank_writes_one_file(facts: FileFacts) -> Found:
-    """FSD071: a checkpoint written by every rank to one path (see the module docstring)."""
+    """FSD070: a checkpoint written by every rank to one path (see the module docstring)."""
     if not callgraph.distributed_work(facts, here_only=True):
         return
     for call in facts.calls():
@@ -358,7 +358,7 @@ def every_rank_writes_one_file(facts: FileFacts) -> Found:
             yield call, f"{label} runs on every rank, to `{_short(path)}`, which does not name the rank"
 
 
-# --- FSD072: a checkpoint loaded on one rank after the wrap -------------------------------------------------------
+# --- FSD071: a checkpoint loaded on one rank after the wrap -------------------------------------------------------
 
 _SYNCS = {"broadcast", "broadcast_object_list", "_sync_module_states", "_sync_params_and_buffers", "sync_module_states"}
 
@@ -395,9 +395,9 @@ def _synced_after(facts: FileFacts, branch: ast.stmt, scope: ast.AST) -> bool:
     return any(last_name(c) in _SYNCS for c in calls[bisect.bisect_left(positions, end(branch)) :])
 
 
-@finder("FSD072")
+@finder("FSD071")
 def loaded_on_one_rank_after_wrap(facts: FileFacts) -> Found:
-    """FSD072: ``load_state_dict`` on some ranks only, into a wrapped module or an optimizer (see the module
+    """FSD071: ``load_state_dict`` on some ranks only, into a wrapped module or an optimizer (see the module
     docstring)."""
     wraps = bool(facts.ddp or facts.fsdp1 or facts.fsdp2 or facts.uses(DDP, FSDP1))
     if not wraps:
@@ -431,7 +431,7 @@ def loaded_on_one_rank_after_wrap(facts: FileFacts) -> Found:
         )
 
 
-# --- FSD073: an FSDP1 optimizer state loaded as it is ------------------------------------------------------------
+# --- FSD072: an FSDP1 optimizer state loaded as it is ------------------------------------------------------------
 
 _CONVERTERS = {
     "optim_state_dict_to_load",
@@ -445,9 +445,9 @@ _CONVERTERS = {
 }
 
 
-@finder("FSD073")
+@finder("FSD072")
 def fsdp1_optimizer_state_loaded_as_is(facts: FileFacts) -> Found:
-    """FSD073: ``optimizer.load_state_dict`` of a state read from one file with FSDP1, never converted (see the module
+    """FSD072: ``optimizer.load_state_dict`` of a state read from one file with FSDP1, never converted (see the module
     docstring)."""
     if not (facts.fsdp1 or facts.uses(FSDP1)) or any(last_name(c) in _CONVERTERS for c in facts.calls()):
         return

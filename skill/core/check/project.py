@@ -274,6 +274,6 @@ def _exports(facts: FileFacts, label: str) -> tuple[dict[str, FunctionSummary], 
         got = collectives.get(key)
         if got is not None:
             s = replace(s, collective=(got[0], got[1], got[2], got[3] or label), collective_when=guards.get(key, ()))
-        if s.returns or s.returns_param is not None or s.wraps or s.in_place or s.sampler or s.collective:
+        if s.returns or s.returns_param is not None or s.wraps or s.in_place or s.sampler or s.loader or s.collective:
             out[key] = s  # a function that does none of these tells its callers nothing: not exported (fewer rebuilds)
     return out, keys

@@ -554,7 +554,82 @@ RULES: dict[str, Rule] = {
             "debugging/ddp-no-sync-accumulation",
         ),
         _r(
-            "FSD070",
+            "FSD061",
+            "warning",
+            "training loop over a `DataLoader` with no `DistributedSampler` (nor any sampler, nor a dataset split per rank) in a DDP / FSDP script",
+            "every rank iterates the whole dataset in the same order, so the ranks train on the same batches and N "
+            "processes do the work of one; give the loader sampler=DistributedSampler(dataset) (and call "
+            "sampler.set_epoch(epoch) each epoch), or split the dataset by rank",
+            "data/shard-the-training-loader",
+            "data/distributed-sampler-shards",
+        ),
+        _r(
+            "FSD062",
+            "error",
+            "`DataLoader(..., sampler=DistributedSampler(...), shuffle=True)`",
+            'DataLoader raises "ValueError: sampler option is mutually exclusive with shuffle": drop shuffle=True from '
+            "the DataLoader and pass shuffle to DistributedSampler (it shuffles by default)",
+            "data/shard-the-training-loader",
+            "data/distributed-sampler-shards",
+        ),
+        _r(
+            "FSD063",
+            "warning",
+            "`DistributedSampler(rank=local_rank)` or `num_replicas=torch.cuda.device_count()` (the node's view for the job's)",
+            "the sampler splits the dataset among the whole job: num_replicas is the world size and rank the global rank "
+            "(the defaults, from the process group); with the node's local rank every node reads the same shards, with "
+            "the node's GPU count the ranks past the first node are out of range",
+            "data/shard-the-training-loader",
+            "data/distributed-sampler-shards",
+        ),
+        _r(
+            "FSD064",
+            "error",
+            "`dist.all_reduce` / `broadcast` / `reduce` given a Python number, `.item()`, a list or a NumPy array",
+            "collectives work on tensors in place and raise TypeError for anything else (a number cannot be changed in "
+            "place anyway): reduce a tensor, e.g. t = torch.tensor([value], device=device); dist.all_reduce(t); t.item()",
+            "data/reduce-a-metric",
+            "data/reduce-a-metric",
+        ),
+        _r(
+            "FSD065",
+            "warning",
+            "loss or metric all-reduced with the default `SUM`, then reported or kept as an average with no division",
+            "dist.all_reduce sums by default: the value is the sum over the ranks, N times the mean; divide by "
+            "dist.get_world_size() (or by the summed count) before reporting it as an average",
+            "data/reduce-a-metric",
+            "data/reduce-a-metric",
+        ),
+        _r(
+            "FSD066",
+            "warning",
+            "value divided by the world size after `all_reduce(op=ReduceOp.AVG)` (averaged twice)",
+            "ReduceOp.AVG already divides by the number of ranks: dividing again makes the value N times too small; "
+            "drop the division (or reduce with SUM and divide once)",
+            "data/reduce-a-metric",
+            "data/reduce-a-metric",
+        ),
+        _r(
+            "FSD067",
+            "warning",
+            "gradients all-reduced by hand (`dist.all_reduce(p.grad)`) on the parameters of a DDP / FSDP model",
+            "the wrapper already averaged the gradients during backward: this all-reduce repeats the communication and, "
+            "unless divided again, makes the gradients N times too large; drop it (or drop the wrapper)",
+            "data/through-the-wrapper",
+            "data/ddp-step-through-the-wrapper",
+        ),
+        _r(
+            "FSD068",
+            "error",
+            "training forward through `model.module(...)` or the unwrapped module (not the DDP / FSDP wrapper) feeding `backward()`",
+            "DDP arms its gradient all-reduce (and FSDP1 gathers its parameters) only in the wrapper's forward: a forward "
+            "around it trains each rank on its own gradients and the replicas drift apart (FSDP1 fails on the flat "
+            "shards); call the wrapper, model(x), and keep model.module for state_dict, saving and attributes",
+            "data/through-the-wrapper",
+            "data/ddp-step-through-the-wrapper",
+        ),
+        _r(
+            "FSD069",
             "error",
             "state dict saved from a DDP / DataParallel wrapper (`module.*` keys) loaded into the bare model, or the reverse",
             'the wrapper\'s state dict names every key "module.<name>" and the bare model\'s "<name>": load_state_dict fails '
@@ -564,7 +639,7 @@ RULES: dict[str, Rule] = {
             "checkpoint/ddp-module-prefix",
         ),
         _r(
-            "FSD071",
+            "FSD070",
             "warning",
             "`torch.save` / `save_pretrained` of a checkpoint on every rank to one path that does not name the rank",
             "every rank writes the same file at the same time: the writes interleave or replace each other and a reader can "
@@ -574,7 +649,7 @@ RULES: dict[str, Rule] = {
             "checkpoint/rank-zero-write-barrier",
         ),
         _r(
-            "FSD072",
+            "FSD071",
             "error",
             "`load_state_dict` on one rank into a module already wrapped by DDP / FSDP1, or into an optimizer",
             "the other ranks never load: DDP broadcasts the parameters only in its constructor and nothing broadcasts an "
@@ -584,7 +659,7 @@ RULES: dict[str, Rule] = {
             "checkpoint/load-before-wrap",
         ),
         _r(
-            "FSD073",
+            "FSD072",
             "warning",
             "FSDP1: `optimizer.load_state_dict` of a state read from one file, never converted with `optim_state_dict_to_load`",
             "with FSDP1 each rank's optimizer holds the state of its own shard of the flat parameters: one file's plain "
@@ -597,6 +672,6 @@ RULES: dict[str, Rule] = {
 }
 
 NOT_ANALYSED = "FSD000"  # the file was not analysed (does not parse, or the checker failed on it): a finding, not a rule
-# the rule codes as a range ("FSD001-FSD073"): the check_script tool's description gives it, and a test holds the
+# the rule codes as a range ("FSD001-FSD072"): the check_script tool's description gives it, and a test holds the
 # pre-commit hook's description and README to it
 RULE_RANGE = f"{min(RULES)}-{max(RULES)}"

@@ -1,4 +1,4 @@
-"""FSD070: a DDP wrapper's state dict (keys `module.*`) saved, then loaded into the bare model to resume."""
+"""FSD070: every rank of a DDP job writes the same checkpoint file at the end of each epoch."""
 import os
 
 import torch
@@ -6,23 +6,24 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 
-def main():
-    dist.init_process_group("gloo")
-    model = torch.nn.Linear(4, 4)
-    path = os.path.join("runs", "last.pt")
-    if os.path.exists(path):
-        model.load_state_dict(torch.load(path, map_location="cpu"))  # <- FSD070
-    ddp_model = DDP(model)
-    opt = torch.optim.SGD(ddp_model.parameters(), lr=0.1)
-    for _ in range(3):
-        opt.zero_grad()
-        ddp_model(torch.randn(2, 4)).sum().backward()
+def train(args):
+    dist.init_process_group("nccl")
+    local_rank = int(os.environ["LOCAL_RANK"])
+    torch.cuda.set_device(local_rank)
+    model = DDP(torch.nn.Linear(8, 8).cuda(), device_ids=[local_rank])
+    opt = torch.optim.AdamW(model.parameters())
+    for epoch in range(args.epochs):
+        loss = model(torch.randn(4, 8, device="cuda")).sum()
+        loss.backward()
         opt.step()
-    if dist.get_rank() == 0:
-        torch.save(ddp_model.state_dict(), path)
-    dist.barrier()
+        torch.save({"model": model.module.state_dict(), "epoch": epoch}, os.path.join(args.out, "ckpt.pt"))  # <- FSD070
     dist.destroy_process_group()
 
 
 if __name__ == "__main__":
-    main()
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--out", default="out")
+    train(parser.parse_args())

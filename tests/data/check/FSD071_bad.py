@@ -1,4 +1,4 @@
-"""FSD071: every rank of a DDP job writes the same checkpoint file at the end of each epoch."""
+"""FSD071: the checkpoint is loaded on rank 0 after DDP(...) was built; DDP broadcast the old weights already."""
 import os
 
 import torch
@@ -6,24 +6,21 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 
-def train(args):
-    dist.init_process_group("nccl")
-    local_rank = int(os.environ["LOCAL_RANK"])
-    torch.cuda.set_device(local_rank)
-    model = DDP(torch.nn.Linear(8, 8).cuda(), device_ids=[local_rank])
-    opt = torch.optim.AdamW(model.parameters())
-    for epoch in range(args.epochs):
-        loss = model(torch.randn(4, 8, device="cuda")).sum()
-        loss.backward()
-        opt.step()
-        torch.save({"model": model.module.state_dict(), "epoch": epoch}, os.path.join(args.out, "ckpt.pt"))  # <- FSD071
+def main():
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    model = DDP(torch.nn.Linear(4, 4))
+    optimizer = torch.optim.Adam(model.parameters())
+    if rank == 0 and os.path.exists("ckpt.pt"):
+        ckpt = torch.load("ckpt.pt", map_location="cpu")
+        model.module.load_state_dict(ckpt["model"])  # <- FSD071
+        optimizer.load_state_dict(ckpt["optimizer"])  # <- FSD071
+    for _ in range(3):
+        optimizer.zero_grad()
+        model(torch.randn(2, 4)).sum().backward()
+        optimizer.step()
     dist.destroy_process_group()
 
 
 if __name__ == "__main__":
-    import argparse
-
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--epochs", type=int, default=2)
-    parser.add_argument("--out", default="out")
-    train(parser.parse_args())
+    main()

@@ -1,4 +1,5 @@
-"""FSD071 near-miss: rank 0 writes the checkpoint, the others wait at a barrier."""
+"""FSD071 near-miss: rank 0 loads the weights before DDP(...) (its constructor broadcasts them); every rank loads the
+optimizer state."""
 import os
 
 import torch
@@ -6,28 +7,22 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 
-def train(args):
-    dist.init_process_group("nccl")
-    local_rank = int(os.environ["LOCAL_RANK"])
-    torch.cuda.set_device(local_rank)
-    model = DDP(torch.nn.Linear(8, 8).cuda(), device_ids=[local_rank])
-    opt = torch.optim.AdamW(model.parameters())
-    for epoch in range(args.epochs):
-        loss = model(torch.randn(4, 8, device="cuda")).sum()
-        loss.backward()
-        opt.step()
-        if dist.get_rank() == 0:
-            torch.save({"model": model.module.state_dict(), "epoch": epoch}, os.path.join(args.out, "ckpt.pt"))
-        dist.barrier()
-        # a per-rank file is every rank's own
-        torch.save(opt.state_dict(), os.path.join(args.out, f"optim_rank{dist.get_rank()}.pt"))
+def main():
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    model = torch.nn.Linear(4, 4)
+    if rank == 0 and os.path.exists("ckpt.pt"):
+        model.load_state_dict(torch.load("ckpt.pt", map_location="cpu")["model"])
+    model = DDP(model)
+    optimizer = torch.optim.Adam(model.parameters())
+    if os.path.exists("ckpt.pt"):
+        optimizer.load_state_dict(torch.load("ckpt.pt", map_location="cpu")["optimizer"])
+    for _ in range(3):
+        optimizer.zero_grad()
+        model(torch.randn(2, 4)).sum().backward()
+        optimizer.step()
     dist.destroy_process_group()
 
 
 if __name__ == "__main__":
-    import argparse
-
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--epochs", type=int, default=2)
-    parser.add_argument("--out", default="out")
-    train(parser.parse_args())
+    main()

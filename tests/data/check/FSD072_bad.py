@@ -1,24 +1,24 @@
-"""FSD072: the checkpoint is loaded on rank 0 after DDP(...) was built; DDP broadcast the old weights already."""
+"""FSD072: FSDP1 optimizer state saved and loaded as a plain optimizer.state_dict() from one file."""
 import os
 
 import torch
 import torch.distributed as dist
-from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+
+def resume(model, optimizer, path):
+    ckpt = torch.load(path, map_location="cpu")
+    optimizer.load_state_dict(ckpt["optim"])  # <- FSD072
 
 
 def main():
-    dist.init_process_group("gloo")
-    rank = dist.get_rank()
-    model = DDP(torch.nn.Linear(4, 4))
-    optimizer = torch.optim.Adam(model.parameters())
-    if rank == 0 and os.path.exists("ckpt.pt"):
-        ckpt = torch.load("ckpt.pt", map_location="cpu")
-        model.module.load_state_dict(ckpt["model"])  # <- FSD072
-        optimizer.load_state_dict(ckpt["optimizer"])  # <- FSD072
-    for _ in range(3):
-        optimizer.zero_grad()
-        model(torch.randn(2, 4)).sum().backward()
-        optimizer.step()
+    dist.init_process_group("nccl")
+    torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+    model = FSDP(torch.nn.Linear(8, 8).cuda())
+    optim = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    ckpt = torch.load("ckpt.pt", map_location="cpu")
+    optim.load_state_dict(ckpt["optim"])  # <- FSD072
+    resume(model, optim, "ckpt.pt")
     dist.destroy_process_group()
 
 

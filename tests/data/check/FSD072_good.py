@@ -1,26 +1,19 @@
-"""FSD072 near-miss: rank 0 loads the weights before DDP(...) (its constructor broadcasts them); every rank loads the
-optimizer state."""
+"""FSD072 near-miss: the FSDP1 optimizer state converted with FSDP.optim_state_dict_to_load on every rank."""
 import os
 
 import torch
 import torch.distributed as dist
-from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 
 
 def main():
-    dist.init_process_group("gloo")
-    rank = dist.get_rank()
-    model = torch.nn.Linear(4, 4)
-    if rank == 0 and os.path.exists("ckpt.pt"):
-        model.load_state_dict(torch.load("ckpt.pt", map_location="cpu")["model"])
-    model = DDP(model)
-    optimizer = torch.optim.Adam(model.parameters())
-    if os.path.exists("ckpt.pt"):
-        optimizer.load_state_dict(torch.load("ckpt.pt", map_location="cpu")["optimizer"])
-    for _ in range(3):
-        optimizer.zero_grad()
-        model(torch.randn(2, 4)).sum().backward()
-        optimizer.step()
+    dist.init_process_group("nccl")
+    torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+    model = FSDP(torch.nn.Linear(8, 8).cuda())
+    optim = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    ckpt = torch.load("ckpt.pt", map_location="cpu")
+    osd = FSDP.optim_state_dict_to_load(model, optim, ckpt["optim"])
+    optim.load_state_dict(osd)
     dist.destroy_process_group()
 
 

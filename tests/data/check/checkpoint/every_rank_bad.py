@@ -1,4 +1,4 @@
-"""FSD071 in a Trainer class and through a helper: the save runs on every rank of a DDP job."""
+"""FSD070 in a Trainer class and through a helper: the save runs on every rank of a DDP job."""
 import os
 
 import torch
@@ -8,7 +8,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 
 def save_checkpoint(model, optimizer, path):
-    torch.save({"model": model.module.state_dict(), "optimizer": optimizer.state_dict()}, path)  # <- FSD071
+    torch.save({"model": model.module.state_dict(), "optimizer": optimizer.state_dict()}, path)  # <- FSD070
 
 
 class Trainer:
@@ -19,7 +19,7 @@ class Trainer:
 
     def _save(self, epoch):
         path = os.path.join(self.out_dir, f"epoch_{epoch}.pt")
-        torch.save(self.model.module.state_dict(), path)  # <- FSD071
+        torch.save(self.model.module.state_dict(), path)  # <- FSD070
 
     def fit(self, epochs):
         for epoch in range(epochs):

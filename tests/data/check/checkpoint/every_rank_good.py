@@ -1,4 +1,4 @@
-"""FSD071 near-misses: the save guarded at its call, after an early return of the other ranks, with
+"""FSD070 near-misses: the save guarded at its call, after an early return of the other ranks, with
 @rank_zero_only, to a per-rank path, through save_pretrained(is_main_process=...), DCP on every rank, a helper
 the file never calls (its caller elsewhere may guard it)."""
 import os

@@ -1,4 +1,4 @@
-"""FSD073 in a Trainer class: an FSDP1 model's optimizer state resumed from one torch.save file as it is."""
+"""FSD072 in a Trainer class: an FSDP1 model's optimizer state resumed from one torch.save file as it is."""
 import os
 
 import torch
@@ -13,7 +13,7 @@ class Trainer:
 
     def resume(self, path):
         state = torch.load(path, map_location="cpu")
-        self.optimizer.load_state_dict(state["optimizer"])  # <- FSD073
+        self.optimizer.load_state_dict(state["optimizer"])  # <- FSD072
 
 
 def main():

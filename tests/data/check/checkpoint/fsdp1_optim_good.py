@@ -1,4 +1,4 @@
-"""FSD073 near-miss: each rank resumes its own shard's optimizer state from its own file (LOCAL_STATE_DICT-style,
+"""FSD072 near-miss: each rank resumes its own shard's optimizer state from its own file (LOCAL_STATE_DICT-style,
 the same world size)."""
 import os
 

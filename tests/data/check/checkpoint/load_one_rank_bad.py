@@ -1,4 +1,4 @@
-"""FSD072 in a Trainer keeping the DDP wrapper in self.model, through a resume helper given the wrapper, and
+"""FSD071 in a Trainer keeping the DDP wrapper in self.model, through a resume helper given the wrapper, and
 into the module handed to DDP(...) earlier."""
 import torch
 import torch.distributed as dist
@@ -8,8 +8,8 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 def resume(model, optimizer, path, rank):
     if rank == 0:
         ckpt = torch.load(path, map_location="cpu")
-        model.load_state_dict(ckpt["model"])  # <- FSD072
-        optimizer.load_state_dict(ckpt["optimizer"])  # <- FSD072
+        model.load_state_dict(ckpt["model"])  # <- FSD071
+        optimizer.load_state_dict(ckpt["optimizer"])  # <- FSD071
 
 
 class Trainer:
@@ -20,7 +20,7 @@ class Trainer:
 
     def load(self, path):
         if self.rank == 0:
-            self.model.load_state_dict(torch.load(path, map_location="cpu"))  # <- FSD072
+            self.model.load_state_dict(torch.load(path, map_location="cpu"))  # <- FSD071
 
 
 def main(path):
@@ -31,6 +31,6 @@ def main(path):
     opt = torch.optim.AdamW(ddp.parameters())
     resume(ddp, opt, path, rank)
     if rank == 0:
-        net.load_state_dict(torch.load(path, map_location="cpu")["model"])  # <- FSD072
+        net.load_state_dict(torch.load(path, map_location="cpu")["model"])  # <- FSD071
     Trainer(torch.nn.Linear(4, 4), rank).load(path)
     dist.destroy_process_group()

@@ -1,4 +1,4 @@
-"""FSD072 near-misses: rank 0 loads before the wrap (inline and in a builder helper), the parameters broadcast
+"""FSD071 near-misses: rank 0 loads before the wrap (inline and in a builder helper), the parameters broadcast
 after a rank-0 load, every rank loads in the Trainer, each side of the branch loads its own."""
 import torch
 import torch.distributed as dist

@@ -1,4 +1,4 @@
-"""FSD070 through helpers and a Trainer class: the wrapper's state dict saved by one helper, loaded into the bare
+"""FSD069 through helpers and a Trainer class: the wrapper's state dict saved by one helper, loaded into the bare
 model by another (in the Trainer, the wrapper's saved and its `.module` loaded)."""
 import os
 
@@ -13,7 +13,7 @@ def save_checkpoint(model, path):
 
 def load_checkpoint(model, path):
     ckpt = torch.load(path, map_location="cpu")
-    model.load_state_dict(ckpt["model"])  # <- FSD070
+    model.load_state_dict(ckpt["model"])  # <- FSD069
 
 
 def build(args):
@@ -34,7 +34,7 @@ class Trainer:
             torch.save(self.model.state_dict(), path)
 
     def resume(self, path):
-        self.model.module.load_state_dict(torch.load(path, map_location="cpu"))  # <- FSD070
+        self.model.module.load_state_dict(torch.load(path, map_location="cpu"))  # <- FSD069
 
 
 def main(args):

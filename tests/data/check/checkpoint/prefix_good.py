@@ -1,4 +1,4 @@
-"""FSD070 near-misses: the inner module saved, the wrapper loaded with
+"""FSD069 near-misses: the inner module saved, the wrapper loaded with
 strict=False on purpose, a checkpoint of another path, the Trainer saving and loading the same side."""
 import os
 

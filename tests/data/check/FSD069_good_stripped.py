@@ -1,4 +1,4 @@
-"""FSD070 near-miss: the DDP wrapper's state dict saved, and the `module.` prefix stripped with torch's helper before
+"""FSD069 near-miss: the DDP wrapper's state dict saved, and the `module.` prefix stripped with torch's helper before
 the bare model loads it (the shape of the DDP examples that resume into an unwrapped model)."""
 import torch
 import torch.distributed as dist

@@ -1,0 +1,35 @@
+"""The same script with a DistributedSampler; an evaluation loader without one (no backward) is fine too."""
+
+import os
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+
+def main():
+    dist.init_process_group("nccl")
+    local_rank = int(os.environ["LOCAL_RANK"])
+    torch.cuda.set_device(local_rank)
+    dataset = TensorDataset(torch.randn(1024, 16), torch.randn(1024, 1))
+    sampler = DistributedSampler(dataset)
+    loader = DataLoader(dataset, batch_size=32, sampler=sampler)
+    val_loader = DataLoader(dataset, batch_size=64)
+    model = DDP(torch.nn.Linear(16, 1).cuda(), device_ids=[local_rank])
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(3):
+        sampler.set_epoch(epoch)
+        for x, y in loader:
+            loss = torch.nn.functional.mse_loss(model(x.cuda()), y.cuda())
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        with torch.no_grad():
+            for x, y in val_loader:
+                model(x.cuda())
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,151 @@
+"""FSD061-FSD068 (``skill/core/check/data_rules.py``): the marked fixtures of ``tests/data/check/data/`` are checked in
+``tests/test_check_marked.py``; this file holds the edges and the shape across two files of a package."""
+
+from __future__ import annotations
+
+import pytest
+
+from fsdp_skill.core.check import check_paths, check_source
+
+
+def _codes(code: str) -> list[tuple[int, str]]:
+    return [(f.line, f.code) for f in check_source(code, "t.py") if f.code >= "FSD061"]
+
+
+LOOP = """
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler
+def main(net, dataset, rank, world_size):
+    model = DDP(net)
+    loader = DataLoader({args})
+    for x in loader:
+        model(x).sum().backward()
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "want"),
+    [
+        ("dataset, batch_size=8, shuffle=True", [(8, "FSD061")]),
+        ("dataset, 8, True", [(8, "FSD061")]),
+        ("dataset, batch_size=8, sampler=None", [(8, "FSD061")]),  # written out, still none
+        ("dataset, batch_size=8, sampler=DistributedSampler(dataset)", []),
+        ("dataset, 8, False, DistributedSampler(dataset)", []),  # the sampler by position
+        ("dataset, batch_sampler=my_batches", []),  # a batch sampler of the user's: the file cannot tell
+        ("dataset, **loader_kwargs", []),  # the sampler may be in the kwargs
+        ("dataset[rank::world_size], batch_size=8", []),  # split by rank
+    ],
+)
+def test_a_training_loop_over_a_loader_without_a_sampler(args, want):
+    assert _codes(LOOP.format(args=args)) == want
+
+
+def test_no_wrapper_no_backward_and_lightning_are_silent():
+    plain = LOOP.replace("model = DDP(net)", "model = net")
+    assert _codes(plain.format(args="dataset, batch_size=8")) == []  # one process: nothing to shard
+    no_backward = LOOP.replace("model(x).sum().backward()", "model(x)")
+    assert _codes(no_backward.format(args="dataset, batch_size=8")) == []  # evaluation
+    lightning = "import lightning.pytorch as pl\n" + LOOP
+    assert _codes(lightning.format(args="dataset, batch_size=8")) == []  # the Trainer injects the sampler
+
+
+def test_a_package_whose_loader_helper_lives_in_another_file(tmp_path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "data.py").write_text(
+        "from torch.utils.data import DataLoader, DistributedSampler\n"
+        "def build_loader(ds):\n    return DataLoader(ds, batch_size=8, shuffle=True)\n"
+        "def build_sharded(ds):\n    return DataLoader(ds, batch_size=8, sampler=DistributedSampler(ds))\n"
+    )
+    (tmp_path / "train.py").write_text(
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "from pkg.data import build_loader, build_sharded\n"
+        "def main(net, ds):\n    model = DDP(net)\n"
+        "    for x in build_loader(ds):\n        model(x).sum().backward()\n"
+        "    for x in build_sharded(ds):\n        model(x).sum().backward()\n"
+    )
+    found = [(f.path.rsplit("/", 1)[-1], f.line, f.code) for f in check_paths([str(tmp_path)]) if f.code >= "FSD061"]
+    assert found == [("train.py", 5, "FSD061")]
+
+
+@pytest.mark.parametrize(
+    ("sampler", "want"),
+    [
+        ("DistributedSampler(ds, rank=local_rank)", [(6, "FSD063")]),
+        ("DistributedSampler(ds, num_replicas=torch.cuda.device_count())", [(6, "FSD063")]),
+        ("DistributedSampler(ds, num_replicas=torch.cuda.device_count(), rank=local_rank)", []),  # a per-node split
+        ("DistributedSampler(ds, num_replicas=world_size, rank=rank)", []),
+        ("DistributedSampler(ds)", []),
+    ],
+)
+def test_the_samplers_view_of_the_job(sampler, want):
+    code = (
+        "import os\nimport torch\nfrom torch.utils.data import DistributedSampler\n"
+        'local_rank = int(os.environ["LOCAL_RANK"])\nrank = int(os.environ["RANK"])\n'
+        f"s = {sampler}\n"
+    )
+    assert _codes(code) == want
+
+
+@pytest.mark.parametrize(
+    ("sampler", "shuffle", "want"),
+    [
+        ("DistributedSampler(ds)", "True", [(4, "FSD062")]),
+        ("DistributedSampler(ds) if distributed else None", "True", [(4, "FSD062")]),  # raises when distributed
+        ("DistributedSampler(ds)", "False", []),
+        ("None", "True", []),
+        ("DistributedSampler(ds)", "sampler is None", []),  # shuffle decided on the sampler: the file cannot tell
+    ],
+)
+def test_a_distributed_sampler_beside_shuffle(sampler, shuffle, want):
+    code = (
+        "from torch.utils.data import DataLoader, DistributedSampler\n"
+        f"sampler = {sampler}\n"
+        "x = 1\n"
+        "loader = DataLoader(ds, batch_size=4, sampler=sampler, shuffle=" + shuffle + ")\n"
+    )
+    assert _codes(code) == want
+
+
+@pytest.mark.parametrize(
+    ("value", "want"),
+    [
+        ("loss.item()", [(4, "FSD064")]),
+        ("[loss.item(), len(batch)]", [(4, "FSD064")]),
+        ("3", [(4, "FSD064")]),
+        ("loss.detach()", []),
+        ("loss.float()", []),  # a tensor method, not the builtin
+        ("torch.tensor([loss.item()])", []),
+    ],
+)
+def test_a_collective_needs_a_tensor(value, want):
+    code = f"import torch\nimport torch.distributed as dist\nv = {value}\ndist.all_reduce(v)\n"
+    assert [c for c in _codes(code) if c[1] == "FSD064"] == want
+
+
+@pytest.mark.parametrize(
+    ("body", "want"),
+    [
+        ('dist.all_reduce(loss)\n    print(f"avg loss {loss.item()}")', [(4, "FSD065")]),
+        ('dist.all_reduce(loss)\n    print(f"loss {loss.item()}")', []),  # not called an average
+        ('dist.all_reduce(loss)\n    print(f"avg loss {loss.item() / dist.get_world_size()}")', []),
+        ('loss = loss / dist.get_world_size()\n    dist.all_reduce(loss)\n    print(f"avg loss {loss.item()}")', []),
+        ('dist.all_reduce(loss, op=dist.ReduceOp.AVG)\n    print(f"avg loss {loss.item()}")', []),
+        ('dist.all_reduce(loss)\n    print(f"avg time {t:.2f}, loss sum {loss.item()}")', []),  # the label is another value's
+    ],
+)
+def test_a_sum_reported_as_an_average(body, want):
+    code = f"import torch.distributed as dist\ndef report(loss, t):\n    x = 1\n    {body}\n"
+    assert _codes(code) == want
+
+
+def test_the_step_through_model_module_is_silent_when_the_file_reduces_gradients_itself():
+    code = (
+        "import torch.distributed as dist\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "def step(net, x):\n    model = DDP(net)\n    loss = model.module(x).sum()\n    loss.backward()\n"
+        "    for p in model.module.parameters():\n        dist.all_reduce(p.grad)\n"
+    )
+    assert [c for c in _codes(code) if c[1] == "FSD068"] == []
+    assert _codes(code.rsplit("    for p", 1)[0]) == [(5, "FSD068")]
