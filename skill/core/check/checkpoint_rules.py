@@ -336,10 +336,30 @@ def _node_local(facts: FileFacts, path: ast.AST) -> bool:
     return any(isinstance(n, ast.Call) and (facts.qual(n) or "").startswith("tempfile.") for n in ast.walk(path))
 
 
+# calls that show the file runs as several ranks (forms a process group or a mesh, spawns ranks; or it wraps a module):
+# a library file with collectives and an offline converter run as one process (torch's own
+# distributed/checkpoint/format_utils.py: dcp_to_torch_save, no_dist=True, from its __main__) does not
+_RANKS_CALLS = {
+    "torch.distributed.init_process_group",
+    "torch.distributed.device_mesh.init_device_mesh",
+    "torch.multiprocessing.spawn",
+    "torch.multiprocessing.start_processes",
+}
+
+
+def _runs_as_ranks(facts: FileFacts) -> bool:
+    """Does the file itself run as several ranks: a process group or mesh formed, ranks spawned, or a DDP / FSDP /
+    ``fully_shard`` wrap?"""
+    if facts.ddp or facts.fsdp1 or facts.fsdp2:
+        return True
+    return any((facts.qual(c) or "") in _RANKS_CALLS for c in facts.calls())
+
+
 @finder("FSD070")
 def every_rank_writes_one_file(facts: FileFacts) -> Found:
-    """FSD070: a checkpoint written by every rank to one path (see the module docstring)."""
-    if not callgraph.distributed_work(facts, here_only=True):
+    """FSD070: a checkpoint written by every rank to one path (see the module docstring), in a file that runs as
+    several ranks (:func:`_runs_as_ranks`)."""
+    if not callgraph.distributed_work(facts, here_only=True) or not _runs_as_ranks(facts):
         return
     for call in facts.calls():
         got = _written(facts, call)
