@@ -316,11 +316,13 @@ def test_fsd004_fsd006_under_an_or_whose_rank_free_part_holds_inside_but_not_ano
 def test_fsd003_the_flag_that_lets_every_rank_in_also_guards_the_collective_of_the_function_called():
     good = (DATA / "FSD003_good_same_flag_guard.py").read_text()
     assert _lines(good, "FSD003") == []
-    # the flag not passed: the callee's guard is its default, not the caller's flag
-    assert _lines(
-        good.replace("load_checkpoint_to_cpu(filename, load_on_all_ranks=load_on_all_ranks)", "load_checkpoint_to_cpu(filename)"),
-        "FSD003",
-    ) == [23]
+    # the flag not passed: the callee's default (False) keeps its barrier from running at all
+    call = "load_checkpoint_to_cpu(filename, load_on_all_ranks=load_on_all_ranks)"
+    assert _lines(good.replace(call, "load_checkpoint_to_cpu(filename)"), "FSD003") == []
+    # the flag forced on: the barrier runs whenever the helper does, on rank 0 alone when the caller's flag is off
+    assert _lines(good.replace(call, "load_checkpoint_to_cpu(filename, load_on_all_ranks=True)"), "FSD003") == [23]
+    # a flag other than the caller's
+    assert _lines(good.replace(call, "load_checkpoint_to_cpu(filename, load_on_all_ranks=self.sync)"), "FSD003") == [23]
     # a second, unconditional collective in the callee
     assert _lines(good.replace("    return state\n", "    dist.barrier()\n    return state\n", 1), "FSD003") == [24]
     # the helper's broadcast under another flag than the one the early return tests

@@ -70,6 +70,12 @@ class FunctionSummary:
     collective_when: tuple[str, ...] = ()
     """Conditions (source text, in terms of its parameters) that hold wherever it reaches a collective: ``("on_all_ranks",)``
     for ``if on_all_ranks: dist.barrier()`` (set by the project pass; empty: unconditional or unknown)"""
+    collective_paths: tuple[tuple[str, ...], ...] = ()
+    """The conditions of each way it reaches a collective (one tuple per way, its conditions in terms of its parameters;
+    a way with none is ``()``): ``(("local_rank not in [-1, 0]",), ("local_rank == 0",))`` for yolov5's
+    ``torch_distributed_zero_first``; a call whose arguments make every way false reaches none (set by the project pass)"""
+    defaults: tuple[tuple[str, str], ...] = ()
+    """(parameter, source text) of each parameter with a literal default (``rank=-1``): what a call that omits it passes"""
 
 
 @dataclass
@@ -186,6 +192,23 @@ def _params(fn: Function) -> tuple[str, ...]:
     return tuple(a.arg for a in fn.args.posonlyargs + fn.args.args)
 
 
+def literal_defaults(fn: Function) -> tuple[tuple[str, str], ...]:
+    """(parameter, source text) of each parameter of ``fn`` (positional or keyword-only) whose default is a literal
+    (``rank=-1``, ``verbose=False``, ``ranks=(0,)``): what a call that leaves it out passes."""
+    args = fn.args
+    positional = args.posonlyargs + args.args
+    pairs = list(zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True))
+    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None]
+    out = []
+    for a, d in pairs:
+        try:
+            ast.literal_eval(d)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            continue
+        out.append((a.arg, ast.unparse(d)))
+    return tuple(out)
+
+
 def _local_summary(facts: FileFacts, fn: Function) -> FunctionSummary:
     summaries = facts.cache.get(_SUMMARIES)
     if isinstance(summaries, dict) and id(fn) in summaries:
@@ -193,7 +216,9 @@ def _local_summary(facts: FileFacts, fn: Function) -> FunctionSummary:
         assert isinstance(got, FunctionSummary)
         return got
     idx = _index(facts)
-    return FunctionSummary(name=idx.keys.get(id(fn), fn.name), path="", line=fn.lineno, params=_params(fn))
+    return FunctionSummary(
+        name=idx.keys.get(id(fn), fn.name), path="", line=fn.lineno, params=_params(fn), defaults=literal_defaults(fn)
+    )
 
 
 def _method(fn: Function, offset: int) -> int:
@@ -389,6 +414,7 @@ def summarise(facts: FileFacts, fn: Function, path: str = "") -> FunctionSummary
         path=path,
         line=fn.lineno,
         params=params,
+        defaults=literal_defaults(fn),
         returns=returns,
         returns_param=returns_param,
         wraps=tuple(sorted(wraps.items())),

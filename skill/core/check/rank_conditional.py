@@ -10,7 +10,7 @@ runs on every rank, so neither is reported.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 
 from fsdp_skill.core.check import calls
 from fsdp_skill.core.check.facts import FSDP1, FileFacts, Located, dotted, is_true, kwarg, last_name
@@ -212,7 +212,11 @@ def collective_summaries(facts: FileFacts) -> Summaries:
     """Local function key -> (code, label, line, file) of the first collective it can run, directly or through another
     function of the checked code (a fixpoint over the file's functions: module-level, nested, methods; a function of
     another checked file counts through its project summary). A collective under a rank condition inside the function
-    counts too: run on some ranks only, the function reaches its side of a pair alone."""
+    counts too: run on some ranks only, the function reaches its side of a pair alone.
+
+    A call whose arguments make every way its function reaches a collective false (:func:`reach_paths`:
+    ``create_dataloader(..., rank=-1)`` whose barriers run only ``if rank not in [-1, 0]`` / ``if rank == 0``) reaches
+    none, and a function all of whose ways are such calls reaches none either."""
     key = "rank_conditional.summaries"
     cached = facts.cache.get(key)
     if isinstance(cached, dict):
@@ -228,6 +232,19 @@ def collective_summaries(facts: FileFacts) -> Summaries:
         ]
         for fname, fn in funcs.items()
     }
+    rough = _summaries(facts, candidates)  # every call counts
+    facts.cache[_PATHS] = _paths(facts, candidates, rough)
+    out = _summaries(facts, candidates)  # now a call that reaches no collective with its arguments does not count
+    facts.cache[key] = out
+    return out
+
+
+_PATHS = "rank_conditional.paths"
+_DEAD = ("rank_conditional", "dead")
+_MAX_WAYS = 16  # ways kept per function; past them, one way with the conditions common to all
+
+
+def _summaries(facts: FileFacts, candidates: dict[str, list[ast.Call]]) -> Summaries:
     out: Summaries = {}
     for _ in range(4):
         known = len(out)
@@ -242,45 +259,228 @@ def collective_summaries(facts: FileFacts) -> Summaries:
                     break
         if len(out) == known:
             break  # a round that found nothing new: the next would not either
-    facts.cache[key] = out
     return out
+
+
+Ways = tuple[tuple[str, ...], ...]
+
+
+def reach_paths(facts: FileFacts) -> dict[str, Ways]:
+    """Function key -> the ways it reaches a collective: for each call in it that reaches one, the conditions (source
+    text in the function's own terms, :func:`_text`) of the ``if`` bodies around it, with those of the way through the
+    function it calls (its parameters replaced by what the call passes, a left-out one by its literal default). A
+    function that reaches none is not listed; a way of ``()`` holds always."""
+    collective_summaries(facts)
+    got = facts.cache.get(_PATHS)
+    return got if isinstance(got, dict) else {}
+
+
+def _paths(facts: FileFacts, candidates: dict[str, list[ast.Call]], rough: Summaries) -> dict[str, Ways]:
+    """:func:`reach_paths` from the summaries where every call counts (a small fixpoint: a caller's ways follow its
+    callees' of the round before)."""
+    funcs = calls.local_functions(facts)
+    out: dict[str, Ways] = {}
+    facts.cache[_PATHS] = out  # what the rounds so far know (a callee not yet listed: always reached)
+    for _ in range(4):
+        changed = False
+        for fname in rough:
+            fn = funcs.get(fname)
+            if fn is None:
+                continue
+            rebound = _rebound_params(facts, fn)
+            ways: set[tuple[str, ...]] = set()
+            for node in candidates.get(fname, []):
+                if collective_reached(facts, node, rough, exclude=fname) is None:
+                    continue
+                here = {_text(facts, c) for c in _conditions_of(facts, node, None)}
+                through = [()] if collective_kind(facts, node) is not None else _ways_through(facts, node)
+                for way in through or []:
+                    ways.add(tuple(sorted((here | set(way)) - {""})))
+            clean = {tuple(t for t in w if not _names_any(t, rebound)) for w in ways}
+            got = _bounded(clean)
+            if out.get(fname) != got:
+                out[fname], changed = got, True
+        facts.cache.pop(_DEAD, None)
+        if not changed:
+            break
+    facts.cache.pop(_DEAD, None)
+    return out
+
+
+def _bounded(ways: set[tuple[str, ...]]) -> Ways:
+    """The ways, sorted; one way that holds always absorbs the others; too many become the conditions common to all."""
+    if () in ways:
+        return ((),)
+    if len(ways) > _MAX_WAYS:
+        common = set.intersection(*(set(w) for w in ways))
+        return (tuple(sorted(common)),)
+    return tuple(sorted(ways))
+
+
+def _rebound_params(facts: FileFacts, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """The parameters of ``fn`` that its body binds again (``rank = rank or 0``): a condition on one is not the
+    caller's argument."""
+    names = {a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
+    return {n for n in names if len(facts.bindings.get((id(fn), n), [])) > 1}
+
+
+def _names_any(text: str, names: set[str]) -> bool:
+    if not names:
+        return False
+    try:
+        expr = ast.parse(text, mode="eval").body
+    except (SyntaxError, RecursionError, MemoryError, ValueError):
+        return True
+    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(expr))
+
+
+def _ways_through(facts: FileFacts, call: ast.Call) -> list[tuple[str, ...]] | None:
+    """The ways the function ``call`` runs reaches a collective, in the caller's terms, each way whose condition the
+    arguments make false left out (None: not a call of the checked code; ``[]``: no way left, the call reaches none)."""
+    target = calls.callee(facts, call)
+    if target is None:
+        return None
+    if target.key is not None:
+        known = facts.cache.get(_PATHS)
+        ways = known.get(target.key) if isinstance(known, dict) else None
+        if ways is None:
+            return [()]  # not known yet (this round), or reached by every call
+    else:
+        ways = target.summary.collective_paths or ((),)
+    given = _given(call, target)
+    out: list[tuple[str, ...]] = []
+    for way in ways:
+        texts: list[str] = []
+        for text in way:
+            swapped = _substituted(text, _param_names(target), given)
+            truth = _truth(swapped) if swapped is not None else None
+            if truth is False:
+                break
+            if swapped is not None and truth is None:
+                texts.append(_condition_text(facts, swapped))
+        else:
+            out.append(tuple(texts))
+    return out
+
+
+def _param_names(target: calls.Callee) -> set[str]:
+    """Every parameter name of the function ``target`` (keyword-only ones: of a local function, or with a default)."""
+    names = set(target.summary.params) | {name for name, _ in target.summary.defaults}
+    if target.fn is not None:
+        names |= {a.arg for a in target.fn.args.kwonlyargs}
+    return names
+
+
+def _given(call: ast.Call, target: calls.Callee) -> dict[str, ast.expr]:
+    """Parameter name -> what ``call`` passes it (its literal default where the call leaves it out, unless ``*args`` /
+    ``**kwargs`` may pass it)."""
+    given = {target.summary.params[i]: arg for i, arg in calls.bound_args(call, target)}
+    given |= {kw.arg: kw.value for kw in call.keywords if kw.arg is not None}
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(kw.arg is None for kw in call.keywords):
+        return given
+    for name, text in target.summary.defaults:
+        if name not in given:
+            try:
+                given[name] = ast.parse(text, mode="eval").body
+            except (SyntaxError, RecursionError, MemoryError, ValueError):
+                continue
+    return given
+
+
+def _substituted(text: str, params: Collection[str], given: dict[str, ast.expr]) -> ast.expr | None:
+    """The condition ``text`` (a callee's) with its parameters replaced by what the call passes; None when it names a
+    parameter the call does not pass (unknown there)."""
+    try:
+        expr = ast.parse(text, mode="eval").body
+    except (SyntaxError, RecursionError, MemoryError, ValueError):
+        return None
+    named = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
+    if named & (set(params) - set(given)):
+        return None
+    return _Swap({p: given[p] for p in named & set(given)}).visit(expr)
+
+
+def _condition_text(facts: FileFacts, expr: ast.expr) -> str:
+    if isinstance(expr, ast.Name):
+        return _text(facts, expr)
+    try:
+        return ast.unparse(expr)
+    except (RecursionError, MemoryError, ValueError):
+        return ""
+
+
+def _truth(expr: ast.AST) -> bool | None:
+    """The value of a condition made of literals (``-1 not in [-1, 0]``, ``not False``, ``0 == 0 and x``), None when a
+    part of it is not known."""
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
+        inner = _truth(expr.operand)
+        return None if inner is None else not inner
+    if isinstance(expr, ast.BoolOp):
+        parts = [_truth(v) for v in expr.values]
+        decisive = isinstance(expr.op, ast.Or)  # True decides an `or`, False an `and`
+        if decisive in parts:
+            return decisive
+        return None if None in parts else not decisive
+    try:
+        value = ast.literal_eval(expr)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        value = _UNKNOWN_VALUE
+    if value is not _UNKNOWN_VALUE:
+        return bool(value)
+    if isinstance(expr, ast.Compare):
+        try:
+            operands = [ast.literal_eval(x) for x in [expr.left, *expr.comparators]]
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return None
+        try:
+            return all(_COMPARE[type(op)](a, b) for op, a, b in zip(expr.ops, operands, operands[1:], strict=False))
+        except (KeyError, TypeError):
+            return None
+    return None
+
+
+_UNKNOWN_VALUE = object()
+_COMPARE = {
+    ast.Eq: lambda a, b: a == b,
+    ast.NotEq: lambda a, b: a != b,
+    ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b,
+    ast.Gt: lambda a, b: a > b,
+    ast.GtE: lambda a, b: a >= b,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
+    ast.Is: lambda a, b: a is b,
+    ast.IsNot: lambda a, b: a is not b,
+}
+
+
+def _dead(facts: FileFacts, call: ast.Call) -> bool:
+    """Do ``call``'s arguments make every way its function reaches a collective false (:func:`_ways_through`)?
+    Memoised per call while the ways stand."""
+    if _PATHS not in facts.cache:
+        return False
+    memo: dict[int, bool] = facts.cache.setdefault(_DEAD, {})
+    if id(call) not in memo:
+        memo[id(call)] = _ways_through(facts, call) == []
+    return memo[id(call)]
 
 
 def function_guards(facts: FileFacts) -> dict[str, tuple[str, ...]]:
     """Function key -> the conditions (:func:`_text`, in the function's own terms: its parameter names) that hold
     wherever a call of it reaches a collective: ``def load(path, on_all_ranks=False): ... if on_all_ranks:
-    dist.barrier()`` gives ``("on_all_ranks",)``. Empty (not listed) when some collective runs unconditionally. A
-    small fixpoint, like :func:`collective_summaries`, over the functions that reach one; what a call passes is put in place of
-    the parameters it binds (:func:`_guards_through`)."""
+    dist.barrier()`` gives ``("on_all_ranks",)``: the conditions every way of :func:`reach_paths` shares. Not listed
+    when some collective runs unconditionally."""
     key = "rank_conditional.guards"
     cached = facts.cache.get(key)
     if isinstance(cached, dict):
         return cached
-    summaries = collective_summaries(facts)
-    funcs = calls.local_functions(facts)
     out: dict[str, tuple[str, ...]] = {}
-    for _ in range(4):
-        changed = False
-        for fname in summaries:
-            fn = funcs.get(fname)
-            if fn is None:
-                continue
-            common: set[str] | None = None
-            for node in facts.scope_nodes(fn):
-                if not isinstance(node, ast.Call) or collective_reached(facts, node, summaries, exclude=fname) is None:
-                    continue
-                here = {_text(facts, c) for c in _conditions_of(facts, node, None)} | _guards_through(facts, node, out)
-                common = here if common is None else common & here
-                if not common:
-                    break
-            got = tuple(sorted(common or ()))
-            if got and out.get(fname) != got:
-                out[fname], changed = got, True
-            elif not got and fname in out:
-                del out[fname]
-                changed = True
-        if not changed:
-            break
+    summaries = collective_summaries(facts)
+    for fname, ways in reach_paths(facts).items():
+        if fname in summaries and ways:
+            common = set.intersection(*(set(w) for w in ways))
+            if common:
+                out[fname] = tuple(sorted(common))
     facts.cache[key] = out
     return out
 
@@ -288,32 +488,20 @@ def function_guards(facts: FileFacts) -> dict[str, tuple[str, ...]]:
 def _guards_through(facts: FileFacts, call: ast.Call, local: dict[str, tuple[str, ...]]) -> set[str]:
     """The conditions under which the function ``call`` runs reaches its collectives (``local`` for this file's
     functions, the project summary for another file's), in the caller's terms: a parameter named in a condition is
-    replaced by what the call passes (a condition naming a parameter the call does not pass is dropped)."""
+    replaced by what the call passes, or by its literal default (a condition naming a parameter the call does not pass
+    is dropped)."""
     target = calls.callee(facts, call)
     if target is None:
         return set()
     texts = local.get(target.key, ()) if target.key is not None else target.summary.collective_when
     if not texts:
         return set()
-    params = target.summary.params
-    given = {params[i]: arg for i, arg in calls.bound_args(call, target)}
+    given = _given(call, target)
     out = set()
     for text in texts:
-        try:
-            expr = ast.parse(text, mode="eval").body
-        except (SyntaxError, RecursionError, MemoryError, ValueError):
-            continue
-        named = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)} & set(params)
-        if not named <= set(given):
-            continue
-        if isinstance(expr, ast.Name) and expr.id in given:
-            out.add(_text(facts, given[expr.id]))
-            continue
-        swapped = _Swap({p: given[p] for p in named}).visit(expr)
-        try:
-            out.add(ast.unparse(swapped))
-        except (RecursionError, MemoryError, ValueError):
-            continue
+        swapped = _substituted(text, _param_names(target), given)
+        if swapped is not None and (got := _condition_text(facts, swapped)):
+            out.add(got)
     return out
 
 
@@ -342,7 +530,7 @@ def collective_reached(
     if kind is not None:
         return kind[0], kind[1], None, None, ""
     target = calls.callee(facts, call)
-    if target is None:
+    if target is None or _dead(facts, call):
         return None
     if target.key is not None:
         if target.key in summaries and target.key != exclude and facts.scope_of(call) is not target.fn:
