@@ -426,9 +426,37 @@ def _one_rank_values(facts: FileFacts) -> tuple[list[tuple[ast.Name, ast.Call, s
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for t in targets:
                 for n in ast.walk(t):
-                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and not _received(facts, node, n.id):
                         bound.append((n, node, f"bound under the rank condition at line {branch.lineno} (line {node.lineno})"))
     return results, bound
+
+
+# collectives after which every rank holds the same value in the tensor or list it was given
+_AGREED = {"broadcast", "broadcast_object_list", "all_reduce", "all_gather", "all_gather_object", "all_gather_into_tensor"}
+
+
+def _received(facts: FileFacts, stmt: ast.Assign | ast.AugAssign | ast.AnnAssign, name: str) -> bool:
+    """Is ``name`` bound here to what a collective that gives every rank the same value filled before, from a value
+    that carried ``name`` itself (yolov5: ``broadcast_list = [stop if RANK == 0 else None]``,
+    ``dist.broadcast_object_list(broadcast_list, 0)``, ``if RANK != 0: stop = broadcast_list[0]``)? Then the ranks
+    that bind it get the value the others already hold."""
+    if stmt.value is None:
+        return False
+    scope = facts.scope_of(stmt)
+    read = {n.id for n in ast.walk(stmt.value) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - {name}
+    if not read:
+        return False
+    for node in facts.scope_nodes(scope):
+        if not (isinstance(node, ast.Call) and start(node) < start(stmt)):
+            continue
+        q = facts.qual(node) or ""
+        if not (q.startswith("torch.distributed.") and q.rsplit(".", 1)[-1] in _AGREED):
+            continue
+        for arg in [*node.args, *(k.value for k in node.keywords)]:
+            given = [n for n in ast.walk(arg) if isinstance(n, ast.Name) and n.id in read]
+            if any(_mentions(arg, name) or _mentions(facts.resolve(g) or g, name) for g in given):
+                return True
+    return False
 
 
 def _mentions(node: ast.AST, name: str) -> bool:
