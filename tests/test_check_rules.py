@@ -354,3 +354,11 @@ def test_fsd003_the_guard_of_a_collective_in_another_checked_file_travels_with_i
     assert [f for f in check_paths([str(tmp_path)]) if f.code == "FSD003"] == []
     (tmp_path / "pkg" / "trainer.py").write_text(trainer.replace("ARG", "cfg.other"))
     assert [(Path(f.path).name, f.line) for f in check_paths([str(tmp_path)]) if f.code == "FSD003"] == [("trainer.py", 8)]
+
+
+def test_fsd026_the_flag_declared_for_old_torch_only():
+    """Swin-Transformer: ``--local_rank`` under ``if PYTORCH_MAJOR_VERSION == 1:`` is silent; declared for every torch, FSD026."""
+    good = (DATA / "FSD026_good_version_branch.py").read_text()
+    assert _lines(good, "FSD026") == []
+    unguarded = good.replace("    if PYTORCH_MAJOR_VERSION == 1:\n        parser.add_argument", "    if True:\n        parser.add_argument")
+    assert _lines(unguarded, "FSD026") == [20]
