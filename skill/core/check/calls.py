@@ -26,7 +26,7 @@ import ast
 import math
 from dataclasses import dataclass, field
 
-from fsdp_skill.core.check.facts import DDP, FSDP1, FULLY_SHARD, FileFacts, dotted, kwarg
+from fsdp_skill.core.check.facts import DDP, FSDP1, FULLY_SHARD, FileFacts, dotted, end, kwarg
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 Key = tuple[int, str]
@@ -321,6 +321,8 @@ def expr_kind(facts: FileFacts, node: ast.AST | None, depth: int = 0) -> str | N
         return None
     if isinstance(node, (ast.Name, ast.Attribute)):
         key = facts._variable_key(node)
+        if facts.before_wrap(node, key):
+            return None  # read before its scope wraps it: the plain module
         if key in facts.fsdp1:
             return "fsdp1"
         if key in facts.fsdp2:
@@ -481,6 +483,8 @@ def _round(facts: FileFacts, ctx: FileContext | None) -> bool:
             if kind is not None:
                 for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
                     changed |= _add(facts, _target_key(facts, t), kind)
+                    if isinstance(node.value, ast.Call):
+                        facts.note_wrap(t, end(node))
         elif isinstance(node, ast.Call):
             target = callee(facts, node)
             if target is None:
@@ -491,6 +495,7 @@ def _round(facts: FileFacts, ctx: FileContext | None) -> bool:
             for i, arg in bound_args(node, target):
                 if i in in_place and isinstance(arg, (ast.Name, ast.Attribute)):
                     changed |= _add(facts, facts._variable_key(arg), in_place[i])
+                    facts.note_wrap(arg, end(node))
                 kind = expr_kind(facts, arg)
                 if kind is None:
                     continue

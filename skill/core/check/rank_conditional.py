@@ -197,11 +197,11 @@ def _collective_kind(facts: FileFacts, call: ast.Call) -> tuple[str, str] | None
             return "FSD007", ".full_tensor()"
         if call.func.attr == "consolidate_state_dict":
             return "FSD008", ".consolidate_state_dict()"
-        if call.func.attr in ("forward", "generate") and facts.is_fsdp(call.func.value):
+        if call.func.attr in ("forward", "generate") and facts.is_fsdp(call.func.value) and not facts.before_wrap(call.func.value):
             return "FSD010", f"{recv}.{call.func.attr}() of an FSDP module"
     if q in (f"torch.distributed.{n}" for n in GROUP_CREATORS):
         return "FSD009", f"{name}()"
-    if isinstance(call.func, (ast.Name, ast.Attribute)) and facts.is_fsdp(call.func):
+    if isinstance(call.func, (ast.Name, ast.Attribute)) and facts.is_fsdp(call.func) and not facts.before_wrap(call.func):
         return "FSD010", f"{dotted(call.func)}(...) (forward of an FSDP module)"
     if isinstance(call.func, (ast.Name, ast.Attribute)) and facts.is_joined_ddp(call.func):
         return "FSD036", f"{dotted(call.func)}(...) (forward through a DDP wrapper that was given to Join)"
