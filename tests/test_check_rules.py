@@ -360,5 +360,7 @@ def test_fsd026_the_flag_declared_for_old_torch_only():
     """Swin-Transformer: ``--local_rank`` under ``if PYTORCH_MAJOR_VERSION == 1:`` is silent; declared for every torch, FSD026."""
     good = (DATA / "FSD026_good_version_branch.py").read_text()
     assert _lines(good, "FSD026") == []
-    unguarded = good.replace("    if PYTORCH_MAJOR_VERSION == 1:\n        parser.add_argument", "    if True:\n        parser.add_argument")
+    unguarded = good.replace(
+        "    if PYTORCH_MAJOR_VERSION == 1:\n        parser.add_argument", "    if True:\n        parser.add_argument"
+    )
     assert _lines(unguarded, "FSD026") == [19]

@@ -65,6 +65,9 @@ class FunctionSummary:
     """(parameter index, kind): that parameter is that kind after the call (``fully_shard`` works in place)"""
     sampler: bool = False
     """It returns a shuffling ``DistributedSampler``"""
+    returns_items: tuple[tuple[int, str], ...] = ()
+    """(position, kind): it returns a tuple whose item at that position is a module of that kind (``return model,
+    optimizer``)"""
     collective: tuple[str, str, int, str] | None = None
     """(rule code, label, line, file) of a collective a call of it reaches (set by the project pass)"""
     collective_when: tuple[str, ...] = ()
@@ -378,7 +381,10 @@ def summarise(facts: FileFacts, fn: Function, path: str = "") -> FunctionSummary
     wraps: dict[int, str] = {}
     in_place: dict[int, str] = {}
     sampler = False
+    items: dict[int, str] = {}
     for node in facts.scope_nodes(fn):
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple):
+            _tuple_items(facts, node.value, items)
         if isinstance(node, ast.Return) and node.value is not None:
             returns = returns or expr_kind(facts, node.value)
             i = _param_index(facts, fn, node.value, params)
@@ -397,19 +403,7 @@ def summarise(facts: FileFacts, fn: Function, path: str = "") -> FunctionSummary
                         if q == FULLY_SHARD:
                             in_place[i] = "fsdp2"
             else:
-                target = callee(facts, node)
-                if target is None or target.fn is fn:
-                    continue
-                for j, arg in bound_args(node, target):
-                    i = _param_index(facts, fn, arg, params)
-                    if i is None:
-                        continue
-                    for pj, kind in target.summary.wraps:
-                        if pj == j:
-                            wraps.setdefault(i, kind)
-                    for pj, kind in target.summary.in_place:
-                        if pj == j:
-                            in_place.setdefault(i, kind)
+                _through_call(facts, fn, node, params, wraps, in_place)
     idx = _index(facts)
     return FunctionSummary(
         name=idx.keys.get(id(fn), fn.name),
@@ -422,7 +416,36 @@ def summarise(facts: FileFacts, fn: Function, path: str = "") -> FunctionSummary
         wraps=tuple(sorted(wraps.items())),
         in_place=tuple(sorted(in_place.items())),
         sampler=sampler,
+        returns_items=tuple(sorted(items.items())),
     )
+
+
+def _through_call(
+    facts: FileFacts, fn: Function, node: ast.Call, params: tuple[str, ...], wraps: dict[int, str], in_place: dict[int, str]
+) -> None:
+    """What ``fn`` does to its parameters by handing them to the function ``node`` calls (which wraps or shards them)."""
+    target = callee(facts, node)
+    if target is None or target.fn is fn:
+        return
+    for j, arg in bound_args(node, target):
+        i = _param_index(facts, fn, arg, params)
+        if i is None:
+            continue
+        for pj, kind in target.summary.wraps:
+            if pj == j:
+                wraps.setdefault(i, kind)
+        for pj, kind in target.summary.in_place:
+            if pj == j:
+                in_place.setdefault(i, kind)
+
+
+def _tuple_items(facts: FileFacts, value: ast.Tuple, items: dict[int, str]) -> None:
+    """Put in ``items`` the kind of each wrapped module of the returned tuple ``value``, by position."""
+    for k, el in enumerate(value.elts):
+        if isinstance(el, ast.Starred):
+            return  # the positions after it are not known
+        if (kind := expr_kind(facts, el)) is not None:
+            items.setdefault(k, kind)
 
 
 def _add(facts: FileFacts, key: Key | None, kind: str) -> bool:
@@ -478,6 +501,8 @@ def _round(facts: FileFacts, ctx: FileContext | None) -> bool:
     changed = False
     for node in facts.nodes:
         facts.tick()  # bounded by the file's budget, as every rule is
+        if isinstance(node, (ast.Assign, ast.For, ast.AsyncFor)):
+            changed |= _unpacked(facts, node)
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
             kind = expr_kind(facts, node.value)
             if kind is not None:
@@ -504,6 +529,34 @@ def _round(facts: FileFacts, ctx: FileContext | None) -> bool:
                     changed |= _add(facts, (id(target.fn), param), kind)
                 elif ctx is not None and target.qualname is not None:
                     ctx.outgoing[(target.qualname, param)] = kind
+    return changed
+
+
+def _unpacked(facts: FileFacts, node: ast.Assign | ast.For | ast.AsyncFor) -> bool:
+    """``model, optimizer = setup(args)``: each name takes the kind the helper returns at its position; ``for m in
+    [model, ema]``: ``m`` is each of them in turn."""
+    if not isinstance(node, ast.Assign):
+        changed = False
+        for el in node.iter.elts if isinstance(node.iter, (ast.List, ast.Tuple)) else []:
+            if (kind := expr_kind(facts, el)) is not None:
+                changed |= _add(facts, _target_key(facts, node.target), kind)
+        return changed
+    if not isinstance(node.value, ast.Call):
+        return False
+    targets = [t for t in node.targets if isinstance(t, (ast.Tuple, ast.List))]
+    if not targets:
+        return False
+    target = callee(facts, node.value)
+    if target is None or not target.summary.returns_items:
+        return False
+    changed = False
+    for t in targets:
+        if any(isinstance(el, ast.Starred) for el in t.elts):
+            continue
+        for k, kind in target.summary.returns_items:
+            if k < len(t.elts) and isinstance(t.elts[k], (ast.Name, ast.Attribute)):
+                changed |= _add(facts, _target_key(facts, t.elts[k]), kind)
+                facts.note_wrap(t.elts[k], end(node))
     return changed
 
 

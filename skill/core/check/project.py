@@ -278,6 +278,6 @@ def _exports(facts: FileFacts, label: str) -> tuple[dict[str, FunctionSummary], 
                 collective_when=guards.get(key, ()),
                 collective_paths=ways.get(key, ()),
             )
-        if s.returns or s.returns_param is not None or s.wraps or s.in_place or s.sampler or s.collective:
+        if s.returns or s.returns_param is not None or s.wraps or s.in_place or s.sampler or s.collective or s.returns_items:
             out[key] = s  # a function that does none of these tells its callers nothing: not exported (fewer rebuilds)
     return out, keys

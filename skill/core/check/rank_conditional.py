@@ -10,7 +10,8 @@ runs on every rank, so neither is reported.
 from __future__ import annotations
 
 import ast
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
+from typing import Any
 
 from fsdp_skill.core.check import calls
 from fsdp_skill.core.check.facts import FSDP1, FileFacts, Located, dotted, is_true, kwarg, last_name
@@ -197,7 +198,11 @@ def _collective_kind(facts: FileFacts, call: ast.Call) -> tuple[str, str] | None
             return "FSD007", ".full_tensor()"
         if call.func.attr == "consolidate_state_dict":
             return "FSD008", ".consolidate_state_dict()"
-        if call.func.attr in ("forward", "generate") and facts.is_fsdp(call.func.value) and not facts.before_wrap(call.func.value):
+        if (
+            call.func.attr in ("forward", "generate")
+            and facts.is_fsdp(call.func.value)
+            and not facts.before_wrap(call.func.value)
+        ):
             return "FSD010", f"{recv}.{call.func.attr}() of an FSDP module"
     if q in (f"torch.distributed.{n}" for n in GROUP_CREATORS):
         return "FSD009", f"{name}()"
@@ -397,7 +402,8 @@ def _substituted(text: str, params: Collection[str], given: dict[str, ast.expr])
     named = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
     if named & (set(params) - set(given)):
         return None
-    return _Swap({p: given[p] for p in named & set(given)}).visit(expr)
+    swapped = _Swap({p: given[p] for p in named & set(given)}).visit(expr)
+    return swapped if isinstance(swapped, ast.expr) else None
 
 
 def _condition_text(facts: FileFacts, expr: ast.expr) -> str:
@@ -440,7 +446,7 @@ def _truth(expr: ast.AST) -> bool | None:
 
 
 _UNKNOWN_VALUE = object()
-_COMPARE = {
+_COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], bool]] = {
     ast.Eq: lambda a, b: a == b,
     ast.NotEq: lambda a, b: a != b,
     ast.Lt: lambda a, b: a < b,
@@ -455,14 +461,102 @@ _COMPARE = {
 
 
 def _dead(facts: FileFacts, call: ast.Call) -> bool:
-    """Do ``call``'s arguments make every way its function reaches a collective false (:func:`_ways_through`)?
-    Memoised per call while the ways stand."""
+    """Do ``call``'s arguments make every way its function reaches a collective false (:func:`_ways_through`), or
+    pass no wrapped module where each of its collectives needs one (:func:`_module_params`)? Memoised per call while
+    the ways stand."""
     if _PATHS not in facts.cache:
         return False
     memo: dict[int, bool] = facts.cache.setdefault(_DEAD, {})
     if id(call) not in memo:
-        memo[id(call)] = _ways_through(facts, call) == []
+        memo[id(call)] = _ways_through(facts, call) == [] or _passes_no_module(facts, call)
     return memo[id(call)]
+
+
+_ON_MODULE = {"FSD006", "FSD010", "FSD036"}  # collectives only because their module is wrapped
+
+
+def _passes_no_module(facts: FileFacts, call: ast.Call) -> bool:
+    """``evaluate(model_without_ddp, val)`` on rank 0, where ``evaluate``'s forward is a collective only because other
+    calls pass it an FSDP module: every collective the local function reaches is the forward (or FULL_STATE_DICT
+    ``state_dict()``) of one of its parameters, and this call passes a module of no wrapped kind to each of them."""
+    target = calls.callee(facts, call)
+    if target is None or target.fn is None:
+        return False
+    deps = _module_params(facts, target.fn, 0)
+    if not deps:
+        return False
+    given = {target.summary.params[i]: arg for i, arg in calls.bound_args(call, target)}
+    given |= {kw.arg: kw.value for kw in call.keywords if kw.arg is not None}
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(kw.arg is None for kw in call.keywords):
+        return False
+    return all(calls.expr_kind(facts, given.get(p)) is None and not _param_of_caller(facts, given.get(p)) for p in deps)
+
+
+def _param_of_caller(facts: FileFacts, node: ast.AST | None) -> bool:
+    """Is ``node`` the caller's own parameter, read as bound (its callers decide what it holds)?"""
+    if not isinstance(node, ast.Name):
+        return False
+    _, seen = facts.binding(node)
+    return seen is not None and seen.kind == "param"
+
+
+def _module_params(facts: FileFacts, fn: ast.FunctionDef | ast.AsyncFunctionDef, depth: int) -> set[str] | None:
+    """The parameters of ``fn`` whose wrapped module every collective ``fn`` reaches is about (``model(x)``,
+    ``model.state_dict()``, directly or through the local functions it passes them to); None when some collective is
+    another (a barrier, ``self.model(x)``) or cannot be told. Memoised per function."""
+    memo: dict[int, set[str] | None] = facts.cache.setdefault(("rank_conditional", "module-params"), {})
+    if id(fn) in memo:
+        return memo[id(fn)]
+    memo[id(fn)] = None  # recursion: cannot be told
+    if depth > 4:
+        return None
+    names = {a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
+    deps: set[str] = set()
+    for node in facts.scope_nodes(fn):
+        if not isinstance(node, ast.Call):
+            continue
+        kind = collective_kind(facts, node)
+        if kind is not None:
+            func = node.func
+            recv = (
+                func.value
+                if isinstance(func, ast.Attribute) and kind[0] != "FSD036" and func.attr in ("state_dict", "forward", "generate")
+                else func
+            )
+            if kind[0] not in _ON_MODULE or not (
+                isinstance(recv, ast.Name) and recv.id in names and _param_of_caller(facts, recv)
+            ):
+                return None
+            deps.add(recv.id)
+            continue
+        target = calls.callee(facts, node)
+        if target is None:
+            continue
+        if target.fn is None:
+            if target.summary.collective is not None:
+                return None
+            continue
+        if target.key not in _reaching(facts):
+            continue
+        inner = _module_params(facts, target.fn, depth + 1)
+        if inner is None:
+            return None
+        given = {target.summary.params[i]: arg for i, arg in calls.bound_args(node, target)}
+        given |= {kw.arg: kw.value for kw in node.keywords if kw.arg is not None}
+        for p in inner:
+            arg = given.get(p)
+            if isinstance(arg, ast.Name) and arg.id in names and _param_of_caller(facts, arg):
+                deps.add(arg.id)
+            elif arg is not None and calls.expr_kind(facts, arg) is not None:
+                return None
+    memo[id(fn)] = deps
+    return deps
+
+
+def _reaching(facts: FileFacts) -> dict[str, Ways]:
+    """The local functions known to reach a collective at all (:func:`reach_paths` as the rounds so far have it)."""
+    known = facts.cache.get(_PATHS)
+    return known if isinstance(known, dict) else {}
 
 
 def function_guards(facts: FileFacts) -> dict[str, tuple[str, ...]]:
