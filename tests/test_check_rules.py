@@ -364,3 +364,19 @@ def test_fsd026_the_flag_declared_for_old_torch_only():
         "    if PYTORCH_MAJOR_VERSION == 1:\n        parser.add_argument", "    if True:\n        parser.add_argument"
     )
     assert _lines(unguarded, "FSD026") == [19]
+
+
+def test_fsd043_what_the_same_script_saved_from_the_cpu_and_the_saved_arguments():
+    """dino's dumped features and LLaMA2-Accessory's model_args.pth are silent; the same loads fire once the dump keeps
+    the GPU tensor, or the file and the name no longer say arguments."""
+    good = (DATA / "FSD043_good_saved_from_cpu.py").read_text()
+    assert _lines(good, "FSD043") == []
+    gpu = good.replace("torch.save(train_features.cpu(),", "torch.save(train_features,")
+    assert _lines(gpu, "FSD043") == [25]
+    weights = good.replace(
+        'train_args = torch.load(os.path.join(args.ckpt, "model_args.pth"))',
+        'ckpt = torch.load(os.path.join(args.ckpt, "model.pth"))',
+    )
+    assert _lines(weights.replace("print(train_args.__dict__,", "print(ckpt,"), "FSD043") == [34]
+    ints = good.replace('{"epoch": int(args.epoch), "step": 0}', '{"epoch": int(args.epoch), "ema": model.state_dict()}')
+    assert _lines(ints, "FSD043") == [33]

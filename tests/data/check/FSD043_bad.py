@@ -49,17 +49,5 @@ def main():
     mp.spawn(eval_worker, nprocs=torch.cuda.device_count(), args=(torch.cuda.device_count(),))
 
 
-
-def dump_and_reload(args, feats, loader_args):
-    dist.init_process_group("nccl")
-    if dist.get_rank() == 0:
-        torch.save(feats, os.path.join(args.out, "feats.pth"))  # saved from the GPU it lives on
-        torch.save(feats.cpu(), os.path.join(args.out, "feats_cpu.pth"))
-    feats = torch.load(os.path.join(args.out, "feats.pth"))  # <- FSD043
-    ckpt = torch.load(os.path.join(args.out, "model.pth"))  # <- FSD043 (the path built from args is not the arguments)
-    return feats, ckpt, torch.load(os.path.join(args.out, "feats_cpu.pth"))
-
-
 if __name__ == "__main__":
     main()
-    dump_and_reload(None, None, None)
