@@ -205,3 +205,41 @@ def test_an_optimizer_given_to_the_sharding_helper_is_not_reported():
     path = DATA / "optimizer_given_to_helper.py"
     found = [(f.line, f.code) for f in check_source(path.read_text(), str(path))]
     assert found == [(21, "FSD001")]
+
+
+_ZERO_FIRST = (
+    "import torch.distributed as dist\nfrom contextlib import contextmanager\n\n\n@contextmanager\n"
+    "def torch_distributed_zero_first(local_rank):\n    if local_rank not in [-1, 0]:\n        dist.barrier()\n"
+    "    yield\n    if local_rank == 0:\n        dist.barrier()\n"
+)
+
+
+def test_arguments_that_make_every_barrier_of_a_helper_false_across_files(tmp_path):
+    """yolov5's shape over four files: ``torch_distributed_zero_first(local_rank)`` (utils/torch_utils.py) inside
+    ``create_dataloader(..., rank=-1)`` (utils/dataloaders.py), called on rank 0 with ``rank=-1`` and through
+    ``val.run`` (which leaves ``rank`` at its default): no barrier is reached there. Passing the local rank on rank 0
+    alone reaches the first process's barrier: FSD003 at that call, and at the call of the helper that passes it."""
+    _write(
+        tmp_path,
+        {
+            "utils/__init__.py": "",
+            "utils/torch_utils.py": _ZERO_FIRST,
+            "utils/dataloaders.py": "from utils.torch_utils import torch_distributed_zero_first\n\n\n"
+            "def create_dataloader(path, batch_size, rank=-1, workers=8):\n"
+            "    with torch_distributed_zero_first(rank):\n        dataset = [path] * batch_size\n    return dataset\n",
+            "val.py": "from utils.dataloaders import create_dataloader\n\n\n"
+            "def run(data, batch_size=32, model=None, dataloader=None):\n    if model is None:\n"
+            "        dataloader = create_dataloader(data, batch_size)\n    return len(dataloader)\n\n\n"
+            "def run_local(data, local_rank):\n    return create_dataloader(data, 8, rank=local_rank)\n",
+            "train.py": "import os\n\nimport val as validate\nfrom utils.dataloaders import create_dataloader\n\n"
+            'LOCAL_RANK = int(os.getenv("LOCAL_RANK", -1))\nRANK = int(os.getenv("RANK", -1))\n\n\n'
+            "def train(opt, model):\n    loader = create_dataloader(opt.train, 16, rank=LOCAL_RANK)\n"
+            "    if RANK in {-1, 0}:\n        val_loader = create_dataloader(opt.val, 32, rank=-1)\n"
+            "        validate.run(opt.data, model=model, dataloader=val_loader)\n"
+            "        validate.run(opt.data)\n"
+            "    if RANK == 0:\n        create_dataloader(opt.val, 32, rank=LOCAL_RANK)\n"
+            "        validate.run_local(opt.val, LOCAL_RANK)\n    return loader\n",
+        },
+    )
+    found = {(Path(f.path).name, f.line, f.code) for f in check_paths([str(tmp_path)]) if f.code.startswith("FSD00")}
+    assert found == {("train.py", 17, "FSD003"), ("train.py", 18, "FSD003")}

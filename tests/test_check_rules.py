@@ -318,11 +318,13 @@ def test_fsd004_fsd006_under_an_or_whose_rank_free_part_holds_inside_but_not_ano
 def test_fsd003_the_flag_that_lets_every_rank_in_also_guards_the_collective_of_the_function_called():
     good = (DATA / "FSD003_good_same_flag_guard.py").read_text()
     assert _lines(good, "FSD003") == []
-    # the flag not passed: the callee's guard is its default, not the caller's flag
-    assert _lines(
-        good.replace("load_checkpoint_to_cpu(filename, load_on_all_ranks=load_on_all_ranks)", "load_checkpoint_to_cpu(filename)"),
-        "FSD003",
-    ) == [23]
+    # the flag not passed: the callee's default (False) keeps its barrier from running at all
+    call = "load_checkpoint_to_cpu(filename, load_on_all_ranks=load_on_all_ranks)"
+    assert _lines(good.replace(call, "load_checkpoint_to_cpu(filename)"), "FSD003") == []
+    # the flag forced on: the barrier runs whenever the helper does, on rank 0 alone when the caller's flag is off
+    assert _lines(good.replace(call, "load_checkpoint_to_cpu(filename, load_on_all_ranks=True)"), "FSD003") == [23]
+    # a flag other than the caller's
+    assert _lines(good.replace(call, "load_checkpoint_to_cpu(filename, load_on_all_ranks=self.sync)"), "FSD003") == [23]
     # a second, unconditional collective in the callee
     assert _lines(good.replace("    return state\n", "    dist.barrier()\n    return state\n", 1), "FSD003") == [24]
     # the helper's broadcast under another flag than the one the early return tests
@@ -354,3 +356,29 @@ def test_fsd003_the_guard_of_a_collective_in_another_checked_file_travels_with_i
     assert [f for f in check_paths([str(tmp_path)]) if f.code == "FSD003"] == []
     (tmp_path / "pkg" / "trainer.py").write_text(trainer.replace("ARG", "cfg.other"))
     assert [(Path(f.path).name, f.line) for f in check_paths([str(tmp_path)]) if f.code == "FSD003"] == [("trainer.py", 8)]
+
+
+def test_fsd026_the_flag_declared_for_old_torch_only():
+    """Swin-Transformer: ``--local_rank`` under ``if PYTORCH_MAJOR_VERSION == 1:`` is silent; declared for every torch, FSD026."""
+    good = (DATA / "FSD026_good_version_branch.py").read_text()
+    assert _lines(good, "FSD026") == []
+    unguarded = good.replace(
+        "    if PYTORCH_MAJOR_VERSION == 1:\n        parser.add_argument", "    if True:\n        parser.add_argument"
+    )
+    assert _lines(unguarded, "FSD026") == [19]
+
+
+def test_fsd043_what_the_same_script_saved_from_the_cpu_and_the_saved_arguments():
+    """dino's dumped features and LLaMA2-Accessory's model_args.pth are silent; the same loads fire once the dump keeps
+    the GPU tensor, or the file and the name no longer say arguments."""
+    good = (DATA / "FSD043_good_saved_from_cpu.py").read_text()
+    assert _lines(good, "FSD043") == []
+    gpu = good.replace("torch.save(train_features.cpu(),", "torch.save(train_features,")
+    assert _lines(gpu, "FSD043") == [25]
+    weights = good.replace(
+        'train_args = torch.load(os.path.join(args.ckpt, "model_args.pth"))',
+        'ckpt = torch.load(os.path.join(args.ckpt, "model.pth"))',
+    )
+    assert _lines(weights.replace("print(train_args.__dict__,", "print(ckpt,"), "FSD043") == [34]
+    ints = good.replace('{"epoch": int(args.epoch), "step": 0}', '{"epoch": int(args.epoch), "ema": model.state_dict()}')
+    assert _lines(ints, "FSD043") == [33]

@@ -26,7 +26,7 @@ import ast
 import math
 from dataclasses import dataclass, field
 
-from fsdp_skill.core.check.facts import DDP, FSDP1, FULLY_SHARD, FileFacts, dotted, kwarg, last_name
+from fsdp_skill.core.check.facts import DDP, FSDP1, FULLY_SHARD, FileFacts, dotted, end, kwarg, last_name
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 Key = tuple[int, str]
@@ -67,11 +67,20 @@ class FunctionSummary:
     """It returns a shuffling ``DistributedSampler``"""
     loader: int | None = None
     """Line of a ``DataLoader(...)`` with no sampler that it returns (:func:`unsharded_loader`)"""
+    returns_items: tuple[tuple[int, str], ...] = ()
+    """(position, kind): it returns a tuple whose item at that position is a module of that kind (``return model,
+    optimizer``)"""
     collective: tuple[str, str, int, str] | None = None
     """(rule code, label, line, file) of a collective a call of it reaches (set by the project pass)"""
     collective_when: tuple[str, ...] = ()
     """Conditions (source text, in terms of its parameters) that hold wherever it reaches a collective: ``("on_all_ranks",)``
     for ``if on_all_ranks: dist.barrier()`` (set by the project pass; empty: unconditional or unknown)"""
+    collective_paths: tuple[tuple[str, ...], ...] = ()
+    """The conditions of each way it reaches a collective (one tuple per way, its conditions in terms of its parameters;
+    a way with none is ``()``): ``(("local_rank not in [-1, 0]",), ("local_rank == 0",))`` for yolov5's
+    ``torch_distributed_zero_first``; a call whose arguments make every way false reaches none (set by the project pass)"""
+    defaults: tuple[tuple[str, str], ...] = ()
+    """(parameter, source text) of each parameter with a literal default (``rank=-1``): what a call that omits it passes"""
 
 
 @dataclass
@@ -188,6 +197,23 @@ def _params(fn: Function) -> tuple[str, ...]:
     return tuple(a.arg for a in fn.args.posonlyargs + fn.args.args)
 
 
+def literal_defaults(fn: Function) -> tuple[tuple[str, str], ...]:
+    """(parameter, source text) of each parameter of ``fn`` (positional or keyword-only) whose default is a literal
+    (``rank=-1``, ``verbose=False``, ``ranks=(0,)``): what a call that leaves it out passes."""
+    args = fn.args
+    positional = args.posonlyargs + args.args
+    pairs = list(zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True))
+    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None]
+    out = []
+    for a, d in pairs:
+        try:
+            ast.literal_eval(d)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            continue
+        out.append((a.arg, ast.unparse(d)))
+    return tuple(out)
+
+
 def _local_summary(facts: FileFacts, fn: Function) -> FunctionSummary:
     summaries = facts.cache.get(_SUMMARIES)
     if isinstance(summaries, dict) and id(fn) in summaries:
@@ -195,7 +221,9 @@ def _local_summary(facts: FileFacts, fn: Function) -> FunctionSummary:
         assert isinstance(got, FunctionSummary)
         return got
     idx = _index(facts)
-    return FunctionSummary(name=idx.keys.get(id(fn), fn.name), path="", line=fn.lineno, params=_params(fn))
+    return FunctionSummary(
+        name=idx.keys.get(id(fn), fn.name), path="", line=fn.lineno, params=_params(fn), defaults=literal_defaults(fn)
+    )
 
 
 def _method(fn: Function, offset: int) -> int:
@@ -298,6 +326,8 @@ def expr_kind(facts: FileFacts, node: ast.AST | None, depth: int = 0) -> str | N
         return None
     if isinstance(node, (ast.Name, ast.Attribute)):
         key = facts._variable_key(node)
+        if facts.before_wrap(node, key):
+            return None  # read before its scope wraps it: the plain module
         if key in facts.fsdp1:
             return "fsdp1"
         if key in facts.fsdp2:
@@ -354,7 +384,10 @@ def summarise(facts: FileFacts, fn: Function, path: str = "") -> FunctionSummary
     in_place: dict[int, str] = {}
     sampler = False
     loader: int | None = None
+    items: dict[int, str] = {}
     for node in facts.scope_nodes(fn):
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple):
+            _tuple_items(facts, node.value, items)
         if isinstance(node, ast.Return) and node.value is not None:
             loader = loader or returned_loader(facts, node.value)
             returns = returns or expr_kind(facts, node.value)
@@ -374,32 +407,50 @@ def summarise(facts: FileFacts, fn: Function, path: str = "") -> FunctionSummary
                         if q == FULLY_SHARD:
                             in_place[i] = "fsdp2"
             else:
-                target = callee(facts, node)
-                if target is None or target.fn is fn:
-                    continue
-                for j, arg in bound_args(node, target):
-                    i = _param_index(facts, fn, arg, params)
-                    if i is None:
-                        continue
-                    for pj, kind in target.summary.wraps:
-                        if pj == j:
-                            wraps.setdefault(i, kind)
-                    for pj, kind in target.summary.in_place:
-                        if pj == j:
-                            in_place.setdefault(i, kind)
+                _through_call(facts, fn, node, params, wraps, in_place)
     idx = _index(facts)
     return FunctionSummary(
         name=idx.keys.get(id(fn), fn.name),
         path=path,
         line=fn.lineno,
         params=params,
+        defaults=literal_defaults(fn),
         returns=returns,
         returns_param=returns_param,
         wraps=tuple(sorted(wraps.items())),
         in_place=tuple(sorted(in_place.items())),
         sampler=sampler,
         loader=loader,
+        returns_items=tuple(sorted(items.items())),
     )
+
+
+def _through_call(
+    facts: FileFacts, fn: Function, node: ast.Call, params: tuple[str, ...], wraps: dict[int, str], in_place: dict[int, str]
+) -> None:
+    """What ``fn`` does to its parameters by handing them to the function ``node`` calls (which wraps or shards them)."""
+    target = callee(facts, node)
+    if target is None or target.fn is fn:
+        return
+    for j, arg in bound_args(node, target):
+        i = _param_index(facts, fn, arg, params)
+        if i is None:
+            continue
+        for pj, kind in target.summary.wraps:
+            if pj == j:
+                wraps.setdefault(i, kind)
+        for pj, kind in target.summary.in_place:
+            if pj == j:
+                in_place.setdefault(i, kind)
+
+
+def _tuple_items(facts: FileFacts, value: ast.Tuple, items: dict[int, str]) -> None:
+    """Put in ``items`` the kind of each wrapped module of the returned tuple ``value``, by position."""
+    for k, el in enumerate(value.elts):
+        if isinstance(el, ast.Starred):
+            return  # the positions after it are not known
+        if (kind := expr_kind(facts, el)) is not None:
+            items.setdefault(k, kind)
 
 
 def _add(facts: FileFacts, key: Key | None, kind: str) -> bool:
@@ -455,11 +506,15 @@ def _round(facts: FileFacts, ctx: FileContext | None) -> bool:
     changed = False
     for node in facts.nodes:
         facts.tick()  # bounded by the file's budget, as every rule is
+        if isinstance(node, (ast.Assign, ast.For, ast.AsyncFor)):
+            changed |= _unpacked(facts, node)
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
             kind = expr_kind(facts, node.value)
             if kind is not None:
                 for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
                     changed |= _add(facts, _target_key(facts, t), kind)
+                    if isinstance(node.value, ast.Call):
+                        facts.note_wrap(t, end(node))
         elif isinstance(node, ast.Call):
             target = callee(facts, node)
             if target is None:
@@ -470,6 +525,7 @@ def _round(facts: FileFacts, ctx: FileContext | None) -> bool:
             for i, arg in bound_args(node, target):
                 if i in in_place and isinstance(arg, (ast.Name, ast.Attribute)):
                     changed |= _add(facts, facts._variable_key(arg), in_place[i])
+                    facts.note_wrap(arg, end(node))
                 kind = expr_kind(facts, arg)
                 if kind is None:
                     continue
@@ -478,6 +534,34 @@ def _round(facts: FileFacts, ctx: FileContext | None) -> bool:
                     changed |= _add(facts, (id(target.fn), param), kind)
                 elif ctx is not None and target.qualname is not None:
                     ctx.outgoing[(target.qualname, param)] = kind
+    return changed
+
+
+def _unpacked(facts: FileFacts, node: ast.Assign | ast.For | ast.AsyncFor) -> bool:
+    """``model, optimizer = setup(args)``: each name takes the kind the helper returns at its position; ``for m in
+    [model, ema]``: ``m`` is each of them in turn."""
+    if not isinstance(node, ast.Assign):
+        changed = False
+        for el in node.iter.elts if isinstance(node.iter, (ast.List, ast.Tuple)) else []:
+            if (kind := expr_kind(facts, el)) is not None:
+                changed |= _add(facts, _target_key(facts, node.target), kind)
+        return changed
+    if not isinstance(node.value, ast.Call):
+        return False
+    targets = [t for t in node.targets if isinstance(t, (ast.Tuple, ast.List))]
+    if not targets:
+        return False
+    target = callee(facts, node.value)
+    if target is None or not target.summary.returns_items:
+        return False
+    changed = False
+    for t in targets:
+        if any(isinstance(el, ast.Starred) for el in t.elts):
+            continue
+        for k, kind in target.summary.returns_items:
+            if k < len(t.elts) and isinstance(t.elts[k], (ast.Name, ast.Attribute)):
+                changed |= _add(facts, _target_key(facts, t.elts[k]), kind)
+                facts.note_wrap(t.elts[k], end(node))
     return changed
 
 

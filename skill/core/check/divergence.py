@@ -426,9 +426,37 @@ def _one_rank_values(facts: FileFacts) -> tuple[list[tuple[ast.Name, ast.Call, s
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for t in targets:
                 for n in ast.walk(t):
-                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and not _received(facts, node, n.id):
                         bound.append((n, node, f"bound under the rank condition at line {branch.lineno} (line {node.lineno})"))
     return results, bound
+
+
+# collectives after which every rank holds the same value in the tensor or list it was given
+_AGREED = {"broadcast", "broadcast_object_list", "all_reduce", "all_gather", "all_gather_object", "all_gather_into_tensor"}
+
+
+def _received(facts: FileFacts, stmt: ast.Assign | ast.AugAssign | ast.AnnAssign, name: str) -> bool:
+    """Is ``name`` bound here to what a collective that gives every rank the same value filled before, from a value
+    that carried ``name`` itself (yolov5: ``broadcast_list = [stop if RANK == 0 else None]``,
+    ``dist.broadcast_object_list(broadcast_list, 0)``, ``if RANK != 0: stop = broadcast_list[0]``)? Then the ranks
+    that bind it get the value the others already hold."""
+    if stmt.value is None:
+        return False
+    scope = facts.scope_of(stmt)
+    read = {n.id for n in ast.walk(stmt.value) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - {name}
+    if not read:
+        return False
+    for node in facts.scope_nodes(scope):
+        if not (isinstance(node, ast.Call) and start(node) < start(stmt)):
+            continue
+        q = facts.qual(node) or ""
+        if not (q.startswith("torch.distributed.") and q.rsplit(".", 1)[-1] in _AGREED):
+            continue
+        for arg in [*node.args, *(k.value for k in node.keywords)]:
+            given = [n for n in ast.walk(arg) if isinstance(n, ast.Name) and n.id in read]
+            if any(_mentions(arg, name) or _mentions(facts.resolve(g) or g, name) for g in given):
+                return True
+    return False
 
 
 def _mentions(node: ast.AST, name: str) -> bool:
@@ -790,23 +818,71 @@ def _ddp_forward_reached(facts: FileFacts, call: ast.Call) -> bool:
 
 
 def _passes_unwrapped(facts: FileFacts, reach: Reach, call: ast.Call) -> bool:
-    """``call`` runs a function whose first DDP forward is on one of its parameters (a DDP module through
-    :mod:`~fsdp_skill.core.check.calls` because some call passes one), and this call passes something else there (``evaluate(model.module)``
-    beside ``evaluate(model)``): this call runs no DDP forward."""
+    """``call`` runs a function each of whose DDP forwards is on one of its parameters (directly, or through the
+    functions it hands them to: ``evaluate(model, ...)`` calling ``predict(model, x)``), a DDP module there only
+    because some call passes one, and this call passes no DDP module to any of those parameters
+    (``evaluate(model.module)`` on rank 0 beside ``evaluate(model)`` on every rank): this call runs no DDP forward."""
     target = callgraph.callee(facts, call)
     fn = target.fn if target is not None else None
     if target is None or fn is None or id(fn) not in reach.summary:
         return False
-    line = reach.summary[id(fn)][1]
-    params = target.summary.params
+    deps = _forward_params(facts, reach, fn, 0)
+    if deps is None:
+        return False
+    given = _given_args(call, target)
+    return not any(p in given and _is_ddp(facts, given[p]) for p in deps)
+
+
+def _given_args(call: ast.Call, target: callgraph.Callee) -> dict[str, ast.expr]:
+    given = {target.summary.params[i]: arg for i, arg in callgraph.bound_args(call, target)}
+    return given | {kw.arg: kw.value for kw in call.keywords if kw.arg is not None}
+
+
+def _forward_params(facts: FileFacts, reach: Reach, fn: Func, depth: int) -> set[str] | None:
+    """The parameters of ``fn`` whose module every DDP forward that ``fn`` reaches runs on (through the calls it makes
+    with them); None when some forward runs on something else (``self.model``, a local wrapper) or cannot be told.
+    Memoised per function."""
+    memo: dict[int, set[str] | None] = facts.cache.setdefault(("divergence", "forward-params"), {})
+    if id(fn) in memo:
+        return memo[id(fn)]
+    memo[id(fn)] = None  # a recursion reaching back here: cannot be told
+    if depth > 4:
+        return None
+    names = {a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
+    deps: set[str] = set()
     for node in facts.scope_nodes(fn):
-        if isinstance(node, ast.Call) and node.lineno == line and _ddp_direct(facts, node) is not None:
+        if not isinstance(node, ast.Call):
+            continue
+        if _ddp_direct(facts, node) is not None:
             recv = node.func.value if isinstance(node.func, ast.Attribute) and node.func.attr == "forward" else node.func
-            if isinstance(recv, ast.Name) and recv.id in params:
-                given = dict((params[i], arg) for i, arg in callgraph.bound_args(call, target))
-                arg = given.get(recv.id)
-                return arg is not None and not _is_ddp(facts, arg)
-    return False
+            if not (isinstance(recv, ast.Name) and recv.id in names and _param_bound(facts, recv)):
+                return None
+            deps.add(recv.id)
+            continue
+        inner = reach.callee(node)
+        if inner is None or id(inner) not in reach.summary:
+            continue
+        target = callgraph.callee(facts, node)
+        inner_deps = _forward_params(facts, reach, inner, depth + 1) if target is not None else None
+        if inner_deps is None or target is None:
+            return None
+        given = _given_args(node, target)
+        for p in inner_deps:
+            arg = given.get(p)
+            if arg is None:
+                continue
+            if isinstance(arg, ast.Name) and arg.id in names and _param_bound(facts, arg):
+                deps.add(arg.id)
+            elif _is_ddp(facts, arg):
+                return None
+    memo[id(fn)] = deps
+    return deps
+
+
+def _param_bound(facts: FileFacts, name: ast.Name) -> bool:
+    """Is the binding ``name`` reads its function's parameter (not rebound before)?"""
+    _, seen = facts.binding(name)
+    return seen is not None and seen.kind == "param"
 
 
 @finder("FSD045")

@@ -310,6 +310,9 @@ class FileFacts:
     fsdp2: set[tuple[int, str]] = field(default_factory=set)
     ddp: set[tuple[int, str]] = field(default_factory=set)
     joined: set[tuple[int, str]] = field(default_factory=set)  # modules passed to Join([...]) somewhere
+    # (scope, name) of a plain name -> where its scope first wraps or shards it (``model = FSDP(model)``,
+    # ``fully_shard(model)``, ``model = apply_fsdp(model)``): a read before that, of a name its scope bound, is the plain module
+    wrap_at: dict[tuple[int, str], Pos] = field(default_factory=dict)
     _rank_nodes: dict[int, list[ast.stmt]] | None = None
     nodes: list[ast.AST] = field(default_factory=list)  # every node, in ast.walk order
     _calls: list[ast.Call] = field(default_factory=list)
@@ -893,6 +896,13 @@ class FileFacts:
         name = dotted(node)
         return (0, name) if name else None
 
+    def note_wrap(self, target: ast.AST, pos: Pos) -> None:
+        """Record that the plain name ``target`` is wrapped or sharded from ``pos`` on in its scope (:attr:`wrap_at`)."""
+        if isinstance(target, ast.Name):
+            key = (id(self.scope_of(target)), target.id)
+            if key not in self.wrap_at or pos < self.wrap_at[key]:
+                self.wrap_at[key] = pos
+
     def _wrapped(self) -> None:
         fsdp1, fsdp2 = set(), set()
         for node in self.nodes:
@@ -906,10 +916,13 @@ class FileFacts:
                         fsdp1.add(key)
                     elif key and q == FULLY_SHARD:
                         fsdp2.add(key)
+                    if key and q in (DDP, FSDP1, FULLY_SHARD):
+                        self.note_wrap(t, end(node))
             if isinstance(node, ast.Call) and self.qual(node) == FULLY_SHARD and node.args:
                 key = self._variable_key(node.args[0])
                 if key:
                     fsdp2.add(key)
+                    self.note_wrap(node.args[0], end(node))
             if (
                 isinstance(node, ast.Call)
                 and self.qual(node) == JOIN
@@ -920,12 +933,28 @@ class FileFacts:
         self.fsdp1, self.fsdp2 = fsdp1, fsdp2 - fsdp1
 
     def is_fsdp1(self, node: ast.AST) -> bool:
-        """Does this Name/Attribute hold an FSDP1 wrapper (a variable of this scope, or an attribute anywhere)?"""
-        return self._variable_key(node) in self.fsdp1
+        """Does this Name/Attribute hold an FSDP1 wrapper (a variable of this scope, or an attribute anywhere)? Not a
+        name read before its scope wraps it (:meth:`before_wrap`)."""
+        key = self._variable_key(node)
+        return key in self.fsdp1 and not self.before_wrap(node, key)
 
     def is_fsdp2(self, node: ast.AST) -> bool:
-        """Does this Name/Attribute hold an FSDP2 (fully_shard) module?"""
+        """Does this Name/Attribute hold an FSDP2 (fully_shard) module? (Sharded in place: a read before the
+        ``fully_shard`` is the same object; the rules that care ask :meth:`before_wrap`.)"""
         return self._variable_key(node) in self.fsdp2
+
+    def before_wrap(self, node: ast.AST, key: tuple[int, str] | None = None) -> bool:
+        """Is ``node`` a plain name read, in the scope that binds it, before that scope first wraps or shards it
+        (:attr:`wrap_at`), and bound there other than as a parameter (which a caller may have given wrapped)?
+        LLaMA2-Accessory loads pretrained weights through ``model.state_dict()`` on one rank before ``model = FSDP(model)``."""
+        if not isinstance(node, ast.Name):
+            return False
+        key = key or self._variable_key(node)
+        at = self.wrap_at.get(key) if key is not None else None
+        if at is None or key is None or key[0] != id(self.scope_of(node)) or start(node) >= at:
+            return False
+        _, seen = self.binding(node)
+        return seen is not None and seen.kind != "param"
 
     def is_fsdp(self, node: ast.AST) -> bool:
         """Does this Name/Attribute hold an FSDP1 wrapper or an FSDP2 module?"""

@@ -681,8 +681,8 @@ def argparse_only_local_rank_underscore(facts: FileFacts) -> Found:
     for call in facts.calls():
         if last_name(call) == "add_argument":
             flags = {a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)}
-            if "--local_rank" in flags and "--local-rank" not in flags:
-                yield call, None
+            if "--local_rank" in flags and "--local-rank" not in flags and not _under_version_check(facts, call):
+                yield call, None  # under `if TORCH_MAJOR_VERSION == 1:`: the flag torch 1.x's launcher passes
 
 
 def _under_version_check(facts: FileFacts, call: ast.AST) -> bool:

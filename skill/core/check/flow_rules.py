@@ -54,7 +54,7 @@ import bisect
 from fsdp_skill.core.check import calls as callgraph  # `calls` is a common local name here
 from fsdp_skill.core.check import divergence, finders
 from fsdp_skill.core.check import rank_conditional as rc
-from fsdp_skill.core.check.facts import JOIN, FileFacts, dotted, end, is_true, kwarg, last_name, start
+from fsdp_skill.core.check.facts import JOIN, FileFacts, Pos, dotted, end, is_true, kwarg, last_name, start
 from fsdp_skill.core.check.finders import Found, finder
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -568,6 +568,12 @@ def _local_metrics(facts: FileFacts, loop: ast.AST) -> dict[str, str]:
         if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and not branches.get(id(n))  # rank 0's: FSD038's
     ]
     stmts.sort(key=start)
+    handed = _handed_to_collectives(facts, loop)
+    since: dict[str, Pos] = {}  # where each local name got its local value
+
+    def local(name: str, here: Pos) -> bool:  # still this rank's own value here: no collective took it in between
+        return name in out and not any(since[name] <= at < here for at in handed.get(name, ()))
+
     for st in stmts:
         targets = st.targets if isinstance(st, ast.Assign) else [st.target]
         names = [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
@@ -582,32 +588,42 @@ def _local_metrics(facts: FileFacts, loop: ast.AST) -> dict[str, str]:
                 source = f"returned by `{fname}()` (line {fn.lineno}), which reduces nothing across the ranks"
                 break
         if source is None:
-            used = [n.id for n in ast.walk(value) if isinstance(n, ast.Name) and n.id in out]
+            here = start(st)
+            used = [n.id for n in ast.walk(value) if isinstance(n, ast.Name) and local(n.id, here)]
             guard = next(
                 (
                     a
                     for a in facts.ancestors(st)
-                    if isinstance(a, ast.If) and any(isinstance(n, ast.Name) and n.id in out for n in ast.walk(a.test))
+                    if isinstance(a, ast.If) and any(isinstance(n, ast.Name) and local(n.id, here) for n in ast.walk(a.test))
                 ),
                 None,
             )
             if used:
                 source = f"derived from `{used[0]}`, " + out[used[0]].split(", derived from ")[-1].split(", counted on ")[-1]
             elif guard is not None:
-                first = next(n.id for n in ast.walk(guard.test) if isinstance(n, ast.Name) and n.id in out)
+                first = next(n.id for n in ast.walk(guard.test) if isinstance(n, ast.Name) and local(n.id, here))
                 source = f"counted on `{first}`, " + out[first].split(", derived from ")[-1].split(", counted on ")[-1]
         if source is not None:
             for name in names:
-                out.setdefault(name, source)
-    if out:
-        for call in (n for n in ast.walk(loop) if isinstance(n, ast.Call)):
-            q = facts.qual(call) or ""
-            if q.startswith("torch.distributed.") and q.rsplit(".", 1)[-1] in rc.COLLECTIVES or framework_collective(facts, call):
-                for a in [*call.args, *(k.value for k in call.keywords)]:
-                    for n in ast.walk(a):
-                        if isinstance(n, ast.Name):
-                            out.pop(n.id, None)
+                if name not in out:
+                    out[name], since[name] = source, start(st)
+    for name in handed:  # handed to a collective in the loop: every rank's value (open_clip's all-reduced stats)
+        out.pop(name, None)
     return out
+
+
+def _handed_to_collectives(facts: FileFacts, loop: ast.AST) -> dict[str, list[Pos]]:
+    """Name -> where the body of ``loop`` hands it to a collective (torch's or a framework's): from there on the
+    ranks hold the combined value (``dist.all_reduce(stats)``, then ``acc = stats[0] / stats[1]``)."""
+    handed: dict[str, list[Pos]] = {}
+    for call in (n for n in ast.walk(loop) if isinstance(n, ast.Call)):
+        q = facts.qual(call) or ""
+        if q.startswith("torch.distributed.") and q.rsplit(".", 1)[-1] in rc.COLLECTIVES or framework_collective(facts, call):
+            for a in [*call.args, *(k.value for k in call.keywords)]:
+                for n in ast.walk(a):
+                    if isinstance(n, ast.Name):
+                        handed.setdefault(n.id, []).append(start(call))
+    return handed
 
 
 @finder("FSD058")

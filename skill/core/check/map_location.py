@@ -10,14 +10,17 @@ the CPU), a load under a condition that holds on one rank (``rank == 0``) or on 
 (``local_rank == 0``, which is ``cuda:0`` there), a per-rank file (``f"shard_{rank}.pt"``: each rank reads what it
 wrote from its own device), a ``map_location`` given (by keyword, second argument or ``**kwargs``), a load whose
 other branch maps it (``if args.gpu is None: torch.load(p) else: torch.load(p, map_location=loc)``: the author
-chose), an LR scheduler's state (``scheduler.pt``, ``sched_state = ...``: numbers, no tensors), and a load in a
-function that the file never calls (a library helper: its caller decides). An Accelerate script counts as
+chose), an LR scheduler's state (``scheduler.pt``, ``sched_state = ...``: numbers, no tensors), the run's arguments
+(``train_args = torch.load(".../model_args.pth")``), a file that the same file saves only from the CPU
+(``torch.save(feats.cpu(), join(d, "trainfeat.pth"))``, a dict of numbers), and a load in a function that the file
+never calls (a library helper: its caller decides). An Accelerate script counts as
 distributed (one process per GPU).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 
 from fsdp_skill.core.check.facts import FileFacts, dotted, kwarg, last_name
 from fsdp_skill.core.check.finders import Found, distributed_here, finder
@@ -141,6 +144,83 @@ def _scheduler_state(facts: FileFacts, call: ast.Call) -> bool:
     return any("sched" in n for n in names)
 
 
+_ARGUMENTS = re.compile(r"(^|[^a-z])(args|hparams)([^a-z]|$)")
+
+
+def _arguments_object(facts: FileFacts, call: ast.Call) -> bool:
+    """``train_args = torch.load(join(ckpt, "model_args.pth"))`` (LLaMA2-Accessory), ``training_args.bin``: the run's
+    arguments (an argparse Namespace, a TrainingArguments), numbers and strings, no tensors."""
+    names = [s.lower() for n in ast.walk(call) if isinstance(n, ast.Constant) and isinstance(n.value, str) for s in [n.value]]
+    parent = facts.parents.get(id(call))
+    if isinstance(parent, ast.Assign):
+        names += [(dotted(t) or "").lower() for t in parent.targets]
+    return any(_ARGUMENTS.search(n) for n in names)
+
+
+def _file_names(facts: FileFacts, path: ast.AST | None) -> set[str]:
+    """The file names (``trainfeat.pth``) a path expression spells as string constants, through a few names."""
+    if path is None:
+        return set()
+    texts: set[str] = set()
+    for n in ast.walk(path):
+        if isinstance(n, ast.Constant) and isinstance(n.value, str):
+            texts.add(n.value)
+        elif isinstance(n, ast.Name):
+            texts |= facts.strings(n)
+    return {t.rsplit("/", 1)[-1] for t in texts if "." in t.rsplit("/", 1)[-1]}
+
+
+_ON_CPU_METHODS = {"cpu", "numpy", "tolist", "item"}
+_PLAIN_CALLS = {"int", "float", "str", "bool", "len", "vars", "parse_args"}
+
+
+def _on_cpu(facts: FileFacts, obj: ast.AST | None, depth: int = 0) -> bool:
+    """Does ``obj`` (what a ``torch.save`` writes) hold nothing on a GPU: ``t.cpu()``, ``t.to("cpu")``, numbers, the
+    parsed arguments, and dicts / lists of those?"""
+    obj = facts.resolve(obj)
+    if obj is None or depth > 4:
+        return False
+    if isinstance(obj, ast.Constant):
+        return True
+    if isinstance(obj, (ast.List, ast.Tuple, ast.Set)):
+        return all(_on_cpu(facts, e, depth + 1) for e in obj.elts)
+    if isinstance(obj, ast.Dict):
+        return all(v is not None and _on_cpu(facts, v, depth + 1) for v in obj.values)
+    if isinstance(obj, ast.DictComp):
+        return _on_cpu(facts, obj.value, depth + 1)
+    if isinstance(obj, ast.Call):
+        name = last_name(obj)
+        if isinstance(obj.func, ast.Attribute) and name in _ON_CPU_METHODS:
+            return True
+        if isinstance(obj.func, ast.Attribute) and name == "to" and obj.args:
+            return "cpu" in facts.strings(obj.args[0])
+        return name in _PLAIN_CALLS
+    return False
+
+
+def _saved_on_cpu(facts: FileFacts) -> dict[str, bool]:
+    """File name -> does every ``torch.save`` of the file that writes it write CPU values (:func:`_on_cpu`)? One pass,
+    memoised: dino's eval_knn.py dumps ``features.cpu()`` to ``trainfeat.pth`` and loads it back on every rank."""
+    key = ("map_location", "saved")
+    if key not in facts.cache:
+        out: dict[str, bool] = {}
+        for c in facts.calls():
+            if facts.qual(c) == "torch.save":
+                cpu = _on_cpu(facts, kwarg(c, "obj", 0))
+                for name in _file_names(facts, kwarg(c, "f", 1)):
+                    out[name] = out.get(name, True) and cpu
+        facts.cache[key] = out
+    saved: dict[str, bool] = facts.cache[key]
+    return saved
+
+
+def _reads_cpu_save(facts: FileFacts, call: ast.Call) -> bool:
+    """Does ``call`` load a file that the same file saves only from the CPU?"""
+    saved = _saved_on_cpu(facts)
+    names = _file_names(facts, kwarg(call, "f", 0)) if saved else set()
+    return bool(names) and all(saved.get(n, False) for n in names)
+
+
 def unmapped_loads(facts: FileFacts) -> list[ast.Call]:
     """The ``torch.load`` calls FSD043 reports (see the module docstring), in ``ast.walk`` order."""
     accelerate = any((facts.qual(c) or "").rsplit(".", 1)[-1] == "Accelerator" for c in facts.calls())
@@ -154,7 +234,9 @@ def unmapped_loads(facts: FileFacts) -> list[ast.Call]:
             continue
         if any(isinstance(a, ast.Starred) for a in call.args) or _per_rank_path(facts, kwarg(call, "f", 0)):
             continue
-        if _mapped_in_other_branch(facts, call) or _scheduler_state(facts, call):
+        if _mapped_in_other_branch(facts, call) or _scheduler_state(facts, call) or _arguments_object(facts, call):
+            continue
+        if _reads_cpu_save(facts, call):
             continue
         if _loads_on_every_rank(facts, call):
             out.append(call)

@@ -27,7 +27,7 @@ from pathlib import PurePath
 from fsdp_skill.core.check import calls
 from fsdp_skill.core.check.calls import FileContext, FunctionSummary
 from fsdp_skill.core.check.facts import BudgetExceeded, FileFacts, analysis_clock
-from fsdp_skill.core.check.rank_conditional import function_collectives, function_guards
+from fsdp_skill.core.check.rank_conditional import function_collectives, function_guards, reach_paths
 from fsdp_skill.core.check.syntax import parse_source
 
 ROUNDS = 4  # rebuilds of the files whose context changed (a chain of helpers longer than that is not followed)
@@ -263,7 +263,7 @@ def _target(f: _File, qualname: str) -> tuple[_File, str] | None:
 def _exports(facts: FileFacts, label: str) -> tuple[dict[str, FunctionSummary], dict[str, tuple[str, ...]]]:
     """(function key -> summary, for the module-level functions and the classes' ``__init__`` of one file that tell
     their callers something; the keys of all of them)."""
-    collectives, guards = function_collectives(facts), function_guards(facts)
+    collectives, guards, ways = function_collectives(facts), function_guards(facts), reach_paths(facts)
     out: dict[str, FunctionSummary] = {}
     keys: dict[str, tuple[str, ...]] = {}
     for key, fn in calls.local_functions(facts).items():
@@ -273,7 +273,21 @@ def _exports(facts: FileFacts, label: str) -> tuple[dict[str, FunctionSummary], 
         keys[key] = s.params
         got = collectives.get(key)
         if got is not None:
-            s = replace(s, collective=(got[0], got[1], got[2], got[3] or label), collective_when=guards.get(key, ()))
-        if s.returns or s.returns_param is not None or s.wraps or s.in_place or s.sampler or s.loader or s.collective:
+            s = replace(
+                s,
+                collective=(got[0], got[1], got[2], got[3] or label),
+                collective_when=guards.get(key, ()),
+                collective_paths=ways.get(key, ()),
+            )
+        if (
+            s.returns
+            or s.returns_param is not None
+            or s.wraps
+            or s.in_place
+            or s.sampler
+            or s.loader
+            or s.collective
+            or s.returns_items
+        ):
             out[key] = s  # a function that does none of these tells its callers nothing: not exported (fewer rebuilds)
     return out, keys

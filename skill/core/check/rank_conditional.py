@@ -10,7 +10,8 @@ runs on every rank, so neither is reported.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
+from typing import Any
 
 from fsdp_skill.core.check import calls
 from fsdp_skill.core.check.facts import FSDP1, FileFacts, Located, dotted, is_true, kwarg, last_name
@@ -197,11 +198,15 @@ def _collective_kind(facts: FileFacts, call: ast.Call) -> tuple[str, str] | None
             return "FSD007", ".full_tensor()"
         if call.func.attr == "consolidate_state_dict":
             return "FSD008", ".consolidate_state_dict()"
-        if call.func.attr in ("forward", "generate") and facts.is_fsdp(call.func.value):
+        if (
+            call.func.attr in ("forward", "generate")
+            and facts.is_fsdp(call.func.value)
+            and not facts.before_wrap(call.func.value)
+        ):
             return "FSD010", f"{recv}.{call.func.attr}() of an FSDP module"
     if q in (f"torch.distributed.{n}" for n in GROUP_CREATORS):
         return "FSD009", f"{name}()"
-    if isinstance(call.func, (ast.Name, ast.Attribute)) and facts.is_fsdp(call.func):
+    if isinstance(call.func, (ast.Name, ast.Attribute)) and facts.is_fsdp(call.func) and not facts.before_wrap(call.func):
         return "FSD010", f"{dotted(call.func)}(...) (forward of an FSDP module)"
     if isinstance(call.func, (ast.Name, ast.Attribute)) and facts.is_joined_ddp(call.func):
         return "FSD036", f"{dotted(call.func)}(...) (forward through a DDP wrapper that was given to Join)"
@@ -212,7 +217,11 @@ def collective_summaries(facts: FileFacts) -> Summaries:
     """Local function key -> (code, label, line, file) of the first collective it can run, directly or through another
     function of the checked code (a fixpoint over the file's functions: module-level, nested, methods; a function of
     another checked file counts through its project summary). A collective under a rank condition inside the function
-    counts too: run on some ranks only, the function reaches its side of a pair alone."""
+    counts too: run on some ranks only, the function reaches its side of a pair alone.
+
+    A call whose arguments make every way its function reaches a collective false (:func:`reach_paths`:
+    ``create_dataloader(..., rank=-1)`` whose barriers run only ``if rank not in [-1, 0]`` / ``if rank == 0``) reaches
+    none, and a function all of whose ways are such calls reaches none either."""
     key = "rank_conditional.summaries"
     cached = facts.cache.get(key)
     if isinstance(cached, dict):
@@ -228,6 +237,19 @@ def collective_summaries(facts: FileFacts) -> Summaries:
         ]
         for fname, fn in funcs.items()
     }
+    rough = _summaries(facts, candidates)  # every call counts
+    facts.cache[_PATHS] = _paths(facts, candidates, rough)
+    out = _summaries(facts, candidates)  # now a call that reaches no collective with its arguments does not count
+    facts.cache[key] = out
+    return out
+
+
+_PATHS = "rank_conditional.paths"
+_DEAD = ("rank_conditional", "dead")
+_MAX_WAYS = 16  # ways kept per function; past them, one way with the conditions common to all
+
+
+def _summaries(facts: FileFacts, candidates: dict[str, list[ast.Call]]) -> Summaries:
     out: Summaries = {}
     for _ in range(4):
         known = len(out)
@@ -242,45 +264,317 @@ def collective_summaries(facts: FileFacts) -> Summaries:
                     break
         if len(out) == known:
             break  # a round that found nothing new: the next would not either
-    facts.cache[key] = out
     return out
+
+
+Ways = tuple[tuple[str, ...], ...]
+
+
+def reach_paths(facts: FileFacts) -> dict[str, Ways]:
+    """Function key -> the ways it reaches a collective: for each call in it that reaches one, the conditions (source
+    text in the function's own terms, :func:`_text`) of the ``if`` bodies around it, with those of the way through the
+    function it calls (its parameters replaced by what the call passes, a left-out one by its literal default). A
+    function that reaches none is not listed; a way of ``()`` holds always."""
+    collective_summaries(facts)
+    got = facts.cache.get(_PATHS)
+    return got if isinstance(got, dict) else {}
+
+
+def _paths(facts: FileFacts, candidates: dict[str, list[ast.Call]], rough: Summaries) -> dict[str, Ways]:
+    """:func:`reach_paths` from the summaries where every call counts (a small fixpoint: a caller's ways follow its
+    callees' of the round before)."""
+    funcs = calls.local_functions(facts)
+    out: dict[str, Ways] = {}
+    facts.cache[_PATHS] = out  # what the rounds so far know (a callee not yet listed: always reached)
+    for _ in range(4):
+        changed = False
+        for fname in rough:
+            fn = funcs.get(fname)
+            if fn is None:
+                continue
+            rebound = _rebound_params(facts, fn)
+            ways: set[tuple[str, ...]] = set()
+            for node in candidates.get(fname, []):
+                if collective_reached(facts, node, rough, exclude=fname) is None:
+                    continue
+                here = {_text(facts, c) for c in _conditions_of(facts, node, None)}
+                through = [()] if collective_kind(facts, node) is not None else _ways_through(facts, node)
+                for way in through or []:
+                    ways.add(tuple(sorted((here | set(way)) - {""})))
+            clean = {tuple(t for t in w if not _names_any(t, rebound)) for w in ways}
+            got = _bounded(clean)
+            if out.get(fname) != got:
+                out[fname], changed = got, True
+        facts.cache.pop(_DEAD, None)
+        if not changed:
+            break
+    facts.cache.pop(_DEAD, None)
+    return out
+
+
+def _bounded(ways: set[tuple[str, ...]]) -> Ways:
+    """The ways, sorted; one way that holds always absorbs the others; too many become the conditions common to all."""
+    if () in ways:
+        return ((),)
+    if len(ways) > _MAX_WAYS:
+        common = set.intersection(*(set(w) for w in ways))
+        return (tuple(sorted(common)),)
+    return tuple(sorted(ways))
+
+
+def _rebound_params(facts: FileFacts, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """The parameters of ``fn`` that its body binds again (``rank = rank or 0``): a condition on one is not the
+    caller's argument."""
+    names = {a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
+    return {n for n in names if len(facts.bindings.get((id(fn), n), [])) > 1}
+
+
+def _names_any(text: str, names: set[str]) -> bool:
+    if not names:
+        return False
+    try:
+        expr = ast.parse(text, mode="eval").body
+    except (SyntaxError, RecursionError, MemoryError, ValueError):
+        return True
+    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(expr))
+
+
+def _ways_through(facts: FileFacts, call: ast.Call) -> list[tuple[str, ...]] | None:
+    """The ways the function ``call`` runs reaches a collective, in the caller's terms, each way whose condition the
+    arguments make false left out (None: not a call of the checked code; ``[]``: no way left, the call reaches none)."""
+    target = calls.callee(facts, call)
+    if target is None:
+        return None
+    if target.key is not None:
+        known = facts.cache.get(_PATHS)
+        ways = known.get(target.key) if isinstance(known, dict) else None
+        if ways is None:
+            return [()]  # not known yet (this round), or reached by every call
+    else:
+        ways = target.summary.collective_paths or ((),)
+    given = _given(call, target)
+    out: list[tuple[str, ...]] = []
+    for way in ways:
+        texts: list[str] = []
+        for text in way:
+            swapped = _substituted(text, _param_names(target), given)
+            truth = _truth(swapped) if swapped is not None else None
+            if truth is False:
+                break
+            if swapped is not None and truth is None:
+                texts.append(_condition_text(facts, swapped))
+        else:
+            out.append(tuple(texts))
+    return out
+
+
+def _param_names(target: calls.Callee) -> set[str]:
+    """Every parameter name of the function ``target`` (keyword-only ones: of a local function, or with a default)."""
+    names = set(target.summary.params) | {name for name, _ in target.summary.defaults}
+    if target.fn is not None:
+        names |= {a.arg for a in target.fn.args.kwonlyargs}
+    return names
+
+
+def _given(call: ast.Call, target: calls.Callee) -> dict[str, ast.expr]:
+    """Parameter name -> what ``call`` passes it (its literal default where the call leaves it out, unless ``*args`` /
+    ``**kwargs`` may pass it)."""
+    given = {target.summary.params[i]: arg for i, arg in calls.bound_args(call, target)}
+    given |= {kw.arg: kw.value for kw in call.keywords if kw.arg is not None}
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(kw.arg is None for kw in call.keywords):
+        return given
+    for name, text in target.summary.defaults:
+        if name not in given:
+            try:
+                given[name] = ast.parse(text, mode="eval").body
+            except (SyntaxError, RecursionError, MemoryError, ValueError):
+                continue
+    return given
+
+
+def _substituted(text: str, params: Collection[str], given: dict[str, ast.expr]) -> ast.expr | None:
+    """The condition ``text`` (a callee's) with its parameters replaced by what the call passes; None when it names a
+    parameter the call does not pass (unknown there)."""
+    try:
+        expr = ast.parse(text, mode="eval").body
+    except (SyntaxError, RecursionError, MemoryError, ValueError):
+        return None
+    named = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
+    if named & (set(params) - set(given)):
+        return None
+    swapped = _Swap({p: given[p] for p in named & set(given)}).visit(expr)
+    return swapped if isinstance(swapped, ast.expr) else None
+
+
+def _condition_text(facts: FileFacts, expr: ast.expr) -> str:
+    if isinstance(expr, ast.Name):
+        return _text(facts, expr)
+    try:
+        return ast.unparse(expr)
+    except (RecursionError, MemoryError, ValueError):
+        return ""
+
+
+def _truth(expr: ast.AST) -> bool | None:
+    """The value of a condition made of literals (``-1 not in [-1, 0]``, ``not False``, ``0 == 0 and x``), None when a
+    part of it is not known."""
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
+        inner = _truth(expr.operand)
+        return None if inner is None else not inner
+    if isinstance(expr, ast.BoolOp):
+        parts = [_truth(v) for v in expr.values]
+        decisive = isinstance(expr.op, ast.Or)  # True decides an `or`, False an `and`
+        if decisive in parts:
+            return decisive
+        return None if None in parts else not decisive
+    try:
+        value = ast.literal_eval(expr)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        value = _UNKNOWN_VALUE
+    if value is not _UNKNOWN_VALUE:
+        return bool(value)
+    if isinstance(expr, ast.Compare):
+        try:
+            operands = [ast.literal_eval(x) for x in [expr.left, *expr.comparators]]
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return None
+        try:
+            return all(_COMPARE[type(op)](a, b) for op, a, b in zip(expr.ops, operands, operands[1:], strict=False))
+        except (KeyError, TypeError):
+            return None
+    return None
+
+
+_UNKNOWN_VALUE = object()
+_COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], bool]] = {
+    ast.Eq: lambda a, b: a == b,
+    ast.NotEq: lambda a, b: a != b,
+    ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b,
+    ast.Gt: lambda a, b: a > b,
+    ast.GtE: lambda a, b: a >= b,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
+    ast.Is: lambda a, b: a is b,
+    ast.IsNot: lambda a, b: a is not b,
+}
+
+
+def _dead(facts: FileFacts, call: ast.Call) -> bool:
+    """Do ``call``'s arguments make every way its function reaches a collective false (:func:`_ways_through`), or
+    pass no wrapped module where each of its collectives needs one (:func:`_module_params`)? Memoised per call while
+    the ways stand."""
+    if _PATHS not in facts.cache:
+        return False
+    memo: dict[int, bool] = facts.cache.setdefault(_DEAD, {})
+    if id(call) not in memo:
+        memo[id(call)] = _ways_through(facts, call) == [] or _passes_no_module(facts, call)
+    return memo[id(call)]
+
+
+_ON_MODULE = {"FSD006", "FSD010", "FSD036"}  # collectives only because their module is wrapped
+
+
+def _passes_no_module(facts: FileFacts, call: ast.Call) -> bool:
+    """``evaluate(model_without_ddp, val)`` on rank 0, where ``evaluate``'s forward is a collective only because other
+    calls pass it an FSDP module: every collective the local function reaches is the forward (or FULL_STATE_DICT
+    ``state_dict()``) of one of its parameters, and this call passes a module of no wrapped kind to each of them."""
+    target = calls.callee(facts, call)
+    if target is None or target.fn is None:
+        return False
+    deps = _module_params(facts, target.fn, 0)
+    if not deps:
+        return False
+    given = {target.summary.params[i]: arg for i, arg in calls.bound_args(call, target)}
+    given |= {kw.arg: kw.value for kw in call.keywords if kw.arg is not None}
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(kw.arg is None for kw in call.keywords):
+        return False
+    return all(calls.expr_kind(facts, given.get(p)) is None and not _param_of_caller(facts, given.get(p)) for p in deps)
+
+
+def _param_of_caller(facts: FileFacts, node: ast.AST | None) -> bool:
+    """Is ``node`` the caller's own parameter, read as bound (its callers decide what it holds)?"""
+    if not isinstance(node, ast.Name):
+        return False
+    _, seen = facts.binding(node)
+    return seen is not None and seen.kind == "param"
+
+
+def _module_params(facts: FileFacts, fn: ast.FunctionDef | ast.AsyncFunctionDef, depth: int) -> set[str] | None:
+    """The parameters of ``fn`` whose wrapped module every collective ``fn`` reaches is about (``model(x)``,
+    ``model.state_dict()``, directly or through the local functions it passes them to); None when some collective is
+    another (a barrier, ``self.model(x)``) or cannot be told. Memoised per function."""
+    memo: dict[int, set[str] | None] = facts.cache.setdefault(("rank_conditional", "module-params"), {})
+    if id(fn) in memo:
+        return memo[id(fn)]
+    memo[id(fn)] = None  # recursion: cannot be told
+    if depth > 4:
+        return None
+    names = {a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
+    deps: set[str] = set()
+    for node in facts.scope_nodes(fn):
+        if not isinstance(node, ast.Call):
+            continue
+        kind = collective_kind(facts, node)
+        if kind is not None:
+            func = node.func
+            recv = (
+                func.value
+                if isinstance(func, ast.Attribute) and kind[0] != "FSD036" and func.attr in ("state_dict", "forward", "generate")
+                else func
+            )
+            if kind[0] not in _ON_MODULE or not (
+                isinstance(recv, ast.Name) and recv.id in names and _param_of_caller(facts, recv)
+            ):
+                return None
+            deps.add(recv.id)
+            continue
+        target = calls.callee(facts, node)
+        if target is None:
+            continue
+        if target.fn is None:
+            if target.summary.collective is not None:
+                return None
+            continue
+        if target.key not in _reaching(facts):
+            continue
+        inner = _module_params(facts, target.fn, depth + 1)
+        if inner is None:
+            return None
+        given = {target.summary.params[i]: arg for i, arg in calls.bound_args(node, target)}
+        given |= {kw.arg: kw.value for kw in node.keywords if kw.arg is not None}
+        for p in inner:
+            arg = given.get(p)
+            if isinstance(arg, ast.Name) and arg.id in names and _param_of_caller(facts, arg):
+                deps.add(arg.id)
+            elif arg is not None and calls.expr_kind(facts, arg) is not None:
+                return None
+    memo[id(fn)] = deps
+    return deps
+
+
+def _reaching(facts: FileFacts) -> dict[str, Ways]:
+    """The local functions known to reach a collective at all (:func:`reach_paths` as the rounds so far have it)."""
+    known = facts.cache.get(_PATHS)
+    return known if isinstance(known, dict) else {}
 
 
 def function_guards(facts: FileFacts) -> dict[str, tuple[str, ...]]:
     """Function key -> the conditions (:func:`_text`, in the function's own terms: its parameter names) that hold
     wherever a call of it reaches a collective: ``def load(path, on_all_ranks=False): ... if on_all_ranks:
-    dist.barrier()`` gives ``("on_all_ranks",)``. Empty (not listed) when some collective runs unconditionally. A
-    small fixpoint, like :func:`collective_summaries`, over the functions that reach one; what a call passes is put in place of
-    the parameters it binds (:func:`_guards_through`)."""
+    dist.barrier()`` gives ``("on_all_ranks",)``: the conditions every way of :func:`reach_paths` shares. Not listed
+    when some collective runs unconditionally."""
     key = "rank_conditional.guards"
     cached = facts.cache.get(key)
     if isinstance(cached, dict):
         return cached
-    summaries = collective_summaries(facts)
-    funcs = calls.local_functions(facts)
     out: dict[str, tuple[str, ...]] = {}
-    for _ in range(4):
-        changed = False
-        for fname in summaries:
-            fn = funcs.get(fname)
-            if fn is None:
-                continue
-            common: set[str] | None = None
-            for node in facts.scope_nodes(fn):
-                if not isinstance(node, ast.Call) or collective_reached(facts, node, summaries, exclude=fname) is None:
-                    continue
-                here = {_text(facts, c) for c in _conditions_of(facts, node, None)} | _guards_through(facts, node, out)
-                common = here if common is None else common & here
-                if not common:
-                    break
-            got = tuple(sorted(common or ()))
-            if got and out.get(fname) != got:
-                out[fname], changed = got, True
-            elif not got and fname in out:
-                del out[fname]
-                changed = True
-        if not changed:
-            break
+    summaries = collective_summaries(facts)
+    for fname, ways in reach_paths(facts).items():
+        if fname in summaries and ways:
+            common = set.intersection(*(set(w) for w in ways))
+            if common:
+                out[fname] = tuple(sorted(common))
     facts.cache[key] = out
     return out
 
@@ -288,32 +582,20 @@ def function_guards(facts: FileFacts) -> dict[str, tuple[str, ...]]:
 def _guards_through(facts: FileFacts, call: ast.Call, local: dict[str, tuple[str, ...]]) -> set[str]:
     """The conditions under which the function ``call`` runs reaches its collectives (``local`` for this file's
     functions, the project summary for another file's), in the caller's terms: a parameter named in a condition is
-    replaced by what the call passes (a condition naming a parameter the call does not pass is dropped)."""
+    replaced by what the call passes, or by its literal default (a condition naming a parameter the call does not pass
+    is dropped)."""
     target = calls.callee(facts, call)
     if target is None:
         return set()
     texts = local.get(target.key, ()) if target.key is not None else target.summary.collective_when
     if not texts:
         return set()
-    params = target.summary.params
-    given = {params[i]: arg for i, arg in calls.bound_args(call, target)}
+    given = _given(call, target)
     out = set()
     for text in texts:
-        try:
-            expr = ast.parse(text, mode="eval").body
-        except (SyntaxError, RecursionError, MemoryError, ValueError):
-            continue
-        named = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)} & set(params)
-        if not named <= set(given):
-            continue
-        if isinstance(expr, ast.Name) and expr.id in given:
-            out.add(_text(facts, given[expr.id]))
-            continue
-        swapped = _Swap({p: given[p] for p in named}).visit(expr)
-        try:
-            out.add(ast.unparse(swapped))
-        except (RecursionError, MemoryError, ValueError):
-            continue
+        swapped = _substituted(text, _param_names(target), given)
+        if swapped is not None and (got := _condition_text(facts, swapped)):
+            out.add(got)
     return out
 
 
@@ -342,7 +624,7 @@ def collective_reached(
     if kind is not None:
         return kind[0], kind[1], None, None, ""
     target = calls.callee(facts, call)
-    if target is None:
+    if target is None or _dead(facts, call):
         return None
     if target.key is not None:
         if target.key in summaries and target.key != exclude and facts.scope_of(call) is not target.fn:

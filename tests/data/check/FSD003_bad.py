@@ -56,3 +56,27 @@ def nested(rank, t, failed_rank=1):
         dist.all_reduce(t)  # <- FSD003
     else:
         dist.all_reduce(t)  # <- FSD003
+
+
+LOCAL_RANK = int(os.environ.get("LOCAL_RANK", "-1"))
+
+
+def zero_first(local_rank):
+    if local_rank not in [-1, 0]:
+        dist.barrier()
+    yield
+    if local_rank == 0:
+        dist.barrier()
+
+
+def build_loader(path, rank=-1, verbose=False):
+    for _ in zero_first(rank):
+        print(path)
+
+
+def loaders(path):
+    if dist.get_rank() == 0:
+        build_loader(path, rank=LOCAL_RANK)  # <- FSD003
+        build_loader(path, LOCAL_RANK, verbose=True)  # <- FSD003
+        build_loader(path, rank=-1)  # the rank -1 reaches no barrier
+        build_loader(path)  # nor does the default

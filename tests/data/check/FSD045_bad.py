@@ -17,3 +17,19 @@ def train(loader, val_x):
             with torch.no_grad():
                 print(model(val_x).mean())  # <- FSD045
         dist.barrier()
+
+
+def predict(model, x):
+    return model(x).argmax(-1)
+
+
+def evaluate(model, loader):
+    return sum((predict(model, x) == y).sum() for x, y in loader)
+
+
+def train_and_evaluate(loader, val_loader):
+    model = DDP(nn.Sequential(nn.Linear(8, 8), nn.BatchNorm1d(8)))
+    print(evaluate(model.module, val_loader))
+    if dist.get_rank() == 0:
+        print(evaluate(model, val_loader))  # <- FSD045
+        print(evaluate(loader=val_loader, model=model))  # <- FSD045
