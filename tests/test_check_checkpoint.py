@@ -152,3 +152,29 @@ def test_a_resume_helper_of_another_file_given_the_wrapper(tmp_path, wrap_first,
     _package(tmp_path, wrap_first)
     found = {(Path(f.path).name, f.line, f.code) for f in check_paths([str(tmp_path)]) if f.code in CODES}
     assert found == want
+
+
+@pytest.mark.parametrize(
+    "guard",
+    [
+        "    if args.save_logs:\n        torch.save(model.state_dict(), path)\n",
+        "    world_size, rank = setup()\n    if rank == 0:\n        torch.save(model.state_dict(), path)\n",
+        "    if dist.get_world_size() > 1:\n        raise RuntimeError('run this on one process')\n    torch.save(model.state_dict(), path)\n",
+        "    assert world_size == 1\n    torch.save(model.state_dict(), path)\n",
+    ],
+)
+def test_fsd070_is_silent_where_a_condition_may_guard_the_ranks(guard):
+    """FSD070 speaks only where no condition around the write could tell the ranks apart: a save under a flag set from
+    the main process, under a rank the facts cannot trace (a tuple from a helper), or after an early exit unless the
+    job has one process is not 'every rank writes'. A rank-free condition (a better score) does not silence it."""
+    head = (
+        "import torch\nimport torch.distributed as dist\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n\n\n"
+        "def save(model, path, args, world_size):\n"
+    )
+    tail = (
+        "\n\ndef main(args):\n    dist.init_process_group('gloo')\n    model = DDP(torch.nn.Linear(2, 2))\n"
+        "    save(model, 'ckpt.pt', args, 2)\n\n\nif __name__ == '__main__':\n    main(None)\n"
+    )
+    assert [f.code for f in check_source(head + guard + tail) if f.code == "FSD070"] == []
+    scored = "    if args.score > args.best:\n        torch.save(model.state_dict(), path)\n"
+    assert [f.code for f in check_source(head + scored + tail) if f.code == "FSD070"] == ["FSD070"]

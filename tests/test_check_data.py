@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from fsdp_skill.core.check import check_paths, check_source
@@ -149,3 +151,19 @@ def test_the_step_through_model_module_is_silent_when_the_file_reduces_gradients
     )
     assert [c for c in _codes(code) if c[1] == "FSD068"] == []
     assert _codes(code.rsplit("    for p", 1)[0]) == [(5, "FSD068")]
+
+
+def test_fsd061_is_silent_in_a_test_module_that_feeds_every_rank_the_same_batches(tmp_path):
+    """A parity test gives every rank the same data on purpose (to compare a sharded run with one process): FSD061 is
+    silent in files named like tests (test_*.py, *_test.py, *_test_utils.py, conftest.py), and speaks elsewhere."""
+    from fsdp_skill.core.check import check_paths
+    from fsdp_skill.core.check.engine import is_test_file
+
+    code = (Path(__file__).parent / "data" / "check" / "FSD061_bad.py").read_text()
+    for name in ("test_parity.py", "parity_test.py", "shampoo_test_utils.py", "conftest.py"):
+        assert is_test_file(f"pkg/tests/{name}")
+        (tmp_path / name).write_text(code)
+    (tmp_path / "train.py").write_text(code)
+    found = check_paths([str(tmp_path)])
+    assert {Path(f.path).name for f in found if f.code == "FSD061"} == {"train.py"}
+    assert not is_test_file("tests/data/check/FSD061_bad.py") and not is_test_file("contest.py")

@@ -286,12 +286,71 @@ def _method_calls(facts: FileFacts, fn: Function) -> list[ast.Call]:
     return [c for c in facts.calls() if isinstance(c.func, ast.Attribute) and c.func.attr == fn.name]
 
 
+# words of a condition that may be a rank guard the facts cannot see (``if args.save_logs:`` set from
+# ``is_master(args)``; ``if rank == 0:`` with ``world_size, rank = init_distributed()``; ``if self.is_main:``)
+_GUARD_WORDS = (
+    "rank",
+    "master",
+    "main",
+    "primary",
+    "leader",
+    "chief",
+    "is_",
+    "save",
+    "log",
+    "distributed",
+    "world",
+    "local",
+    "node",
+    "process",
+    "zero",
+    "first",
+    "writer",
+    "ddp",
+    "dist",
+)
+
+
+def _maybe_rank_guard(test: ast.AST) -> bool:
+    """Could this condition tell the ranks apart (a name in it says rank, master, main process, save or log flag...)?
+    ``if score > best:`` cannot; FSD070 speaks only where no condition around the write could."""
+    for n in ast.walk(test):
+        if isinstance(n, (ast.Name, ast.Attribute)):
+            text = (last_name(n) or "").lower()
+            if any(w in text for w in _GUARD_WORDS):
+                return True
+    return False
+
+
+def _guarded_in(facts: FileFacts, node: ast.AST, fn: ast.AST | None) -> bool:
+    """Is ``node`` under a condition that may be a rank guard, within ``fn`` (or the module), or after an early exit
+    of ``fn`` on one (``if world_size > 1: raise ...``, ``assert dist.get_world_size() == 1``)?"""
+    for a in facts.ancestors(node):
+        if a is fn:
+            break
+        if isinstance(a, (ast.If, ast.While, ast.IfExp)) and _maybe_rank_guard(a.test):
+            return True
+    if fn is None:
+        return False
+    for n in facts.scope_nodes(fn):
+        if getattr(n, "lineno", 0) >= getattr(node, "lineno", 0):
+            continue
+        if isinstance(n, ast.Assert) and _maybe_rank_guard(n.test):
+            return True
+        if isinstance(n, ast.If) and _maybe_rank_guard(n.test) and any(isinstance(b, (ast.Raise, ast.Return)) for b in n.body):
+            return True
+    return False
+
+
 def runs_on_every_rank(facts: FileFacts, node: ast.AST, depth: int = 0) -> bool:
-    """Does every rank reach ``node`` whenever it runs: no rank condition around it, and for a node inside a function,
-    every call of that function in the file runs on every rank too (at least one call; a spawned function counts)?"""
+    """Does every rank reach ``node`` whenever it runs: no rank condition around it (nor a condition that may be one,
+    :func:`_maybe_rank_guard`), and for a node inside a function, every call of that function in the file runs on
+    every rank too (at least one call; a spawned function counts)?"""
     if facts.rank_branches().get(id(node)) or depth > _DEPTH:
         return False
     fn = next((a for a in facts.ancestors(node) if isinstance(a, (*_FUNCS, ast.Lambda))), None)
+    if _guarded_in(facts, node, fn):
+        return False
     if fn is None:
         return True
     if isinstance(fn, ast.Lambda):

@@ -473,14 +473,47 @@ def summed_then_called_a_mean(facts: FileFacts) -> Found:
             )
 
 
+def _is_world_size(facts: FileFacts, node: ast.AST | None, depth: int = 0) -> bool:
+    """Is ``node`` the world size itself (not an expression that uses it): ``dist.get_world_size()``,
+    ``int(os.environ["WORLD_SIZE"])``, ``accelerator.num_processes``, a name or attribute ending in ``world_size``,
+    or a local name bound to one of these.  ``val_steps`` computed from the world size is a count of batches."""
+    if node is None or depth > 4:
+        return False
+    if isinstance(node, ast.Call) and last_name(node) in ("int", "float") and len(node.args) == 1:
+        return _is_world_size(facts, node.args[0], depth + 1)
+    if isinstance(node, ast.Call):
+        return last_name(node) == "get_world_size"
+    if isinstance(node, ast.Subscript) or (isinstance(node, ast.Call) and last_name(node) == "get"):
+        return any(isinstance(n, ast.Constant) and n.value == "WORLD_SIZE" for n in ast.walk(node))
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        text = (last_name(node) or "").lower()
+        if text.endswith("world_size") or text in ("num_processes", "nprocs", "num_replicas"):
+            return True
+        if isinstance(node, ast.Name):
+            value = facts.resolve(node)
+            return value is not None and value is not node and _is_world_size(facts, value, depth + 1)
+    return False
+
+
+def _divides_the_value(node: ast.AST, name: str) -> bool:
+    """Is the divided operand ``name`` itself (``x / n``, ``x /= n``, ``x.div_(n)``, ``x.item() / n``), not a value
+    read from it (``x.shape[0] // n`` is a size)?"""
+    left = node.left if isinstance(node, ast.BinOp) else None
+    if left is None:
+        return True  # x /= n, x.div_(n), torch.div(x, n): _divisions matched the operand itself
+    if isinstance(left, ast.Call) and isinstance(left.func, ast.Attribute) and not left.args:
+        left = left.func.value  # x.item(), x.float()
+    return isinstance(left, (ast.Name, ast.Attribute)) and dotted(left) == name
+
+
 @finder("FSD066")
 def averaged_twice(facts: FileFacts) -> Found:
-    """FSD066: ``all_reduce(x, op=ReduceOp.AVG)`` then ``x`` divided by the world size."""
+    """FSD066: ``all_reduce(x, op=ReduceOp.AVG)`` then ``x`` itself divided by the world size itself."""
     for call, name, scope in _reduced_names(facts):
         if _op(call) != "AVG":
             continue
         for node, divisor in _divisions(facts, scope, name):
-            if start(node) > start(call) and world_size_expr(facts, divisor):
+            if start(node) > start(call) and _divides_the_value(node, name) and _is_world_size(facts, divisor):
                 yield node, f"`{name}` was averaged by all_reduce(op=ReduceOp.AVG) at line {call.lineno}"
                 break
 

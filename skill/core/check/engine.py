@@ -179,6 +179,17 @@ def check_tree(
     return sorted(out, key=lambda f: (f.line, f.col, f.code))
 
 
+# rules whose mistake a test does on purpose: a parity test feeds every rank the same batches to compare a sharded run
+# with one process (FSD061's "unsharded loader" is the point of such a test)
+SILENT_IN_TESTS = frozenset({"FSD061"})
+
+
+def is_test_file(path: str) -> bool:
+    """Is ``path`` a test module by its name (``test_*.py``, ``*_test.py``, ``*_test_utils.py``, ``conftest.py``)?"""
+    name = path.replace("\\", "/").rsplit("/", 1)[-1]
+    return name.startswith("test_") or name.endswith(("_test.py", "_test_utils.py")) or name == "conftest.py"
+
+
 def _raw_findings(tree: ast.Module, path: str, deadline: float, project: Project | None) -> list[tuple[str, Located, str | None]]:
     """(code, node, detail) of every rule's hits on ``tree`` (the facts of ``path`` that ``project`` built, else
     :func:`~fsdp_skill.core.check.calls.build_facts` of ``tree``). Raises BudgetExceeded past ``deadline`` (a
@@ -189,7 +200,10 @@ def _raw_findings(tree: ast.Module, path: str, deadline: float, project: Project
     else:  # alone, or a text other than the one the project parsed under this label: the facts of this tree
         facts = build_facts(tree, project.context_for(path) if project is not None else None, deadline=deadline)
     raw: list[tuple[str, Located, str | None]] = list(rank_findings(facts))
+    in_tests = is_test_file(path)
     for code_, fn in FINDERS.items():
+        if in_tests and code_ in SILENT_IN_TESTS:
+            continue
         raw += [(code_, node, detail) for node, detail in fn(facts)]
         if analysis_clock() > deadline:
             raise BudgetExceeded(f"past the deadline after {code_}")
