@@ -167,3 +167,50 @@ def test_fsd061_is_silent_in_a_test_module_that_feeds_every_rank_the_same_batche
     found = check_paths([str(tmp_path)])
     assert {Path(f.path).name for f in found if f.code == "FSD061"} == {"train.py"}
     assert not is_test_file("tests/data/check/FSD061_bad.py") and not is_test_file("contest.py")
+
+
+SPAWN = """
+import os
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+def worker(local_rank, world_size, args):
+    dist.init_process_group("nccl", rank={rank}, world_size=world_size)
+def main(args):
+    world_size = {world}
+    mp.spawn(worker, args=(world_size, args), nprocs={nprocs})
+"""
+
+
+@pytest.mark.parametrize(
+    ("rank", "world", "nprocs", "want"),
+    [
+        # mp.spawn on one machine, no node named anywhere: every rank of the job is a process of this machine
+        ("local_rank", "torch.cuda.device_count()", "world_size", []),
+        ("local_rank", "args.world_size", "args.world_size", []),
+        # a job laid out over nodes (ImageNet example's shape) that forgets the node's offset
+        ("local_rank", "args.gpus * args.nnodes", "args.gpus", [(7, "FSD073")]),
+        ("args.node_rank * args.gpus + local_rank", "args.gpus * args.nnodes", "args.gpus", []),
+        ('int(os.environ["LOCAL_RANK"])', "args.gpus * args.nnodes", "args.gpus", [(7, "FSD073")]),
+        ('int(os.environ["RANK"])', "args.gpus * args.nnodes", "args.gpus", []),
+    ],
+)
+def test_init_process_group_given_the_rank_on_the_node(rank, world, nprocs, want):
+    assert _codes(SPAWN.format(rank=rank, world=world, nprocs=nprocs)) == want
+
+
+def test_init_on_the_local_rank_under_torchrun():
+    code = (
+        "import os\nimport torch.distributed as dist\n"
+        "local_rank = int(os.environ['LOCAL_RANK'])\n"
+        "dist.init_process_group('nccl', rank=local_rank, world_size=int(os.environ['WORLD_SIZE']))\n"
+    )
+    assert _codes(code) == [(4, "FSD073")]
+    assert _codes(code.replace("world_size=int(os.environ['WORLD_SIZE'])", "world_size=1")) == []  # one process
+    attr = (
+        "import torch.distributed as dist\n"
+        "def main(args):\n"
+        "    args.local_rank = args.node_rank * args.ngpus + args.gpu\n"
+        "    dist.init_process_group('nccl', rank=args.local_rank, world_size=args.world_size)\n"
+    )
+    assert _codes(attr) == []  # the attribute was given the global rank

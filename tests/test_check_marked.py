@@ -26,6 +26,7 @@ FAMILIES = {
         "FSD066",
         "FSD067",
         "FSD068",
+        "FSD073",
     },  # data_rules.py (FSD062/FSD063: one line each, top-level fixtures)
     "checkpoint": {"FSD069", "FSD070", "FSD071", "FSD072"},  # checkpoint_rules.py
 }

@@ -1,5 +1,5 @@
 """Rules about the data each rank trains on, the values the ranks reduce, and the wrapper a step goes through
-(FSD061-FSD068).
+(FSD061-FSD068), and the rank a process gives ``init_process_group`` (FSD073).
 
 - **FSD061**: a training loop (a ``for`` over a loader whose body runs a ``backward()``, here or in a function of the
   checked code it calls) over a ``DataLoader`` with no sampler of any kind, in a file that wraps a model in DDP /
@@ -34,6 +34,13 @@
   all-reduce (the replicas drift apart), FSDP1 gathers no parameters. ``model.module`` for a ``state_dict``, saving,
   evaluation without a backward, or an attribute (``model.module.config``) is the right use and is silent; so is a
   file that all-reduces the gradients itself.
+
+- **FSD073**: ``init_process_group(rank=<the rank on this node>)`` (``LOCAL_RANK``, ``args.local_rank``,
+  ``SLURM_LOCALID``) with a world size that is not the node's: on a second node the ranks 0..n-1 repeat, two
+  processes claim each rank and the rendezvous never fills. Silent for a world of the node's GPUs
+  (``torch.cuda.device_count()``, ``LOCAL_WORLD_SIZE``), for ``world_size=1``, for an attribute the file also assigns
+  a global rank, and for a file that starts its ranks with ``mp.spawn`` and names no node anywhere (all of the job's
+  ranks run on this machine, so the local index is the rank).
 
 The ``AVG`` reduce op on Gloo is not a rule: it raises on torch 2.6 and 2.7 and works from torch 2.8 (the file does not
 say which torch runs it); ``data/reduce-a-metric`` explains both.
@@ -259,6 +266,65 @@ def sampler_on_the_local_rank(facts: FileFacts) -> Found:
             yield rank, "the sampler's rank is the rank on this node"
         elif replicas is not None and local_size and not local_rank and (rank is None or rank_kind(facts, rank) == "global"):
             yield replicas, "num_replicas is the number of processes (GPUs) on one node, the rank the job's"
+
+
+# --- FSD073: init_process_group given the rank on the node ----------------------------------------------------
+
+# what names the node a process runs on: a file that reads one of these is laid out for several nodes
+_NODE_WORDS = ("node_rank", "group_rank", "nodeid", "node_id", "nnodes", "num_nodes", "node_idx", "node_index")
+_SPAWNS = {"spawn", "start_processes"}
+
+
+def _names_a_node(facts: FileFacts) -> bool:
+    """Does the file name a node index or a node count anywhere (``--node_rank``, ``GROUP_RANK``, ``SLURM_NODEID``)?"""
+    for n in facts.nodes:
+        text = (
+            n.value
+            if isinstance(n, ast.Constant) and isinstance(n.value, str)
+            else last_name(n)
+            if isinstance(n, (ast.Name, ast.Attribute))
+            else None
+        )
+        if isinstance(text, str) and any(w in text.lower().replace("-", "_") for w in _NODE_WORDS):
+            return True
+    return False
+
+
+def _spawns_here(facts: FileFacts) -> bool:
+    """Does the file start its ranks itself with ``mp.spawn`` / ``start_processes`` (all of them on this machine)?"""
+    return any(last_name(c) in _SPAWNS and "multiprocessing" in (facts.qual(c) or "") for c in facts.calls())
+
+
+def _rebound_globally(facts: FileFacts, node: ast.AST) -> bool:
+    """Is the attribute ``node`` (``args.local_rank``) also assigned in the file a value not known to be a local rank
+    (``args.local_rank = args.node_rank * 8 + gpu``)?"""
+    name = dotted(node) if isinstance(node, ast.Attribute) else None
+    values = calls_rules._attribute_values(facts).get(name or "", [])
+    return any(rank_kind(facts, v) != "local" for v in values)
+
+
+@finder("FSD073")
+def init_on_the_local_rank(facts: FileFacts) -> Found:
+    """FSD073: ``init_process_group(rank=<the rank on this node>)`` with a world size that is not the node's: on a
+    second node the ranks repeat and the rendezvous never fills. Silent when the world size is the node's
+    (``torch.cuda.device_count()``, ``LOCAL_WORLD_SIZE``, a constant 1), and when the file spawns its ranks itself
+    (``mp.spawn``) and names no node anywhere: every rank of the job then runs on this machine."""
+    for call in facts.calls():
+        if facts.qual(call) != "torch.distributed.init_process_group":
+            continue
+        rank = kwarg(call, "rank", 4)
+        if rank is None or rank_kind(facts, rank) != "local" or _rebound_globally(facts, rank):
+            continue
+        world = kwarg(call, "world_size", 3)
+        if _local_size(facts, world) or isinstance(world, ast.Constant) and world.value == 1:
+            continue
+        if _spawns_here(facts) and not _names_a_node(facts):
+            continue
+        yield rank, f"`{_text(rank)}` is the rank on this node, given as the process's rank in the whole job"
+
+
+def _text(node: ast.AST) -> str:
+    return dotted(node) or ast.unparse(node)
 
 
 # --- FSD064: a collective given a value that is not a tensor -------------------------------------------------

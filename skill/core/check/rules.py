@@ -160,6 +160,17 @@ RULES: dict[str, Rule] = {
             "checkpoint/fsdp1-optim-state-dict",
         ),
         _r(
+            "FSD073",
+            "warning",
+            "`init_process_group(rank=local_rank)` with the job's world size (the rank on the node for the rank in the job)",
+            "the rank given to init_process_group numbers the process in the whole job: on a second node the local ranks "
+            "0..n-1 repeat the first node's, two processes claim each rank and the ranks past the first node's are never "
+            "filled, so the rendezvous hangs; pass the global rank (RANK, or node_rank * gpus_per_node + local_rank), "
+            "or leave rank out with env:// under torchrun",
+            "launch/local-rank-device",
+            "launch/local-rank-device",
+        ),
+        _r(
             "FSD018",
             "error",
             "`no_sync()` on an FSDP2 module",
@@ -668,10 +679,21 @@ RULES: dict[str, Rule] = {
             "checkpoint/fsdp1-optim-state-dict",
             "checkpoint/fsdp1-optim-state-dict",
         ),
+        _r(
+            "FSD073",
+            "warning",
+            "`init_process_group(rank=local_rank)` with the job's world size (the rank on the node for the rank in the job)",
+            "the rank given to init_process_group numbers the process in the whole job: on a second node the local ranks "
+            "0..n-1 repeat the first node's, two processes claim each rank and the ranks past the first node's are never "
+            "filled, so the rendezvous hangs; pass the global rank (RANK, or node_rank * gpus_per_node + local_rank), "
+            "or leave rank out with env:// under torchrun",
+            "launch/local-rank-device",
+            "launch/local-rank-device",
+        ),
     ]
 }
 
 NOT_ANALYSED = "FSD000"  # the file was not analysed (does not parse, or the checker failed on it): a finding, not a rule
-# the rule codes as a range ("FSD001-FSD072"): the check_script tool's description gives it, and a test holds the
+# the rule codes as a range ("FSD001-FSD073"): the check_script tool's description gives it, and a test holds the
 # pre-commit hook's description and README to it
 RULE_RANGE = f"{min(RULES)}-{max(RULES)}"
