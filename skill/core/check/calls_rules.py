@@ -8,7 +8,9 @@
   these calls counts as the call (``if rank == 0: save(trainer)``), and the trainer / accelerator / Fabric is
   followed through the functions of the file (a parameter, a helper's return value, a ``self.`` attribute).
 - FSD041: a checkpoint written under a *local*-rank condition (``local_rank == 0``, ``LOCAL_RANK``,
-  ``is_local_main_process``) to a path that does not name the node: every node's local rank 0 writes it.
+  ``is_local_main_process``) to a path that does not name the node: every node's local rank 0 writes it. A call
+  of a function of the file that saves (``save_checkpoint(state, is_best)``) counts, its path followed to what
+  the call passes or the parameter's default.
 - FSD042: the *global* rank (``dist.get_rank()``, ``RANK``, ``SLURM_PROCID``) used as a CUDA device index, in a
   program (it forms the process group, or is a script) that is not pinned to one node.
 - FSD044: ``.generate()`` (or another inference method) of an FSDP1 root, or of its ``.module``, outside
@@ -472,6 +474,57 @@ def local_rank_save_to_shared_path(facts: FileFacts) -> Found:
         if _only_called_on_global_main(facts, call, branches):
             continue
         yield call, f"written under the local-rank condition at line {enclosing[-1].lineno}"
+    yield from _helper_saves_under_local_rank(facts, branches)
+
+
+def _helper_saves_under_local_rank(facts: FileFacts, branches: dict[int, list[ast.stmt]]) -> Found:
+    """A call of a function of the file that writes a checkpoint (``save_checkpoint(state, is_best)``), made under a
+    local-rank condition, where the helper's path does not name the node: the path expression itself, or for a
+    parameter what the call passes (or the parameter's default)."""
+    for call in facts.calls():
+        enclosing = [b for b in branches.get(id(call), []) if isinstance(b, ast.If)]
+        if not enclosing or {condition_kind(facts, b.test) for b in enclosing} != {"local"}:
+            continue
+        target = calls.callee(facts, call)
+        fn = target.fn if target is not None else None
+        if target is None or fn is None or facts.scope_of(call) is fn:
+            continue
+        for save in facts.calls(fn):
+            path = _saves(facts, save)
+            if path is None or facts.scope_of(save) is not fn or branches.get(id(save)):
+                continue  # a save of a nested function, or one the helper guards itself
+            given = _path_given(facts, fn, target, call, path)
+            if given is None or _names_the_node(facts, given):
+                continue
+            yield (
+                call,
+                (
+                    f"{target.summary.name}() writes a checkpoint (line {save.lineno}) and is called under the local-rank "
+                    f"condition at line {enclosing[-1].lineno}"
+                ),
+            )
+            break
+
+
+def _path_given(facts: FileFacts, fn: ast.AST, target: calls.Callee, call: ast.Call, path: ast.expr) -> ast.expr | None:
+    """The expression the helper's save path takes at this call: the argument bound to a parameter named as the whole
+    path, else that parameter's default; the path itself when it names no parameter. None when unknown (``**kw``)."""
+    value = facts.resolve(path)
+    if not isinstance(value, ast.Name):
+        return path
+    _, b = facts.binding(value)
+    if b is None or b.kind != "param" or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return path
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return None
+    params = target.summary.params
+    for i, arg in calls.bound_args(call, target):
+        if params[i] == value.id:
+            return arg
+    positional = fn.args.posonlyargs + fn.args.args
+    defaults = dict(zip([a.arg for a in positional[len(positional) - len(fn.args.defaults) :]], fn.args.defaults, strict=True))
+    defaults.update({a.arg: d for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True) if d is not None})
+    return defaults.get(value.id)
 
 
 def _only_called_on_global_main(facts: FileFacts, node: ast.AST, branches: dict[int, list[ast.stmt]]) -> bool:

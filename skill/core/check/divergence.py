@@ -20,6 +20,8 @@ synchronise (FSD037, FSD038, FSD040, FSD045, FSD046).
   are never synchronised: the replicas drift apart).
 - **FSD046**: only the backward inside a DDP ``no_sync()`` while the forward ran before it (DDP arms the gradient
   all-reduce in forward, so the context does nothing: the gradients are right, the communication is not saved).
+  The context may be conditional (``ctx = m.no_sync() if not last else nullcontext(); with ctx:``), and the forward
+  may run in the caller of a method that holds the ``with`` (``loss = self.model(x); self._backward(loss)``).
 - **FSD045**: the forward of a DDP wrapper (directly or through a function of the file) on some ranks only.
   DDP broadcasts the module's buffers from rank 0 at the start of a forward (what it does unless told otherwise:
   ``broadcast_buffers``, deprecated from torch 2.13 for ``forward_sync_buffers``), so the other ranks' next
@@ -667,6 +669,37 @@ def no_sync_target(facts: FileFacts, item: ast.withitem) -> ast.expr | None:
     return None
 
 
+def _no_sync_arm(node: ast.AST, called: bool) -> ast.expr | None:
+    """The module of one arm of a conditional context: ``model.no_sync()`` (``called``) or ``model.no_sync`` (a
+    context factory, called at the ``with``), else None."""
+    if called and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in NO_SYNC:
+        return node.args[0] if node.args else node.func.value
+    if not called and isinstance(node, ast.Attribute) and node.attr in NO_SYNC:
+        return node.value
+    return None
+
+
+def conditional_no_sync(facts: FileFacts, item: ast.withitem) -> tuple[ast.expr, bool, ast.expr] | None:
+    """(test, does ``no_sync()`` hold when the test is true, the module) for a ``with`` item that enters ``no_sync()``
+    on some micro-batches only: ``with m.no_sync() if c else nullcontext():``, ``ctx = m.no_sync() if c else
+    nullcontext(); with ctx:``, or ``ctx = m.no_sync if c else nullcontext; with ctx():`` (the name followed to its
+    last assignment in the function)."""
+    ce: ast.AST | None = item.context_expr
+    called = True
+    if isinstance(ce, ast.Call) and isinstance(ce.func, ast.Name) and not ce.args and not ce.keywords:
+        ce, called = facts.resolve(ce.func), False
+    elif isinstance(ce, ast.Name):
+        ce = facts.resolve(ce)
+    if not isinstance(ce, ast.IfExp):
+        return None
+    body, other = _no_sync_arm(ce.body, called), _no_sync_arm(ce.orelse, called)
+    if (body is None) == (other is None):
+        return None
+    module = body if body is not None else other
+    assert module is not None
+    return ce.test, body is not None, module
+
+
 def _names_module(node: ast.AST, target: str) -> bool:
     return any(
         (d := dotted(n)) is not None and (d == target or d.startswith(target + "."))
@@ -708,6 +741,9 @@ def _find_no_sync_misuse(facts: FileFacts) -> Iterator[tuple[str, ast.expr | ast
         scope = facts.scope_of(node)
         for item in node.items:
             target = no_sync_target(facts, item)
+            conditional = conditional_no_sync(facts, item) if target is None else None
+            if conditional is not None:
+                target = conditional[2]  # no_sync() on some micro-batches: its forward still matters (FSD046)
             if target is None or facts.is_fsdp2(target):
                 continue  # FSDP2 has no no_sync(): FSD018
             calls = list(calls_in(facts, node.body, scope))
@@ -715,7 +751,7 @@ def _find_no_sync_misuse(facts: FileFacts) -> Iterator[tuple[str, ast.expr | ast
             if not backwards:
                 continue
             step = next((c for c in calls if is_step(facts, c) and start(c) > start(backwards[0])), None)
-            if step is not None:
+            if step is not None and conditional is None:  # a conditional context may be nullcontext() at the step
                 ctx = dotted(item.context_expr.func) if isinstance(item.context_expr, ast.Call) else None
                 yield "step", step, f"optimizer step inside `with {ctx}():` (line {node.lineno}) after the backward there"
                 continue
@@ -733,15 +769,10 @@ def _find_no_sync_misuse(facts: FileFacts) -> Iterator[tuple[str, ast.expr | ast
 def _forward_before_only(
     facts: FileFacts, with_: ast.With | ast.AsyncWith, scope: ast.AST, name: str, body_calls: list[ast.Call]
 ) -> bool:
-    """Does the forward of ``name`` run before ``with_`` in ``scope``, and nothing in its body run one?"""
-    tail = name.rsplit(".", 1)[-1]
-    if not any(
-        last_name(c) in (tail, "forward")
-        and end(c) <= start(with_)
-        and facts.scope_of(c) is scope
-        and dotted(c.func) in (name, f"{name}.forward")
-        for c in facts.calls()
-    ):
+    """Does the forward of ``name`` run before ``with_`` in ``scope`` (or, for a ``self.`` module in a method that
+    runs none itself, before every call of the method in the class: ``loss = self.model(x);
+    self._backward(loss)``), and nothing in its body run one?"""
+    if not _forward_before(facts, with_, scope, name) and not _forward_before_callers(facts, scope, name):
         return False
     reach = reach_of(facts)
     for c in body_calls:
@@ -752,6 +783,33 @@ def _forward_before_only(
         if isinstance(c.func, ast.Attribute) and dotted(c.func.value) == "self" and name.startswith("self."):
             return False  # a method of the class: it may run the forward
     return True
+
+
+def _forward_before(facts: FileFacts, node: ast.stmt | ast.expr, scope: ast.AST, name: str) -> bool:
+    """Does ``scope`` run the forward of ``name`` (``name(...)``, ``name.forward(...)``) before ``node``?"""
+    tail = name.rsplit(".", 1)[-1]
+    return any(
+        last_name(c) in (tail, "forward")
+        and end(c) <= start(node)
+        and facts.scope_of(c) is scope
+        and dotted(c.func) in (name, f"{name}.forward")
+        for c in facts.calls()
+    )
+
+
+def _forward_before_callers(facts: FileFacts, scope: ast.AST, name: str) -> bool:
+    """For a method that runs no forward of the ``self.`` module ``name`` (anywhere in it): is it called in the file,
+    and every call of it preceded, in the caller, by that forward?"""
+    if not name.startswith("self.") or not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    tail = name.rsplit(".", 1)[-1]
+    if any(
+        facts.scope_of(c) is scope and dotted(c.func) in (name, f"{name}.forward") and last_name(c) in (tail, "forward")
+        for c in facts.calls()
+    ):
+        return False
+    sites = [c for c in facts.calls() if last_name(c) == scope.name and (t := callgraph.callee(facts, c)) and t.fn is scope]
+    return bool(sites) and all(_forward_before(facts, c, facts.scope_of(c), name) for c in sites)
 
 
 # --- FSD045: a DDP wrapper's forward on some ranks only -------------------------------------------------------

@@ -37,8 +37,8 @@
   helper's shape (FSD035 looks at the sampler where it is built, or at a helper returning the sampler itself).
 - **FSD060**: the micro-batch that runs outside DDP's ``no_sync()`` and the one that steps the optimizer chosen by
   modular tests on the same counter and modulus with different offsets (``if step % accum != 0: with
-  model.no_sync(): ...`` beside ``if (step + 1) % accum == 0: optimizer.step()``). Only where the two tests visibly
-  disagree; FSD040 / FSD046 are the other ``no_sync()`` mistakes.
+  model.no_sync(): ...`` beside ``if (step + 1) % accum == 0: optimizer.step()``; the context also picked as a name,
+  ``ctx = model.no_sync if c else nullcontext; with ctx():``). Only where the two tests visibly disagree; FSD040 / FSD046 are the other ``no_sync()`` mistakes.
 - **FSD056**: an ``if`` on a filesystem fact (``os.path.exists(p)``, ``Path(p).is_file()``) with synchronised work in
   one arm only, where the file tells that the ranks can answer differently: ``p`` is node-local (``/tmp``,
   ``/dev/shm``, ``tempfile``), names the rank (``f"cache_{rank}.pt"``), or was written under a rank condition
@@ -759,12 +759,9 @@ def _sync_condition(facts: FileFacts, node: ast.AST) -> tuple[Modular, ast.AST] 
         test, no_sync_when_true = node.test, in_body
     elif isinstance(node, (ast.With, ast.AsyncWith)):
         for item in node.items:
-            ce = item.context_expr
-            if isinstance(ce, ast.IfExp):
-                body_ns = isinstance(ce.body, ast.Call) and last_name(ce.body) in divergence.NO_SYNC
-                else_ns = isinstance(ce.orelse, ast.Call) and last_name(ce.orelse) in divergence.NO_SYNC
-                if body_ns != else_ns:
-                    test, no_sync_when_true = ce.test, body_ns
+            conditional = divergence.conditional_no_sync(facts, item)  # also through `ctx = ...; with ctx():`
+            if conditional is not None:
+                test, no_sync_when_true, _ = conditional
     if test is None:
         return None
     mod = _modular(test)

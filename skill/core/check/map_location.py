@@ -13,7 +13,8 @@ other branch maps it (``if args.gpu is None: torch.load(p) else: torch.load(p, m
 chose), an LR scheduler's state (``scheduler.pt``, ``sched_state = ...``: numbers, no tensors), the run's arguments
 (``train_args = torch.load(".../model_args.pth")``), a file that the same file saves only from the CPU
 (``torch.save(feats.cpu(), join(d, "trainfeat.pth"))``, a dict of numbers), and a load in a function that the file
-never calls (a library helper: its caller decides). An Accelerate script counts as
+never calls (a library helper: its caller decides). A method reached from ``__init__`` counts as called where the
+file builds the class (``Trainer(...)``). An Accelerate script counts as
 distributed (one process per GPU).
 """
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 import ast
 import re
 
+from fsdp_skill.core.check import calls
 from fsdp_skill.core.check.facts import FileFacts, dotted, kwarg, last_name
 from fsdp_skill.core.check.finders import Found, distributed_here, finder
 
@@ -96,7 +98,17 @@ def _on_one_rank(facts: FileFacts, node: ast.AST) -> bool:
 
 
 def _callers(facts: FileFacts, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Call]:
-    return [c for c in facts.calls() if last_name(c) == fn.name and c.func is not None]
+    """The calls of ``fn`` in the file: by its name, or resolved to it (``Trainer(...)`` runs ``Trainer.__init__``,
+    whose ``self._load_snapshot(p)`` holds the load)."""
+    out = []
+    for c in facts.calls():
+        if last_name(c) == fn.name and c.func is not None:
+            out.append(c)
+            continue
+        target = calls.callee(facts, c) if fn.name == "__init__" else None
+        if target is not None and target.fn is fn:
+            out.append(c)
+    return out
 
 
 def _loads_on_every_rank(facts: FileFacts, call: ast.Call, depth: int = 0) -> bool:
