@@ -59,6 +59,55 @@ def test_fsd047_follows_a_helper_that_sends_its_parameter():
     assert _codes(code, "FSD047") == [8]
 
 
+ARGPARSE = """
+import argparse
+import torch
+import torch.distributed as dist
+parser = argparse.ArgumentParser()
+parser.add_argument({option})
+args = parser.parse_args()
+{extra}
+dist.init_process_group(backend=args.{attr})
+def report(x):
+    t = torch.FloatTensor([x, 1.0])
+    dist.all_reduce(t)
+"""
+
+
+@pytest.mark.parametrize(
+    ("option", "attr", "extra", "fires"),
+    [
+        ('"--dist-backend", default="nccl"', "dist_backend", "", True),
+        ('"--backend", type=str, default="nccl"', "backend", "", True),
+        ('"-b", "--dist_backend", default="nccl"', "dist_backend", "", True),
+        ('"--ddp-backend", dest="backend", default="nccl"', "backend", "", True),
+        ('"--dist-backend", default="gloo"', "dist_backend", "", False),  # the default run is Gloo
+        ('"--dist-backend", default="nccl"', "backend", "", False),  # another option: the backend is unknown
+        ('"--dist-backend"', "dist_backend", "", False),  # no default: given on the command line
+        ('"--dist-backend", default="nccl"', "dist_backend", 'args.dist_backend = "gloo"', False),  # set by the program
+        ('"--dist-backend", default="nccl"', "dist_backend", 'parser.set_defaults(dist_backend="gloo")', False),
+    ],
+)
+def test_fsd047_reads_the_default_of_an_argparse_backend_option(option, attr, extra, fires):
+    code = ARGPARSE.format(option=option, attr=attr, extra=extra)
+    assert _codes(code, "FSD047") == ([12] if fires else [])
+
+
+@pytest.mark.parametrize(
+    ("build", "fires"),
+    [
+        ("torch.FloatTensor([x, 1.0])", True),
+        ("torch.LongTensor(4)", True),
+        ("torch.Tensor([x])", True),
+        ("torch.cuda.FloatTensor([x, 1.0])", False),  # the CUDA constructor
+        ("torch.FloatTensor([x, 1.0]).cuda()", False),  # moved
+        ("torch.FloatTensor(*shape)", False),
+    ],
+)
+def test_fsd047_knows_the_legacy_typed_constructors(build, fires):
+    assert _codes(NCCL.format(backend='"nccl"', build=build), "FSD047") == ([7] if fires else [])
+
+
 SAMPLER = """
 import torch.distributed as dist
 from torch.utils.data import DistributedSampler

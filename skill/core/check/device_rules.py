@@ -3,8 +3,10 @@
 - FSD047: a tensor collective (``all_reduce``, ``all_gather``, ``broadcast``, ``reduce``, ``all_gather_into_tensor``,
   ``reduce_scatter_tensor``) on the default group of a file whose only process group is NCCL, given a tensor built
   on the CPU in the same function (``torch.tensor([...])`` / ``torch.zeros(n)`` with no ``device=``, ``x.cpu()``,
-  ``torch.from_numpy``) and never moved: NCCL raises "No backend type associated with device type cpu". A tensor
-  handed to a function of the file that runs the collective on its parameter counts (``reduce_mean(t)``).
+  ``torch.from_numpy``, the legacy ``torch.FloatTensor([...])`` constructors) and never moved: NCCL raises "No backend type associated with device type cpu". A tensor
+  handed to a function of the file that runs the collective on its parameter counts (``reduce_mean(t)``). A backend
+  read from an argparse option whose default is ``"nccl"`` (``backend=args.dist_backend``) counts as NCCL: the
+  default run crashes.
 - FSD048: ``DistributedSampler(..., seed=<rank-dependent>)`` shuffling: each rank draws another permutation, so the
   shards overlap and some samples are never seen in the epoch.
 - FSD050: DDP with ``find_unused_parameters=True`` (``DistributedDataParallel(...)`` or HF ``TrainingArguments(
@@ -61,6 +63,10 @@ _TENSOR_ARG = {
 _TENSOR_KW = {"all_gather": "tensor", "all_gather_into_tensor": "input_tensor", "reduce_scatter_tensor": "input"}
 # torch factories that build on the default device (the CPU unless the program changes it) without device=
 _FACTORIES = {"zeros", "ones", "empty", "full", "arange", "rand", "randn", "randint", "linspace", "eye"}
+# the legacy typed constructors of torch (torch.cuda.FloatTensor is the CUDA one): always a CPU tensor
+_LEGACY = {
+    f"{kind}Tensor" for kind in ("", "Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Char", "Byte", "Bool")
+}
 _DEFAULT_DEVICE = {"torch.set_default_device", "torch.set_default_tensor_type", "torch.set_default_dtype"}
 
 
@@ -72,7 +78,9 @@ def _nccl_only(facts: FileFacts) -> bool:
     if not inits:
         return False
     for c in inits:
-        if facts.strings(kwarg(c, "backend", 0)) != {"nccl"}:
+        backend = kwarg(c, "backend", 0)
+        # backend=args.dist_backend of an option whose default is "nccl": the default run is NCCL
+        if (facts.strings(backend) or facts.argparse_default(facts.resolve(backend))) != {"nccl"}:
             return False
     return not any(facts.qual(c) == "torch.distributed.new_group" and kwarg(c, "backend") is not None for c in facts.calls())
 
@@ -120,6 +128,8 @@ def _built_on_cpu(facts: FileFacts, value: ast.AST | None) -> bool:
             return True
         if name == "from_numpy":
             return True
+        if name in _LEGACY and not any(isinstance(a, ast.Starred) for a in value.args):
+            return True  # torch.FloatTensor([a, b]) / torch.LongTensor(n): the legacy CPU constructors
     return isinstance(value.func, ast.Attribute) and value.func.attr == "cpu" and not value.args
 
 

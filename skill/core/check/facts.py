@@ -579,6 +579,31 @@ class FileFacts:
                 todo += [cur.orelse, cur.body]
         return out
 
+    def argparse_default(self, node: ast.AST | None) -> set[str]:
+        """The string defaults an argparse option of the file gives ``node`` when it reads it (``args.dist_backend``
+        for ``add_argument("--dist-backend", default="nccl")``, a ``dest=`` or ``set_defaults(dist_backend=...)``).
+        Empty when the file declares no such option or assigns the attribute itself (``args.dist_backend = ...``)."""
+        if not isinstance(node, ast.Attribute):
+            return set()
+        attr, out = node.attr, set()
+        for n in self.nodes:
+            if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                if any(isinstance(t, ast.Attribute) and t.attr == attr for t in targets):
+                    return set()  # set by the program itself: not (only) the option's default
+            if not isinstance(n, ast.Call) or not isinstance(n.func, ast.Attribute):
+                continue
+            if n.func.attr == "set_defaults" and kwarg(n, attr) is not None:
+                return self.strings(kwarg(n, attr))
+            if n.func.attr != "add_argument":
+                continue
+            flags = [a.value for a in n.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            dest = self.strings(kwarg(n, "dest"))
+            long = [f for f in flags if f.startswith("--")] or flags  # argparse's dest: the first long flag
+            if attr in (dest or ({long[0].lstrip("-").replace("-", "_")} if long else set())):
+                out |= self.strings(kwarg(n, "default"))
+        return out
+
     # --- rank conditions -----------------------------------------------------------------------------
     def _ranks(self) -> None:
         assigns: list[tuple[list[ast.expr], ast.expr]] = []  # (targets, value)

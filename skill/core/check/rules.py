@@ -431,7 +431,7 @@ RULES: dict[str, Rule] = {
         _r(
             "FSD047",
             "error",
-            "NCCL collective on a tensor built on the CPU (`torch.tensor([n])`, `torch.zeros(1)`, `.cpu()`) and never moved",
+            "NCCL collective on a tensor built on the CPU (`torch.tensor([n])`, `torch.zeros(1)`, `torch.FloatTensor([...])`, `.cpu()`) and never moved",
             'an NCCL-only process group cannot communicate a CPU tensor ("No backend type associated with device type '
             "cpu\"): build it with device= the rank's GPU, move it with .cuda() / .to(device), or form the group as "
             '"cpu:gloo,cuda:nccl"',
