@@ -214,3 +214,40 @@ def test_init_on_the_local_rank_under_torchrun():
         "    dist.init_process_group('nccl', rank=args.local_rank, world_size=args.world_size)\n"
     )
     assert _codes(attr) == []  # the attribute was given the global rank
+
+
+HELPER = """
+import torch
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+def train(net, x, opt):
+    {body}
+def main(net, x):
+    model = FSDP(net)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    {bind}
+    {call}
+"""
+
+
+@pytest.mark.parametrize(
+    ("body", "bind", "call", "fires"),
+    [
+        ("net(x).sum().backward()", "inner = model.module", "train(inner, x, opt)", True),
+        (
+            "net(x).sum().backward()",
+            'inner = model if not hasattr(model, "module") else model.module',
+            "train(inner, x, opt)",
+            True,
+        ),
+        ("net(x).sum().backward()", "pass", "train(model.module, x, opt)", True),
+        ("net(x).sum().backward()", "pass", "train(net=model.module, x=x, opt=opt)", True),
+        ("net(x).sum().backward()", "inner = model.module", "train(model, x, opt)", False),  # the wrapper trains
+        ("net(x).sum().backward()", "with torch.no_grad():", "    train(model.module, x, opt)", False),
+        ("print(net(x).sum())", "inner = model.module", "train(inner, x, opt)", False),  # no backward
+        ("net = net.float(); net(x).sum().backward()", "inner = model.module", "train(inner, x, opt)", False),  # rebound
+        ("net(x).sum().backward()", "inner = net", "train(inner.module, x, opt)", False),  # not a wrapper
+    ],
+)
+def test_fsd068_follows_the_inner_module_into_a_training_helper(body, bind, call, fires):
+    code = HELPER.format(body=body, bind=bind, call=call)
+    assert [c for c in _codes(code) if c[1] == "FSD068"] == ([(10, "FSD068")] if fires else [])

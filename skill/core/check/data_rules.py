@@ -30,7 +30,9 @@
   the work is done twice and, unless divided again, the gradients are N times too large.
 - **FSD068**: the training forward run around the wrapper, through ``model.module(x)`` / ``model.module.forward(x)``
   or the module the wrapper was built from (``ddp = DDP(net)`` ... ``net(x)``), whose result reaches a
-  ``backward()`` in the same function, where no forward through the wrapper runs: DDP then arms no gradient
+  ``backward()`` in the same function, where no forward through the wrapper runs; or ``model.module`` (itself, a
+  name bound to it, or to ``model.module if hasattr(model, "module") else model``) handed to a function of the file
+  that runs that parameter's forward and backpropagates it (``train(loader, core, opt)``): DDP then arms no gradient
   all-reduce (the replicas drift apart), FSDP1 gathers no parameters. ``model.module`` for a ``state_dict``, saving,
   evaluation without a backward, or an attribute (``model.module.config``) is the right use and is silent; so is a
   file that all-reduces the gradients itself.
@@ -664,11 +666,32 @@ def _unwrapped_originals(facts: FileFacts) -> dict[tuple[int, str], tuple[str, i
     return out
 
 
+def _inner_module(facts: FileFacts, node: ast.AST | None) -> tuple[str, str] | None:
+    """(wrapper kind, source of ``W.module``) when ``node`` is ``W.module`` of a DDP / FSDP wrapper ``W``: itself, a
+    name last bound to it, or a branch of ``W.module if hasattr(W, "module") else W`` (the module unwrapped whenever
+    it is wrapped), else None."""
+    value = facts.resolve(node) if isinstance(node, ast.Name) else node
+    if isinstance(node, ast.Name):
+        _, b = facts.binding(node)
+        if b is None or b.kind != "assign" or facts.scope_of(node) is not facts.scope_of(value or node):
+            return None  # a parameter or a global: bound elsewhere
+    options = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
+    for opt in options:
+        if isinstance(opt, ast.Attribute) and opt.attr == "module":
+            kind = _wrapper_kind(facts, opt)
+            if kind is not None:
+                return kind, dotted(opt) or "module"
+    return None
+
+
 def _bypass(facts: FileFacts, call: ast.Call, originals: dict[tuple[int, str], tuple[str, int]]) -> str | None:
     """A label when ``call`` runs a wrapped module's forward without its wrapper, else None."""
     func = call.func
     if isinstance(func, ast.Attribute) and func.attr == "forward":
         func = func.value
+    inner = _inner_module(facts, func) if isinstance(func, ast.Name) else None
+    if inner is not None:
+        return f"{dotted(call.func)}(...) runs `{inner[1]}`, the module inside the {inner[0]} wrapper"
     if isinstance(func, ast.Attribute) and func.attr == "module":
         kind = _wrapper_kind(facts, func)
         if kind is not None:
@@ -738,3 +761,52 @@ def forward_around_the_wrapper(facts: FileFacts) -> Found:
         back = _feeds_backward(facts, call)
         if back is not None:
             yield call, f"{label}, and its result is backpropagated at line {back.lineno}"
+    yield from _unwrapped_into_helpers(facts)
+
+
+def _trains_param(facts: FileFacts, fn: ast.FunctionDef | ast.AsyncFunctionDef, param: str) -> tuple[ast.Call, ast.Call] | None:
+    """(forward, backward) where ``fn`` runs its parameter ``param`` (``model(x)``, ``model.forward(x)``, never
+    rebound) outside ``no_grad`` and the result reaches a ``backward()``, in a body that runs no other wrapped forward."""
+    nodes = facts.scope_nodes(fn)
+    if any(isinstance(c, ast.Call) and divergence.wrapped_forward(facts, c) for c in nodes):
+        return None
+    for c in nodes:
+        if not isinstance(c, ast.Call):
+            continue
+        func = c.func.value if isinstance(c.func, ast.Attribute) and c.func.attr == "forward" else c.func
+        if not (isinstance(func, ast.Name) and func.id == param) or _no_grad(facts, c):
+            continue
+        _, b = facts.binding(func)
+        if b is None or b.kind != "param":
+            continue
+        back = _feeds_backward(facts, c)
+        if back is not None:
+            return c, back
+    return None
+
+
+def _unwrapped_into_helpers(facts: FileFacts) -> Found:
+    """FSD068 through a function of the file: ``train(loader, model.module)`` (or a name bound to it, or to
+    ``model.module if hasattr(model, "module") else model``) where ``train`` runs that parameter's forward and
+    backpropagates it."""
+    for call in facts.calls():
+        target = callgraph.callee(facts, call)
+        if target is None or target.fn is None:
+            continue
+        for i, arg in callgraph.bound_args(call, target):
+            inner = _inner_module(facts, arg)
+            if inner is None or _no_grad(facts, call):
+                continue
+            got = _trains_param(facts, target.fn, target.summary.params[i])
+            if got is not None:
+                fwd, back = got
+                given = ast.unparse(arg)
+                named = f"`{given}` is" if given == inner[1] else f"`{given}` is `{inner[1]}`,"
+                yield (
+                    call,
+                    (
+                        f"{named} the module inside the {inner[0]} wrapper, and "
+                        f"{target.summary.name}() runs its forward (line {fwd.lineno}) and backpropagates it "
+                        f"(line {back.lineno})"
+                    ),
+                )
