@@ -270,3 +270,34 @@ def test_fsd038_the_else_branch_of_the_reduce_is_not_after_it():
     assert [c for c in _codes(good) if c[1] == "FSD038"] == []
     after = good.replace("    else:\n        if isinstance", "    if True:\n        if isinstance")
     assert [c for c in _codes(after) if c[1] == "FSD038"] == [(17, "FSD038")]
+
+
+REDUCED = """
+import torch
+import torch.distributed as dist
+def score(t):
+    dist.reduce(t, dst=0)
+    {derive}
+    return {ret}
+def fit(model, x, t):
+    got = score(t)
+    if {test}:
+        dist.barrier()
+"""
+
+
+@pytest.mark.parametrize(
+    ("derive", "ret", "test", "fires"),
+    [
+        ("v = t[0] / t[1]", "v", "got > 0.5", True),
+        ("v = t.sum().item()", "v * 2", "got > 0.5", True),
+        ("pass", "t", "got.max() > 0.5", True),
+        ("n = t.numel()", "n", "got > 1", False),  # its shape: the same on every rank
+        ("n = len(t)", "n", "got > 1", False),
+        ("dist.broadcast(t, src=0)", "t[0]", "got > 0.5", False),  # every rank holds it again
+        ("v = t[0]", "v", "dist.get_rank() == 0 and got > 0.5", False),  # rank 0's own decision
+    ],
+)
+def test_fsd038_carries_a_reduced_value_through_derivations_and_returns(derive, ret, test, fires):
+    code = REDUCED.format(derive=derive, ret=ret, test=test)
+    assert [ln for ln, c in _codes(code) if c == "FSD038"] == ([10] if fires else [])

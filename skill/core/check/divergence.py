@@ -13,7 +13,8 @@ synchronise (FSD037, FSD038, FSD040, FSD045, FSD046).
   (or another rank-conditional rule) already reports, that rule speaks and this one does not.
 - **FSD038**: an ``if`` / ``while`` (not itself a rank test) that decides on a value only one rank holds: the
   tensor of ``dist.reduce(t, dst=...)``, the list of ``dist.gather(..., gather_list=..., dst=...)`` or
-  ``gather_object``, a name last bound under a rank condition, or a ``self.`` attribute that the file writes
+  ``gather_object`` (and what is derived from it: ``loss = t[0] / t[1]``, a function's ``return`` of it, bound at
+  its call sites ``val = validation(...)``; not its shape), a name last bound under a rank condition, or a ``self.`` attribute that the file writes
   (outside ``__init__``) only under rank conditions, with no collective naming it in between,
   when the decision guards synchronised work or a ``break`` / ``return`` out of a loop that holds some.
 - **FSD040**: an optimizer step inside the ``with ... no_sync():`` that also runs the backward (those gradients
@@ -433,6 +434,86 @@ def _one_rank_values(facts: FileFacts) -> tuple[list[tuple[ast.Name, ast.Call, s
     return results, bound
 
 
+# reads of a value that every rank agrees on whatever the data: its shape, type and place
+_SHAPE_READS = {"shape", "size", "numel", "dim", "ndim", "dtype", "device", "is_cuda"}
+_CARRY_DEPTH = 64  # derived values and returns followed from one collective's result, at most
+
+
+def _reads(facts: FileFacts, expr: ast.AST, ident: tuple[int, str, int]) -> bool:
+    """Does ``expr`` read the data of the binding ``ident`` (``t[0] / t[1]``, ``t.item()``), not only its shape
+    (``t.shape``, ``t.size(0)``, ``len(t)``)?"""
+    todo = [expr]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.Attribute) and n.attr in _SHAPE_READS:
+            continue
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "len":
+            continue
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id == ident[1] and facts.binding(n)[0] == ident:
+            return True
+        todo += list(ast.iter_child_nodes(n))
+    return False
+
+
+def _new_binding(facts: FileFacts, stmt: ast.stmt, name: str) -> tuple[int, str, int] | None:
+    """The identity of the binding of ``name`` that the assignment ``stmt`` makes."""
+    scope = facts.scope_of(stmt)
+    b = next((b for b in facts.bindings.get((id(scope), name), []) if b.pos == end(stmt)), None)
+    return (id(scope), name, b.index) if b is not None else None
+
+
+def _carried(facts: FileFacts, results: list[tuple[ast.Name, ast.Call, str]]) -> list[tuple[tuple[int, str, int], ast.Call, str]]:
+    """The values only the destination rank holds, carried from each collective's result: names assigned from it
+    (``val_loss = t[0] / t[1]``), and what a function of the file returns from it, bound at its call sites
+    (``curr = validation(...)``): (binding identity, the call after which it holds the value, what it is)."""
+    todo = [(facts.binding(name)[0], call, what) for name, call, what in results]
+    out: list[tuple[tuple[int, str, int], ast.Call, str]] = []
+    seen: set[tuple[int, str, int]] = set()
+    while todo and len(out) < _CARRY_DEPTH:
+        ident, call, what = todo.pop()
+        if ident in seen:
+            continue
+        seen.add(ident)
+        out.append((ident, call, what))
+        scope = facts.scope_of(call)
+        for node in facts.scope_nodes(scope):
+            if not isinstance(node, (ast.Assign, ast.AnnAssign, ast.Return)) or node.value is None:
+                continue
+            if start(node) < end(call) or facts.exclusive(call, node) or not _reads(facts, node.value, ident):
+                continue
+            if _synced_between(facts, scope, ident[1], end(call), start(node)):
+                continue  # every rank holds the value again
+            if isinstance(node, ast.Return):
+                if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    todo += _bound_from_calls(facts, scope, node, what)
+                continue
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                key = _new_binding(facts, node, t.id) if isinstance(t, ast.Name) else None
+                if key is not None:
+                    todo.append((key, call, f"derived at line {node.lineno} from {what}"))
+    return out
+
+
+def _bound_from_calls(
+    facts: FileFacts, fn: ast.FunctionDef | ast.AsyncFunctionDef, ret: ast.Return, what: str
+) -> list[tuple[tuple[int, str, int], ast.Call, str]]:
+    """(binding, call) for each ``x = fn(...)`` of the file, ``fn`` returning at ``ret`` a value only one rank holds."""
+    out: list[tuple[tuple[int, str, int], ast.Call, str]] = []
+    for c in facts.calls():
+        target = callgraph.callee(facts, c)
+        if target is None or target.fn is not fn:
+            continue
+        stmt = facts.parents.get(id(c))
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is c:
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            for t in targets:
+                key = _new_binding(facts, stmt, t.id) if isinstance(t, ast.Name) else None
+                if key is not None:
+                    out.append((key, c, f"returned by {target.summary.name}() at line {ret.lineno}, {what}"))
+    return out
+
+
 # collectives after which every rank holds the same value in the tensor or list it was given
 _AGREED = {"broadcast", "broadcast_object_list", "all_reduce", "all_gather", "all_gather_object", "all_gather_into_tensor"}
 
@@ -592,12 +673,13 @@ def decision_on_one_rank_value(facts: FileFacts) -> Found:
     if not results_list and not bound_list and not attributes:
         return
     results: dict[tuple[int, str, int], list[tuple[ast.Call, str]]] = {}
-    for name, call, what in results_list:
-        results.setdefault(facts.binding(name)[0], []).append((call, what))
+    carried = _carried(facts, results_list)
+    for ident, call, what in carried:
+        results.setdefault(ident, []).append((call, what))
     bound: dict[tuple[int, str], list[tuple[ast.stmt, str]]] = {}
     for name, stmt, what in bound_list:
         bound.setdefault((id(facts.scope_of(stmt)), name.id), []).append((stmt, what))
-    names = {name.id for name, _, _ in results_list} | {name.id for name, _, _ in bound_list}
+    names = {ident[1] for ident, _, _ in carried} | {name.id for name, _, _ in bound_list}
     branches = facts.rank_branches()
     for node in nodes_of_type(facts, ast.If, ast.While):
         if (
