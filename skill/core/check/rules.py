@@ -160,17 +160,6 @@ RULES: dict[str, Rule] = {
             "checkpoint/fsdp1-optim-state-dict",
         ),
         _r(
-            "FSD073",
-            "warning",
-            "`init_process_group(rank=local_rank)` with the job's world size (the rank on the node for the rank in the job)",
-            "the rank given to init_process_group numbers the process in the whole job: on a second node the local ranks "
-            "0..n-1 repeat the first node's, two processes claim each rank and the ranks past the first node's are never "
-            "filled, so the rendezvous hangs; pass the global rank (RANK, or node_rank * gpus_per_node + local_rank), "
-            "or leave rank out with env:// under torchrun",
-            "launch/local-rank-device",
-            "launch/local-rank-device",
-        ),
-        _r(
             "FSD018",
             "error",
             "`no_sync()` on an FSDP2 module",
