@@ -101,6 +101,11 @@ def _is_ddp(facts: FileFacts, node: ast.AST) -> bool:
     return not wraps or ident[2] >= min(wraps)
 
 
+def is_wrapped(facts: FileFacts, node: ast.AST) -> bool:
+    """Does this Name/Attribute hold a module the file wrapped in DDP or FSDP where it is read?"""
+    return facts.is_fsdp(node) or _is_ddp(facts, node)
+
+
 def _ddp_call(facts: FileFacts, value: ast.AST | None) -> bool:
     return isinstance(value, ast.Call) and facts.qual(value) == DDP
 
