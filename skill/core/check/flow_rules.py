@@ -47,8 +47,10 @@
 - **FSD056**: an ``if`` on a filesystem fact (``os.path.exists(p)``, ``Path(p).is_file()``) with synchronised work in
   one arm only, where the file tells that the ranks can answer differently: ``p`` is node-local (``/tmp``,
   ``/dev/shm``, ``tempfile``), names the rank (``f"cache_{rank}.pt"``), or was written under a rank condition
-  earlier in the function with no barrier since. A path on a shared filesystem answers the same everywhere: not
-  reported.
+  earlier in the function with no barrier since, or is read inside the arm by one rank only (``if rank == 0:
+  obj[0] = torch.load(p)`` before a ``broadcast_object_list``: the file is that rank's, and the others' answer can
+  differ on a node-local disk or behind a network filesystem's attribute cache). A path on a shared filesystem that
+  every rank reads answers the same everywhere: not reported.
 """
 
 from __future__ import annotations
@@ -470,6 +472,23 @@ def _written_on_one_rank_before(facts: FileFacts, branch: ast.If, path: ast.expr
     return write.lineno if write is not None else None
 
 
+def _read_on_one_rank_inside(facts: FileFacts, branch: ast.If, path: ast.expr) -> int | None:
+    """The line of a read of ``path`` (the same expression: ``torch.load(p)``, ``open(p)``) inside an arm of
+    ``branch`` under a rank condition of its own (``if rank == 0: obj[0] = torch.load(p)``, then a broadcast): the
+    file is one rank's, so that rank's answer is the one that counts, and on a node-local disk or behind a network
+    filesystem's attribute cache the others can answer differently; else None."""
+    text = rc.node_text(path)
+    rank_branches = facts.rank_branches()
+    for call in divergence.calls_in(facts, [*branch.body, *branch.orelse], facts.scope_of(branch)):
+        read = _read_path(facts, call)
+        if read is None or rc.node_text(read) != text:
+            continue
+        inner = [b for b in rank_branches.get(id(call), []) if divergence.stmt_holds([*branch.body, *branch.orelse], b)]
+        if inner:
+            return call.lineno
+    return None
+
+
 @finder("FSD056")
 def collective_on_filesystem_fact(facts: FileFacts) -> Found:
     """FSD056: an ``if`` on a filesystem fact (``os.path.exists(p)``) that the ranks can answer differently, with
@@ -490,6 +509,9 @@ def collective_on_filesystem_fact(facts: FileFacts) -> Found:
         if why is None:
             line = _written_on_one_rank_before(facts, node, path)
             why = f"it was written under a rank condition at line {line} with no barrier since" if line else None
+        if why is None:
+            line = _read_on_one_rank_inside(facts, node, path)
+            why = f"only one rank reads it (line {line}), yet every rank tests it on its own filesystem" if line else None
         if why is None:
             continue
         label, at = next(a for a in arms if a is not None)

@@ -521,7 +521,8 @@ RULES: dict[str, Rule] = {
         _r(
             "FSD056",
             "warning",
-            "collective or wrapped forward under `if os.path.exists(p)` where `p` is node-local, per-rank or just written by one rank",
+            "collective or wrapped forward under `if os.path.exists(p)` where `p` is node-local, per-rank, just written by one "
+            "rank or read by one rank only",
             "each rank asks its own filesystem: a node-local path, a per-rank name or a file rank 0 wrote without a barrier "
             "since can exist on some ranks only, and only they reach this work; decide on one rank and broadcast the answer",
             "debugging/decision-on-one-rank-value",
