@@ -4,9 +4,11 @@ callback, a DDP script, an FSDP Trainer class), and nowhere else. The marked fix
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from fsdp_skill.core.check import check_source
+from fsdp_skill.core.check import check_paths, check_source
 
 
 def _codes(code: str) -> list[tuple[int, str]]:
@@ -253,3 +255,102 @@ def train(net, loader, opt, k):
 )
 def test_no_sync_and_step_conditions(sync, step, want):
     assert _codes(ACCUM.format(sync=sync, step=step)) == want
+
+
+LOSSES = """
+class EmptyBatchError(ValueError):
+    pass
+
+
+def usable(batch):
+    return bool((batch["mask"].sum(dim=1) > 4).any())
+
+
+def masked_loss(model, batch):
+    keep = batch["mask"].sum(dim=1) > 4
+    if not keep.any():
+        raise EmptyBatchError("no usable row")
+    return model(batch["x"][keep]).mean()
+"""
+
+CKPT = """
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+
+class CheckpointManager:
+    def __init__(self, root):
+        self.root = Path(root)
+
+    def load_extra(self, step):
+        path = self.root / f"step_{{step}}" / "extra.pt"
+        {decide}
+        if {test}:
+            box = [None]
+            if dist.get_rank() == 0:
+                box[0] = torch.load(path, weights_only=False)
+            dist.broadcast_object_list(box, src=0)
+            return box[0]
+        return None
+"""
+
+TRAIN = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+from pkg.ckpt import CheckpointManager
+from pkg.losses import EmptyBatchError, masked_loss, usable
+
+
+def main(net, loader):
+    dist.init_process_group("nccl")
+    model = DDP(net.cuda())
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    CheckpointManager("/shared/ckpt").load_extra(100)
+    for batch in loader:
+{step}
+        loss.backward()
+        optimizer.step()
+"""
+
+EXCEPT_SKIP = """\
+        try:
+            loss = masked_loss(model, batch)
+        except EmptyBatchError:
+            continue"""
+
+AGREED_SKIP = """\
+        ok = torch.tensor(int(usable(batch)), device="cuda")
+        dist.all_reduce(ok, op=dist.ReduceOp.MIN)
+        if ok.item() == 0:
+            continue
+        loss = masked_loss(model, batch)"""
+
+
+@pytest.mark.parametrize(
+    ("decide", "test", "step", "want"),
+    [
+        ("pass", "path.exists()", EXCEPT_SKIP, {("pkg/ckpt.py", 15, "FSD056"), ("train.py", 19, "FSD057")}),
+        (
+            "seen = [path.exists() if dist.get_rank() == 0 else None]; dist.broadcast_object_list(seen, src=0)",
+            "seen[0]",
+            AGREED_SKIP,
+            set(),
+        ),
+    ],
+    ids=["bad", "good"],
+)
+def test_two_files_of_a_package(tmp_path, decide, test, step, want):
+    """A package shape (blind25 12 / 23): the loss helper and its exception live in ``pkg/losses.py``, the checkpoint
+    manager in ``pkg/ckpt.py``; the except-skip is found in train.py and the one-reader existence test in the
+    manager's method; the skip agreed by all ranks and rank 0's broadcast answer are silent."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "losses.py").write_text(LOSSES)
+    (tmp_path / "pkg" / "ckpt.py").write_text(CKPT.format(decide=decide, test=test))
+    (tmp_path / "train.py").write_text(TRAIN.format(step=step))
+    found = {(Path(f.path).relative_to(tmp_path).as_posix(), f.line, f.code) for f in check_paths([str(tmp_path)])}
+    assert found == want

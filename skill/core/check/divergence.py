@@ -10,7 +10,11 @@ synchronise (FSD037, FSD038, FSD040, FSD045, FSD046).
 - **FSD037**: a ``break`` / ``continue`` / ``return`` under a rank condition that leaves synchronised work to the
   other ranks: the rest of the loop's iterations (``break``), the rest of this iteration (``continue``), or the
   rest of the function and its enclosing loops (``return``). Where the skipped work is a collective that FSD003
-  (or another rank-conditional rule) already reports, that rule speaks and this one does not.
+  (or another rank-conditional rule) already reports, that rule speaks and this one does not. A framework's stop
+  flag set under a rank condition counts as such an exit (``if trainer.is_global_zero: trainer.should_stop = True``,
+  Hugging Face's ``control.should_training_stop = True``): Lightning and the HF Trainer leave their loop on the ranks
+  that set it. Silent when a collective takes the flag later in the function (``trainer.should_stop =
+  trainer.strategy.reduce_boolean_decision(trainer.should_stop, all=False)``, ``strategy.broadcast(...)``).
 - **FSD038**: an ``if`` / ``while`` (not itself a rank test) that decides on a value only one rank holds: the
   tensor of ``dist.reduce(t, dst=...)``, the list of ``dist.gather(..., gather_list=..., dst=...)`` or
   ``gather_object`` (and what is derived from it: ``loss = t[0] / t[1]``, a function's ``return`` of it, bound at
@@ -100,6 +104,11 @@ def _is_ddp(facts: FileFacts, node: ast.AST) -> bool:
         return False
     wraps = [b.index for b in facts.bindings.get(key, []) if b.kind == "assign" and _ddp_call(facts, b.value)]
     return not wraps or ident[2] >= min(wraps)
+
+
+def is_wrapped(facts: FileFacts, node: ast.AST) -> bool:
+    """Does this Name/Attribute hold a module the file wrapped in DDP or FSDP where it is read?"""
+    return facts.is_fsdp(node) or _is_ddp(facts, node)
 
 
 def _ddp_call(facts: FileFacts, value: ast.AST | None) -> bool:
@@ -399,6 +408,55 @@ def rank_divergent_exit(facts: FileFacts) -> Found:
                 node,
                 f"`{word}` on some ranks only (rank condition at line {branch.lineno}) while the others go on to {label} at line {line}",
             )
+    yield from _stop_flag_on_some_ranks(facts)
+
+
+# a framework's flag that ends its training loop on the rank that sets it: Lightning's `trainer.should_stop`, the
+# Hugging Face Trainer's `control.should_training_stop` (owner word -> attribute)
+_STOP_FLAGS = {"trainer": "should_stop", "control": "should_training_stop"}
+_SHARING = {"broadcast", "reduce_boolean_decision", "all_reduce", "all_gather", "broadcast_object_list", "reduce", "gather"}
+
+
+def _stop_flag(node: ast.AST) -> str | None:
+    """``trainer.should_stop`` / ``self.trainer.should_stop`` / ``control.should_training_stop`` when ``node`` is that
+    attribute, else None."""
+    if not isinstance(node, ast.Attribute):
+        return None
+    owner = (dotted(node.value) or "").rsplit(".", 1)[-1].lower()
+    return dotted(node) if any(w in owner and node.attr == a for w, a in _STOP_FLAGS.items()) else None
+
+
+def _stop_flag_on_some_ranks(facts: FileFacts) -> Found:
+    """FSD037 in a framework's shape: ``trainer.should_stop = True`` (``control.should_training_stop = True``) set
+    under a rank condition (``if trainer.is_global_zero:``, a ``@rank_zero_only`` hook) with nothing after it in the
+    function that hands the flag to a collective (``trainer.strategy.reduce_boolean_decision(...)``,
+    ``trainer.strategy.broadcast(trainer.should_stop)``): the framework leaves its loop on those ranks only, and the
+    others wait in the next step's collectives."""
+    branches = facts.rank_branches()
+    for node in nodes_of_type(facts, ast.Assign):
+        assert isinstance(node, ast.Assign)
+        flag = next((f for t in node.targets if (f := _stop_flag(t)) is not None), None)
+        if flag is None or not (isinstance(node.value, ast.Constant) and node.value.value is True):
+            continue
+        enclosing = branches.get(id(node))
+        if not enclosing:
+            continue
+        scope = facts.scope_of(node)
+        shared = any(
+            isinstance(n, ast.Call)
+            and start(n) > start(node)
+            and last_name(n) in _SHARING
+            and not branches.get(id(n))
+            and any(dotted(m) == flag for m in ast.walk(facts.parents.get(id(n)) or n) if isinstance(m, ast.Attribute))
+            for n in facts.scope_nodes(scope)
+        )
+        if shared:
+            continue
+        yield (
+            node,
+            f"`{flag} = True` on some ranks only (rank condition at line {enclosing[-1].lineno}): the framework leaves "
+            "its training loop on those ranks while the others wait for them in the next step's collectives",
+        )
 
 
 # --- FSD038: a decision on a value only one rank holds -------------------------------------------------------

@@ -19,7 +19,10 @@
   ranks wait in; a wrapped forward; a collective). Silent when the flag was handed to a collective first
   (``dist.all_reduce(flag)``, ``accelerator.gather(flag)``, in the same function before the test), on a gradient
   norm (``clip_grad_norm_`` returns the norm of the all-reduced gradients: the same on every rank), when the file
-  uses torch's ``Join``, and where the test is a rank test (FSD037's).
+  uses torch's ``Join``, and where the test is a rank test (FSD037's). The ``continue`` / ``break`` of an ``except``
+  counts too when its ``try`` reads this rank's data (``try: loss = compute_loss(model, batch) except
+  EmptyBatchError: continue``) and the step it skips holds the backward: only the rank that raised leaves it out
+  (not ``except StopIteration``, not a handler that re-raises).
 - **FSD055**: a file written under a rank condition (``if rank == 0: torch.save(sd, path)``, ``save_pretrained(path)``,
   ``open(path, "w")``) and then read outside any rank condition in the same function (``torch.load(path)``,
   ``from_pretrained(path)``, ``open(path)``), the same path expression, with nothing between them that makes the
@@ -32,6 +35,8 @@
   collective combining values, or a name derived from it (``best = val_loss``, ``bad_epochs += 1`` under ``if
   val_loss > best``), never handed to a collective in the loop. A metric bound under a rank condition is FSD038's;
   a metric from a function the file does not define (``trainer.evaluate()``) is not reported: the file cannot tell.
+  This rank's wall clock counts as such a metric (``if time.perf_counter() - start > min_time: break`` in a
+  benchmark or a time budget; ``elapsed = now - start``): each rank reads its own clock at its own instant.
 - **FSD059**: a ``DataLoader`` with a shuffling ``DistributedSampler`` that a function of the file builds and returns
   (``loader = build_loader(ds)``), iterated over epochs, with no ``set_epoch`` in the file: FSD035's mistake in a
   helper's shape (FSD035 looks at the sampler where it is built, or at a helper returning the sampler itself).
@@ -42,8 +47,10 @@
 - **FSD056**: an ``if`` on a filesystem fact (``os.path.exists(p)``, ``Path(p).is_file()``) with synchronised work in
   one arm only, where the file tells that the ranks can answer differently: ``p`` is node-local (``/tmp``,
   ``/dev/shm``, ``tempfile``), names the rank (``f"cache_{rank}.pt"``), or was written under a rank condition
-  earlier in the function with no barrier since. A path on a shared filesystem answers the same everywhere: not
-  reported.
+  earlier in the function with no barrier since, or is read inside the arm by one rank only (``if rank == 0:
+  obj[0] = torch.load(p)`` before a ``broadcast_object_list``: the file is that rank's, and the others' answer can
+  differ on a node-local disk or behind a network filesystem's attribute cache). A path on a shared filesystem that
+  every rank reads answers the same everywhere: not reported.
 """
 
 from __future__ import annotations
@@ -301,11 +308,55 @@ def _exit_if(facts: FileFacts, exit_: ast.stmt, loop: ast.AST) -> ast.If | None:
 
 
 def _wrapped_forward_in(facts: FileFacts, loop: ast.AST, scope: ast.AST) -> bool:
-    """Does ``loop`` run the forward of a module the file knows is DDP / FSDP-wrapped?"""
+    """Does ``loop`` run the forward of a module the file knows is DDP / FSDP-wrapped, itself or through a helper it
+    hands the wrapped module to (``loss = compute_loss(model, batch)``)?"""
     return any(
-        isinstance(c, ast.Call) and facts.scope_of(c) is scope and divergence.wrapped_forward(facts, c) is not None
+        isinstance(c, ast.Call)
+        and facts.scope_of(c) is scope
+        and (
+            divergence.wrapped_forward(facts, c) is not None
+            or any(isinstance(a, (ast.Name, ast.Attribute)) and divergence.is_wrapped(facts, a) for a in c.args)
+        )
         for c in ast.walk(loop)
     )
+
+
+# exceptions that end the data (or the run) the same way on every rank: not a decision on this rank's data
+_NOT_DATA_ERRORS = {"StopIteration", "StopAsyncIteration", "KeyboardInterrupt", "SystemExit", "GeneratorExit"}
+
+
+def _except_on_data(facts: FileFacts, exit_: ast.stmt, loop: ast.AST) -> tuple[ast.Try, str, set[str]] | None:
+    """(the ``try``, what raised, the names its body reads) when ``exit_`` is a statement of an ``except`` handler
+    (not under an ``if`` in it, no ``raise`` in it) whose ``try`` body reads this rank's data (a data noun:
+    ``loss = compute_loss(model, batch)``; a loop target alone is not enough), and the handler catches something a
+    batch can raise (not ``StopIteration``: the end of the loader); else None."""
+    for anc in facts.ancestors(exit_):
+        if anc is loop or isinstance(anc, ast.If):
+            return None
+        if isinstance(anc, ast.ExceptHandler):
+            handler = anc
+            break
+    else:
+        return None
+    caught = (
+        {last_name(t) or "" for t in (handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type])}
+        if handler.type
+        else set()
+    )
+    if caught & _NOT_DATA_ERRORS:
+        return None
+    try_ = facts.parents.get(id(handler))
+    if not isinstance(try_, ast.Try) or any(isinstance(n, ast.Raise) for st in handler.body for n in ast.walk(st)):
+        return None
+    loads = [
+        n for st in try_.body for n in ast.walk(st) if isinstance(n, (ast.Name, ast.Attribute)) and isinstance(n.ctx, ast.Load)
+    ]
+    read = {d for n in loads if (d := dotted(n)) is not None}
+    data = sorted({d for n in loads if (d := dotted(n)) is not None and _data_name(n) is not None})
+    if not data:
+        return None
+    what = f"`{'` / `'.join(sorted(caught))}`" if caught else "an exception"
+    return try_, f"{what} raised on this rank's `{data[0]}`", read
 
 
 @finder("FSD057")
@@ -321,18 +372,24 @@ def data_dependent_skip(facts: FileFacts) -> Found:
         loop = divergence.inner_loop(facts, exit_)
         if loop is None or branches.get(id(exit_)):
             continue  # a rank condition around it: FSD037's
-        branch = _exit_if(facts, exit_, loop)
-        if branch is None or facts.is_rank_test(branch.test):
-            continue
-        seen = _data_test(branch.test, _loop_targets(loop))
-        if seen is None:
-            continue
-        what, names = seen
-        if any("norm" in n.rsplit(".", 1)[-1].lower() for n in names):
-            continue  # a gradient norm (clip_grad_norm_): computed from all-reduced gradients, the same on every rank
-        scope = facts.scope_of(exit_)
-        if _agreed_before(facts, scope, names, start(branch)):
-            continue
+        decided = _except_on_data(facts, exit_, loop)
+        branch: ast.If | ast.Try | None = None
+        if decided is not None:
+            branch, what, names = decided
+            scope = facts.scope_of(exit_)
+        else:
+            branch = _exit_if(facts, exit_, loop)
+            if branch is None or facts.is_rank_test(branch.test):
+                continue
+            seen = _data_test(branch.test, _loop_targets(loop))
+            if seen is None:
+                continue
+            what, names = seen
+            if any("norm" in n.rsplit(".", 1)[-1].lower() for n in names):
+                continue  # a gradient norm (clip_grad_norm_): computed from all-reduced gradients, the same on every rank
+            scope = facts.scope_of(exit_)
+            if _agreed_before(facts, scope, names, start(branch)):
+                continue
         calls, positions = divergence.scope_calls(facts, scope)
         cut, stop = bisect.bisect_left(positions, end(branch)), bisect.bisect_left(positions, end(loop))
         skipped = calls[cut:stop]  # the rest of this iteration; for a break, the next iterations after it
@@ -340,13 +397,16 @@ def data_dependent_skip(facts: FileFacts) -> Found:
             skipped += calls[bisect.bisect_left(positions, start(loop)) : cut]
         hit = None
         for call in skipped[:_SCAN]:
-            if divergence.stmt_holds(branch.body, call) or divergence.stmt_holds(branch.orelse, call) or branches.get(id(call)):
+            inside = [branch] if isinstance(branch, ast.Try) else [*branch.body, *branch.orelse]
+            if any(divergence.stmt_holds([st], call) for st in inside) or branches.get(id(call)):
                 continue
             hit = reach.call(call)
             if hit is not None:
                 break
         if hit is None or hit[0].startswith(".backward()") and not _wrapped_forward_in(facts, loop, scope):
             continue  # a bare backward of a module the file cannot tell is wrapped (a parameter `model`)
+        if decided is not None and "backward()" not in hit[0]:
+            continue  # an `except` skips this step's backward; other work after a failed try is the file's own design
         word = "continue" if isinstance(exit_, ast.Continue) else "break"
         label, line = hit
         yield exit_, f"`{word}` decided on {what} (line {branch.lineno}) skips {label} at line {line} on this rank only"
@@ -412,6 +472,23 @@ def _written_on_one_rank_before(facts: FileFacts, branch: ast.If, path: ast.expr
     return write.lineno if write is not None else None
 
 
+def _read_on_one_rank_inside(facts: FileFacts, branch: ast.If, path: ast.expr) -> int | None:
+    """The line of a read of ``path`` (the same expression: ``torch.load(p)``, ``open(p)``) inside an arm of
+    ``branch`` under a rank condition of its own (``if rank == 0: obj[0] = torch.load(p)``, then a broadcast): the
+    file is one rank's, so that rank's answer is the one that counts, and on a node-local disk or behind a network
+    filesystem's attribute cache the others can answer differently; else None."""
+    text = rc.node_text(path)
+    rank_branches = facts.rank_branches()
+    for call in divergence.calls_in(facts, [*branch.body, *branch.orelse], facts.scope_of(branch)):
+        read = _read_path(facts, call)
+        if read is None or rc.node_text(read) != text:
+            continue
+        inner = [b for b in rank_branches.get(id(call), []) if divergence.stmt_holds([*branch.body, *branch.orelse], b)]
+        if inner:
+            return call.lineno
+    return None
+
+
 @finder("FSD056")
 def collective_on_filesystem_fact(facts: FileFacts) -> Found:
     """FSD056: an ``if`` on a filesystem fact (``os.path.exists(p)``) that the ranks can answer differently, with
@@ -432,6 +509,9 @@ def collective_on_filesystem_fact(facts: FileFacts) -> Found:
         if why is None:
             line = _written_on_one_rank_before(facts, node, path)
             why = f"it was written under a rank condition at line {line} with no barrier since" if line else None
+        if why is None:
+            line = _read_on_one_rank_inside(facts, node, path)
+            why = f"only one rank reads it (line {line}), yet every rank tests it on its own filesystem" if line else None
         if why is None:
             continue
         label, at = next(a for a in arms if a is not None)
@@ -554,6 +634,24 @@ def _scan_reduces(facts: FileFacts, fn: ast.AST) -> bool:
     return False
 
 
+# wall clocks: each rank reads its own, and the ranks reach the same line at different instants
+_CLOCKS = {
+    "time.time",
+    "time.time_ns",
+    "time.perf_counter",
+    "time.perf_counter_ns",
+    "time.monotonic",
+    "time.monotonic_ns",
+    "timeit.default_timer",
+    "datetime.datetime.now",
+}
+
+
+def _clock_in(facts: FileFacts, test: ast.expr) -> str | None:
+    """The clock ``test`` reads itself (``if time.time() - start > budget:``), else None."""
+    return next((q for n in ast.walk(test) if isinstance(n, ast.Call) and (q := facts.qual(n)) in _CLOCKS), None)
+
+
 def _local_metrics(facts: FileFacts, loop: ast.AST) -> dict[str, str]:
     """Name -> what it is, for the names the body of ``loop`` binds to a metric this rank computes alone: the result
     of a function of this file named like an evaluation (``evaluate``, ``validate``, ``compute_metric``) that reaches
@@ -582,6 +680,9 @@ def _local_metrics(facts: FileFacts, loop: ast.AST) -> dict[str, str]:
             continue
         source: str | None = None
         for call in (n for n in ast.walk(value) if isinstance(n, ast.Call)):
+            if facts.qual(call) in _CLOCKS:
+                source = f"read from this rank's own clock (`{facts.qual(call)}()`)"
+                break
             fn = reach.callee(call)
             fname = getattr(fn, "name", "") or ""
             if fn is not None and any(w in fname.lower() for w in _EVAL_WORDS) and not _reduces(facts, fn):
@@ -645,7 +746,8 @@ def early_stop_on_local_metric(facts: FileFacts) -> Found:
             memo[id(loop)] = _local_metrics(facts, loop)
         metrics = memo[id(loop)]
         name = next((n.id for n in ast.walk(branch.test) if isinstance(n, ast.Name) and n.id in metrics), None)
-        if name is None:
+        clock = _clock_in(facts, branch.test) if name is None else None
+        if name is None and clock is None:
             continue
         scope = facts.scope_of(exit_)
         work = next(
@@ -659,9 +761,10 @@ def early_stop_on_local_metric(facts: FileFacts) -> Found:
         if work is None:
             continue
         label, line = work
+        what = f"`{name}`, {metrics[name]}" if name is not None else f"this rank's own clock (`{clock}()`)"
         yield (
             exit_,
-            f"`break` decided on `{name}`, {metrics[name]}; the ranks can leave at different epochs while the others go on to {label} at line {line}",
+            f"`break` decided on {what}; the ranks can leave at different iterations while the others go on to {label} at line {line}",
         )
 
 

@@ -327,7 +327,8 @@ RULES: dict[str, Rule] = {
             "FSD037",
             "error",
             "`break` / `continue` / `return` under a rank condition that skips collectives or a wrapped model's "
-            "forward/backward the other ranks still run",
+            "forward/backward the other ranks still run (or a framework's stop flag, `trainer.should_stop = True`, set "
+            "on some ranks only)",
             "the ranks that leave stop answering the others' collectives and the job hangs; decide on every rank "
             "(all_reduce a stop flag) and leave together",
             "debugging/rank-divergent-early-exit",
@@ -509,7 +510,8 @@ RULES: dict[str, Rule] = {
         _r(
             "FSD056",
             "warning",
-            "collective or wrapped forward under `if os.path.exists(p)` where `p` is node-local, per-rank or just written by one rank",
+            "collective or wrapped forward under `if os.path.exists(p)` where `p` is node-local, per-rank, just written by one "
+            "rank or read by one rank only",
             "each rank asks its own filesystem: a node-local path, a per-rank name or a file rank 0 wrote without a barrier "
             "since can exist on some ranks only, and only they reach this work; decide on one rank and broadcast the answer",
             "debugging/decision-on-one-rank-value",
@@ -518,7 +520,8 @@ RULES: dict[str, Rule] = {
         _r(
             "FSD057",
             "warning",
-            "`continue` / `break` decided on this rank's data (`isnan(loss)`, `batch is None`) before the backward or a collective",
+            "`continue` / `break` decided on this rank's data (`isnan(loss)`, `batch is None`, an `except` around its "
+            "loss) before the backward or a collective",
             "each rank decides on its own loss or batch, so one rank skips the backward (its gradient all-reduce) or the "
             "collective while the others wait in it; all-reduce the skip flag first (ReduceOp.MAX) and let every rank skip together",
             "debugging/rank-divergent-early-exit",
@@ -527,10 +530,11 @@ RULES: dict[str, Rule] = {
         _r(
             "FSD058",
             "error",
-            "early stopping (`break` out of the training loop) on a validation metric each rank computed on its own shard",
-            "each rank's metric comes from its own shard of the validation data, so the ranks can decide differently and "
-            "leave the loop at different epochs: the others hang in the next collective; all-reduce the metric (or the "
-            "stop flag) before deciding",
+            "early stopping (`break` out of the training loop) on a validation metric each rank computed on its own "
+            "shard, or on this rank's own wall clock (`time.time() - start > budget`)",
+            "each rank's metric comes from its own shard of the validation data (each rank reads its own clock), so the "
+            "ranks can decide differently and leave the loop at different iterations: the others hang in the next "
+            "collective; all-reduce the metric (or the stop flag) before deciding, or broadcast rank 0's decision",
             "debugging/rank-divergent-early-exit",
             "debugging/early-stop-agreed",
         ),
