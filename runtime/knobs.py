@@ -101,7 +101,8 @@ KNOBS: tuple[Knob, ...] = (
     ),
 )
 
-STATE = tuple(k.name for k in KNOBS if k.state)  # never passed to the warm launcher's zygote
+STATE = tuple(k.name for k in KNOBS if k.state)  # where the tool keeps its state and which interpreter it targets
+ZYGOTE = (PRELOAD, WARM_EXIT)  # the only FSDP_SKILL_* variables the warm launcher's zygote is given (it reads them)
 
 
 def markdown_table() -> str:

@@ -71,9 +71,10 @@ class WarmLauncher:
         self._closed = False
         self._closing = False  # close() was called: a job left without an answer was stopped, not killed
         ours, theirs = socket.socketpair()
-        # The zygote keeps the launcher's knobs (FSDP_SKILL_PRELOAD, FSDP_SKILL_WARM_EXIT) but not where the tool
-        # keeps its state and which interpreter it targets (knobs.STATE): ranks can read their parent's /proc/PID/environ.
-        env = {k: v for k, v in os.environ.items() if k not in knobs.STATE}
+        # The zygote keeps the launcher's knobs it reads (FSDP_SKILL_PRELOAD, FSDP_SKILL_WARM_EXIT) and no other
+        # FSDP_SKILL_* variable (where the tool keeps its state, which interpreter it targets, any a developer set):
+        # ranks can read their parent's /proc/PID/environ.
+        env = {k: v for k, v in os.environ.items() if not k.startswith(knobs.PREFIX) or k in knobs.ZYGOTE}
         env.setdefault("OMP_NUM_THREADS", "1")
         env.setdefault("OPENBLAS_NUM_THREADS", "1")
         cmd = [self.python, ZYGOTE_SCRIPT, "--fd", str(theirs.fileno()), "--workdir", self.workdir]
