@@ -347,8 +347,8 @@ def test_ask_says_what_the_record_holds_before_a_snippet_runs(capsys, fake_verif
     version = torch_version()
     for sid in verifier.runs:
         spec = kb.snippets[sid]
-        line = compat.for_torch(recorded_runs(spec, kb), version)
-        assert line and f"  {sid}: {line}" in before
+        line = compat.for_torch(recorded_runs(spec, kb), version) or "no torch here to compare with"  # torch-free CI step
+        assert f"  {sid}: {line}" in before
     capsys.readouterr()
     assert main(["ask", "--json", "how do I use the Join context manager with uneven inputs?"], verifier=verifier) == 0
     assert "compatibility record" not in capsys.readouterr().err and len(seen) == 1  # all cached: nothing runs
