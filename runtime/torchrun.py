@@ -1,4 +1,4 @@
-"""The ``torchrun`` launcher: ``python -m torch.distributed.run --standalone --nproc_per_node=N script.py``.
+"""The ``torchrun`` launcher: ``python -m torch.distributed.run --standalone --nproc_per_node=N -- script.py ARGS``.
 
 torch's own machinery (elastic agent, c10d rendezvous on a kernel-chosen port, worker restarts off) runs
 the script unchanged; this module only supervises the agent and reads what it leaves:
@@ -386,6 +386,7 @@ def _run(
         "3",
         "--tee",
         "3",
+        "--",  # the script's own arguments are never taken for torchrun's (argparse matches option prefixes: --log)
         script,
         *(args or ()),
     ]

@@ -517,7 +517,7 @@ assert runtime.OWNER == skill.OWNER == "user", (runtime.__file__, skill.__file__
 assert os.path.dirname(os.path.dirname(runtime.__file__)) == here, runtime.__file__
 assert os.path.abspath(__file__) == os.path.join(here, "train.py"), __file__
 assert os.getcwd() == here, os.getcwd()
-assert sys.argv[1:] == ["--config", "config.txt", "--note", "two words"], sys.argv
+assert sys.argv[1:] == ["--config", "config.txt", "--note", "two words", "--log", "x", "--nnodes", "3", "--help"], sys.argv
 with open(sys.argv[2]) as f:  # relative to the working directory, as under torchrun from here
     width = int(f.read())
 ours = sorted(m for m in sys.modules if m.split(".")[0] in ("fsdp_skill", "_fsdp_skill_rank_worker"))
@@ -560,7 +560,8 @@ def test_user_project_runs_in_place_with_its_own_packages(tmp_path, monkeypatch,
     assert code == 0 and v["status"] == "passed", out
 
 
-USER_ARGS = ["--config", "config.txt", "--note", "two words"]
+# The last three prefix-match torchrun's own options (--log-dir, --nnodes, --help): they reach the script untouched
+USER_ARGS = ["--config", "config.txt", "--note", "two words", "--log", "x", "--nnodes", "3", "--help"]
 
 
 @pytest.mark.parametrize("broken", [False, True])
@@ -574,7 +575,7 @@ def test_user_project_under_plain_torchrun_agrees_with_verify(tmp_path, monkeypa
         (project / "config.txt").unlink()
     env = {k: v for k, v in os.environ.items() if not k.startswith("FSDP_SKILL_")}
     plain = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "train.py", *USER_ARGS],
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "--", "train.py", *USER_ARGS],
         cwd=project,
         env=env,
         capture_output=True,
