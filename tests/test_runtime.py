@@ -560,7 +560,7 @@ def test_user_project_runs_in_place_with_its_own_packages(tmp_path, monkeypatch,
     assert code == 0 and v["status"] == "passed", out
 
 
-# The last three prefix-match torchrun's own options (--log-dir, --nnodes, --help): they reach the script untouched
+# --log, --nnodes and --help prefix-match torchrun's own options (--log-dir, --nnodes, --help): they reach the script untouched
 USER_ARGS = ["--config", "config.txt", "--note", "two words", "--log", "x", "--nnodes", "3", "--help"]
 
 
