@@ -378,14 +378,14 @@ def load_atlas(torch_path: Path | None = None) -> Atlas:
     rebuilt; a read-only state directory just is not written.  Without torch the atlas is empty.
     """
     tdir = Path(torch_path) if torch_path is not None else torch_dir()
+    key = (torch_version() or "none", interpreter.torch_build() or "none", str(tdir))
+    atlas = _LOADED.get(key)
+    if atlas is not None:  # before the cache file's path: every pasted message asks, and the path costs a state-dir check
+        return atlas
     try:
         path: Path | None = cache_path()
     except OSError:
         path = None
-    key = (torch_version() or "none", interpreter.torch_build() or "none", str(tdir))
-    atlas = _LOADED.get(key)
-    if atlas is not None:
-        return atlas
     atlas = _read_cache(path)
     if atlas is None:
         atlas = Atlas(build_atlas(tdir) if tdir is not None and tdir.is_dir() else [])

@@ -98,7 +98,7 @@ def load_record(knowledge_dir: str | Path) -> dict[str, list[tuple[str, Recorded
     folder = record_dir(knowledge_dir)
     try:
         with os.scandir(folder) as entries:
-            files = sorted((e.name, e.stat().st_size, e.stat().st_mtime_ns) for e in entries if e.name.endswith(".json"))
+            files = sorted((e.name, st.st_size, st.st_mtime_ns) for e in entries if e.name.endswith(".json") for st in [e.stat()])
     except OSError:
         return {}
     key = tuple(files)
