@@ -25,6 +25,7 @@ WARM_EXIT = "FSDP_SKILL_WARM_EXIT"
 CONFIRM_TIMEOUTS = "FSDP_SKILL_CONFIRM_TIMEOUTS"
 PRELOAD = "FSDP_SKILL_PRELOAD"
 CHECK_BUDGET = "FSDP_SKILL_CHECK_BUDGET"
+PLAN_QUEUE = "FSDP_SKILL_PLAN_QUEUE"
 
 
 class Knob(NamedTuple):
@@ -98,6 +99,14 @@ KNOBS: tuple[Knob, ...] = (
         "that needs more is one `FSD000` finding naming the budget, and the other files are still checked; not a "
         "positive number: exit 2 (HTTP: 400)",
         ("skill/core/check/engine.py",),
+    ),
+    Knob(
+        PLAN_QUEUE,
+        "`4`: plans",
+        "plans that may wait behind the one being measured (`POST /v1/plan`, MCP `plan_memory`, function calls; "
+        "one queue per process); a plan that finds them all taken is refused at once (HTTP 429 with `Retry-After`, "
+        "an MCP tool error); `0`: none wait; not an integer 0..1000: HTTP 400 / a tool error",
+        ("skill/core/plan/queue.py",),
     ),
 )
 

@@ -10,14 +10,15 @@
     ├── KnowledgeError           a knowledge card is malformed (the message starts with file:line)
     ├── HarnessError             a verification run could not happen at all (launcher failed to start)
     ├── StateError               the state directory ($FSDP_SKILL_HOME) cannot be created or written
+    ├── QueueFull                a bounded queue (the plan queue) has no place left; retry after ``retry_after_s``
     └── ExportRefused            export asked for snippets that did not pass verification on this host
 
 A snippet that fails when run is *data* (``Verdict.status == "failed"``), never an exception.
 
 Each adapter maps the tree once, by the first matching class in its own table:
 ``fsdp_skill.adapters.exitcodes`` (CLI exit code: InputError 2, the rest 1), the HTTP app
-(InputError 400, NotFoundError 404, ExportRefused 409, HarnessError and MissingDependency 503,
-KnowledgeError and StateError 500) and the MCP server (a tool error carrying the message). Lower-layer errors are translated where they are caught,
+(InputError 400, NotFoundError 404, ExportRefused 409, QueueFull 429 with ``Retry-After``, HarnessError and
+MissingDependency 503, KnowledgeError and StateError 500) and the MCP server (a tool error carrying the message). Lower-layer errors are translated where they are caught,
 with ``raise ... from exc``.
 """
 
@@ -76,6 +77,16 @@ class StateError(SkillError):
     or not writable (CLI exit 1, HTTP 500 ``state_error``); the message names the path and the fix."""
 
 
+class QueueFull(SkillError):
+    """A bounded queue has no place left (HTTP 429 with ``Retry-After``, an MCP tool error): e.g. the plan queue
+    with one plan running and every waiting place taken.  Nothing was started; the same request may succeed
+    later.  ``retry_after_s`` (whole seconds, at least 1) is the queue's estimate of when a place frees up."""
+
+    def __init__(self, message: str, retry_after_s: int):
+        self.retry_after_s = max(1, int(retry_after_s))
+        super().__init__(message)
+
+
 class ExportRefused(SkillError):
     """Some selected snippets did not pass verification and ``include_unverified`` was not given.
 
@@ -101,5 +112,6 @@ __all__ = [
     "KnowledgeError",
     "HarnessError",
     "StateError",
+    "QueueFull",
     "ExportRefused",
 ]

@@ -19,7 +19,14 @@ from pydantic import ValidationError
 
 from fsdp_skill.adapters.cli.plan import request_from_args
 from fsdp_skill.core.plan import report as plan_report
-from fsdp_skill.core.plan.request import SERVED_TIMEOUT_S, LocalPlanRequest, PlanKnobs, PlanRequest
+from fsdp_skill.core.plan.request import (
+    MAX_SERVED_WORK,
+    SERVED_TIMEOUT_S,
+    LocalPlanRequest,
+    PlanKnobs,
+    PlanRequest,
+    served_work,
+)
 from fsdp_skill.core.plan.runner import CHILD
 from fsdp_skill.core.plan.spec import MAX_WORLD_SIZE, Setting, TransformerSpec, format_size, parse_bytes
 from fsdp_skill.errors import InvalidArgument
@@ -37,8 +44,9 @@ def cli_request(argv: list[str]) -> LocalPlanRequest:
 
 @contextmanager
 def _handed() -> Iterator[list[PlanKnobs]]:
-    """While open, the request a door hands to the core's ``plan_request`` is recorded and the call ends there
-    (InvalidArgument 'handed over': HTTP 400, an MCP tool error), so nothing is planned."""
+    """While open, the request a door hands to the core's ``prepare_plan`` (the CLI's ``plan_request`` and the
+    served doors' plan queue both start there) is recorded and the call ends there (InvalidArgument 'handed
+    over': HTTP 400, an MCP tool error), so nothing is planned."""
     got: list[PlanKnobs] = []
 
     def record(request: PlanKnobs, **kwargs: object) -> None:
@@ -46,7 +54,7 @@ def _handed() -> Iterator[list[PlanKnobs]]:
         raise InvalidArgument("handed over")
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(plan_report, "plan_request", record)
+        mp.setattr(plan_report, "prepare_plan", record)
         yield got
 
 
@@ -243,7 +251,28 @@ def test_what_the_schema_cannot_say_is_told_when_the_request_is_read():
         PlanRequest(transformer=SMALL + ",layers=80").models()
     with pytest.raises(InvalidArgument, match=r"dim\(66\) is not a multiple of heads\(4\)"):
         PlanRequest(transformer=TransformerSpec(**{**SMALL_OBJECT, "dim": 66})).models()
-    assert PlanRequest(transformer=SMALL, world_size=MAX_WORLD_SIZE).settings()[0].world_size == MAX_WORLD_SIZE
+    assert LocalPlanRequest(transformer=SMALL, world_size=MAX_WORLD_SIZE).settings()[0].world_size == MAX_WORLD_SIZE
+
+
+def test_a_served_plan_is_bounded_by_its_size_and_a_cli_plan_is_not():
+    """(layers + 2) x (world_size + 128), summed over the rows, is at most MAX_SERVED_WORK for a plan asked over
+    HTTP or MCP (PlanRequest); the message gives the numbers and the CLI line that plans it locally."""
+    assert MAX_SERVED_WORK == 16_384  # SMALL (2 layers): 4 x (3968 + 128) is exactly the bound
+    assert PlanRequest(transformer=SMALL, world_size=3968).settings()[0].world_size == 3968
+    with pytest.raises(InvalidArgument, match=r"\(layers\(2\) \+ 2\) x \(world_size\(3969\) \+ 128 per row\) = 16,388 > 16,384"):
+        PlanRequest(transformer=SMALL, world_size=3969).settings()
+    with pytest.raises(InvalidArgument, match="plan too large to serve") as big:
+        PlanRequest(transformer=SMALL, world_size=MAX_WORLD_SIZE).settings()
+    assert f"fsdp-skill plan --transformer {SMALL} --world-size {MAX_WORLD_SIZE} " in str(big.value)
+    assert len(LocalPlanRequest(transformer=SMALL, world_size=MAX_WORLD_SIZE).settings()) == 1  # the CLI's own machine
+    deep = SMALL.replace("layers=2", "layers=1024")  # the schema's most layers, at a small world size
+    with pytest.raises(InvalidArgument, match=r"\(layers\(1024\) \+ 2\) x \(world_size\(8\) \+ 128 per row\) = 139,536"):
+        PlanRequest(transformer=deep).settings()
+    sweep = ["world-size=1024,1024,1024,1024,1024"]  # each row is within the bound, the five together are not
+    assert PlanRequest(transformer=SMALL, world_size=1024).settings()
+    with pytest.raises(InvalidArgument, match=r"world_size\(1024\+1024\+1024\+1024\+\.\.\.\) \+ 128 per row\) = 23,040"):
+        PlanRequest(transformer=SMALL, sweep=sweep).settings()
+    assert served_work(TransformerSpec(**SMALL_OBJECT), LocalPlanRequest(transformer=SMALL, sweep=sweep).settings()) == 23_040
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ No adapter imports live here (no FastAPI, no mcp): only pydantic and the core.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -176,6 +176,10 @@ class ToolSpec:
     # call(arguments, verifier): the core call, given an instance of ``input``; ``verifier`` None means the
     # runtime's (see core.verify.snippets)
     call: Callable[[Any, Verifier | None], BaseModel | Record]
+    # acall(arguments, verifier): the same call for an adapter on an event loop (MCP), awaited there instead of
+    # running ``call`` in a worker thread; None: run ``call`` in a thread.  plan_memory has one: its plan waits in
+    # the plan queue (core/plan/queue.py) without a thread, and a full queue is a QueueFull at once.
+    acall: Callable[[Any, Verifier | None], Awaitable[BaseModel | Record]] | None = None
     # Behaviour hints for agents (MCP tool annotations): read_only = changes nothing the caller can see (a
     # verdict cached along the way is not a change); idempotent = calling again with the same arguments has
     # no further effect; destructive = may delete or overwrite the caller's data.  No tool reaches outside
@@ -222,9 +226,15 @@ def _list_sections(a: ListInput, verifier: Verifier | None = None) -> Catalogue:
 
 
 def _plan_memory(a: PlanRequest, verifier: Verifier | None = None) -> PlanReport:
-    from fsdp_skill.core.plan.report import plan_request
+    from fsdp_skill.core.plan.queue import plan_queued_sync
 
-    return plan_request(a)
+    return plan_queued_sync(a)  # the served doors' queue: a function-call framework may call from many threads
+
+
+async def _plan_memory_async(a: PlanRequest, verifier: Verifier | None = None) -> PlanReport:
+    from fsdp_skill.core.plan.queue import plan_queued
+
+    return await plan_queued(a)
 
 
 def _tool_specs() -> list[ToolSpec]:
@@ -339,6 +349,7 @@ def _tool_specs() -> list[ToolSpec]:
             input=PlanRequest,  # the body of POST /v1/plan too: one request model (core/plan/request.py)
             output=PlanReport,
             call=_plan_memory,
+            acall=_plan_memory_async,
         ),
     ]
 

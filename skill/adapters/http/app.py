@@ -13,7 +13,8 @@
 Ids contain one '/' (``topic/slug``).  Only knowledge snippets are ever executed: ``/v1/check`` parses the
 code it is sent (:func:`fsdp_skill.core.check.check_code`) and never imports or runs it.
 Routes run the core in worker threads (FastAPI's threadpool; at most ``ASK_CONCURRENCY`` answers are
-computed at once, the rest wait on a semaphore), so verification never blocks the event loop; concurrent requests needing
+computed at once, the rest wait on a semaphore), so verification never blocks the event loop, except
+``/v1/plan``: it checks the body at once and awaits the plan queue, which holds no thread while a plan waits; concurrent requests needing
 the same unverified snippet share one run (``ask`` verifies through :func:`fsdp_skill.core.verify.snippets.shared_verdicts`).
 
 Every error is JSON ``{"error": message, "code": code}``: 422 ``invalid_request`` when the body breaks the
@@ -23,7 +24,8 @@ unpaired surrogate); ``k`` outside 1..20; ``/v1/check``: ``code`` empty or over 
 ``ignore`` not lists of strings; with ``detail``), 400 ``bad_input`` when it is schema-valid but not
 a question (whitespace-only, binary) or names an unknown rule code prefix, 404 ``not_found`` (unknown id or route), 405 ``method_not_allowed``, 409
 ``not_verified`` (export of a snippet that did not pass), 413 ``body_too_large`` (request body over 256 KiB),
-500 ``knowledge_error`` / ``state_error`` / ``internal_error``, 503 ``harness_error``.
+429 ``queue_full`` with ``Retry-After`` (``/v1/plan``: the plan queue, :mod:`fsdp_skill.core.plan.queue`, has no
+place; nothing was started), 500 ``knowledge_error`` / ``state_error`` / ``internal_error``, 503 ``harness_error``.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ from fsdp_skill.errors import (
     KnowledgeError,
     MissingDependency,
     NotFoundError,
+    QueueFull,
     SkillError,
     StateError,
 )
@@ -214,6 +217,7 @@ ERROR_STATUS: dict[type[SkillError], tuple[int, str]] = {
     NotFoundError: (404, "not_found"),
     InputError: (400, "bad_input"),
     ExportRefused: (409, "not_verified"),
+    QueueFull: (429, "queue_full"),  # with Retry-After: _queue_full_handler
     MissingDependency: (503, "missing_dependency"),  # the server's environment lacks it, not the request
     KnowledgeError: (500, "knowledge_error"),
     HarnessError: (503, "harness_error"),
@@ -227,6 +231,12 @@ def _skill_error_handler(status: int, code: str):
         return _error(status, str(exc), code)
 
     return handler
+
+
+async def _queue_full_handler(request: Request, exc: Exception) -> JSONResponse:
+    """429 ``queue_full`` with ``Retry-After`` (whole seconds: the queue's estimate of when a place frees up)."""
+    retry = exc.retry_after_s if isinstance(exc, QueueFull) else 1
+    return _error(429, str(exc), "queue_full", headers={"Retry-After": str(retry)})
 
 
 def create_app(verifier=None) -> FastAPI:
@@ -269,6 +279,7 @@ def create_app(verifier=None) -> FastAPI:
 
     for exc_type, (status, code) in ERROR_STATUS.items():
         app.add_exception_handler(exc_type, _skill_error_handler(status, code))
+    app.add_exception_handler(QueueFull, _queue_full_handler)  # ERROR_STATUS's 429, with Retry-After
 
     @app.exception_handler(Exception)
     async def on_internal(request: Request, exc: Exception):
@@ -306,20 +317,24 @@ def create_app(verifier=None) -> FastAPI:
 
         return check_code(body.code, body.path, select=body.select, ignore=body.ignore)
 
-    plan_slots = threading.BoundedSemaphore(1)  # a plan takes a CPU core for seconds: one at a time
-
+    # Plans go through the process's plan queue (fsdp_skill.core.plan.queue, shared with the MCP tool): one
+    # measured at a time, a few waiting as entries (no thread each), the rest refused at once.
     @app.post(
         "/v1/plan",
         response_model=PlanReport,
-        responses={**errors, 503: {"model": ErrorBody}},
+        responses={
+            **errors,
+            429: {"model": ErrorBody, "description": "The plan queue is full (Retry-After)"},
+            503: {"model": ErrorBody},
+        },
         tags=["plan"],
         summary="Per-rank peak memory of FSDP2 training for the built-in transformer (no client code is run)",
     )
-    def plan_route(body: PlanRequest) -> PlanReport:
-        from fsdp_skill.core.plan.report import plan_request
+    async def plan_route(body: PlanRequest) -> PlanReport:
+        from fsdp_skill.core.plan.queue import plan_queued
 
-        with plan_slots:
-            return plan_request(body)
+        # checked at once (400), then queued without a thread: a full queue is a 429 at once (on_queue_full)
+        return await plan_queued(body)
 
     @app.get(
         "/v1/sections/{section_id:kid}",

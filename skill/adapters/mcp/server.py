@@ -6,7 +6,10 @@ of its pydantic input model (so ``inputSchema`` equals the function-call ``param
 structured content, both from pydantic's ``TypeAdapter`` of that type).
 
 The core is synchronous and verification launches processes, so every call runs in a worker thread,
-off the server's event loop.  Errors the caller can fix (bad question, unknown id, refused export)
+off the server's event loop, except a tool whose spec has an async form (``plan_memory``): its arguments are
+checked at once and its plan waits in the process's plan queue (:mod:`fsdp_skill.core.plan.queue`, the one
+``POST /v1/plan`` uses) without a thread; a full queue is a tool error at once ("the plan queue is full ...
+retry in about N s").  Errors the caller can fix (bad question, unknown id, refused export)
 come back as tool errors (``isError: true``) whose text says what to change; so do arguments that do not
 match the input model exactly (validated strictly: ``"k": "3"`` is not coerced, unknown fields are refused,
 as over HTTP).  Each tool carries annotations (readOnlyHint, idempotentHint, destructiveHint, openWorldHint)
@@ -61,6 +64,8 @@ def _tool_function(spec: ToolSpec, verifier=None):
     async def tool(**kwargs: Any):
         args = spec.input(**kwargs)
         try:
+            if spec.acall is not None:  # plan_memory: checked at once, then the plan queue (no thread while it waits)
+                return await spec.acall(args, verifier)
             return await anyio.to_thread.run_sync(spec.call, args, verifier)
         except SkillError as exc:
             raise ToolError(f"{type(exc).__name__}: {exc}") from exc

@@ -1,6 +1,8 @@
 """The plan's report: run the child for every setting and add the fit verdict, estimates and suggestions.
 
-    plan_request(PlanRequest | LocalPlanRequest) -> PlanReport          what the CLI, HTTP and MCP call
+    plan_request(PlanRequest | LocalPlanRequest) -> PlanReport          what the CLI calls (now, in its thread)
+    prepare_plan(request) -> PreparedPlan; run_plan(PreparedPlan)        the two halves: HTTP and MCP check the
+                                                                         request, then queue the run (:mod:`.queue`)
     plan_memory([Setting, ...], transformer=TransformerSpec | factory="path.py:fn", ...) -> PlanReport
 
 The measuring happens in a child process (:mod:`.runner` runs :mod:`.child` under the target
@@ -11,6 +13,7 @@ interpreter); this module only validates, runs it and adds the fit verdict, esti
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from fsdp_skill.core.plan.advice import MEASURED, estimates, fit, not_measured, suggestions
@@ -20,28 +23,70 @@ from fsdp_skill.core.plan.runner import DEFAULT_TIMEOUT_S, run_child
 from fsdp_skill.core.plan.spec import Setting, TransformerSpec
 from fsdp_skill.errors import HarnessError, InvalidArgument
 
-__all__ = ["plan_request", "plan_memory", "child_request", "PlanReport", "Setting", "TransformerSpec"]
+__all__ = [
+    "plan_request",
+    "prepare_plan",
+    "run_plan",
+    "PreparedPlan",
+    "plan_memory",
+    "child_request",
+    "PlanReport",
+    "Setting",
+    "TransformerSpec",
+]
 
 
-def plan_request(request: PlanKnobs, *, command: str = "", on_start: Callable[[int], None] | None = None) -> PlanReport:
-    """Plan ``request`` (a :class:`~.request.PlanRequest` from HTTP or MCP, a :class:`~.request.LocalPlanRequest`
-    from the CLI); ``command``: the report's command line (default :meth:`~.request.PlanKnobs.command_line`);
-    ``on_start(n)`` is called once the request is read whole, before the child starts on its ``n`` settings.
-    Raises as :func:`plan_memory` does."""
+@dataclass(frozen=True)
+class PreparedPlan:
+    """A plan request read whole and checked (:func:`prepare_plan`): what :func:`run_plan` measures."""
+
+    settings: list[Setting]
+    transformer: TransformerSpec | None
+    factory: str | None
+    input_factory: str | None
+    gpu_memory: int | None  # bytes, or None: no fit verdict
+    timeout: float  # seconds for the whole plan
+    command: str
+
+
+def prepare_plan(request: PlanKnobs, *, command: str = "") -> PreparedPlan:
+    """``request`` read whole and checked, without starting anything (microseconds: the doors call it before a
+    plan is queued, so a bad request never waits); ``command``: the report's command line (default
+    :meth:`~.request.PlanKnobs.command_line`).  Raises InvalidArgument with the numbers."""
     transformer, factory, input_factory = request.models()
-    settings = request.settings()
-    command = command or request.command_line()
-    if on_start is not None:
-        on_start(len(settings))
-    return plan_memory(
-        settings,
+    return PreparedPlan(
+        settings=request.settings(),
         transformer=transformer,
         factory=factory,
         input_factory=input_factory,
         gpu_memory=request.gpu_bytes(),
         timeout=request.timeout_s(),
-        command=command,
+        command=command or request.command_line(),
     )
+
+
+def run_plan(plan: PreparedPlan) -> PlanReport:
+    """Measure a prepared plan in the planner's child (seconds to minutes; blocks).  Raises as :func:`plan_memory`."""
+    return plan_memory(
+        plan.settings,
+        transformer=plan.transformer,
+        factory=plan.factory,
+        input_factory=plan.input_factory,
+        gpu_memory=plan.gpu_memory,
+        timeout=plan.timeout,
+        command=plan.command,
+    )
+
+
+def plan_request(request: PlanKnobs, *, command: str = "", on_start: Callable[[int], None] | None = None) -> PlanReport:
+    """Plan ``request`` now, in this thread (the CLI's door; HTTP and MCP queue theirs: :mod:`.queue`).
+    ``command``: the report's command line (default :meth:`~.request.PlanKnobs.command_line`); ``on_start(n)`` is
+    called once the request is read whole, before the child starts on its ``n`` settings.  Raises as
+    :func:`prepare_plan` and :func:`plan_memory` do."""
+    plan = prepare_plan(request, command=command)
+    if on_start is not None:
+        on_start(len(plan.settings))
+    return run_plan(plan)
 
 
 def child_request(

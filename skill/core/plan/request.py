@@ -21,7 +21,8 @@ Both are strict like every HTTP and MCP body: wrong JSON types are refused, not 
 an int, ``"true"`` for a bool), and so are unknown fields (a pydantic ValidationError: HTTP 422, an MCP tool
 error, one CLI line).  What a schema cannot say is checked when the request is read, with InvalidArgument
 (exit 2, HTTP 400): the transformer's text and its cross-field rules, world_size given with mesh, the mesh and
-reshard texts, the sweep, a setting over the limits (:mod:`.spec` holds them, once).
+reshard texts, the sweep, a setting over the limits (:mod:`.spec` holds them, once), and for PlanRequest (a plan
+asked over HTTP or MCP) the served size bound :data:`MAX_SERVED_WORK` (rows x blocks x ranks).
 
     request.settings() -> list[Setting]    the rows to plan: the sweep's combinations over the base setting
     request.models()                       (TransformerSpec | None, factory | None, input factory | None)
@@ -61,6 +62,11 @@ from fsdp_skill.errors import InvalidArgument
 from fsdp_skill.runtime.api import MAX_TIMEOUT_S
 
 SERVED_TIMEOUT_S = 300.0  # seconds for a plan asked over HTTP or MCP (the CLI's --timeout is the user's own)
+# The planner's time grows with blocks x ranks: about (layers + 2) x (world_size + 128) x 1-3.5 ms per row on a
+# loaded 2-core box (benchmarks/bench_plan_queue.py --sizes), whatever dim, ffn or vocab are (fake tensors).  A
+# plan asked over HTTP or MCP may ask for at most this much, summed over its rows, so it leaves the plan
+# queue within about a minute; the CLI, on the user's own machine, has no such bound.
+MAX_SERVED_WORK = 16_384
 MAX_GPU_MEMORY_GIB = 4096  # the GPU memory a fit verdict may be asked for, GiB
 MAX_TRANSFORMER_TEXT = 200  # characters of the transformer's text form
 MAX_RESHARD_TEXT = 10  # characters of reshard_after_forward's text form (an int is read whole)
@@ -184,6 +190,22 @@ class PlanRequest(PlanKnobs):
         """(the transformer, parsed and checked, None, None); raises InvalidArgument with the numbers."""
         return _transformer(self.transformer), None, None
 
+    def settings(self) -> list[Setting]:
+        """As :meth:`PlanKnobs.settings`, and within the served size bound: :func:`served_work` of the rows is at
+        most :data:`MAX_SERVED_WORK` (InvalidArgument with the numbers and the CLI line that plans it locally)."""
+        settings = super().settings()
+        transformer = _transformer(self.transformer)
+        work = served_work(transformer, settings)
+        if work > MAX_SERVED_WORK:
+            ranks = "+".join(str(s.world_size) for s in settings[:4]) + ("+..." if len(settings) > 4 else "")
+            line = command_line(settings[0], transformer=transformer, gpu_memory=self.gpu_bytes())
+            raise InvalidArgument(
+                f"plan too large to serve: (layers({transformer.layers}) + 2) x (world_size({ranks}) + 128 per row) "
+                f"= {work:,} > {MAX_SERVED_WORK:,} (the planner's time grows with blocks x ranks); ask for fewer "
+                f"ranks, layers or sweep rows, or plan it on your own machine: {line}"
+            )
+        return settings
+
 
 class LocalPlanRequest(PlanKnobs):
     """``fsdp-skill plan``'s request: the built-in transformer or the user's own factory (run in the planner's
@@ -269,6 +291,12 @@ def command_line(
     parts += [flag("cpu_offload")] if setting.cpu_offload else []
     parts += [flag("gpu_memory_gib"), format_size(gpu_memory)] if gpu_memory else []
     return shlex.join(parts)
+
+
+def served_work(transformer: TransformerSpec, settings: list[Setting]) -> int:
+    """The size of a plan as the served bound counts it: the sum over its rows of (layers + 2) x (world_size + 128)
+    (blocks plus embedding and output, times ranks plus what a block costs at any world size)."""
+    return sum((transformer.layers + 2) * (s.world_size + 128) for s in settings)
 
 
 def _transformer(value: TransformerSpec | str) -> TransformerSpec:
