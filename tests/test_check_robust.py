@@ -7,9 +7,12 @@ asserted (the budget is made tiny instead)."""
 from __future__ import annotations
 
 import ast
+import concurrent.futures
 import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -243,3 +246,107 @@ def test_a_real_syntax_error_is_still_an_error(code):
     found = check_source(code, path="broken.py")
     assert [(f.code, f.severity) for f in found] == [("FSD000", "error")]
     assert "does not parse with Python" in found[0].message
+
+
+class _AstWith:
+    """The ``ast`` module with another ``parse``: what the checker's modules see (pytest's own ``ast.parse`` stays)."""
+
+    def __init__(self, parse):
+        self.parse = parse
+
+    def __getattr__(self, name):
+        return getattr(ast, name)
+
+
+def patch_parse(monkeypatch, parse) -> None:
+    """Give every module of the tool that parses code this ``parse`` as its ``ast.parse``."""
+    import importlib
+
+    for name in ("fsdp_skill.core.parsing", "fsdp_skill.core.check.syntax", "fsdp_skill.core.code_blocks"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        if hasattr(module, "ast"):
+            monkeypatch.setattr(module, "ast", _AstWith(parse))
+
+
+class RacyParse:
+    """``ast.parse`` as CPython 3.11.0-3.11.7 and 3.12.0-3.12.1 behave under threads (gh-106905): a parse that overlaps
+    another one in the same interpreter may raise ``SystemError: AST constructor recursion depth mismatch``. Here it
+    always does, and every parse is held open for a moment, so two threads parsing at once always collide."""
+
+    def __init__(self, real):
+        self.real, self.inside, self.most, self.lock = real, 0, 0, threading.Lock()
+
+    def __call__(self, *args, **kwargs):
+        with self.lock:
+            self.inside += 1
+            self.most = max(self.most, self.inside)
+        try:
+            time.sleep(0.02)
+            with self.lock:
+                clash = self.most > 1 and self.inside > 1
+            if clash:
+                raise SystemError("AST constructor recursion depth mismatch (before=33, after=29)")
+            return self.real(*args, **kwargs)
+        finally:
+            with self.lock:
+                self.inside -= 1
+
+
+def test_concurrent_http_checks_never_parse_at_once(monkeypatch, fake_verifier):
+    """Eight /v1/check requests at once (FastAPI runs them in worker threads): each one's findings, no 500. Without a
+    lock around the checker's parses they overlap, which CPython 3.11.7 answers with a SystemError for valid code."""
+    from fastapi.testclient import TestClient
+
+    from fsdp_skill.adapters.http.app import create_app
+
+    racy = RacyParse(ast.parse)
+    patch_parse(monkeypatch, racy)
+    src = HEAD + BARRIER
+    start = threading.Barrier(8)
+    with TestClient(create_app(verifier=fake_verifier)) as client:
+
+        def post(_: int) -> tuple[int, list]:
+            start.wait()
+            r = client.post("/v1/check", json={"code": src})
+            return r.status_code, [(f["code"], f["line"]) for f in r.json()["findings"]] if r.status_code == 200 else r.text
+
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            got = list(pool.map(post, range(8)))
+    assert got == [(200, [("FSD003", barrier_line(src))])] * 8
+    assert racy.most == 1  # never two parses at once
+
+
+def test_the_parser_race_is_retried_then_a_finding_never_a_500(monkeypatch, fake_verifier):
+    """A parse that still meets the race (another library parsing outside the lock) is tried again; one that meets it
+    every time is one FSD000 naming the SystemError, through check_source, /v1/check and ask's fenced code."""
+    from fastapi.testclient import TestClient
+
+    from fsdp_skill.adapters.http.app import create_app
+    from fsdp_skill.core.code_blocks import code_blocks
+
+    real, calls = ast.parse, []
+
+    def once(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise SystemError("AST constructor recursion depth mismatch (before=9, after=18)")
+        return real(*args, **kwargs)
+
+    src = HEAD + BARRIER
+    patch_parse(monkeypatch, once)
+    assert codes(check_source(src)) == [("FSD003", barrier_line(src))]
+
+    def always(*args, **kwargs):
+        raise SystemError("AST constructor recursion depth mismatch (before=9, after=18)")
+
+    patch_parse(monkeypatch, always)
+    (f,) = check_source(src, "train.py")
+    assert (f.code, f.severity, f.line) == ("FSD000", "error", 1)
+    assert "parser failed on it (SystemError: AST constructor recursion depth mismatch" in f.message
+    with TestClient(create_app(verifier=fake_verifier)) as client:
+        r = client.post("/v1/check", json={"code": src})
+    assert r.status_code == 200 and [x["code"] for x in r.json()["findings"]] == ["FSD000"], r.text
+    assert code_blocks(f"why does this hang?\n```python\n{src}```\n") == []  # not taken for code, and no traceback

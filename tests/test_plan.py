@@ -500,3 +500,39 @@ def test_the_terminal_prints_the_plan_command_on_one_copyable_line():
     out = io.StringIO()
     print_answer(ans, Console(file=out, width=80))
     assert ans.plan in out.getvalue().splitlines()  # whole, unwrapped, with no panel border around it
+
+
+def test_an_abstained_fit_question_prints_the_plan_command_its_reason_points_at():
+    """ "Will Llama 3 8B fit on 8 H100s?" names no API, so the answer abstains; its reason says the plan command below
+    measures it, and the terminal and markdown views print that command (the JSON carries it as ``plan``)."""
+    import io
+
+    from rich.console import Console
+
+    from fsdp_skill.adapters.cli.render import answer_markdown, print_answer
+    from fsdp_skill.core.answer import ask
+
+    ans = ask("Will Llama 3 8B fit on 8 H100s?", verify=False, with_api=False)
+    assert ans.abstained and "the plan command below measures" in (ans.reason or "")
+    assert ans.plan and ans.plan.startswith("fsdp-skill plan --transformer")
+    out = io.StringIO()
+    print_answer(ans, Console(file=out, width=80))
+    lines = out.getvalue().splitlines()
+    assert ans.plan in lines and lines.index(ans.plan) > next(i for i, ln in enumerate(lines) if "out of scope" in ln)
+    text = answer_markdown(ans)
+    assert f"```sh\n{ans.plan}\n```" in text and text.index("**Out of scope.**") < text.index(ans.plan)
+
+
+@pytest.mark.torch
+def test_a_meta_device_or_parameterless_model_is_told_what_to_do(tmp_path, capsys, monkeypatch):
+    (tmp_path / "odd.py").write_text(
+        "import torch\n\n\ndef meta():\n    with torch.device('meta'):\n        return torch.nn.Linear(8, 8)\n\n\n"
+        "def empty():\n    return torch.nn.Sequential(torch.nn.ReLU())\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    assert main(["plan", "--model", "odd.py:meta", "--world-size", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "built 2 of 2 parameters on the meta device (weight, bias)" in err and "drop torch.device('meta')" in err
+    assert main(["plan", "--model", "odd.py:empty", "--world-size", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "returned a Sequential with no parameters" in err and "--transformer SPEC" in err and "--model a factory" in err

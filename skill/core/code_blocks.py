@@ -6,8 +6,9 @@ as a pasted script.  Parsed with :mod:`ast`, never run.
 
 from __future__ import annotations
 
-import ast
 import re
+
+from fsdp_skill.core.parsing import parse_module
 
 __all__ = ["code_blocks"]
 
@@ -38,7 +39,7 @@ def code_blocks(text: str) -> list[str]:
 
 def _parses(code: str) -> bool:
     try:
-        ast.parse(code)
-    except (SyntaxError, ValueError):
+        parse_module(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, SystemError):  # a block Python cannot parse is not code
         return False
     return bool(code.strip())

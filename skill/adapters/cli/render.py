@@ -91,9 +91,10 @@ def answer_markdown(ans: Answer) -> str:
         out += [f"- {f.line_text()}" for f in ans.findings] + [""]
     if ans.abstained:
         out.append(f"**Out of scope.** {ans.reason}\n")
-        return "\n".join(out)
-    if ans.plan:
+    if ans.plan:  # also when abstained: the reason then says "the plan command below measures" it
         out.append(f"**Measure it** (per-GPU peak memory for your setting):\n\n```sh\n{ans.plan}\n```\n")
+    if ans.abstained:
+        return "\n".join(out)
     for i, s in enumerate(ans.sections, 1):
         title, text, summary = localized(s, ans.language)
         out.append(f"## {i}. {title}  \n`{s.id}` · score {s.score:.2f}\n")
@@ -157,6 +158,15 @@ def section_markdown(s: SectionDoc, language: str = "en") -> str:
     return "\n".join(out) + "\n"
 
 
+def _print_plan(console, ans: Answer) -> None:
+    """The ``fsdp-skill plan`` command that measures a memory-fit question, if the answer has one."""
+    from rich.markup import escape
+
+    if ans.plan:  # not in a panel: its border would be copied with a command that wraps
+        console.print("[bold cyan]measure it[/bold cyan] (per-GPU peak memory for your setting):")
+        console.print(escape(ans.plan), soft_wrap=True, highlight=False)
+
+
 def print_answer(ans: Answer, console=None) -> None:
     """Print an Answer to the terminal with rich (panels, syntax-highlighted code, verdict colours)."""
     from rich.console import Console
@@ -172,6 +182,7 @@ def print_answer(ans: Answer, console=None) -> None:
     console = console or _Console()
     if ans.abstained:
         console.print(Panel(escape(ans.reason or ""), title="out of scope", border_style="yellow"))
+        _print_plan(console, ans)  # the reason says "the plan command below measures" it
         return
     for line in error_lines(ans):
         console.print(Panel(escape(line), title=_errors_title(ans).lower(), border_style="magenta", title_align="left"))
@@ -184,9 +195,7 @@ def print_answer(ans: Answer, console=None) -> None:
                 title_align="left",
             )
         )
-    if ans.plan:  # not in a panel: its border would be copied with a command that wraps
-        console.print("[bold cyan]measure it[/bold cyan] (per-GPU peak memory for your setting):")
-        console.print(escape(ans.plan), soft_wrap=True, highlight=False)
+    _print_plan(console, ans)
     topics = ", ".join(f"{t.id} {t.score:.2f}" for t in ans.topics[:3])
     console.print(f"[dim]topics: {topics} · torch {ans.torch_version or 'not available'} · {ans.elapsed_ms:.1f} ms[/dim]")
     for i, s in enumerate(ans.sections, 1):

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from fsdp_skill.core.check.facts import last_name  # the same ast helper as the checker's
+from fsdp_skill.core.parsing import parse_module
 
 FORMAT = 2  # bump whenever the builder or the stored layout changes
 # Where Python messages are catalogued (relative to the torch package): the distributed stack, plus the
@@ -313,8 +314,8 @@ def python_entries(torch_dir: Path) -> list[Entry]:
         for path in files:
             try:
                 source = path.read_text(encoding="utf-8")
-                tree = ast.parse(source, filename=str(path))
-            except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+                tree = parse_module(source, str(path))
+            except (OSError, SyntaxError, UnicodeDecodeError, ValueError, RecursionError, MemoryError, SystemError):
                 continue
             rel = path.relative_to(torch_dir.parent).as_posix()
             entries += _Module(source, tree, rel).entries

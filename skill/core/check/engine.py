@@ -3,7 +3,8 @@ flake8 plugin gets): the facts are computed once, every finder runs on them, and
 :class:`~fsdp_skill.core.check.models.Finding` carrying its rule's message, section and snippet.
 
 A file that does not parse is a finding (``FSD000``, an error at the syntax error, or at line 1 for a file
-nested too deeply for Python's parser), so one broken file does not hide the others; so is a file the checker
+nested too deeply for Python's parser or whose parse meets CPython's thread race, :mod:`fsdp_skill.core.parsing`),
+so one broken file does not hide the others; so is a file the checker
 itself fails on (``FSD000`` at line 1, naming the exception), and one whose analysis runs past its budget.
 
 The budget: :func:`check_budget` CPU seconds of analysis per file (the analysing thread's, :func:`analysis_clock`, so a busy
@@ -126,6 +127,9 @@ def check_source(
         why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         found = [not_analysed(path, f"file does not parse with Python {_PY}: nested too deeply for its parser ({why})")]
         return [f for f in found if keep(f.code, sel, ign)]
+    except SystemError as exc:  # CPython's parser race (gh-106905) outlasted the retries of core.parsing
+        why = f"file not analysed: Python {_PY}'s parser failed on it (SystemError: {exc}); check it again"
+        return [f for f in [not_analysed(path, why)] if keep(f.code, sel, ign)]
     try:
         found = check_tree(tree, path, select=sel, ignore=ign, project=project)
     except Exception as exc:  # noqa: BLE001 - a checker bug on one file must not hide the findings of the others

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING
 from fsdp_skill.core.check.calls import build_facts
 from fsdp_skill.core.check.facts import FSDP1, FULLY_SHARD, FileFacts, dotted, kwarg, last_name
 from fsdp_skill.core.check.fix_plan import FixPlan
+from fsdp_skill.core.parsing import parse_module
 
 if TYPE_CHECKING:
     from fsdp_skill.core.check.models import Finding
@@ -329,7 +330,7 @@ def fix_source(source: str, findings: Sequence[Finding]) -> FixResult:
     was not fixed.  A text with nothing to fix is returned as it is (the same object, byte for byte).
 
     Raises :class:`fsdp_skill.errors.MissingDependency` when libcst is not installed."""
-    plans_by = plan_fixes(ast.parse(source), source, findings)
+    plans_by = plan_fixes(parse_module(source), source, findings)
     result = FixResult(source)
     plans: list[tuple[Finding, FixPlan]] = []
     for f in findings:
@@ -350,8 +351,8 @@ def fix_source(source: str, findings: Sequence[Finding]) -> FixResult:
             result.unfixed.append((f, "the edit's place was not found in the concrete syntax"))
     if result.fixed:
         try:
-            ast.parse(new)
-        except SyntaxError:  # never write a broken file
+            parse_module(new)
+        except (SyntaxError, ValueError, RecursionError, MemoryError, SystemError):  # never write a broken file
             result.unfixed += [(f, "the edited text did not parse") for f in result.fixed]
             result.fixed = []
             return result

@@ -73,7 +73,7 @@ class Project:
             try:
                 parsed.append((label, parse_source(code, label)))
                 project.sources[label] = code
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
+            except (SyntaxError, ValueError, RecursionError, MemoryError, SystemError):
                 continue
         if not parsed:
             return project

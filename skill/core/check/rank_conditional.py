@@ -15,6 +15,7 @@ from typing import Any
 
 from fsdp_skill.core.check import calls
 from fsdp_skill.core.check.facts import FSDP1, FileFacts, Located, dotted, is_true, kwarg, last_name
+from fsdp_skill.core.parsing import parse_expression
 
 # local function key -> (code, label, line, file: "" for this one) of the first collective it can run (see collective_summaries)
 Summaries = dict[str, tuple[str, str, int, str]]
@@ -333,8 +334,8 @@ def _names_any(text: str, names: set[str]) -> bool:
     if not names:
         return False
     try:
-        expr = ast.parse(text, mode="eval").body
-    except (SyntaxError, RecursionError, MemoryError, ValueError):
+        expr = parse_expression(text)
+    except (SyntaxError, RecursionError, MemoryError, ValueError, SystemError):
         return True
     return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(expr))
 
@@ -386,8 +387,8 @@ def _given(call: ast.Call, target: calls.Callee) -> dict[str, ast.expr]:
     for name, text in target.summary.defaults:
         if name not in given:
             try:
-                given[name] = ast.parse(text, mode="eval").body
-            except (SyntaxError, RecursionError, MemoryError, ValueError):
+                given[name] = parse_expression(text)
+            except (SyntaxError, RecursionError, MemoryError, ValueError, SystemError):
                 continue
     return given
 
@@ -396,8 +397,8 @@ def _substituted(text: str, params: Collection[str], given: dict[str, ast.expr])
     """The condition ``text`` (a callee's) with its parameters replaced by what the call passes; None when it names a
     parameter the call does not pass (unknown there)."""
     try:
-        expr = ast.parse(text, mode="eval").body
-    except (SyntaxError, RecursionError, MemoryError, ValueError):
+        expr = parse_expression(text)
+    except (SyntaxError, RecursionError, MemoryError, ValueError, SystemError):
         return None
     named = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
     if named & (set(params) - set(given)):

@@ -14,6 +14,8 @@ import ast
 import re
 import sys
 
+from fsdp_skill.core.parsing import parse_module
+
 # (the oldest Python with the syntax, the start of a line that has it, what it is)
 _PEP695 = (
     ((3, 12), re.compile(r"(\s*)type\s+([A-Za-z_]\w*)\s*(\[)?"), "a `type` alias statement (PEP 695)"),
@@ -60,10 +62,11 @@ def _lowered_line(text: str) -> str | None:
 def parse_source(code: str, path: str = "<string>") -> ast.Module:
     """``ast.parse(code)``, or, when it fails at PEP 695 syntax this Python lacks, the parse of the code with those
     constructs lowered (lines and line numbers kept).  Raises what ``ast.parse`` raises for the code as written
-    (SyntaxError, ValueError for null bytes, RecursionError/MemoryError for code nested too deeply) when lowering does
+    (SyntaxError, ValueError for null bytes, RecursionError/MemoryError for code nested too deeply, SystemError
+    when CPython's parser race (:mod:`fsdp_skill.core.parsing`) outlasted its retries) when lowering does
     not make it parse."""
     try:
-        return ast.parse(code, filename=path)
+        return parse_module(code, path)
     except SyntaxError as first:
         if sys.version_info >= (3, 12):
             raise
@@ -79,7 +82,7 @@ def parse_source(code: str, path: str = "<string>") -> ast.Module:
             else:
                 raise first from None
             try:
-                return ast.parse("".join(lines), filename=path)
+                return parse_module("".join(lines), path)
             except SyntaxError as again:
                 exc = again
         raise first from None

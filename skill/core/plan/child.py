@@ -242,9 +242,27 @@ def build_model(spec: dict[str, Any]) -> Any:
 
     if "transformer" in spec:
         return load_sibling("transformer").Transformer(**spec["transformer"])
-    model = _call_factory(spec["factory"])
+    ref = spec["factory"]
+    model = _call_factory(ref)
     if not isinstance(model, nn.Module):
-        raise PlanFailure("model", f"{spec['factory']}() returned {type(model).__name__}, not an nn.Module")
+        raise PlanFailure("model", f"{ref}() returned {type(model).__name__}, not an nn.Module")
+    named = list(model.named_parameters())
+    if not named:
+        raise PlanFailure(
+            "model",
+            f"{ref}() returned a {type(model).__name__} with no parameters, so there is nothing to shard or measure: "
+            "give --model a factory that returns the model you train with its layers built (it is called under "
+            "FakeTensorMode, so a full-size model allocates nothing), or plan the built-in decoder with --transformer SPEC",
+        )
+    meta = [name for name, p in named if p.is_meta]
+    if meta:
+        shown = ", ".join(meta[:3]) + (f" and {len(meta) - 3} more" if len(meta) > 3 else "")
+        raise PlanFailure(
+            "model",
+            f"{ref}() built {len(meta)} of {len(named)} parameters on the meta device ({shown}), which has no memory "
+            "to measure: build the model on the default device instead (drop torch.device('meta') or device='meta' "
+            "from the factory); --model factories are called under FakeTensorMode, so that allocates nothing either",
+        )
     return model
 
 
