@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,6 +24,7 @@ from collections import Counter
 from pathlib import Path
 
 import httpx
+from bench_http import free_port, pct  # the percentile and free-port helpers of the /v1/ask benchmark (this folder)
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -32,17 +32,6 @@ EXE = Path(sys.executable).with_name("fsdp-skill")
 SMALL = "layers=2,dim=64,heads=4,kv_heads=2,ffn=128,vocab=256"
 BODY = {"transformer": SMALL, "world_size": 2, "seq": 16}
 HEALTHZ_P99_TARGET_MS = 100.0
-
-
-def pct(values: list[float], q: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(q / 100 * (len(values) - 1))))]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 async def http_bench(port: int, plans: int) -> None:
