@@ -4,7 +4,8 @@ The card format is described in README.md ("Knowledge card format").  Every prob
 :class:`fsdp_skill.errors.KnowledgeError` naming ``file:line``; a card is never half loaded.
 
 Loading all cards takes tens of milliseconds; :func:`load_knowledge` keeps one parsed copy per
-directory and file fingerprint (size, mtime) in memory.
+directory and file fingerprint (size, mtime) in memory, and checks that fingerprint again only when
+:func:`fsdp_skill.runtime.watch.generation` says a file may have changed.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from fsdp_skill.core.knowledge.cache_check import cache_form, cards_from_cache, prose_of
 from fsdp_skill.core.models import Card, SectionDoc, SnippetSpec, VersionNote
 from fsdp_skill.errors import KnowledgeError, NotFoundError
-from fsdp_skill.runtime import knobs
+from fsdp_skill.runtime import knobs, watch
 
 if TYPE_CHECKING:  # markdown-it is imported when a card is parsed, not when the cache is read
     from importlib.abc import Traversable
@@ -126,6 +127,8 @@ def _unknown(kind: str, key: str, known: Collection[str]) -> str:
 
 
 _CACHE: dict[tuple[str, tuple[tuple[str, int, int], ...]], Knowledge] = {}  # (directory, (name, size, mtime_ns) per file)
+# directory -> (the watch generation read before its last full check, the _CACHE key that check found)
+_CHECKED: dict[str, tuple[int | None, tuple[str, tuple[tuple[str, int, int], ...]]]] = {}
 PARSED_FORMAT = 6  # bump when the parsed form changes, so stale caches are ignored
 
 
@@ -134,18 +137,24 @@ def load_knowledge(directory: str | Path | None = None) -> Knowledge:
 
     Returns a :class:`Knowledge`; raises :class:`KnowledgeError` (``file:line: message``) for a
     malformed card, duplicate ids or an empty directory.  Results are memoised in memory per file
-    fingerprint and on disk (``$FSDP_SKILL_HOME/knowledge-<sha256 of the cards>.json``), so a fresh
+    fingerprint (checked again when the folders' watch generation moved) and on disk (``$FSDP_SKILL_HOME/knowledge-<sha256 of the cards>.json``), so a fresh
     process skips markdown parsing when the cards have not changed.
     """
     import hashlib
 
     directory = Path(directory) if directory else default_knowledge_dir()
+    folder, zh_folder = str(directory), os.path.join(directory, "zh")  # zh: the Chinese bodies (knowledge.zh)
+    gen = watch.generation((folder, zh_folder))  # read before the full check, kept with its result
+    seen = _CHECKED.get(folder)
+    if gen is not None and seen is not None and seen[0] == gen and seen[1] in _CACHE:  # nothing moved since
+        return _CACHE[seen[1]]
     if not directory.is_dir():
-        raise KnowledgeError(str(directory), 0, "knowledge directory does not exist")
-    cards = [f for f in _markdown_stats(str(directory)) if not f[0].startswith(("_", "."))]
-    zh_cards = _markdown_stats(os.path.join(directory, "zh"))  # the Chinese bodies (fsdp_skill.core.knowledge.zh)
-    key = (str(directory), tuple(cards + zh_cards))
+        raise KnowledgeError(folder, 0, "knowledge directory does not exist")
+    cards = [f for f in _markdown_stats(folder) if not f[0].startswith(("_", "."))]
+    zh_cards = _markdown_stats(zh_folder)
+    key = (folder, tuple(cards + zh_cards))
     if key in _CACHE:
+        _CHECKED[folder] = (gen, key)
         return _CACHE[key]
     files = [directory / name for name, _, _ in cards]
     zh_files = [directory / "zh" / name for name, _, _ in zh_cards]
@@ -169,6 +178,7 @@ def load_knowledge(directory: str | Path | None = None) -> Knowledge:
     kb.digest = digest.hexdigest()[:24]
     _CACHE.clear()
     _CACHE[key] = kb
+    _CHECKED[folder] = (gen, key)
     return kb
 
 

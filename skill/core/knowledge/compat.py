@@ -23,11 +23,13 @@ from typing import Any
 
 from fsdp_skill.core.knowledge.applicability import contains, release
 from fsdp_skill.core.models import RecordedRun, VersionNote
+from fsdp_skill.runtime import watch
 
 FORMAT = 1
 STATUSES = ("passed", "failed", "timeout", "skipped")
 BUILDS = ("cpu", "cuda", "rocm")
-_LOADED: dict[str, tuple[tuple[tuple[str, int, int], ...], dict[str, list[tuple[str, RecordedRun]]]]] = {}
+# record folder -> ((name, size, mtime_ns) per file, runs per snippet id, the watch generation read before that check)
+_LOADED: dict[str, tuple[tuple[tuple[str, int, int], ...], dict[str, list[tuple[str, RecordedRun]]], int | None]] = {}
 
 
 def record_dir(knowledge_dir: str | Path) -> Path:
@@ -95,15 +97,21 @@ def load_record(knowledge_dir: str | Path) -> dict[str, list[tuple[str, Recorded
     """Per snippet id, ``(code_sha256, RecordedRun)`` of every record file, oldest torch first (memoised per file
     fingerprint).  A file that is not a record of this format is skipped: the record informs an answer, it never
     breaks one; ``tests/test_compat.py`` fails on such a file instead."""
+    where = os.path.join(knowledge_dir, "compat")  # record_dir(knowledge_dir), without a Path on every ask
+    gen = watch.generation((where,))  # read before the full check, kept with its result
+    memo = _LOADED.get(where)
+    if gen is not None and memo is not None and memo[2] == gen:  # nothing in the folder moved since
+        return memo[1]
     folder = record_dir(knowledge_dir)
     try:
         with os.scandir(folder) as entries:
             files = sorted((e.name, st.st_size, st.st_mtime_ns) for e in entries if e.name.endswith(".json") for st in [e.stat()])
     except OSError:
+        _LOADED.pop(where, None)
         return {}
     key = tuple(files)
-    memo = _LOADED.get(str(folder))
     if memo is not None and memo[0] == key:
+        _LOADED[where] = (key, memo[1], gen)
         return memo[1]
     runs: dict[str, list[tuple[str, RecordedRun]]] = {}
     for data in sorted((d for d in (_read(folder / name) for name, _, _ in files) if d), key=lambda d: release(d["torch_version"])):
@@ -120,7 +128,7 @@ def load_record(knowledge_dir: str | Path) -> dict[str, list[tuple[str, Recorded
                 backend=row.get("backend"),
             )
             runs.setdefault(sid, []).append((row["code_sha256"], run))
-    _LOADED[str(folder)] = (key, runs)
+    _LOADED[where] = (key, runs, gen)
     return runs
 
 
