@@ -277,3 +277,22 @@ def test_chinese_multi_part_question_gives_each_part_a_place():
     q = "第一，FSDP2 怎么开启 CPU offload？第二，bf16 混合精度怎么配置？第三，各 rank 数据量不同训练卡住怎么办？"
     topics = {s.topic for s in ask(q, k=3, verify=False).sections}
     assert topics >= {"offload", "mixed-precision", "join"}, topics
+
+
+def test_best_section_of_a_part_is_what_route_gives_it():
+    """What a long question's parts are scored with (Router.best_section) is route(part, k=1, in_field=True):
+    the same section and the same float, None where route gives no section; on every part of every question,
+    and on the whole questions too (Chinese, tracebacks, scripts, focused and recipe questions alike)."""
+    from fsdp_skill.core.routing.router import get_router, question_parts
+
+    router = get_router()
+    texts = []
+    for q in _all_questions():
+        texts += [q, *question_parts(q, min_tokens=1)]
+    texts += ["", "zzzz qqqq", "训练", "a full training script example with bf16 and checkpoints on 2 nodes"]
+    found = 0
+    for text in texts:
+        routed = router.route(text, k=1, in_field=True).sections
+        assert router.best_section(text) == (routed[0] if routed else None), text
+        found += bool(routed)
+    assert found >= 500, found

@@ -104,9 +104,9 @@ def _cover_parts(
     parts = question_parts(question)
     if len(parts) >= 2:
         for part in parts:
-            best = router.route(part, k=1, in_field=True).sections
-            if best:
-                picks.append((best[0][0], top))
+            best = router.best_section(part)
+            if best is not None:
+                picks.append((best[0], top))
     chosen: dict[str, tuple[SectionDoc, float]] = {}
     for section, score in picks + ranked:
         chosen.setdefault(section.id, (section, score))

@@ -113,7 +113,7 @@ class Router:
         self.sections: list[SectionDoc] = list(kb.sections.values())
         self.k1 = k1
         self.b = b
-        self._focus = [RECIPE_WEIGHT if s.topic == "recipes" else 1.0 for s in self.sections]
+        self._recipes = [i for i, s in enumerate(self.sections) if s.topic == "recipes"]  # weighted down when focused
         self._tokens: tuple[list[list[str]], list[list[str]]] | None = None
         self._reference: tuple[BM25Okapi, BM25Okapi | None] | None = None
         self._spelling: dict[tuple[str, int], list[str]] | None = None
@@ -324,16 +324,7 @@ class Router:
             if not in_field:
                 routing.abstain_reason = _no_field_reason(question)
             return routing
-        # Chinese words of the question also meet the Chinese bodies; weighted low, so they reorder close
-        # sections, and never decide alone whether the question is in the field (relative is the main index's)
-        scores = self._scores(known)
-        # no Chinese term: every Chinese score is 0.0 and adding 0.1 * 0.0 changes no score, so skip those lists
-        zh = self._zh_scores(tokens) if any(map(has_cjk, tokens)) and self.zh_index is not None else None
-        routing.facets = setup_facets(question)
-        if routing.facets < 2 and not wants_script(question):
-            # a focused question wants the focused section, not a long recipe that repeats its terms
-            scores = [s * w for s, w in zip(scores, self._focus, strict=True)]
-            zh = None if zh is None else [z * w for z, w in zip(zh, self._focus, strict=True)]
+        scores, zh, routing.facets = self._weighted(question, tokens, known)
         routing.relative = max(scores) / max(self._attainable(list(dict.fromkeys(tokens))), 1e-9)
         if zh is not None:
             scores = [s + ZH_BODY_WEIGHT * z for s, z in zip(scores, zh, strict=True)]
@@ -358,6 +349,42 @@ class Router:
         total = sum(weights.values())
         routing.topics = sorted(((t, w / total) for t, w in weights.items()), key=lambda x: -x[1])
         return routing
+
+    def _weighted(self, question: str, tokens: list[str], known: list[str]) -> tuple[list[float], list[float] | None, int]:
+        """(main scores, Chinese scores or None, setup facets) of a question's ``tokens`` (``known``: those in the
+        main index), recipes weighted down for a focused question; one float per section."""
+        # Chinese words of the question also meet the Chinese bodies; weighted low, so they reorder close
+        # sections, and never decide alone whether the question is in the field (relative is the main index's)
+        scores = self._scores(known)
+        # no Chinese term: every Chinese score is 0.0 and adding 0.1 * 0.0 changes no score, so skip those lists
+        zh = self._zh_scores(tokens) if any(map(has_cjk, tokens)) and self.zh_index is not None else None
+        facets = setup_facets(question)
+        if facets < 2 and not wants_script(question):
+            # a focused question wants the focused section, not a long recipe that repeats its terms (x * 1.0 == x:
+            # only the recipes' scores change)
+            for i in self._recipes:
+                scores[i] *= RECIPE_WEIGHT
+                if zh is not None:
+                    zh[i] *= RECIPE_WEIGHT
+        return scores, zh, facets
+
+    def best_section(self, question: str) -> tuple[SectionDoc, float] | None:
+        """The best section for ``question`` and its score, as ``route(question, k=1, in_field=True)`` gives it
+        (None where that gives none), without what only a whole answer needs (abstention, anchors, topics): what
+        :func:`fsdp_skill.core.answer` asks for each part of a long question."""
+        return self._healing(lambda: self._best_section(question))
+
+    def _best_section(self, question: str) -> tuple[SectionDoc, float] | None:
+        text = reduce_traceback(question) if is_traceback(question) else question
+        tokens = self.correct(tokenize(text)[:MAX_QUERY_TOKENS])
+        known = [t for t in tokens if t in self.index]
+        if not known:
+            return None
+        scores, zh, _ = self._weighted(question, tokens, known)
+        if zh is not None:
+            scores = [s + ZH_BODY_WEIGHT * z for s, z in zip(scores, zh, strict=True)]
+        best = max(range(len(scores)), key=scores.__getitem__)  # the first of equal scores: route's stable order
+        return (self.sections[best], scores[best]) if scores[best] > 0 else None
 
     def best_of_topic(self, question: str, topic: str) -> tuple[SectionDoc, float] | None:
         """The best-scoring section of ``topic`` for ``question`` (no abstention), or None."""
