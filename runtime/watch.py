@@ -15,8 +15,9 @@ The generation moves on (and every caller checks in full once) when:
 - :data:`BACKSTOP_S` seconds passed since it last moved: a network or FUSE file system may not report changes
   made on another machine, so nothing is trusted for longer than that.
 
-:func:`generation` returns None — check in full — where watching is not possible: the first call in a process
-(a one-shot command never pays for the watcher: ctypes and the inotify instance come on the second call), a
+:func:`generation` returns None — check in full — where watching is not possible: the first call of a process
+about a folder (a one-shot command never pays for the watcher: ctypes and the inotify instance come
+when a folder is asked about again), a
 platform without inotify, the per-user instance or watch limits reached, or a folder that cannot be watched (a
 missing folder is watched through its nearest existing parent, which reports its creation).  After ``fork`` the
 child opens its own instance (the inherited one is shared with the parent; reading it would steal its events).
@@ -63,22 +64,25 @@ class _Watcher:
         self.pid = -1  # the process that opened ``fd`` (-1: none opened)
         self.fd = -1
         self.add_watch: Callable[[int, bytes, int], int] | None = None  # libc's inotify_add_watch, once opened
-        self.asked = False  # a first call happened in this process: the next one opens the instance
+        self.asked: set[str] = set()  # folders asked about in this process: a second question opens the instance
         self.broken = False  # inotify is not available here: always None
         self.gen = 0
         self.moved_at = 0.0  # time.monotonic() when ``gen`` last moved
         self.watched: dict[str, int] = {}  # folder (as given) -> wd of the folder, or of its nearest existing parent
         self.exact: dict[str, bool] = {}  # folder -> whether the wd is the folder's own (False: a parent's)
 
-    def generation(self, folders: Iterable[str]) -> int | None:
+    def generation(self, folders: Iterable[str], start: bool = True) -> int | None:
         with self.lock:
             if self.broken:
                 return None
             if self.pid != os.getpid():
                 if self.pid != -1:  # a forked child: the inherited instance is the parent's
                     self.after_fork()
-                if not self.asked:
-                    self.asked = True
+                folders = list(folders)
+                if not start:
+                    return None
+                if not self.asked.issuperset(folders):  # a first look: a one-shot command checks each folder once
+                    self.asked.update(folders)
                     return None
                 if not self._open():
                     return None
@@ -175,7 +179,9 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_WATCHER.after_fork)
 
 
-def generation(folders: Iterable[str]) -> int | None:
+def generation(folders: Iterable[str], start: bool = True) -> int | None:
     """A counter that moves whenever anything in ``folders`` (absolute or relative paths, as strings) may have
-    changed; None when that cannot be known here (then check in full).  See the module docstring."""
-    return _WATCHER.generation(folders)
+    changed; None when that cannot be known here (then check in full).  ``start=False``: use the instance only if a
+    caller with ``start=True`` already opened it (what a one-shot command asks many times, but only alongside
+    something it asks once).  See the module docstring."""
+    return _WATCHER.generation(folders, start)

@@ -19,12 +19,18 @@ from fsdp_skill.runtime import watch
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
 
 
+class _SeenAll(set):
+    def issuperset(self, other):  # every folder counts as asked about before: the instance opens at once
+        return True
+
+
 @pytest.fixture
 def watcher(monkeypatch):
-    """A fresh watcher, past its first call, with no backstop (the generation moves only on events)."""
+    """A fresh watcher that opens its instance on its first call, with no backstop (the generation moves only on
+    events)."""
     w = watch._Watcher()
     monkeypatch.setattr(watch, "BACKSTOP_S", 1e9)
-    assert w.generation([]) is None  # the first call of a process: no instance yet
+    w.asked = _SeenAll()
     yield w
     if w.fd >= 0:
         os.close(w.fd)
@@ -34,6 +40,20 @@ def _gen(w: watch._Watcher, *folders: Path) -> int:
     g = w.generation([str(f) for f in folders])
     assert g is not None, "inotify should be available on this Linux host"
     return g
+
+
+def test_a_folders_first_look_opens_nothing_and_its_second_opens_the_instance(tmp_path):
+    w = watch._Watcher()
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    assert w.generation([a]) is None and w.fd == -1  # a one-shot command: no ctypes, no inotify instance
+    assert w.generation([b]) is None and w.fd == -1  # another folder's first look
+    assert w.generation([a], start=False) is None and w.fd == -1  # a caller that never starts it
+    try:
+        assert w.generation([a]) is not None and w.fd >= 0  # asked again: a long-lived process
+        assert w.generation([str(tmp_path / "d")], start=False) is not None  # and now the others use it
+        assert w.generation([str(tmp_path / "c")]) is not None  # open now: any folder is watched at once
+    finally:
+        os.close(w.fd)
 
 
 def test_nothing_changed_keeps_the_generation_and_each_kind_of_change_moves_it(watcher, tmp_path):
@@ -163,6 +183,8 @@ def test_the_process_watcher_serves_repeated_loads_and_sees_an_edit_in_place_at_
 
 def test_the_record_follows_a_file_added_through_the_watcher(knowledge_copy, monkeypatch):
     monkeypatch.setattr(watch, "BACKSTOP_S", 1e9)
+    load_knowledge(knowledge_copy)
+    load_knowledge(knowledge_copy)  # a long-lived process: the watcher is started
     before = compat.load_record(knowledge_copy)
     assert compat.load_record(knowledge_copy) is before
     assert compat._LOADED[os.path.join(knowledge_copy, "compat")][2] is not None  # through the watcher

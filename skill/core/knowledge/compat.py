@@ -98,7 +98,9 @@ def load_record(knowledge_dir: str | Path) -> dict[str, list[tuple[str, Recorded
     fingerprint).  A file that is not a record of this format is skipped: the record informs an answer, it never
     breaks one; ``tests/test_compat.py`` fails on such a file instead."""
     where = os.path.join(knowledge_dir, "compat")  # record_dir(knowledge_dir), without a Path on every ask
-    gen = watch.generation((where,))  # read before the full check, kept with its result
+    # read before the full check, kept with its result; a one-shot ask reads the record once per snippet: the
+    # watcher is used once load_knowledge, asked again, started it
+    gen = watch.generation((where,), start=False)
     memo = _LOADED.get(where)
     if gen is not None and memo is not None and memo[2] == gen:  # nothing in the folder moved since
         return memo[1]
