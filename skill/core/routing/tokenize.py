@@ -205,5 +205,6 @@ def language_of(text: str) -> str:
 
 
 def has_cjk(text: str) -> bool:
-    """True when the text holds at least one CJK character."""
-    return bool(_CJK_RUN.search(text))
+    """True when the text holds at least one CJK character (an ASCII text is answered without the regex: the
+    router asks this of every token of a question)."""
+    return not text.isascii() and bool(_CJK_RUN.search(text))
