@@ -347,9 +347,13 @@ def rank_kind(facts: FileFacts, node: ast.AST, depth: int = 0) -> str | None:
             return None if node.args or node.keywords else "global"  # get_rank(group): the rank in that group
         if name == "get_node_local_rank" or name == "get_local_rank" and not (node.args or node.keywords):
             return "local"  # get_local_rank(ParallelMode.DATA) (ColossalAI): the rank in a group, not on the node
-        return None
+        return _returned_kind(facts, node, None, depth)
     if isinstance(node, ast.Name):
         value = facts.resolve(node)
+        position = _unpacked_position(facts, node, value)
+        if position is not None:  # rank, local_rank, world = setup(): that element of what the helper returns
+            assert isinstance(value, ast.Call)
+            return _returned_kind(facts, value, position, depth)
         if value is not None and value is not node:
             return rank_kind(facts, value, depth + 1)
         _, b = facts.binding(node)
@@ -362,6 +366,40 @@ def rank_kind(facts: FileFacts, node: ast.AST, depth: int = 0) -> str | None:
             return "local"
         return _attribute_kind(facts, node, depth)
     return None
+
+
+def _unpacked_position(facts: FileFacts, name: ast.Name, value: ast.AST | None) -> int | None:
+    """The position of ``name`` in the tuple target it was last bound by, when that assignment unpacks a call
+    (``rank, local_rank, world = setup()``: 1 for ``local_rank``); None otherwise (a starred target included)."""
+    if not isinstance(value, ast.Call):
+        return None
+    assign = facts.parents.get(id(value))
+    if not (isinstance(assign, ast.Assign) and len(assign.targets) == 1 and isinstance(assign.targets[0], ast.Tuple)):
+        return None
+    elts = assign.targets[0].elts
+    if any(isinstance(e, ast.Starred) for e in elts):
+        return None
+    found = [i for i, e in enumerate(elts) if isinstance(e, ast.Name) and e.id == name.id]
+    return found[0] if len(found) == 1 else None
+
+
+def _returned_kind(facts: FileFacts, call: ast.Call, position: int | None, depth: int) -> str | None:
+    """The rank kind of what a function of the file returns to ``call`` (the element at ``position`` of a returned
+    tuple, or the whole value), when every ``return`` of it agrees; None for a library call or any disagreement."""
+    target = calls.callee(facts, call)
+    if target is None or target.fn is None or depth > 4:
+        return None
+    kinds = set()
+    for node in facts.scope_nodes(target.fn):
+        if not isinstance(node, ast.Return) or node.value is None:
+            continue
+        value: ast.AST = node.value
+        if position is not None:
+            if not isinstance(value, ast.Tuple) or len(value.elts) <= position:
+                return None
+            value = value.elts[position]
+        kinds.add(rank_kind(facts, value, depth + 1))
+    return kinds.pop() if len(kinds) == 1 else None
 
 
 def _attribute_kind(facts: FileFacts, node: ast.Attribute, depth: int) -> str | None:

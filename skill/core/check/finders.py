@@ -65,6 +65,31 @@ def _param_sources(facts: FileFacts, expr: ast.AST | None, depth: int = 0) -> li
             _, b = facts.binding(node)
             if b is not None and b.kind == "assign" and b.value is not None:
                 out += _param_sources(facts, b.value, depth + 1)
+                lists = b.value.elts if isinstance(b.value, ast.Tuple) else [b.value]  # decay, no_decay = [], []
+                if all(isinstance(v, ast.List) for v in lists):  # decay = [] filled in a loop over a module's parameters
+                    out += _appended_sources(facts, node, depth + 1)
+    return out
+
+
+def _appended_sources(facts: FileFacts, name: ast.Name, depth: int) -> list[Chain]:
+    """Chains of the modules over whose parameters a loop fills the list ``name`` (``for n, p in
+    model.named_parameters(): decay.append(p)``, also ``(no_decay if c else decay).append(p)``): the param groups
+    an optimizer is commonly given. Only appends to that same variable, inside a ``for`` of its function."""
+    scope = facts.scope_of(name)
+    variable = facts.binding(name)[0]
+    out: list[Chain] = []
+    for node in facts.scope_nodes(scope):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("append", "extend")):
+            continue
+        recv = node.func.value
+        receivers = [recv.body, recv.orelse] if isinstance(recv, ast.IfExp) else [recv]
+        if not any(isinstance(r, ast.Name) and r.id == name.id and facts.binding(r)[0] == variable for r in receivers):
+            continue
+        for anc in facts.ancestors(node):
+            if anc is scope:
+                break
+            if isinstance(anc, (ast.For, ast.AsyncFor)):
+                out += _param_sources(facts, anc.iter, depth + 1)
     return out
 
 
@@ -103,7 +128,34 @@ def _optimizer_sources(facts: FileFacts, call: ast.Call) -> list[Chain]:
     if isinstance(call.func, ast.Attribute) and call.func.attr == "configure_optimizers":
         c = facts.chain(call.func.value)
         return [c] if c else []
-    return []
+    return _helper_optimizer_sources(facts, call)
+
+
+def _helper_optimizer_sources(facts: FileFacts, call: ast.Call) -> list[Chain]:
+    """For a call of a function of the file that returns an optimizer built from the parameters of one of its own
+    parameters (``def build_optimizer(model, lr): return AdamW(model.parameters(), lr)``): the chain of what the call
+    passes for it (and below it: ``model.head`` of the argument ``model``). [] for anything else."""
+    target = calls.callee(facts, call)
+    if target is None or target.fn is None:
+        return []
+    fn, params = target.fn, target.summary.params
+    given = dict(calls.bound_args(call, target))
+    out: list[Chain] = []
+    for node in facts.scope_nodes(fn):
+        if not isinstance(node, ast.Return) or node.value is None:
+            continue
+        value = facts.resolve(node.value)
+        if not (isinstance(value, ast.Call) and _is_optimizer(facts, value)):
+            continue
+        for src in _param_sources(facts, kwarg(value, "params", 0)):
+            scope, name, index = src.root
+            if scope != id(fn) or index != 0 or name not in params:  # not one of its parameters, as it came in
+                continue
+            arg = given.get(params.index(name))
+            outer = facts.chain(arg) if arg is not None else None
+            if outer is not None:
+                out.append(Chain(outer.root, outer.parts + src.parts))
+    return out
 
 
 def _given(facts: FileFacts, wrap: ast.Call, optimizer: ast.Call) -> bool:
@@ -907,16 +959,26 @@ def param_dtype_without_reduce_dtype(facts: FileFacts) -> Found:
                 yield call, None
 
 
-def epoch_loop_over(facts: FileFacts, loader: ast.Call) -> bool:
+def epoch_loop_over(facts: FileFacts, loader: ast.Call, index: int | None = None) -> bool:
     """Is the DataLoader built by ``loader`` iterated by a ``for`` nested in another loop (an epoch loop), here or
-    in a function of the checked code it is handed to (a generator ``for batch in loader: yield batch`` under
-    ``while True``, or one called inside a loop)?"""
+    in a function of the checked code it is handed to (one iterating it in a loop of its own, or once per call
+    from inside a loop: ``for epoch in ...: train_one_epoch(model, loader)``, a generator ``for batch in loader:
+    yield batch`` under ``while True``)?  ``index``: ``loader`` is a call returning a tuple whose element
+    ``index`` is the DataLoader (``loader, sampler = build_loaders(...)``)."""
     parent = facts.parents.get(id(loader))
     if isinstance(parent, (ast.For, ast.AsyncFor)) and parent.iter is loader:
         return _in_loop(facts, parent)  # for epoch in ...: for batch in DataLoader(...)
-    if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name)):
+    if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1):
         return False
-    name = parent.targets[0].id
+    target = parent.targets[0]
+    if index is not None and isinstance(target, ast.Tuple):  # unpacked: the element at the tuple's position
+        elts = target.elts
+        if index >= len(elts) or any(isinstance(e, ast.Starred) for e in elts) or not isinstance(elts[index], ast.Name):
+            return False
+        target = elts[index]
+    if not isinstance(target, ast.Name) or (index is not None) != isinstance(parent.targets[0], ast.Tuple):
+        return False
+    name = target.id
     scope = facts.scope_of(parent)
     if name in _epoch_iterated(facts, scope):
         return True
@@ -984,7 +1046,7 @@ def _in_loop(facts: FileFacts, node: ast.AST) -> bool:
 
 def _handed_to_epoch_loop(facts: FileFacts, call: ast.Call, name: str) -> bool:
     """``call`` hands the loader ``name`` to a function of this file that iterates it in a loop of its own, or that
-    is a generator iterating it, called inside a loop."""
+    iterates it (a plain function or a generator) and is called inside a loop."""
     target = calls.callee(facts, call)
     if target is None or target.fn is None:
         return False
@@ -992,13 +1054,13 @@ def _handed_to_epoch_loop(facts: FileFacts, call: ast.Call, name: str) -> bool:
     params = {target.summary.params[i] for i, a in calls.bound_args(call, target) if isinstance(a, ast.Name) and a.id == name}
     if not params:
         return False
-    generator = any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in facts.scope_nodes(fn))
+    called_in_loop = _in_loop(facts, call)
     for node in facts.scope_nodes(fn):
         if (
             isinstance(node, (ast.For, ast.AsyncFor))
             and isinstance(node.iter, ast.Name)
             and node.iter.id in params
-            and (_in_loop(facts, node) or generator and _in_loop(facts, call))
+            and (called_in_loop or _in_loop(facts, node))
         ):
             return True
     return False

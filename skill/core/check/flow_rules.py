@@ -38,7 +38,8 @@
   This rank's wall clock counts as such a metric (``if time.perf_counter() - start > min_time: break`` in a
   benchmark or a time budget; ``elapsed = now - start``): each rank reads its own clock at its own instant.
 - **FSD059**: a ``DataLoader`` with a shuffling ``DistributedSampler`` that a function of the file builds and returns
-  (``loader = build_loader(ds)``), iterated over epochs, with no ``set_epoch`` in the file: FSD035's mistake in a
+  (``loader = build_loader(ds)``, or in a tuple: ``loader, sampler = build_loaders(ds)``), iterated over epochs (here,
+  or by a helper called once per epoch: ``for epoch in ...: train_one_epoch(model, loader)``), with no ``set_epoch`` in the file: FSD035's mistake in a
   helper's shape (FSD035 looks at the sampler where it is built, or at a helper returning the sampler itself).
 - **FSD060**: the micro-batch that runs outside DDP's ``no_sync()`` and the one that steps the optimizer chosen by
   modular tests on the same counter and modulus with different offsets (``if step % accum != 0: with
@@ -771,19 +772,22 @@ def early_stop_on_local_metric(facts: FileFacts) -> Found:
 # --- FSD059: a loader with a DistributedSampler returned by a helper, iterated over epochs without set_epoch -----
 
 
-def _returns_sampled_loader(facts: FileFacts, fn: ast.AST) -> int | None:
-    """The line of the ``DataLoader(..., sampler=DistributedSampler(...))`` that function ``fn`` returns (directly or
-    through a name it binds), else None."""
+def _returns_sampled_loader(facts: FileFacts, fn: ast.AST) -> tuple[int, int | None] | None:
+    """(line, position) of the ``DataLoader(..., sampler=DistributedSampler(...))`` that function ``fn`` returns
+    (directly or through a name it binds; position: its index in a returned tuple, ``return loader, sampler``, else
+    None), or None."""
     for node in facts.scope_nodes(fn):
         if not isinstance(node, ast.Return) or node.value is None:
             continue
-        value = facts.resolve(node.value) if isinstance(node.value, ast.Name) else node.value
-        if (
-            isinstance(value, ast.Call)
-            and (facts.qual(value) or "").endswith("DataLoader")
-            and callgraph.is_shuffling_sampler(facts, kwarg(value, "sampler"))
-        ):
-            return value.lineno
+        returned = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+        for position, item in enumerate(returned):
+            value = facts.resolve(item) if isinstance(item, ast.Name) else item
+            if (
+                isinstance(value, ast.Call)
+                and (facts.qual(value) or "").endswith("DataLoader")
+                and callgraph.is_shuffling_sampler(facts, kwarg(value, "sampler"))
+            ):
+                return value.lineno, position if isinstance(node.value, ast.Tuple) else None
     return None
 
 
@@ -799,8 +803,11 @@ def helper_loader_without_set_epoch(facts: FileFacts) -> Found:
         target = callgraph.callee(facts, call)
         if target is None or target.fn is None:
             continue
-        line = _returns_sampled_loader(facts, target.fn)
-        if line is not None and finders.epoch_loop_over(facts, call):
+        found = _returns_sampled_loader(facts, target.fn)
+        if found is None:
+            continue
+        line, position = found
+        if finders.epoch_loop_over(facts, call, position):
             name = getattr(target.fn, "name", "the helper")
             yield call, f"the loader `{name}()` returns (built at line {line}) shuffles with a DistributedSampler"
 

@@ -22,7 +22,7 @@ def main():
     device = torch.device(f"cuda:{world_rank}")  # <- FSD042
     model = nn.Linear(8, 8).to(device)
     model = DDP(model, device_ids=[world_rank])  # <- FSD042
-    model(torch.randn(4, 8).cuda(rank))
+    model(torch.randn(4, 8).cuda(rank))  # <- FSD042 (rank: what setup() returns, the global rank)
     dist.destroy_process_group()
 
 
