@@ -16,8 +16,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from fsdp_skill.adapters.http.app import create_app
-from fsdp_skill.main import main
 from fsdp_skill.errors import InvalidArgument
+from fsdp_skill.main import main
 from fsdp_skill.runtime import cache, framing, knobs, probe, target
 
 RUNTIME = Path(target.__file__).resolve().parent
@@ -191,7 +191,10 @@ def test_a_wrapper_that_prints_json_gives_the_interpreter_s_signatures(tmp_path)
     [
         ("echo 'junk'", "not a Python interpreter (running a Python script gave: it printed 'junk')"),
         ("echo 'junk' >&2; exit 1", "not a Python interpreter (running a Python script gave: junk)"),
-        ('echo "@fsdp-skill-result:$3 {\\"torch_version\\": null}"', "the probe script's result is malformed (no 'python_version')"),
+        (
+            'echo "@fsdp-skill-result:$3 {\\"torch_version\\": null}"',
+            "the probe script's result is malformed (no 'python_version')",
+        ),
         ('echo "@fsdp-skill-result:$3 [1, 2]"', "the probe script's result is malformed (a JSON list, not an object)"),
         ('echo "@fsdp-skill-result:$3 not json"', "not a Python interpreter"),
     ],
