@@ -1,5 +1,5 @@
 # file-run: started as a file under the user's interpreter; standard library and torch only (tests/test_layers.py)
-"""Live API signatures from torch: ``python introspect.py NAME...`` prints a JSON list, one object per name.
+"""Live API signatures from torch: ``python introspect.py [--frame NONCE] NAME...`` prints a JSON list, one per name.
 
     [{"name": "torch.distributed.fsdp.fully_shard", "available": true, "signature": "fully_shard(module, ...)",
       "summary": "Apply fully sharded data parallelism ..."}, ...]
@@ -75,20 +75,30 @@ def torch_import_error():
     return None
 
 
-def main(names):
+def main(names, frame=None):
     """Print the JSON list of :func:`describe` for ``names`` on stdout; returns the exit code (0).
 
+    With a nonce ``frame`` (``--frame NONCE``, how the tool runs it) the line is framed as
+    ``@fsdp-skill-result:NONCE [...]`` (runtime/framing.py), so what else is printed is not taken for it.
     When torch does not import, prints nothing and writes that reason as the last stderr line (exit 3)."""
     warnings.simplefilter("ignore")  # deprecation warnings of torch modules imported on the way
     broken = torch_import_error()
     if broken:
         sys.stderr.write(broken + "\n")
         return 3
-    sys.stdout.write(json.dumps([describe(n) for n in names], ensure_ascii=False) + "\n")
+    line = json.dumps([describe(n) for n in names], ensure_ascii=False)
+    if frame is not None:
+        line = "@fsdp-skill-result:" + frame + " " + line
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
     return 0
 
 
 if __name__ == "__main__":
     here = sys.path[0]
     sys.path[:] = [p for p in sys.path if p != here]  # `python introspect.py` put the harness folder first
-    sys.exit(main(sys.argv[1:]))
+    args = sys.argv[1:]
+    nonce = None
+    if args[:1] == ["--frame"] and len(args) >= 2:
+        nonce, args = args[1], args[2:]
+    sys.exit(main(args, nonce))

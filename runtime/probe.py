@@ -1,6 +1,9 @@
 # file-run: started as a file under the user's interpreter; standard library and torch only (tests/test_layers.py)
 """Facts about a Python environment's torch, found without importing torch: ``python probe.py`` prints JSON.
 
+The tool runs it as ``python probe.py --frame NONCE`` and reads only the line framed with that nonce
+(:mod:`fsdp_skill.runtime.framing`).
+
 Runs under the *target* interpreter (``--python PATH``) as a file, so it needs nothing but the standard
 library (no fsdp_skill, no pydantic); the tool also imports it for its own interpreter, which saves a
 subprocess on the ``ask`` hot path.  Output of :func:`static_facts`::
@@ -173,5 +176,17 @@ def device_count(cuda_build):
     return visible(physical, os.environ.get("CUDA_VISIBLE_DEVICES"))
 
 
+def main(argv):
+    """Print :func:`static_facts` as one JSON line; with ``--frame NONCE`` (how the tool runs it) the line is
+    framed as ``@fsdp-skill-result:NONCE {...}`` (runtime/framing.py), so whatever else a ``--python`` wrapper
+    prints is not taken for it."""
+    line = json.dumps(static_facts())
+    if len(argv) == 2 and argv[0] == "--frame":
+        line = "@fsdp-skill-result:" + argv[1] + " " + line
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+    return 0
+
+
 if __name__ == "__main__":
-    sys.stdout.write(json.dumps(static_facts()) + "\n")
+    sys.exit(main(sys.argv[1:]))

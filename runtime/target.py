@@ -9,8 +9,9 @@ The tool may live in its own environment and still verify in the training enviro
 ``--python-executable`` does the same for type checking).  The CLI's ``--python PATH`` sets
 ``$FSDP_SKILL_PYTHON`` for its process, so ``serve --workers N`` passes it on to its workers.
 
-Facts of a foreign interpreter come from one ``python probe.py`` subprocess (:mod:`fsdp_skill.runtime.probe`,
-standard library only), memoised per path for the life of this process; this interpreter's come from the
+Facts of a foreign interpreter come from one ``python probe.py --frame NONCE`` subprocess
+(:mod:`fsdp_skill.runtime.probe`, standard library only; its result line is framed, :mod:`fsdp_skill.runtime.framing`,
+so a wrapper script's own output is not read for it), memoised per path for the life of this process; this interpreter's come from the
 same code in-process, so the ``ask`` hot path starts no subprocess.  An interpreter is identified by its
 absolute path *without* resolving symlinks: a venv's ``bin/python`` links to the base interpreter but has its
 own site-packages.
@@ -18,7 +19,6 @@ own site-packages.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fsdp_skill.errors import InvalidArgument
-from fsdp_skill.runtime import knobs, probe
+from fsdp_skill.runtime import framing, knobs, probe
 
 PROBE_SCRIPT = str(Path(__file__).resolve().with_name("probe.py"))
 PROBE_TIMEOUT_S = 60.0  # a cold interpreter start on a loaded machine; the probe itself takes ~30 ms
@@ -167,9 +167,14 @@ def _probe(path: str, source: str) -> dict:
     if not os.path.isfile(path) or not os.access(path, os.X_OK):
         what = "no such file" if not os.path.exists(path) else "not an executable file"
         raise InvalidArgument(f"{source} {path}: {what}")
+    nonce = framing.new_nonce()
     try:
         proc = subprocess.run(
-            [path, PROBE_SCRIPT], stdin=subprocess.DEVNULL, capture_output=True, timeout=PROBE_TIMEOUT_S, check=False
+            [path, PROBE_SCRIPT, framing.FLAG, nonce],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=PROBE_TIMEOUT_S,
+            check=False,
         )
     except subprocess.TimeoutExpired:
         raise InvalidArgument(
@@ -177,22 +182,45 @@ def _probe(path: str, source: str) -> dict:
         ) from None
     except OSError as exc:
         raise InvalidArgument(f"{source} {path}: not a Python interpreter ({exc.strerror or exc})") from None
-    try:
-        data = json.loads(proc.stdout.decode("utf-8", "replace").strip().splitlines()[-1])
-        if proc.returncode != 0 or not isinstance(data, dict) or "torch_version" not in data:
-            raise ValueError
-    except (ValueError, IndexError):
-        old = _old_python_version(path)
-        if old:
-            raise InvalidArgument(
-                f"{source} {path}: Python {old} is too old; the harness needs Python >= {'.'.join(map(str, MIN_PYTHON))}"
-            ) from None
-        last = (
-            proc.stderr.decode("utf-8", "replace").strip().splitlines()
-            or [f"exit code {proc.returncode} and no output a Python would give"]
-        )[-1]
-        raise InvalidArgument(f"{source} {path}: not a Python interpreter (running a Python script gave: {last[:200]})") from None
-    return data
+    framed = framing.read(proc.stdout.decode("utf-8", "replace"), nonce)
+    if proc.returncode == 0 and framed.results:
+        data = framed.results[-1]
+        bad = _malformed_facts(data)
+        if bad:
+            raise InvalidArgument(f"{source} {path}: the probe script's result is malformed ({bad})")
+        return data
+    old = _old_python_version(path)
+    if old:
+        raise InvalidArgument(
+            f"{source} {path}: Python {old} is too old; the harness needs Python >= {'.'.join(map(str, MIN_PYTHON))}"
+        )
+    last = framing.last_words(framed, proc.stderr.decode("utf-8", "replace"), proc.returncode)
+    raise InvalidArgument(f"{source} {path}: not a Python interpreter (running a Python script gave: {last})")
+
+
+# the probe's keys and the JSON types of their values (runtime/probe.py's static_facts)
+_FACT_TYPES: dict[str, tuple[type, ...]] = {
+    "python_version": (list,),
+    "torch_version": (str, type(None)),
+    "torch_dir": (str, type(None)),
+    "cuda_build": (bool,),
+    "nccl_build": (bool,),
+}
+
+
+def _malformed_facts(data: object) -> str | None:
+    """What is wrong with a probe result (not an object, a key missing or of the wrong type), or None."""
+    if not isinstance(data, dict):
+        return f"a JSON {type(data).__name__}, not an object"
+    for key, types in _FACT_TYPES.items():
+        if key not in data:
+            return f"no {key!r}"
+        if not isinstance(data[key], types):
+            return f"{key!r} is {data[key]!r}"
+    version = data["python_version"]
+    if not version or not all(isinstance(v, int) and not isinstance(v, bool) for v in version):
+        return f"'python_version' is {version!r}"
+    return None
 
 
 def _old_python_version(path: str) -> str | None:

@@ -12,12 +12,48 @@ torch) load inside handlers.
 from __future__ import annotations
 
 import argparse
+import codecs
+import io
 import json
 import os
 import sys
 
 from fsdp_skill.adapters.exitcodes import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, exit_for
 from fsdp_skill.errors import SkillError
+
+ESCAPE_ERRORS = "fsdp-skill-escape"  # the codec error handler of stdout when its encoding is strict
+
+
+def _escape(exc: UnicodeError) -> tuple[str, int]:
+    """A character stdout cannot encode (a non-ASCII one under ``PYTHONIOENCODING=ascii``, an unpaired surrogate
+    from a file name) as ``\\uXXXX`` (astral ones as a surrogate pair), which reads right on a terminal and keeps a
+    JSON document valid JSON: outside strings JSON text is ASCII, so such a character is always inside one."""
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    out = []
+    for ch in exc.object[exc.start : exc.end]:
+        n = ord(ch)
+        if n > 0xFFFF:
+            n -= 0x10000
+            out.append(f"\\u{0xD800 + (n >> 10):04x}\\u{0xDC00 + (n & 0x3FF):04x}")
+        else:
+            out.append(f"\\u{n:04x}")
+    return "".join(out), exc.end
+
+
+codecs.register_error(ESCAPE_ERRORS, _escape)
+
+
+def tolerant_stdout() -> None:
+    """Make a strict stdout escape what its encoding cannot hold instead of raising UnicodeEncodeError (stderr
+    already backslash-escapes, as Python sets it up); a stdout that is not a text stream or has another handler
+    (``surrogateescape`` in the C locale) is left as it is."""
+    stream = sys.stdout
+    if getattr(stream, "errors", None) == "strict" and isinstance(stream, io.TextIOWrapper):
+        try:
+            stream.reconfigure(errors=ESCAPE_ERRORS)
+        except (OSError, ValueError):  # closed, or a wrapper that refuses
+            pass
 
 
 class _Parser(argparse.ArgumentParser):
@@ -85,8 +121,10 @@ def main(argv: list[str] | None = None, *, verifier=None) -> int:
 
     ``verifier`` (a :class:`fsdp_skill.core.verify.snippets.Verifier`; None: the runtime's) backs every verdict.
     A command's ``--python PATH`` is validated (a bad one exits 2) and selects the target interpreter
-    (``$FSDP_SKILL_PYTHON``) before its handler runs.
+    (``$FSDP_SKILL_PYTHON``) before its handler runs.  Output never fails on stdout's encoding
+    (:func:`tolerant_stdout`).
     """
+    tolerant_stdout()
     argv = list(sys.argv[1:] if argv is None else argv)
     script_args: list[str] = []
     command = next((c for c in ("verify", "check") if c in argv), None)

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import ast
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +23,7 @@ ROOT = Path(__file__).parent.parent
 DATA = Path(__file__).parent / "data"
 BAD = DATA / "check" / "FSD043_bad.py"
 SCHEMA = DATA / "sarif" / "sarif-schema-2.1.0.json"
+EXE = Path(sys.executable).parent / "fsdp-skill"
 
 
 def _validator():
@@ -139,3 +143,65 @@ def test_flake8_plugin_output_is_unchanged():
     got = [(line, col, msg) for line, col, msg, _ in Plugin(ast.parse(src), str(BAD)).run()]
     want = [(f.line, f.col - 1, f.line_text().split(": ", 1)[1]) for f in check_source(src, str(BAD))]
     assert got == want and all("fix" not in m.split(" [")[0][-10:] for _, _, m in got)
+
+
+# --------------------------------------------------------------------------- a file name that is not UTF-8, on a strict stdout
+STRICT_STDOUT = {"ascii": {"PYTHONIOENCODING": "ascii:strict"}, "c-locale": {"LC_ALL": "C"}}
+SHOWN = "caf\\udce9.py"  # b'caf\xe9.py' as Python's backslashreplace (stderr, ascii()) shows it
+BARRIER = "import torch.distributed as dist\n\nrank = dist.get_rank()\nif rank == 0:\n    dist.barrier()\n"
+
+
+def _odd_names(folder: Path) -> Path:
+    """A folder of three files: ``b'caf\\xe9.py'`` (not UTF-8; FSD043, fixable), ``naïve.py`` and ``good.py`` (FSD003)."""
+    fd = os.open(os.fsencode(folder) + b"/caf\xe9.py", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    os.write(fd, BAD.read_bytes())
+    os.close(fd)
+    (folder / "naïve.py").write_text(BARRIER, encoding="utf-8")
+    (folder / "good.py").write_text(BARRIER, encoding="utf-8")
+    return folder
+
+
+def _check(folder: Path, how: str, *argv: str) -> subprocess.CompletedProcess[bytes]:
+    keep = {k: v for k, v in os.environ.items() if k not in ("PYTHONIOENCODING", "PYTHONUTF8") and not k.startswith("LC_")}
+    env = {**keep, **STRICT_STDOUT[how], "FSDP_SKILL_HOME": str(folder / ".home")}
+    proc = subprocess.run([str(EXE), "check", *argv, "."], cwd=folder, capture_output=True, env=env, timeout=300)
+    assert b"Traceback" not in proc.stderr and b"UnicodeEncodeError" not in proc.stderr, proc.stderr.decode(errors="replace")
+    return proc
+
+
+@pytest.mark.parametrize("how", list(STRICT_STDOUT))
+def test_a_file_name_that_is_not_utf8_prints_in_every_format(tmp_path, how):
+    """``check DIR`` over ``b'caf\\xe9.py'`` with stdout ASCII-only or in the C locale: every format prints, the name
+    shown as ``caf\\udce9.py`` (SARIF's URI: its bytes, ``caf%E9.py``), and the other files' findings are kept."""
+    folder = _odd_names(tmp_path)
+    bad = len(check_source(BAD.read_text(), str(BAD)))
+    want = {(SHOWN, "FSD043")} | {(name, "FSD003") for name in ("naïve.py", "good.py")}
+
+    text = _check(folder, how, "--output-format", "text")
+    assert text.returncode == 1
+    lines = text.stdout.decode("ascii" if how == "ascii" else "utf-8").splitlines()
+    assert {ln.split(":")[0] for ln in lines} >= {SHOWN, "good.py"} and len(lines) == bad + 2
+    assert all(ln.startswith(f"{SHOWN}:") for ln in lines if "FSD043" in ln)
+
+    found = json.loads(_check(folder, how, "--json").stdout)  # valid JSON on an ASCII stdout too
+    assert {(f["path"], f["code"]) for f in found} == want and len(found) == bad + 2
+
+    github = _check(folder, how, "--output-format", "github").stdout.decode("ascii" if how == "ascii" else "utf-8")
+    assert github.count(f"file={SHOWN},") == bad and github.count("file=good.py,") == 1
+
+    log = json.loads(_check(folder, how, "--output-format", "sarif").stdout)
+    assert list(_validator().iter_errors(log)) == []
+    uris = [r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in log["runs"][0]["results"]]
+    assert sorted(set(uris)) == ["caf%E9.py", "good.py", "na%C3%AFve.py"]
+
+
+@pytest.mark.parametrize("how", list(STRICT_STDOUT))
+def test_a_file_name_that_is_not_utf8_is_diffed_and_fixed(tmp_path, how):
+    folder = _odd_names(tmp_path)
+    diff = _check(folder, how, "--diff")
+    assert diff.returncode == 1
+    assert diff.stdout.decode("ascii").startswith(f"--- {SHOWN}\n+++ {SHOWN}\n")
+    fixed = _check(folder, how, "--fix")
+    assert f"{SHOWN}:".encode() in fixed.stderr and b"FSD043 fixed" in fixed.stderr
+    with open(os.fsencode(folder) + b"/caf\xe9.py", "rb") as f:  # written back under its own name
+        assert b"map_location=" in f.read()

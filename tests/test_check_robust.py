@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import concurrent.futures
+import json
 import os
 import subprocess
 import sys
@@ -350,3 +351,20 @@ def test_the_parser_race_is_retried_then_a_finding_never_a_500(monkeypatch, fake
         r = client.post("/v1/check", json={"code": src})
     assert r.status_code == 200 and [x["code"] for x in r.json()["findings"]] == ["FSD000"], r.text
     assert code_blocks(f"why does this hang?\n```python\n{src}```\n") == []  # not taken for code, and no traceback
+
+
+def test_http_check_takes_a_display_name_and_refuses_one_that_is_not_unicode(fake_verifier):
+    """``/v1/check`` reads no file: its ``path`` is a name to show.  A name with an unpaired surrogate (what a file
+    name that is not UTF-8 becomes, sent as a ``\\udce9`` escape) is a 422 naming the field, never a 500 when the
+    findings are encoded; a non-ASCII name comes back as it was sent."""
+    from fastapi.testclient import TestClient
+
+    from fsdp_skill.adapters.http.app import create_app
+
+    code = HEAD + BARRIER
+    with TestClient(create_app(verifier=fake_verifier)) as client:
+        body = '{"code": ' + json.dumps(code) + ', "path": "caf\\udce9.py"}'
+        r = client.post("/v1/check", content=body.encode(), headers={"content-type": "application/json"})
+        assert r.status_code == 422 and r.json()["code"] == "invalid_request" and "body.path" in r.json()["error"]
+        r = client.post("/v1/check", json={"code": code, "path": "café.py"})
+        assert r.status_code == 200 and [(f["path"], f["code"]) for f in r.json()["findings"]] == [("café.py", "FSD003")]

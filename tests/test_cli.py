@@ -268,6 +268,28 @@ def test_verify_bad_arguments_are_exit_2(capsys, fake_verifier, argv, phrase):
     assert code == 2 and phrase in one_line(capsys.readouterr().err) and fake_verifier.runs == []
 
 
+def test_ask_on_an_ascii_only_stdout_escapes_what_it_cannot_encode(tmp_path):
+    """``PYTHONIOENCODING=ascii:strict``: a Chinese answer prints (``\\uXXXX`` for what ASCII lacks), never a
+    UnicodeEncodeError, and ``--json`` stays JSON that reads back the same text."""
+    env = {**os.environ, "FSDP_SKILL_HOME": str(tmp_path), "PYTHONIOENCODING": "ascii:strict"}
+    question = "FSDP 混合精度 怎么用"
+    for view in ([], ["--markdown"], ["--json"]):
+        p = subprocess.run([str(EXE), "ask", *view, "--no-verify", question], capture_output=True, env=env, timeout=300)
+        assert p.returncode == 0 and b"Traceback" not in p.stderr, p.stderr.decode(errors="replace")
+        assert p.stdout.isascii() and p.stdout.strip()
+    assert json.loads(p.stdout)["query"] == question
+    assert "\\u6df7\\u5408" in p.stdout.decode("ascii")  # 混合, escaped inside a JSON string
+
+
+def test_the_stdout_escape_is_json_escapes():
+    from fsdp_skill.main import ESCAPE_ERRORS
+
+    text = "naïve 混合 \U0001f600 caf\udce9.py"
+    escaped = text.encode("ascii", ESCAPE_ERRORS).decode("ascii")
+    assert escaped == "na\\u00efve \\u6df7\\u5408 \\ud83d\\ude00 caf\\udce9.py"
+    assert json.loads(json.dumps(text, ensure_ascii=False).encode("ascii", ESCAPE_ERRORS)) == text
+
+
 @pytest.mark.parametrize("view", [[], ["--json"], ["--markdown"]], ids=["terminal", "json", "markdown"])
 def test_closed_pipe_exits_quietly(tmp_path, view):
     """``fsdp-skill ask ... | head -1``: the reader is gone before anything is written (read end closed first)."""

@@ -536,3 +536,55 @@ def test_a_meta_device_or_parameterless_model_is_told_what_to_do(tmp_path, capsy
     assert main(["plan", "--model", "odd.py:empty", "--world-size", "2"]) == 2
     err = capsys.readouterr().err
     assert "returned a Sequential with no parameters" in err and "--transformer SPEC" in err and "--model a factory" in err
+
+
+NOISY_FACTORY = """
+
+def noisy():
+    import sys
+    print('{"ok": false, "kind": "model", "error": "printed by the factory"}')
+    print('{"ok": true, "peak_bytes": 1, "blocks": 0}')
+    print("no newline: ", end="")
+    sys.stdout = sys.stderr  # and never put back
+    return make()
+"""
+
+
+def _wrapper(path, body: str) -> str:
+    """A ``--python`` wrapper script around this interpreter (``$PY``), with the shell ``body``."""
+    import sys
+
+    path.write_text(f'#!/bin/sh\nPY="{sys.executable}"\n{body}\n')
+    path.chmod(0o755)
+    return str(path)
+
+
+@pytest.mark.torch
+def test_what_a_factory_or_a_python_wrapper_prints_is_not_a_result(tmp_path, capsys, monkeypatch):
+    """The child's result lines are framed with this run's nonce: a factory that prints JSON shaped like them
+    (and leaves ``sys.stdout`` replaced), under a ``--python`` wrapper that prints JSON too, plans the same as a
+    quiet one; a wrapper that runs no Python for the child is one line naming it."""
+    (tmp_path / "net.py").write_text(MODEL_FILE + NOISY_FACTORY)
+    monkeypatch.chdir(tmp_path)
+    argv = ["plan", "--input", "net.py:inputs", "--world-size", "2", "--json", "--param-dtype", "none"]
+    assert main([*argv, "--model", "net.py:make"]) == 0
+    quiet = json.loads(capsys.readouterr().out)["rows"][0]
+    noisy_python = _wrapper(tmp_path / "noisy-python", """echo '{"ok": true}'\necho '{"ok": false}'\nexec "$PY" "$@\"""")
+    code = main([*argv, "--model", "net.py:noisy", "--python", noisy_python])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    noisy = json.loads(out)["rows"][0]
+    assert noisy["blocks"] == quiet["blocks"] == 3
+    keys = ("peak_bytes", "peak_by_category", "peak_phase", "sharded_param_bytes", "optimizer_state_bytes")
+    assert {k: noisy[k] for k in keys} == {k: quiet[k] for k in keys}
+    # the probe runs, the planner's child does not: the wrapper prints only junk for it
+    junk = _wrapper(
+        tmp_path / "junk-python",
+        """case "$1" in */probe.py) exec "$PY" "$@";; esac\necho '{"ok": true, "peak_bytes": 1}'\necho junk""",
+    )
+    assert main([*argv, "--model", "net.py:make", "--python", junk]) == 1
+    out, err = capsys.readouterr()
+    assert json.loads(out) == {
+        "error": f"the planner's child process ({junk}) gave 0 result(s) for 1 setting(s): it printed 'junk'",
+        "code": "error",
+    }

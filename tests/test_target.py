@@ -16,8 +16,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from fsdp_skill.adapters.http.app import create_app
+from fsdp_skill.errors import InvalidArgument
 from fsdp_skill.main import main
-from fsdp_skill.runtime import cache, knobs, probe, target
+from fsdp_skill.runtime import cache, framing, knobs, probe, target
 
 RUNTIME = Path(target.__file__).resolve().parent
 NO_TORCH = (
@@ -97,15 +98,19 @@ def _bad_paths(tmp_path) -> dict[str, tuple[str, str]]:
     shell = tmp_path / "not-python"
     shell.write_text("#!/bin/sh\necho 'this is not python' >&2\nexit 3\n")
     shell.chmod(0o755)
+    echo = tmp_path / "echoes-json"  # stdout that looks like the probe's result, but no Python ran
+    echo.write_text('#!/bin/sh\necho \'{"x": 1}\'\necho \'{"python_version": [3, 11, 0], "torch_version": null}\'\n')
+    echo.chmod(0o755)
     return {
         "missing": (str(tmp_path / "nope" / "python"), "no such file"),
         "directory": (str(tmp_path), "not an executable file"),
         "not-executable": (str(text), "not an executable file"),
         "not-python": (str(shell), "not a Python interpreter"),
+        "prints-json": (str(echo), "not a Python interpreter"),
     }
 
 
-@pytest.mark.parametrize("case", ["missing", "directory", "not-executable", "not-python"])
+@pytest.mark.parametrize("case", ["missing", "directory", "not-executable", "not-python", "prints-json"])
 @pytest.mark.parametrize("command", [["verify", "join/ddp-join"], ["ask", "fully_shard bf16"], ["mcp"], ["serve"]])
 def test_bad_python_is_a_one_line_usage_error(case, command, tmp_path, capsys):
     path, why = _bad_paths(tmp_path)[case]
@@ -138,6 +143,95 @@ def test_probe_runs_with_the_standard_library_alone(no_torch_python):
 def test_in_process_facts_equal_the_probe_subprocess():
     proc = subprocess.run([sys.executable, str(RUNTIME / "probe.py")], capture_output=True, text=True, check=True)
     assert json.loads(proc.stdout) == json.loads(json.dumps(probe.static_facts()))
+
+
+def _wrapper(folder: Path, name: str, body: str) -> str:
+    """A ``--python`` wrapper script: ``body`` is shell, ``$PY`` this interpreter."""
+    path = folder / name
+    path.write_text(f'#!/bin/sh\nPY="{sys.executable}"\n{body}\n')
+    path.chmod(0o755)
+    return str(path)
+
+
+# a wrapper's own output around the real interpreter: JSON lines shaped like each child's result, a line without
+# its newline (the result then follows on the same line), and JSON after the interpreter exits
+NOISY = """\
+echo '{"x": 1}'
+echo '{"ok": true, "peak_bytes": 1}'
+echo '[{"name": "torch.nn.Module", "available": false, "signature": null, "summary": null}]'
+printf 'no newline: '
+"$PY" "$@"
+code=$?
+echo '{"torch_version": null, "python_version": [3, 9, 0]}'
+exit $code"""
+
+
+def test_a_wrapper_that_prints_json_gives_the_interpreter_s_facts(tmp_path):
+    """The probe's result is the line framed with this run's nonce: what the wrapper prints around it, even JSON
+    shaped like it (the last line here once gave ``KeyError: 'python_version'``), is not read."""
+    noisy = _wrapper(tmp_path, "noisy-python", NOISY)
+    assert target.check_python(noisy) == noisy
+    found, own = target.facts(noisy), target.facts(sys.executable)
+    assert found.python == noisy
+    assert (found.python_version, found.torch_version, found.torch_dir) == (own.python_version, own.torch_version, own.torch_dir)
+    assert (found.cuda_build, found.nccl_build) == (own.cuda_build, own.nccl_build)
+
+
+@pytest.mark.torch
+def test_a_wrapper_that_prints_json_gives_the_interpreter_s_signatures(tmp_path):
+    from fsdp_skill.core import apis
+
+    noisy = _wrapper(tmp_path, "noisy-python", NOISY)
+    names = ["torch.distributed.init_process_group", "torch.nn.Module"]
+    assert apis.introspect_in(noisy, names) == [apis.introspect(n) for n in names]
+
+
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        ("echo 'junk'", "not a Python interpreter (running a Python script gave: it printed 'junk')"),
+        ("echo 'junk' >&2; exit 1", "not a Python interpreter (running a Python script gave: junk)"),
+        (
+            'echo "@fsdp-skill-result:$3 {\\"torch_version\\": null}"',
+            "the probe script's result is malformed (no 'python_version')",
+        ),
+        ('echo "@fsdp-skill-result:$3 [1, 2]"', "the probe script's result is malformed (a JSON list, not an object)"),
+        ('echo "@fsdp-skill-result:$3 not json"', "not a Python interpreter"),
+    ],
+    ids=["junk", "junk-on-stderr", "framed-without-a-key", "framed-list", "framed-not-json"],
+)
+def test_a_wrapper_without_a_usable_result_is_one_line_naming_it(body, why, tmp_path, capsys):
+    """No framed result, or a malformed one: one usage line naming the interpreter (never a KeyError)."""
+    path = _wrapper(tmp_path, "bad-python", body)
+    with pytest.raises(InvalidArgument) as caught:
+        target.facts(path)
+    assert str(caught.value).startswith(f"--python {path}: {why}") and "\n" not in str(caught.value)
+    code, out, err = _run(["ask", "fully_shard bf16", "--no-verify", "--python", path], capsys)
+    assert (code, out) == (2, "") and err == f"fsdp-skill: error: {caught.value}\n"
+
+
+def test_the_file_run_children_frame_what_framing_reads():
+    """probe.py and introspect.py spell the framed line themselves (no import of the tool): the parent reads it."""
+    nonce = framing.new_nonce()
+    proc = subprocess.run([sys.executable, str(RUNTIME / "probe.py"), framing.FLAG, nonce], capture_output=True, text=True)
+    assert framing.read(proc.stdout, nonce).results == [json.loads(json.dumps(probe.static_facts()))]
+    assert framing.read(proc.stdout, framing.new_nonce()).results == []  # another run's nonce: not this result
+    proc = subprocess.run(
+        [sys.executable, str(RUNTIME / "introspect.py"), framing.FLAG, nonce, "torch.no_such_api"], capture_output=True, text=True
+    )
+    assert [r["available"] for r in framing.read(proc.stdout, nonce).results[0]] == [False]
+
+
+def test_framing_reads_only_lines_with_the_nonce():
+    nonce = "ab" * 16
+    text = f'{{"ok": true}}\nhello {framing.TAG}{nonce} {{"ok": 1}} trailing\n{framing.TAG}{"cd" * 16} {{"ok": 2}}\n'
+    text += f"{framing.TAG}{nonce} {{broken\n\n"
+    framed = framing.read(text, nonce)
+    assert framed.results == [{"ok": 1}] and framed.malformed == 1
+    assert framed.other == ['{"ok": true}', "hello", f'{framing.TAG}{"cd" * 16} {{"ok": 2}}']
+    assert framing.last_words(framed, "", 0) == f"it printed '{framing.TAG}{'cd' * 16} {{\"ok\": 2}}'"
+    assert framing.last_words(framed, "a\nlast words\n\n", 1) == "last words"
+    assert framing.last_words(framing.read("", nonce), "", 3) == "exit code 3 and no output"
 
 
 def test_ask_without_torch_answers_and_reports_what_is_missing(no_torch_python, capsys):

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import os
 import sys
 from collections.abc import Callable
@@ -22,8 +21,8 @@ from typing import Any
 from fsdp_skill.core.models import ApiInfo
 from fsdp_skill.core.state import read_json, state_dir, write_json_atomic
 from fsdp_skill.errors import HarnessError
+from fsdp_skill.runtime import framing, target
 from fsdp_skill.runtime import introspect as _script
-from fsdp_skill.runtime import target
 
 API_FORMAT = 4  # 4: signatures without object addresses; version of the cached ApiInfo form (part of the cache file name); bump when introspect changes
 INTROSPECT_TIMEOUT_S = 600.0  # importing torch in a cold interpreter on a loaded machine
@@ -41,13 +40,16 @@ def introspect(name: str) -> ApiInfo:
 def introspect_in(python: str, names: list[str]) -> list[ApiInfo]:
     """ApiInfo of each name, read by running the introspection script under interpreter ``python``.
 
-    Raises HarnessError when the interpreter fails or prints no JSON (its last stderr line is quoted).
+    Only the result line framed with this run's nonce is read (:mod:`fsdp_skill.runtime.framing`): a wrapper
+    script's own output is not taken for it.  Raises HarnessError, one line naming ``python``, when the
+    interpreter fails or gives no result (its last stderr line, else its last output, is quoted) or a malformed one.
     """
     import subprocess  # only on a cache miss for another interpreter
 
+    nonce = framing.new_nonce()
     try:
         proc = subprocess.run(
-            [python, _script.__file__, *names],
+            [python, _script.__file__, framing.FLAG, nonce, *names],
             stdin=subprocess.DEVNULL,
             capture_output=True,
             timeout=INTROSPECT_TIMEOUT_S,
@@ -55,12 +57,20 @@ def introspect_in(python: str, names: list[str]) -> list[ApiInfo]:
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise HarnessError(f"cannot read API signatures from {python}: {exc}") from exc
+    framed = framing.read(proc.stdout.decode("utf-8", "replace"), nonce)
+    if proc.returncode != 0 or not framed.results:
+        last = framing.last_words(framed, proc.stderr.decode("utf-8", "replace"), proc.returncode)
+        raise HarnessError(f"cannot read API signatures from {python}: {last}")
+    rows = framed.results[-1]
     try:
-        rows = json.loads(proc.stdout.decode("utf-8").strip().splitlines()[-1])
-        return [ApiInfo.from_data(r) for r in rows]
-    except (ValueError, IndexError, TypeError) as exc:
-        last = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [f"exit code {proc.returncode}"]
-        raise HarnessError(f"cannot read API signatures from {python}: {last[0]}") from exc
+        infos = [ApiInfo.from_data(r) for r in rows]
+    except (ValueError, TypeError) as exc:
+        raise HarnessError(
+            f"cannot read API signatures from {python}: its result is malformed ({(str(exc).splitlines() or [type(exc).__name__])[0]})"
+        ) from exc
+    if [i.name for i in infos] != list(names):
+        raise HarnessError(f"cannot read API signatures from {python}: its result does not answer the {len(names)} name(s) asked")
+    return infos
 
 
 _SHARED: dict[tuple[str, str], ApiCache] = {}

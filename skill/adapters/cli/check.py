@@ -83,7 +83,7 @@ def _output_format(args) -> str:
 
 def _print_findings(findings, fmt: str, verdict: dict | None = None) -> None:
     if fmt == "json":
-        found = [f.model_dump() for f in findings]
+        found = [f.for_display().model_dump() for f in findings]
         out = found if verdict is None else {"findings": found, "verdict": verdict}
         sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
     elif fmt == "github":
@@ -115,22 +115,23 @@ def _fix(args, fmt: str) -> int:
     """``--fix`` (write, report what is left) or ``--diff`` (print the diffs, write nothing)."""
     from fsdp_skill.core.check.fix import unified_diff
     from fsdp_skill.core.check.fix_files import fix_paths
+    from fsdp_skill.core.check.models import printable
 
     results = fix_paths(args.paths, select=args.select, ignore=args.ignore)
     fixed = sum(len(r.result.fixed) for r in results)
     for r in results:
         for f, why in r.result.unfixed:
-            print(f"{f.path}:{f.line}:{f.col}: {f.code} not fixable: {why}", file=sys.stderr)
+            print(f"{printable(f.path)}:{f.line}:{f.col}: {f.code} not fixable: {why}", file=sys.stderr)
     if args.diff:
         for r in results:
-            sys.stdout.write(unified_diff(r.before, r.result.source, r.path))
+            sys.stdout.write(unified_diff(r.before, r.result.source, printable(r.path)))
         if fixed:
             print(f"Would fix {fixed} finding(s) in {sum(r.result.changed for r in results)} file(s).", file=sys.stderr)
         return EXIT_FAIL if fixed else EXIT_OK
     for r in results:
         r.write()
         for f in r.result.fixed:
-            print(f"{f.path}:{f.line}:{f.col}: {f.code} fixed: {f.fix}", file=sys.stderr)
+            print(f"{printable(f.path)}:{f.line}:{f.col}: {f.code} fixed: {f.fix}", file=sys.stderr)
     remaining = [f for r in results for f in r.remaining]
     _print_findings(remaining, fmt)
     print(f"Fixed {fixed} finding(s); {len(remaining)} remaining.", file=sys.stderr)

@@ -3,12 +3,24 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Literal
 
 from fsdp_skill.records import Record
 
 Severity = Literal["error", "warning", "info"]
+
+
+def printable(text: str) -> str:
+    """``text`` with each unpaired surrogate (a file name's byte that is not UTF-8, as Python decodes it with
+    ``surrogateescape``) written as Python's ``backslashreplace`` writes it, the way stderr and ``ascii()`` show that
+    name: ``b'caf\\xe9.py'`` is ``caf\\udce9.py``; any other text is returned as it is."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
 
 
 @dataclass(slots=True, kw_only=True, eq=False, repr=False)
@@ -56,10 +68,18 @@ class Finding(Record):
     fix: str | None = None
     """What `fsdp-skill check --fix` would change here (`--diff` shows it); null when there is no automatic fix"""
 
+    def for_display(self) -> Finding:
+        """This finding as it is printed (text, JSON, CI formats): its path and message :func:`printable`, so a file
+        name that is not UTF-8 shows the same everywhere and encodes in any output; itself when nothing changes."""
+        path, message = printable(self.path), printable(self.message)
+        if path is self.path and message is self.message:
+            return self
+        return dataclasses.replace(self, path=path, message=message)
+
     def line_text(self) -> str:
-        """The linter line ``path:line:col: CODE message [section]``."""
+        """The linter line ``path:line:col: CODE message [section]`` (path and message :func:`printable`)."""
         ref = f" [{self.section}]" if self.section else ""
-        return f"{self.path}:{self.line}:{self.col}: {self.code} {self.message}{ref}"
+        return f"{printable(self.path)}:{self.line}:{self.col}: {self.code} {printable(self.message)}{ref}"
 
 
 @dataclass(slots=True, kw_only=True, eq=False, repr=False)

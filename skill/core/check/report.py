@@ -51,7 +51,7 @@ def github_annotations(findings: Iterable[Finding]) -> str:
     ``::error file=P,line=L,col=C,endLine=L2,endColumn=C2,title=FSD0xx::message [section]`` (``warning``; ``notice``
     for info), escaped as the runner's toolkit escapes them (``%``, CR, LF; ``:`` and ``,`` in properties too)."""
     lines = []
-    for f in findings:
+    for f in (f.for_display() for f in findings):
         ref = f" [{f.section}]" if f.section else ""
         props = f"file={_gh_prop(f.path)},line={f.line},col={f.col},endLine={f.end_line},endColumn={f.end_col},title={_gh_prop(f.code)}"
         lines.append(f"::{_GITHUB_LEVEL[f.severity]} {props}::{_gh_data(f.message + ref)}\n")
@@ -59,6 +59,9 @@ def github_annotations(findings: Iterable[Finding]) -> str:
 
 
 def _artifact_uri(path: str) -> str:
+    """The file's URI reference: its name's bytes percent-encoded (``os.fsencode``: a name that is not UTF-8,
+    ``b'caf\\xe9.py'``, is ``caf%E9.py``, the file itself)."""
+    import os
     from pathlib import PurePath, PurePosixPath
     from urllib.parse import quote
 
@@ -66,8 +69,8 @@ def _artifact_uri(path: str) -> str:
         return "stdin"
     p = PurePath(path)
     if p.is_absolute():
-        return "file://" + quote(PurePosixPath(*p.parts).as_posix() if p.anchor == "/" else p.as_posix())
-    return quote(p.as_posix())
+        return "file://" + quote(os.fsencode(PurePosixPath(*p.parts).as_posix() if p.anchor == "/" else p.as_posix()))
+    return quote(os.fsencode(p.as_posix()))
 
 
 def sarif_log(findings: Iterable[Finding], *, version: str = "0") -> dict[str, object]:
@@ -108,7 +111,7 @@ def sarif_log(findings: Iterable[Finding], *, version: str = "0") -> dict[str, o
         result: dict[str, object] = {
             "ruleId": f.code,
             "level": _SARIF_LEVEL[f.severity],
-            "message": {"text": f.message},
+            "message": {"text": f.for_display().message},
             "locations": [
                 {
                     "physicalLocation": {

@@ -4,7 +4,7 @@
 #   _update_peak_stats / _curr_mem_snap / _peak_mem / _peak_mem_snap (checked with hasattr; the stock tracker otherwise),
 #   DTensor._local_tensor, torch._subclasses.fake_tensor.FakeTensorMode, torch.testing._internal.distributed.fake_pg.FakeStore,
 #   torch.distributed._composable.checkpoint
-"""The planner's child process: ``python child.py < request.json`` prints one JSON line per setting.
+"""The planner's child process: ``python child.py [--frame NONCE] < request.json`` prints one JSON line per setting.
 
 Runs under the target interpreter as a file (standard library and torch only; the built-in model is
 loaded by path from ``transformer.py`` beside it).  For each setting it acts as one rank (default 0) of
@@ -21,8 +21,9 @@ Request (stdin JSON)::
                    "reduce_dtype": "fp32" | null, "optimizer": "adamw", "activation_checkpointing": "per-block",
                    "cpu_offload": false, "batch": 1, "seq": 2048, "rank": 0}, ...]}
 
-Each output line is ``{"ok": true, ...figures...}`` or ``{"ok": false, "kind": "model" | "setting" |
-"torch", "error": "one line"}`` (then the child exits 3).  Bytes everywhere.
+Each result line is ``{"ok": true, ...figures...}`` or ``{"ok": false, "kind": "model" | "setting" |
+"torch", "error": "one line"}`` (then the child exits 3), after ``@fsdp-skill-result:NONCE `` when run with
+``--frame NONCE``; anything else on stdout is the user's code's.  Bytes everywhere.
 """
 
 from __future__ import annotations
@@ -476,22 +477,35 @@ def plan_one(spec: dict[str, Any], setting: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def main() -> int:
-    """Read the request on stdin, print one JSON line per setting; exit 0, or 3 after a failure line."""
+def main(argv: list[str]) -> int:
+    """Read the request on stdin, print one JSON line per setting; exit 0, or 3 after a failure line.
+
+    With ``--frame NONCE`` (how the tool runs it) each line is framed as ``@fsdp-skill-result:NONCE {...}``
+    (runtime/framing.py), so what the user's factory prints is not taken for a result.  The lines go to a copy
+    of the stdout descriptor taken before any user code runs: a factory that replaces ``sys.stdout`` does not
+    swallow them."""
     import warnings
 
     warnings.simplefilter("ignore")
+    prefix = "@fsdp-skill-result:" + argv[1] + " " if len(argv) == 2 and argv[0] == "--frame" else ""
+    out = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
+
+    def emit(value: dict[str, Any]) -> None:
+        try:
+            sys.stdout.flush()  # the user's output so far comes first
+        except (OSError, ValueError):
+            pass  # the user's code closed or replaced it
+        out.write(prefix + json.dumps(value) + "\n")
+        out.flush()
+
     request = json.loads(sys.stdin.read())
     for setting in request["settings"]:
         try:
             result = plan_one(request["model"], setting)
         except PlanFailure as exc:
-            print(
-                json.dumps({"ok": False, "kind": exc.kind, "error": str(exc), "traceback": traceback.format_exc(limit=-8)}),
-                flush=True,
-            )
+            emit({"ok": False, "kind": exc.kind, "error": str(exc), "traceback": traceback.format_exc(limit=-8)})
             return 3
-        print(json.dumps(result), flush=True)
+        emit(result)
     return 0
 
 
@@ -499,4 +513,4 @@ if __name__ == "__main__":
     here = sys.path[0]
     sys.path[:] = [p for p in sys.path if p != here]  # `python child.py` put the plan folder first
     sys.path.insert(0, os.getcwd())  # `--model pkg.module:fn` resolves from the caller's directory
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

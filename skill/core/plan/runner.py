@@ -5,7 +5,8 @@ never runs in this process: it gets its own session (killed as a group on timeou
 environment without the tool's ``FSDP_SKILL_*`` variables (as the harness's ranks get it), a private
 ``TMPDIR`` removed afterwards, and the caller's working directory (a relative ``--model`` path resolves
 there).  Its failures become errors of the tree: a model or setting it cannot plan is InvalidArgument
-(exit 2, HTTP 400), a crash or a timeout HarnessError (exit 1, HTTP 503).
+(exit 2, HTTP 400), a crash or a timeout HarnessError (exit 1, HTTP 503).  Only the lines the child frames with this run's nonce
+are results (:mod:`fsdp_skill.runtime.framing`): what the user's factory or a ``--python`` wrapper prints is not.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from types import FrameType
 from typing import Any
 
 from fsdp_skill.errors import HarnessError, InvalidArgument
+from fsdp_skill.runtime import framing
 
 CHILD = str(Path(__file__).resolve().with_name("child.py"))
 DEFAULT_TIMEOUT_S = 600.0
@@ -36,6 +38,7 @@ def run_child(request: dict[str, Any], *, timeout: float = DEFAULT_TIMEOUT_S) ->
     from fsdp_skill.runtime.api import require_torch, scrubbed_env
 
     facts = require_torch()
+    nonce = framing.new_nonce()
     tmp = tempfile.mkdtemp(prefix="fsdp-skill-plan-")
     env = {**scrubbed_env(os.environ), "TMPDIR": tmp, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1"}
     out_path, err_path = os.path.join(tmp, "stdout"), os.path.join(tmp, "stderr")
@@ -45,7 +48,7 @@ def run_child(request: dict[str, Any], *, timeout: float = DEFAULT_TIMEOUT_S) ->
         # reading it to the end would wait for that process instead of the planner
         with open(out_path, "w") as out_f, open(err_path, "w") as err_f:
             proc = subprocess.Popen(
-                [facts.python, CHILD],
+                [facts.python, CHILD, framing.FLAG, nonce],
                 stdin=subprocess.PIPE,
                 stdout=out_f,
                 stderr=err_f,
@@ -73,7 +76,7 @@ def run_child(request: dict[str, Any], *, timeout: float = DEFAULT_TIMEOUT_S) ->
     finally:
         restore()
         shutil.rmtree(tmp, ignore_errors=True)
-    return _results(out, err, proc.returncode)
+    return _results(framing.read(out, nonce), err, proc.returncode, facts.python, len(request["settings"]))
 
 
 def _terminate_as_exit() -> Callable[[], object]:
@@ -105,20 +108,29 @@ def _kill(proc: subprocess.Popen[str]) -> None:
         pass
 
 
-def _results(out: str, err: str, code: int) -> list[dict[str, Any]]:
+def _results(framed: framing.Framed, err: str, code: int, python: str, expected: int) -> list[dict[str, Any]]:
+    """The ``ok`` results of the child's framed lines (anything else it printed is the user's code's).
+
+    Raises InvalidArgument for a failure line of kind ``model`` / ``setting``, HarnessError naming ``python`` for
+    any other failure, a crash, a malformed result or fewer results than the ``expected`` settings.
+    """
     results: list[dict[str, Any]] = []
-    for line in out.splitlines():
-        try:
-            item = json.loads(line)
-        except ValueError:
-            continue  # the user's code printed something
+    for item in framed.results:
         if isinstance(item, dict) and item.get("ok") is True:
             results.append(item)
         elif isinstance(item, dict) and item.get("ok") is False:
             if item.get("kind") in ("model", "setting"):
                 raise InvalidArgument(item.get("error", "the plan failed"))
             raise HarnessError(item.get("error", "the plan failed"))
+        else:
+            raise HarnessError(f"the planner's child process ({python}) gave a malformed result: {str(item)[:200]}")
+    if framed.malformed:
+        raise HarnessError(f"the planner's child process ({python}) gave a result line that is not JSON")
     if code != 0:
-        last = next((ln for ln in reversed(err.strip().splitlines()) if ln.strip()), "no output")
-        raise HarnessError(f"the planner's child process exited with {code}: {last}")
+        raise HarnessError(f"the planner's child process ({python}) exited with {code}: {framing.last_words(framed, err, code)}")
+    if len(results) != expected:
+        raise HarnessError(
+            f"the planner's child process ({python}) gave {len(results)} result(s) for {expected} setting(s): "
+            f"{framing.last_words(framed, err, code)}"
+        )
     return results
