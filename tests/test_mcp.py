@@ -329,6 +329,7 @@ def test_tool_annotations(tmp_path):
     a = ann["verify_script"]
     assert (a.read_only_hint, a.idempotent_hint, a.open_world_hint) == (False, False, False)
     assert a.destructive_hint is True  # it overwrites its file and runs code that may write anywhere
+    assert ann["read_run_file"].read_only_hint is True and ann["read_run_file"].open_world_hint is False
 
 
 @pytest.mark.parametrize(
@@ -600,6 +601,8 @@ import os
 os.symlink("/etc", "escape")
 os.symlink("/etc/hostname", "leak.txt")
 os.symlink(os.path.abspath("log.txt"), "inside.txt")  # even a link that stays inside is not followed
+for i in range(1000):  # 100,000 bytes: past the 64 KiB bound
+    print(f"{i:04d} " + "x" * 94)
 """
 
 
@@ -657,6 +660,9 @@ def test_agent_flow_over_stdio_checkpoint_files_and_read_run_file(tmp_path):
     assert (t["encoding"], t["content"], t["truncated"]) == ("utf-8", "saved step 1\n", False)
     c = ckpt.structured_content
     assert c["encoding"] == "base64" and len(base64.b64decode(c["content"])) == c["size"] == ckpt_size
+    (long,) = planted.structured_content["verification"]["ranks"]
+    assert len(long["output"].encode()) == 64 * 1024 and long["output_dropped_bytes"] == 100_000 - 64 * 1024
+    assert long["output"].endswith("0999 " + "x" * 94 + "\n") and "0000 " not in long["output"]
     kinds = {f["path"]: f["kind"] for f in planted.structured_content["files"]}
     assert kinds["escape"] == kinds["leak.txt"] == kinds["inside.txt"] == "symlink"
     assert not any(p.startswith("escape/") for p in kinds)

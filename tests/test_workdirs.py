@@ -263,6 +263,26 @@ def test_session_and_state_directories_must_not_nest(tmp_path):
             check_apart(str(session), str(state))
 
 
+def test_the_server_refuses_to_start_with_its_session_inside_the_state_directory(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    home = tmp_path / "home"
+    (home / "tmp").mkdir(parents=True)
+    proc = subprocess.run(
+        [str(Path(sys.executable).with_name("fsdp-skill")), "mcp", "--allow-run-scripts"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"FSDP_SKILL_HOME": str(home), "TMPDIR": str(home / "tmp"), "PATH": "/usr/bin:/bin"},
+    )
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and "overlap" in proc.stderr and "Traceback" not in proc.stderr
+    assert list((home / "tmp").iterdir()) == []  # its session directory went with it
+
+
 def test_bounded_tail_keeps_the_last_bytes_and_counts_the_rest():
     assert bounded_tail("short", 10) == ("short", 0)
     assert bounded_tail("0123456789abc", 4) == ("9abc", 9)
@@ -296,3 +316,11 @@ def test_make_verdict_keeps_whole_output_only_when_asked():
     assert cut.output == log[-100:] and cut.output_dropped_bytes == len(log) - 100
     (none,) = _verdict(log, 0).ranks
     assert none.output is None and none.output_dropped_bytes == 0
+
+
+@pytest.mark.parametrize("offset, message", [(-1, "greater than or equal to 0"), (2**63, "less than or equal to")])
+def test_read_run_file_offset_is_bounded(tmp_path, fake_verifier, offset, message):
+    (tmp_path / "default").mkdir()
+    (tmp_path / "default" / "a.txt").write_text("abc")
+    (res,) = _call(tmp_path, fake_verifier, [("read_run_file", {"path": "a.txt", "offset": offset})])
+    assert res.is_error and message in res.content[0].text, res.content[0].text

@@ -175,7 +175,7 @@ class ReadRunFileInput(BaseModel):
         description="The file's path relative to workdir, as in files[].path of the verify_script result (no '..', "
         "not absolute; symbolic links are not followed)"
     )
-    offset: int = Field(0, ge=0, description="Byte offset to start reading at (next_offset of the previous part)")
+    offset: int = Field(0, ge=0, le=2**62, description="Byte offset to start reading at (next_offset of the previous part)")
 
 
 @dataclass(frozen=True)

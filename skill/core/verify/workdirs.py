@@ -19,7 +19,7 @@ import os
 import re
 import shutil
 import stat
-from typing import Literal
+from typing import Literal, NoReturn
 
 from pydantic import BaseModel, Field
 
@@ -215,7 +215,7 @@ def _open_nofollow(session_dir: str, workdir: str, parts: list[str], shown: str)
             os.close(fd)
 
 
-def _refuse(exc: OSError, where: str, workdir: str, shown: str) -> None:
+def _refuse(exc: OSError, where: str, workdir: str, shown: str) -> NoReturn:
     """Translate an ``open`` error on component ``where`` of ``shown`` into the caller's error."""
     if exc.errno == errno.ENOENT:
         if where == ".":
