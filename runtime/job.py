@@ -49,6 +49,8 @@ class Job:
     # never stored in the verdict cache, whose key covers neither.
     args: Sequence[str] = field(default_factory=tuple)
     env: Mapping[str, str] = field(default_factory=dict)
+    # Bytes of each rank's whole output (its last ones) to return in RankResult.output; 0: only output_tail.
+    keep_output: int = 0
     # What the script asserts (a knowledge snippet's fence 'checks'); copied onto its verdict.
     checks: str | None = None
     # Several hosts (torchrun launcher only): this node's place in the job; world_size is then the

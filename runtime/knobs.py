@@ -26,6 +26,7 @@ CONFIRM_TIMEOUTS = "FSDP_SKILL_CONFIRM_TIMEOUTS"
 PRELOAD = "FSDP_SKILL_PRELOAD"
 CHECK_BUDGET = "FSDP_SKILL_CHECK_BUDGET"
 PLAN_QUEUE = "FSDP_SKILL_PLAN_QUEUE"
+SCRIPT_SESSION_BYTES = "FSDP_SKILL_SCRIPT_SESSION_BYTES"
 
 
 class Knob(NamedTuple):
@@ -107,6 +108,15 @@ KNOBS: tuple[Knob, ...] = (
         "one queue per process); a plan that finds them all taken is refused at once (HTTP 429 with `Retry-After`, "
         "an MCP tool error); `0`: none wait; not an integer 0..1000: HTTP 400 / a tool error",
         ("skill/core/plan/queue.py",),
+    ),
+    Knob(
+        SCRIPT_SESSION_BYTES,
+        "`536870912`: bytes (512 MiB)",
+        "cap on the bytes under the session directory of `mcp --allow-run-scripts` (MCP `verify_script`'s working "
+        "directories and the session HOME); before a run that finds it over the cap, the other working directories "
+        "are removed, least recently used first, and a run whose own working directory is over it is refused (a tool "
+        "error); not a positive integer: a tool error",
+        ("skill/core/verify/workdirs.py",),
     ),
 )
 

@@ -91,6 +91,7 @@ def _attempt(job: Job, place: host.Placement, sha: str, launcher: str, facts: ta
             timeout=float(job.timeout),
             launcher=launcher,
             torch_version=torch_version,
+            keep_output=job.keep_output,
         )
         verdict = verdict.model_copy(update={**environment(facts), "torch_version": verdict.torch_version})
         if job.nodes is None:

@@ -32,6 +32,14 @@ class RankResult(Record):
         "Last lines of the rank's stdout and stderr, interleaved as written (frames of the harness that launched "
         "the script removed)"
     )
+    output: str | None = None
+    (
+        "The rank's whole stdout and stderr, interleaved as written (harness frames removed), for a run that asked "
+        "for it (a script an agent sends over MCP: up to 64 KiB); when longer, its last bytes within that bound, and "
+        "output_dropped_bytes says how many earlier bytes were cut.  None for other runs"
+    )
+    output_dropped_bytes: int = 0
+    """Bytes cut from the start of output to keep it within its bound; 0 when output is whole (or None)"""
     traceback: str | None = None
     """Python traceback the rank printed, if any (harness frames removed)"""
     stack: str | None = None

@@ -101,6 +101,17 @@ def tail(text: str, lines: int = TAIL_LINES, chars: int = TAIL_CHARS) -> str:
     return out[-chars:]
 
 
+def bounded_tail(text: str, limit: int) -> tuple[str, int]:
+    """``(kept, dropped)``: the last ``limit`` bytes of ``text`` as UTF-8 (a character cut in two at the start is
+    dropped whole) and how many bytes before them were cut (0: ``text`` is whole)."""
+    data = text.encode("utf-8", errors="replace")
+    if len(data) <= limit:
+        return text, 0
+    kept = data[len(data) - limit :]
+    start = next((i for i, b in enumerate(kept[:4]) if b & 0xC0 != 0x80), 0)  # skip a split character's tail bytes
+    return kept[start:].decode("utf-8", errors="replace"), len(data) - len(kept) + start
+
+
 def _same_file(a: str, b: str) -> bool:
     return os.path.normpath(a) == os.path.normpath(b)
 
@@ -317,24 +328,30 @@ def make_verdict(
     timeout: float,
     launcher: str,
     torch_version: str | None,
+    keep_output: int = 0,
 ) -> Verdict:
     """Build the Verdict of a finished run: ``passed`` only if every rank exited 0 and nothing timed out.
 
     Harness frames are removed from every rank's output, traceback and stack (:func:`frames.scrub`); a rank
     that failed for its own reason carries its whole error message and the user's line (``error``,
-    ``error_at``), which the reason repeats.
+    ``error_at``), which the reason repeats.  With ``keep_output`` (bytes) each rank also carries its whole
+    output, or its last ``keep_output`` bytes (``output``, ``output_dropped_bytes``).
     """
     ranks, frames_of = [], {}
     for raw in sorted(run.ranks, key=lambda r: r.rank):
         tb, stack = scrub(raw.traceback) or None, scrub(raw.stack) or None
         error, error_at, frames_of[raw.rank] = _own_error(raw, tb, script, code)
+        log = scrub(raw.log) or ""
+        output, dropped = bounded_tail(log, keep_output) if keep_output > 0 else (None, 0)
         ranks.append(
             RankResult(
                 rank=raw.rank,
                 exit_code=raw.exit_code,
                 signal=raw.signal,
                 killed_by_harness=raw.killed_by_harness,
-                output_tail=tail(scrub(raw.log) or ""),
+                output_tail=tail(log),
+                output=output,
+                output_dropped_bytes=dropped,
                 traceback=tb,
                 stack=stack,
                 blocked_at=None if raw.signal and error else blocked_at(stack, script, code),  # crashed, not blocked

@@ -25,6 +25,7 @@ from fsdp_skill.main import main
 
 EXE = Path(sys.executable).with_name("fsdp-skill")
 TOOLS = {"ask", "check_script", "get_section", "list_sections", "verify_snippet", "export_snippet", "plan_memory"}
+SCRIPT_TOOLS = {"verify_script", "read_run_file"}  # only with a script dir (mcp --allow-run-scripts)
 # The README's MCP client configuration; test_stdio_server_from_readme_config launches exactly this.
 README_MCP_CONFIG = {"mcpServers": {"fsdp-skill": {"command": "fsdp-skill", "args": ["mcp"]}}}
 TERMS = [
@@ -328,6 +329,7 @@ def test_tool_annotations(tmp_path):
     a = ann["verify_script"]
     assert (a.read_only_hint, a.idempotent_hint, a.open_world_hint) == (False, False, False)
     assert a.destructive_hint is True  # it overwrites its file and runs code that may write anywhere
+    assert ann["read_run_file"].read_only_hint is True and ann["read_run_file"].open_world_hint is False
 
 
 @pytest.mark.parametrize(
@@ -433,14 +435,17 @@ def test_verify_script_exists_only_with_a_script_dir(tmp_path):
             return {t.name for t in (await client.list_tools()).tools}
 
     assert asyncio.run(names(build_server())) == TOOLS
-    assert asyncio.run(names(build_server(script_dir=str(tmp_path)))) == TOOLS | {"verify_script"}
-    assert "verify_script" not in {f["function"]["name"] for f in function_schemas("openai")}
+    assert asyncio.run(names(build_server(script_dir=str(tmp_path)))) == TOOLS | SCRIPT_TOOLS
+    assert not SCRIPT_TOOLS & {f["function"]["name"] for f in function_schemas("openai")}
     with pytest.raises(NotFoundError):
         invoke("verify_script", {"code": "print(1)"})
+    with pytest.raises(NotFoundError):
+        invoke("read_run_file", {"path": "script.py"})
     from fsdp_skill.adapters.http.app import create_app  # never over HTTP: no route takes code or a script
 
     spec = json.dumps(create_app().openapi())
-    assert "verify_script" not in spec and "VerifyScriptInput" not in spec and "ScriptRun" not in spec
+    for name in ("verify_script", "VerifyScriptInput", "ScriptRun", "read_run_file", "ReadRunFileInput", "RunFileContent"):
+        assert name not in spec, name
 
 
 def test_verify_script_job_is_the_verify_cli_job(tmp_path, fake_verifier):
@@ -552,7 +557,7 @@ def test_verify_script_over_stdio_resumes_in_its_workdir(tmp_path):
             return tools, first, second, elsewhere
 
     tools, first, second, elsewhere = asyncio.run(go())
-    assert tools == TOOLS | {"verify_script"}
+    assert tools == TOOLS | SCRIPT_TOOLS
     for res in (first, second, elsewhere):
         assert not res.is_error, res.content
     assert first.structured_content["verification"]["status"] == "passed", first.structured_content
@@ -563,6 +568,108 @@ def test_verify_script_over_stdio_resumes_in_its_workdir(tmp_path):
     # the session directory (a temporary one) is gone with the server; nothing was written to its cwd
     assert not Path(first.structured_content["workdir"]).exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["home"]
+
+
+AGENT_SCRIPT = """\
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+if "--resume" in sys.argv[1:]:
+    state = torch.load("ckpt.pt")  # saved by the first call in this workdir
+    assert state["step"] == 1 and torch.equal(state["w"], torch.arange(4.0)), state
+    print(f"rank {rank} resumed from step {state['step']}")
+elif rank == 0:
+    torch.save({"step": 1, "w": torch.arange(4.0)}, "ckpt.pt")
+    with open("log.txt", "w", encoding="utf-8") as f:
+        f.write("saved step 1\\n")
+    for key, value in sorted(os.environ.items()):
+        print(f"ENV {key}={value}")
+    for i in range(500):  # far more than output_tail's 40 lines
+        print(f"line {i:03d}")
+dist.barrier()
+dist.destroy_process_group()
+"""
+
+PLANT = """\
+import os
+
+os.symlink("/etc", "escape")
+os.symlink("/etc/hostname", "leak.txt")
+os.symlink(os.path.abspath("log.txt"), "inside.txt")  # even a link that stays inside is not followed
+for i in range(1000):  # 100,000 bytes: past the 64 KiB bound
+    print(f"{i:04d} " + "x" * 94)
+"""
+
+
+@pytest.mark.slow
+def test_agent_flow_over_stdio_checkpoint_files_and_read_run_file(tmp_path):
+    """What a coding agent does: save a checkpoint with torch.save, resume from it in a second call, see the file
+    in the run's list, read a text file back; escapes refused; the tool's state never visible to the ranks."""
+    import base64
+
+    home = tmp_path / "home"
+    params = StdioServerParameters(
+        command=str(EXE), args=["mcp", "--allow-run-scripts"], cwd=str(tmp_path), env={"FSDP_SKILL_HOME": str(home)}
+    )
+    common = {"code": AGENT_SCRIPT, "filename": "train.py", "workdir": "agent", "timeout": 120, "world_size": 2}
+
+    async def go():
+        async with Client(params) as client:
+            first = await client.call_tool("verify_script", common)
+            ckpt_size = (Path(first.structured_content["workdir"]) / "ckpt.pt").stat().st_size
+            second = await client.call_tool("verify_script", {**common, "args": ["--resume"]})
+            text = await client.call_tool("read_run_file", {"workdir": "agent", "path": "log.txt"})
+            ckpt = await client.call_tool("read_run_file", {"workdir": "agent", "path": "ckpt.pt"})
+            planted = await client.call_tool(
+                "verify_script", {"code": PLANT, "filename": "plant.py", "workdir": "agent", "world_size": 1, "timeout": 120}
+            )
+            refused = [
+                await client.call_tool("read_run_file", {"workdir": "agent", "path": path})
+                for path in ("../agent/log.txt", "/etc/hostname", "escape/hostname", "leak.txt", "inside.txt")
+            ]
+            return first, ckpt_size, second, text, ckpt, planted, refused
+
+    first, ckpt_size, second, text, ckpt, planted, refused = asyncio.run(go())
+    for res in (first, second, text, ckpt, planted):
+        assert not res.is_error, res.content
+    out = first.structured_content
+    assert out["verification"]["status"] == "passed", out["verification"]
+    assert second.structured_content["verification"]["status"] == "passed", second.structured_content["verification"]
+    assert [r["output"] for r in second.structured_content["verification"]["ranks"]] == [
+        "rank 0 resumed from step 1\n",
+        "rank 1 resumed from step 1\n",
+    ]
+    files = {f["path"]: f["size"] for f in out["files"]}
+    assert files == {"ckpt.pt": ckpt_size, "log.txt": len("saved step 1\n"), "train.py": len(AGENT_SCRIPT.encode())}
+    assert ckpt_size > 0
+    # the whole output, far past the old last-40-lines tail, within the stated bound
+    rank0 = out["verification"]["ranks"][0]
+    assert "line 000" in rank0["output"] and "line 499" in rank0["output"] and "line 000" not in rank0["output_tail"]
+    assert rank0["output_dropped_bytes"] == 0 and out["output_limit_bytes"] == 64 * 1024
+    # the rank's environment: no FSDP_SKILL_* variable, the state directory nowhere in it
+    env_lines = [ln for ln in rank0["output"].splitlines() if ln.startswith("ENV ")]
+    assert any(ln.startswith("ENV HOME=") for ln in env_lines), env_lines
+    assert not [ln for ln in env_lines if "FSDP_SKILL_" in ln or str(home) in ln]
+    assert not Path(out["workdir"]).is_relative_to(home)
+    t = text.structured_content
+    assert (t["encoding"], t["content"], t["truncated"]) == ("utf-8", "saved step 1\n", False)
+    c = ckpt.structured_content
+    assert c["encoding"] == "base64" and len(base64.b64decode(c["content"])) == c["size"] == ckpt_size
+    (long,) = planted.structured_content["verification"]["ranks"]
+    assert len(long["output"].encode()) == 64 * 1024 and long["output_dropped_bytes"] == 100_000 - 64 * 1024
+    assert long["output"].endswith("0999 " + "x" * 94 + "\n") and "0000 " not in long["output"]
+    kinds = {f["path"]: f["kind"] for f in planted.structured_content["files"]}
+    assert kinds["escape"] == kinds["leak.txt"] == kinds["inside.txt"] == "symlink"
+    assert not any(p.startswith("escape/") for p in kinds)
+    messages = [r.content[0].text for r in refused]
+    assert all(r.is_error for r in refused), messages
+    assert "no '..'" in messages[0] and "not absolute" in messages[1]
+    assert all("symbolic link" in m for m in messages[2:]), messages
 
 
 # --------------------------------------------------------------------------- JSON-RPC framing (a real `fsdp-skill mcp`)
@@ -640,7 +747,7 @@ def test_jsonrpc_errors_from_a_real_stdio_server(tmp_path):
     assert set(results) == {0, 3, 4, 5, 6}
     assert results[3]["isError"] and "valid integer" in results[3]["content"][0]["text"]
     assert results[4]["isError"] and "Extra inputs are not permitted" in results[4]["content"][0]["text"]
-    assert {t["name"] for t in results[6]["tools"]} == TOOLS  # no verify_script without --allow-run-scripts
+    assert {t["name"] for t in results[6]["tools"]} == TOOLS  # no script tools without --allow-run-scripts
     last = results[5]
     assert not last.get("isError") and Answer.model_validate(last["structuredContent"]).sections[0].topic == "join"
 

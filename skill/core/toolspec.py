@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # imported where a tool runs (the plan request imports the ru
     from fsdp_skill.core.verify.export import ExportedScript
     from fsdp_skill.core.verify.sent_scripts import ScriptRun
     from fsdp_skill.core.verify.snippets import SnippetInfo, Verifier
+    from fsdp_skill.core.verify.workdirs import RunFileContent
 
 _TERMS = (
     "FSDP / FSDP2 (fully_shard, FullyShardedDataParallel), sharding 分片 (FULL_SHARD, SHARD_GRAD_OP, "
@@ -160,6 +161,21 @@ class VerifyScriptInput(BaseModel):
         "server's lifetime, so a second call with the same name sees the files "
         "the first one wrote (e.g. to test resuming from a checkpoint)",
     )
+
+
+class ReadRunFileInput(BaseModel):
+    """Arguments of the ``read_run_file`` tool (registered with ``verify_script`` only)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    workdir: str = Field(
+        "default", description="Name of the working directory a verify_script call ran in (its workdir argument)"
+    )
+    path: str = Field(
+        description="The file's path relative to workdir, as in files[].path of the verify_script result (no '..', "
+        "not absolute; symbolic links are not followed)"
+    )
+    offset: int = Field(0, ge=0, le=2**62, description="Byte offset to start reading at (next_offset of the previous part)")
 
 
 @dataclass(frozen=True)
@@ -357,7 +373,8 @@ def _tool_specs() -> list[ToolSpec]:
 def verify_script_spec(session_dir: str) -> ToolSpec:
     """The ``verify_script`` tool, whose working directories live under ``session_dir``.  It runs code the
     caller sends, so it is not in :func:`tool_specs`: only ``fsdp-skill mcp --allow-run-scripts`` adds it."""
-    from fsdp_skill.core.verify.sent_scripts import ScriptRun, run_sent_script
+    from fsdp_skill.core.verify.sent_scripts import OUTPUT_LIMIT_BYTES, ScriptRun, run_sent_script
+    from fsdp_skill.core.verify.workdirs import DEFAULT_SESSION_BYTES, MAX_LISTED_FILES
 
     def call(a: VerifyScriptInput, verifier: Verifier | None = None) -> ScriptRun:
         return run_sent_script(
@@ -381,10 +398,18 @@ def verify_script_spec(session_dir: str) -> ToolSpec:
             "Run the Python script you send on world_size real processes of this host (gloo on CPU, NCCL with "
             "enough GPUs), exactly as `fsdp-skill verify FILE.py -- ARGS` would: the code is written to "
             "workdir/filename, run from workdir with that directory first on sys.path, with args as its sys.argv[1:] "
-            "and env added to its environment. Returns the verdict (passed / failed with per-rank tracebacks and "
-            "the user's line / timeout with where each rank blocked) and hints naming knowledge sections. The "
+            "and env added to its environment (no FSDP_SKILL_* variable reaches it; HOME is the session's own). "
+            "Returns the verdict (passed / failed with per-rank tracebacks and "
+            "the user's line / timeout with where each rank blocked), hints naming knowledge sections, each rank's "
+            f"whole stdout+stderr in verification.ranks[].output (at most {OUTPUT_LIMIT_BYTES // 1024} KiB per rank: "
+            "a longer one keeps its last bytes and output_dropped_bytes says how many were cut) and the files workdir "
+            f"holds after the run (files[]: path and size in bytes, the first {MAX_LISTED_FILES}; files_cut says when "
+            "there are more); read one with read_run_file. The "
             "workdir keeps its files between calls of this server, so running a second script (or the same one "
             "again) in the same workdir can read what the first wrote: use it to test checkpoint save and resume. "
+            f"The session directory holding every workdir is capped at {DEFAULT_SESSION_BYTES // 2**20} MiB by "
+            "default: before a run that finds it over the cap, the least recently used other workdirs are removed "
+            "(removed_workdirs), and a run whose own workdir is over the cap is refused. "
             "Use it to check an FSDP / torch.distributed script before giving it to the user."
         ),
         input=VerifyScriptInput,
@@ -394,6 +419,37 @@ def verify_script_spec(session_dir: str) -> ToolSpec:
         idempotent=False,
         destructive=True,
     )
+
+
+def read_run_file_spec(session_dir: str) -> ToolSpec:
+    """The ``read_run_file`` tool: a file of a ``verify_script`` working directory under ``session_dir``; added
+    with ``verify_script`` only."""
+    from fsdp_skill.core.verify.workdirs import READ_LIMIT_BYTES, RunFileContent, read_run_file
+
+    def call(a: ReadRunFileInput, verifier: Verifier | None = None) -> RunFileContent:
+        return read_run_file(session_dir, a.workdir, a.path, offset=a.offset)
+
+    return ToolSpec(
+        name="read_run_file",
+        title="Read a file a script run wrote",
+        description=(
+            "Read a file from a verify_script working directory (workdir, and path relative to it as in the run's "
+            f"files[].path): at most {READ_LIMIT_BYTES // 1024} KiB from offset per call (truncated and next_offset "
+            "say where the rest starts). encoding says how content holds the bytes: utf-8 (text, undecodable bytes "
+            "replaced by U+FFFD) or base64 (bytes with NUL, e.g. a torch.save checkpoint). Absolute paths, '..' and "
+            "symbolic links are refused: only regular files inside the working directory are read. Use it to see "
+            "a log, metrics or config file a script wrote."
+        ),
+        input=ReadRunFileInput,
+        output=RunFileContent,
+        call=call,
+    )
+
+
+def script_tool_specs(session_dir: str) -> list[ToolSpec]:
+    """The tools of ``fsdp-skill mcp --allow-run-scripts`` beyond :func:`tool_specs`: ``verify_script`` and
+    ``read_run_file``, sharing the session directory ``session_dir``."""
+    return [verify_script_spec(session_dir), read_run_file_spec(session_dir)]
 
 
 _SPECS: list[ToolSpec] | None = None

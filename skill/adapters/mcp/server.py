@@ -13,8 +13,8 @@ retry in about N s").  Errors the caller can fix (bad question, unknown id, refu
 come back as tool errors (``isError: true``) whose text says what to change; so do arguments that do not
 match the input model exactly (validated strictly: ``"k": "3"`` is not coerced, unknown fields are refused,
 as over HTTP).  Each tool carries annotations (readOnlyHint, idempotentHint, destructiveHint, openWorldHint)
-from its spec.  ``verify_script`` (code sent by the caller) is registered only when ``build_server`` gets a
-``script_dir``, which only ``fsdp-skill mcp --allow-run-scripts`` passes.  Framing and JSON-RPC errors:
+from its spec.  ``verify_script`` (code sent by the caller) and ``read_run_file`` (a file its run wrote) are
+registered only when ``build_server`` gets a ``script_dir``, which only ``fsdp-skill mcp --allow-run-scripts`` passes.  Framing and JSON-RPC errors:
 :mod:`fsdp_skill.adapters.mcp.stdio`.
 """
 
@@ -32,7 +32,7 @@ from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel
 
-from fsdp_skill.core.toolspec import ToolSpec, tool_specs, verify_script_spec
+from fsdp_skill.core.toolspec import ToolSpec, script_tool_specs, tool_specs
 from fsdp_skill.errors import SkillError
 
 INSTRUCTIONS = (
@@ -127,12 +127,13 @@ def mcp_tool(spec: ToolSpec, verifier=None) -> Tool:
 def build_server(verifier=None, *, script_dir: str | None = None) -> MCPServer:
     """The MCP server with every tool of :func:`fsdp_skill.core.toolspec.tool_specs` registered; ``verifier``
     (a :class:`fsdp_skill.core.verify.snippets.Verifier`, None: the runtime's) backs every verdict.  With
-    ``script_dir`` (an existing directory) ``verify_script`` is registered too, its working directories under it."""
+    ``script_dir`` (an existing directory) ``verify_script`` and ``read_run_file`` are registered too, their
+    working directories under it."""
     from importlib.metadata import version
 
     specs = list(tool_specs())
     if script_dir is not None:
-        specs.append(verify_script_spec(script_dir))
+        specs.extend(script_tool_specs(script_dir))
     return MCPServer(
         name="fsdp-skill",
         title="FSDP expert (verified snippets)",
@@ -146,7 +147,7 @@ def build_server(verifier=None, *, script_dir: str | None = None) -> MCPServer:
 def run_stdio(*, allow_run_scripts: bool = False) -> None:
     """Serve MCP over this process's stdin/stdout until the client closes it and every request is answered.
 
-    ``allow_run_scripts`` adds ``verify_script``, whose working directories live in a temporary session
+    ``allow_run_scripts`` adds ``verify_script`` and ``read_run_file``, whose working directories live in a temporary session
     directory (``fsdp-skill-mcp-PID-*``) removed when the server exits, also on SIGTERM (exit 0); session
     directories of servers that were SIGKILLed (their PID is gone) are removed when the next one starts.
     """
@@ -160,8 +161,12 @@ def run_stdio(*, allow_run_scripts: bool = False) -> None:
         return
     import shutil
 
+    from fsdp_skill.core.state import state_dir
+    from fsdp_skill.core.verify.sent_scripts import check_apart
+
     _remove_dead_sessions(tempfile.gettempdir())
     with tempfile.TemporaryDirectory(prefix=f"fsdp-skill-mcp-{os.getpid()}-") as session:
+        check_apart(session, str(state_dir()))  # no relative path from a workdir reaches the tool's state
 
         def stop(signum, frame):  # runs never outlive us: each shepherd ends its tree when our pipe closes
             shutil.rmtree(session, ignore_errors=True)
