@@ -26,7 +26,7 @@ from types import FrameType
 from typing import Any
 
 from fsdp_skill.errors import HarnessError, InvalidArgument
-from fsdp_skill.runtime import framing, orphans
+from fsdp_skill.runtime import framing, orphans, shepherd
 
 CHILD = str(Path(__file__).resolve().with_name("child.py"))
 DEFAULT_TIMEOUT_S = 600.0
@@ -34,7 +34,7 @@ DEFAULT_TIMEOUT_S = 600.0
 # the user's factory starts, in a session of its own too, is killed with the plan, and when this process dies however
 # it dies (SIGKILL included) the shepherd sees its pipe close, kills the plan and removes the plan's temporary folder
 SHEPHERD = sys.platform == "linux"
-SHEPHERD_SCRIPT = str(Path(orphans.__file__).resolve().with_name("shepherd.py"))
+SHEPHERD_SCRIPT = os.path.realpath(shepherd.__file__)
 _live: set[subprocess.Popen[str]] = set()  # shepherds (or children) of plans in progress (see abort_all)
 _aborted: set[subprocess.Popen[str]] = set()
 _live_lock = threading.Lock()
