@@ -33,6 +33,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sys
 import threading
 from contextlib import asynccontextmanager
 from typing import Any, Literal
@@ -428,6 +429,14 @@ def create_app(verifier=None) -> FastAPI:
     return app
 
 
+def _stop_all() -> None:
+    """Stop the verification runs and the plans in flight (their requests get the harness error), for a shutdown."""
+    stop_runs()
+    runner = sys.modules.get("fsdp_skill.core.plan.runner")  # loaded only once a plan ran: nothing to stop otherwise
+    if runner is not None:
+        runner.abort_all()
+
+
 def serve(
     host: str = "127.0.0.1", port: int = 8000, workers: int = 1, log_level: str = "info", read_timeout: float | None = None
 ) -> None:
@@ -437,7 +446,7 @@ def serve(
     connection whose next request has not arrived whole that long after it opened or after its previous
     response is closed (see :mod:`fsdp_skill.adapters.http.protocol`).
 
-    SIGTERM is a clean shutdown (returns; the caller exits 0): verification runs in flight are killed and
+    SIGTERM is a clean shutdown (returns; the caller exits 0): verification runs and plans in flight are killed and
     reaped at once (their requests get the harness error), then uvicorn stops.  SIGINT stops it the same
     way and is re-raised (KeyboardInterrupt, exit 130).  With several workers uvicorn's own supervisor
     handles signals; a worker's runs die with it (their shepherds and zygotes see it exit).
@@ -463,7 +472,7 @@ def serve(
     class _Server(uvicorn.Server):
         def handle_exit(self, sig, frame) -> None:
             super().handle_exit(sig, frame)
-            threading.Thread(target=stop_runs, name="fsdp-skill-stop-runs", daemon=True).start()
+            threading.Thread(target=_stop_all, name="fsdp-skill-stop-runs", daemon=True).start()
             if sig == signal.SIGTERM:  # a requested stop, not an interrupt: exit 0 once shut down
                 # uvicorn.Server's list of signals to re-raise after shutdown (uvicorn is not analysed: declared here)
                 self._captured_signals: list[int] = [s for s in self._captured_signals if s != signal.SIGTERM]

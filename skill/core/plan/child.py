@@ -4,7 +4,8 @@
 #   _update_peak_stats / _curr_mem_snap / _peak_mem / _peak_mem_snap (checked with hasattr; the stock tracker otherwise),
 #   DTensor._local_tensor, torch._subclasses.fake_tensor.FakeTensorMode, torch.testing._internal.distributed.fake_pg.FakeStore,
 #   torch.distributed._composable.checkpoint
-"""The planner's child process: ``python child.py [--frame NONCE] < request.json`` prints one JSON line per setting.
+"""The planner's child process: ``python child.py [--frame NONCE] [--request FILE] [< request.json]`` prints one JSON
+line per setting (the request read from FILE, else from stdin).
 
 Runs under the target interpreter as a file (standard library and torch only; the built-in model is
 loaded by path from ``transformer.py`` beside it).  For each setting it acts as one rank (default 0) of
@@ -478,7 +479,8 @@ def plan_one(spec: dict[str, Any], setting: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    """Read the request on stdin, print one JSON line per setting; exit 0, or 3 after a failure line.
+    """Read the request (``--request FILE``, else stdin), print one JSON line per setting; return 0, or 3 after a
+    failure line.
 
     With ``--frame NONCE`` (how the tool runs it) each line is framed as ``@fsdp-skill-result:NONCE {...}``
     (runtime/framing.py), so what the user's factory prints is not taken for a result.  The lines go to a copy
@@ -487,7 +489,8 @@ def main(argv: list[str]) -> int:
     import warnings
 
     warnings.simplefilter("ignore")
-    prefix = "@fsdp-skill-result:" + argv[1] + " " if len(argv) == 2 and argv[0] == "--frame" else ""
+    options = dict(zip(argv[0::2], argv[1::2], strict=False))
+    prefix = "@fsdp-skill-result:" + options["--frame"] + " " if "--frame" in options else ""
     out = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
 
     def emit(value: dict[str, Any]) -> None:
@@ -498,7 +501,11 @@ def main(argv: list[str]) -> int:
         out.write(prefix + json.dumps(value) + "\n")
         out.flush()
 
-    request = json.loads(sys.stdin.read())
+    if "--request" in options:  # how the tool runs it: its stdin is the shepherd's, not the caller's
+        with open(options["--request"], encoding="utf-8") as f:
+            request = json.load(f)
+    else:
+        request = json.loads(sys.stdin.read())
     for setting in request["settings"]:
         try:
             result = plan_one(request["model"], setting)
@@ -513,4 +520,12 @@ if __name__ == "__main__":
     here = sys.path[0]
     sys.path[:] = [p for p in sys.path if p != here]  # `python child.py` put the plan folder first
     sys.path.insert(0, os.getcwd())  # `--model pkg.module:fn` resolves from the caller's directory
-    sys.exit(main(sys.argv[1:]))
+    code = main(sys.argv[1:])
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    # every result is written and flushed: exit now, not after the threads the user's factory left running (a
+    # non-daemon thread would hold the interpreter's shutdown, and the plan would time out with every row measured)
+    os._exit(code)
