@@ -211,11 +211,18 @@ def test_a_wrapper_without_a_usable_result_is_one_line_naming_it(body, why, tmp_
 
 
 def test_the_file_run_children_frame_what_framing_reads():
-    """probe.py and introspect.py spell the framed line themselves (no import of the tool): the parent reads it."""
+    """probe.py spells the framed line itself (no import of the tool): the parent reads it (introspect.py's, which
+    needs torch, below)."""
     nonce = framing.new_nonce()
     proc = subprocess.run([sys.executable, str(RUNTIME / "probe.py"), framing.FLAG, nonce], capture_output=True, text=True)
     assert framing.read(proc.stdout, nonce).results == [json.loads(json.dumps(probe.static_facts()))]
     assert framing.read(proc.stdout, framing.new_nonce()).results == []  # another run's nonce: not this result
+
+
+@pytest.mark.torch
+def test_introspect_frames_what_framing_reads():
+    """introspect.py (run where torch imports) spells the framed line itself: the parent reads it."""
+    nonce = framing.new_nonce()
     proc = subprocess.run(
         [sys.executable, str(RUNTIME / "introspect.py"), framing.FLAG, nonce, "torch.no_such_api"], capture_output=True, text=True
     )
