@@ -64,16 +64,18 @@ def _param_of(facts: FileFacts, node: ast.AST) -> tuple[Function, int] | None:
 
 
 def _call_sites(facts: FileFacts, fn: Function) -> list[tuple[ast.Call, callgraph.Callee]]:
-    """The calls of the file that run ``fn`` (resolved by :func:`~fsdp_skill.core.check.calls.callee`), memoised."""
-    memo: dict[int, list[tuple[ast.Call, callgraph.Callee]]] = facts.cache.setdefault(("checkpoint", "sites"), {})
-    if id(fn) not in memo:
-        sites = []
+    """The calls of the file that run ``fn`` (resolved by :func:`~fsdp_skill.core.check.calls.callee`); every call of
+    the file is resolved once, on the first question (one pass for all functions, not one per function)."""
+    key = ("checkpoint", "sites")
+    if key not in facts.cache:
+        sites: dict[int, list[tuple[ast.Call, callgraph.Callee]]] = {}
         for call in facts.calls():
             target = callgraph.callee(facts, call)
-            if target is not None and target.fn is fn:
-                sites.append((call, target))
-        memo[id(fn)] = sites
-    return memo[id(fn)]
+            if target is not None and target.fn is not None:
+                sites.setdefault(id(target.fn), []).append((call, target))
+        facts.cache[key] = sites
+    memo: dict[int, list[tuple[ast.Call, callgraph.Callee]]] = facts.cache[key]
+    return memo.get(id(fn), [])
 
 
 def _alternatives(facts: FileFacts, node: ast.AST | None, depth: int = 0, *, names: bool = False) -> list[ast.AST]:
@@ -267,13 +269,18 @@ _NOT_WEIGHTS = ("tokenizer", "processor", "config", "feature_extractor", "image_
 
 
 def _spawned(facts: FileFacts, fn: Function) -> bool:
-    """Is ``fn`` given by name to ``mp.spawn`` / ``start_processes`` / ``Process(target=...)`` (every rank runs it)?"""
-    for call in facts.calls():
-        if last_name(call) in _SPAWNERS:
-            args = [*call.args[:1], *(k.value for k in call.keywords if k.arg in ("fn", "target"))]
-            if any(isinstance(a, ast.Name) and a.id == fn.name for a in args):
-                return True
-    return False
+    """Is ``fn`` given by name to ``mp.spawn`` / ``start_processes`` / ``Process(target=...)`` (every rank runs it)?
+    The names given to them are collected once per file."""
+    key = ("checkpoint", "spawned")
+    if key not in facts.cache:
+        names: set[str] = set()
+        for call in facts.calls():
+            if last_name(call) in _SPAWNERS:
+                args = [*call.args[:1], *(k.value for k in call.keywords if k.arg in ("fn", "target"))]
+                names.update(a.id for a in args if isinstance(a, ast.Name))
+        facts.cache[key] = names
+    spawned: set[str] = facts.cache[key]
+    return fn.name in spawned
 
 
 def _method_calls(facts: FileFacts, fn: Function) -> list[ast.Call]:
