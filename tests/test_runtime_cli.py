@@ -171,3 +171,20 @@ def test_frames_scrub_and_native_error_parse_a_warm_abort_log():
         == "ValueError: one\n  two"
     )
     assert frames.native_error("no crash here") == (None, None)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "not-utf8"])
+def test_a_script_that_is_not_a_readable_file_is_refused_at_once(capsys, tmp_path, kind):
+    """A FIFO named like a script (it would block a plain read forever), a directory and undecodable bytes: one
+    line, exit 2, nothing run."""
+    import os
+
+    path = tmp_path / "train.py"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "directory":
+        path.mkdir()
+    else:
+        path.write_bytes(b"\xff\xfe print(1)\n")
+    code, _, err = run_cli(capsys, str(path))
+    assert code == 2 and err.count("\n") == 1 and f"cannot read {path}" in err and "Traceback" not in err

@@ -108,11 +108,7 @@ def script_job(
     """
     if not path.endswith(".py"):
         raise InvalidArgument(f"{path} is not a Python script (.py); give a snippet id or a PATH.py")
-    try:
-        with open(path, encoding="utf-8") as f:
-            code = f.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidArgument(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    code = _read_script(path)
     from fsdp_skill.runtime.api import Job
 
     return Job(
@@ -127,6 +123,26 @@ def script_job(
         args=tuple(args),
         env=dict(env or {}),
     )
+
+
+def _read_script(path: str) -> str:
+    """The text of the script file ``path``; raises InvalidArgument when it is not a readable UTF-8 regular file.
+    Opened without blocking and checked on the open descriptor: a FIFO (or a device) named like a script is refused
+    at once, not read forever."""
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise InvalidArgument(f"cannot read {path}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise InvalidArgument(f"cannot read {path}: not a regular file (a directory, FIFO or device); give a PATH.py file")
+    with os.fdopen(fd, "rb") as f:
+        try:
+            return f.read().decode("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InvalidArgument(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
 
 
 def select_snippets(
