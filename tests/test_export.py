@@ -260,10 +260,18 @@ def test_unextendable_manifest_is_refused_before_verifying(kb, tmp_path, fake_ve
     assert (out / "manifest.json").read_text(encoding="utf-8") == content
 
 
-@pytest.mark.parametrize("where", ["empty", "a file", "under a file"])
+@pytest.mark.parametrize("where", ["empty", "a file", "under a file", "under /proc"])
 def test_bad_out_is_exit_2_before_verifying(kb, tmp_path, fake_verifier, capsys, where):
+    """Also where access() says yes but nothing can be created (/proc, for root too): found before any run."""
+    if where == "under /proc" and not os.path.isdir("/proc"):
+        pytest.skip("no /proc here")
     (tmp_path / "f").write_text("x")
-    out = {"empty": "", "a file": str(tmp_path / "f"), "under a file": str(tmp_path / "f" / "sub")}[where]
+    out = {
+        "empty": "",
+        "a file": str(tmp_path / "f"),
+        "under a file": str(tmp_path / "f" / "sub"),
+        "under /proc": "/proc/fsdp-skill-out",
+    }[where]
     assert main(["export", cpu_snippets(kb)[0].id, "--out", out], verifier=fake_verifier) == 2
     err = capsys.readouterr().err
     assert "--out" in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err

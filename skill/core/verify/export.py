@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -298,7 +299,8 @@ def _write(out: Path, scripts: list[ExportedScript], manifest: Manifest) -> None
 def check_out_dir(out_dir: str | Path) -> Path:
     """``out_dir`` as a Path when it is (or can be made) a writable directory; creates nothing.
 
-    Raises InvalidArgument (one line) when it is empty, a file, under a file, or not writable."""
+    Raises InvalidArgument (one line) when it is empty, a file, under a file, or not writable (an entry is made in
+    its nearest existing folder and removed at once, to be sure)."""
     if not str(out_dir).strip():
         raise InvalidArgument("--out is empty: give the directory to export into, e.g. --out fsdp_scripts")
     out = Path(out_dir)
@@ -314,6 +316,12 @@ def check_out_dir(out_dir: str | Path) -> Path:
         raise InvalidArgument(f"--out {out} {where}")
     if not os.access(probe, os.W_OK | os.X_OK):
         raise InvalidArgument(f"--out {out} is not writable: no write permission on {probe}")
+    try:  # access() says yes to root everywhere, and nothing can be created in /proc or a read-only mount: try it
+        os.rmdir(tempfile.mkdtemp(prefix=".fsdp-skill-", dir=probe))
+    except OSError as exc:
+        raise InvalidArgument(
+            f"--out {out} cannot be written: creating an entry in {probe} fails ({exc.strerror or exc})"
+        ) from None
     return out
 
 
