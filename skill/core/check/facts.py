@@ -326,6 +326,8 @@ class FileFacts:
     _exits: dict[tuple[int, str], tuple[list[bool], list[bool], int | None]] = field(default_factory=dict)
     _bpos: dict[tuple[int, str], tuple[int, list[Pos] | None]] = field(default_factory=dict)
     _paths: dict[tuple[int, str | None, bool], list[ast.AST]] = field(default_factory=dict)
+    _leaves: dict[tuple[int, int], bool] = field(default_factory=dict)  # (statement, branch) -> _leaves_after
+    _outer_loops: dict[int, set[int]] = field(default_factory=dict)  # branch -> ids of the loops around it
     cache: dict[object, Any] = field(default_factory=dict)  # per-file memo for finders (keyed by their own names)
     deadline: float = math.inf  # analysis_clock() past which tick() raises BudgetExceeded
     _steps: int = 0
@@ -811,16 +813,32 @@ class FileFacts:
     def _leaves_after(self, node: ast.AST, branch: ast.If) -> bool:
         """Does the path through ``node`` leave ``branch``'s block after it (a ``return``, or a ``continue`` /
         ``break`` of a loop around ``branch``), so that it never reaches the statements after ``branch``?"""
-        outer_loops = {id(a) for a in self.ancestors(branch) if isinstance(a, (ast.For, ast.While, ast.AsyncFor))}
+        outer_loops = self._outer_loops.get(id(branch))
+        if outer_loops is None:
+            outer_loops = {id(a) for a in self.ancestors(branch) if isinstance(a, (ast.For, ast.While, ast.AsyncFor))}
+            self._outer_loops[id(branch)] = outer_loops
+        # memoised per (statement, branch) along the way up: the nodes of a long if/elif chain share their walks (a
+        # walk per node and branch would cost the chain's length again for each of them: cubic in the chain)
+        walked: list[tuple[int, int]] = []
+        leaves = False
         cur: ast.AST | None = node
         while cur is not None and cur is not branch:
+            key = (id(cur), id(branch))
+            known = self._leaves.get(key)
+            if known is not None:
+                leaves = known
+                break
+            walked.append(key)
             slot = self._slot(cur)
             if slot is not None:
                 returns, jumps, loop = self._block_exits(*slot[:2])
                 if returns[slot[2]] or jumps[slot[2]] and loop in outer_loops:
-                    return True
+                    leaves = True
+                    break
             cur = self.parents.get(id(cur))
-        return False
+        for key in walked:
+            self._leaves[key] = leaves
+        return leaves
 
     def _slot(self, stmt: ast.AST) -> tuple[ast.AST, str, int] | None:
         """(parent, block name, index) of a statement in its parent's ``body`` / ``orelse`` / ``finalbody``, else None."""
