@@ -316,8 +316,44 @@ def test_concurrent_http_checks_never_parse_at_once(monkeypatch, fake_verifier):
 
         with concurrent.futures.ThreadPoolExecutor(8) as pool:
             got = list(pool.map(post, range(8)))
-    assert got == [(200, [("FSD003", barrier_line(src))])] * 8
+    ok = [g for g in got if g[0] == 200]
+    assert ok and ok == [(200, [("FSD003", barrier_line(src))])] * len(ok)
+    assert all(g[0] == 429 and "queue_full" in g[1] for g in got if g[0] != 200)  # the gate's overflow (next test)
     assert racy.most == 1  # never two parses at once
+
+
+def test_http_checks_run_one_at_a_time_and_the_overflow_is_429_at_once(monkeypatch, fake_verifier):
+    """/v1/check: one analysis at a time (they share one interpreter lock; several at once starve the event loop), a
+    few wait without a thread each, the next is refused with 429 queue_full and Retry-After at once; /healthz and
+    invalid bodies are answered meanwhile."""
+    from fastapi.testclient import TestClient
+
+    from fsdp_skill.adapters.http import app as http_app
+    from fsdp_skill.core import check
+
+    entered, release = threading.Event(), threading.Event()
+    real = check.check_code
+
+    def slow_check(*args, **kwargs):
+        entered.set()
+        assert release.wait(30)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(check, "check_code", slow_check)
+    monkeypatch.setattr(http_app, "CHECK_WAITING", 0)
+    src = HEAD + BARRIER
+    with TestClient(http_app.create_app(verifier=fake_verifier)) as client:
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            first = pool.submit(client.post, "/v1/check", json={"code": src})
+            assert entered.wait(30)
+            busy = client.post("/v1/check", json={"code": src})
+            assert busy.status_code == 429 and busy.json()["code"] == "queue_full" and int(busy.headers["Retry-After"]) >= 1
+            assert client.get("/healthz").status_code == 200
+            assert client.post("/v1/check", json={"code": ""}).status_code == 422  # validated before the gate
+            release.set()
+            assert first.result(30).status_code == 200
+        after = client.post("/v1/check", json={"code": src})  # the gate is free again
+        assert after.status_code == 200 and [f["code"] for f in after.json()["findings"]] == ["FSD003"]
 
 
 def test_the_parser_race_is_retried_then_a_finding_never_a_500(monkeypatch, fake_verifier):

@@ -25,23 +25,26 @@ unpaired surrogate); ``k`` outside 1..20; ``/v1/check``: ``code`` empty or over 
 a question (whitespace-only, binary) or names an unknown rule code prefix, 404 ``not_found`` (unknown id or route), 405 ``method_not_allowed``, 409
 ``not_verified`` (export of a snippet that did not pass), 413 ``body_too_large`` (request body over 256 KiB),
 429 ``queue_full`` with ``Retry-After`` (``/v1/plan``: the plan queue, :mod:`fsdp_skill.core.plan.queue`, has no
-place; nothing was started), 500 ``knowledge_error`` / ``state_error`` / ``internal_error``, 503 ``harness_error``.
+place; ``/v1/check``: one check runs at a time and ``CHECK_WAITING`` wait, without a thread each; nothing was started), 500 ``knowledge_error`` / ``state_error`` / ``internal_error``, 503 ``harness_error``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from contextlib import asynccontextmanager
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
 from starlette.convertors import Convertor, register_url_convertor
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -70,6 +73,12 @@ MAX_BODY_BYTES = 256 * 1024
 # Requests beyond this wait on a semaphore (blocked threads do not compete for the GIL).
 ASK_CONCURRENCY = max(4, 2 * (os.cpu_count() or 1))
 KEEP_ALIVE_S = 30  # uvicorn's default 5 s races with busy clients reusing a connection (reset on read)
+# /v1/check: analysis is CPU-bound Python under one interpreter lock; several at once only share it (each takes as
+# long as all together) and starve the event loop (a probe saw /healthz at 1 s behind 4 heavy checks). One runs at a
+# time, a few wait without holding a thread, the rest get 429 at once.
+CHECK_CONCURRENCY = 1
+CHECK_WAITING = 4
+T = TypeVar("T")
 
 
 class _IdConvertor(Convertor):
@@ -227,6 +236,30 @@ ERROR_STATUS: dict[type[SkillError], tuple[int, str]] = {
 }
 
 
+class _CheckGate:
+    """At most :data:`CHECK_CONCURRENCY` analyses at once in worker threads, :data:`CHECK_WAITING` more waiting on the
+    event loop (no thread each); beyond that QueueFull (429 with Retry-After) at once.  Used on the event loop only."""
+
+    def __init__(self) -> None:
+        self.gate = asyncio.Semaphore(CHECK_CONCURRENCY)
+        self.waiting = 0
+
+    async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``fn(*args, **kwargs)`` in a worker thread once the gate lets it in; raises QueueFull when it is full."""
+        if self.gate.locked() and self.waiting >= CHECK_WAITING:
+            raise QueueFull(f"{CHECK_CONCURRENCY} check running and {CHECK_WAITING} waiting: try again shortly", 2)
+        self.waiting += 1
+        entered = False
+        try:
+            async with self.gate:
+                entered = True
+                self.waiting -= 1
+                return await run_in_threadpool(fn, *args, **kwargs)
+        finally:
+            if not entered:  # the client went away while it waited
+                self.waiting -= 1
+
+
 def _skill_error_handler(status: int, code: str):
     async def handler(request: Request, exc: Exception):
         return _error(status, str(exc), code)
@@ -292,6 +325,7 @@ def create_app(verifier=None) -> FastAPI:
     # FastAPI's `responses`: status -> OpenAPI response fields (here the body model)
     errors: dict[int | str, dict[str, Any]] = {s: {"model": ErrorBody} for s in (400, 404, 422)}
     ask_slots = threading.BoundedSemaphore(ASK_CONCURRENCY)
+    check_gate = _CheckGate()
 
     @app.post(
         "/v1/ask",
@@ -309,14 +343,14 @@ def create_app(verifier=None) -> FastAPI:
     @app.post(
         "/v1/check",
         response_model=CheckReport,
-        responses=errors,
+        responses={**errors, 429: {"model": ErrorBody, "description": "Checks are busy (one runs, a few wait): Retry-After"}},
         tags=["check"],
         summary="Find FSDP / torch.distributed mistakes in code, statically (the code is parsed, never run)",
     )
-    def check_route(body: CheckRequest) -> CheckReport:
+    async def check_route(body: CheckRequest) -> CheckReport:
         from fsdp_skill.core.check import check_code
 
-        return check_code(body.code, body.path, select=body.select, ignore=body.ignore)
+        return await check_gate.run(check_code, body.code, body.path, select=body.select, ignore=body.ignore)
 
     # Plans go through the process's plan queue (fsdp_skill.core.plan.queue, shared with the MCP tool): one
     # measured at a time, a few waiting as entries (no thread each), the rest refused at once.
