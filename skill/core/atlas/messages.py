@@ -71,6 +71,34 @@ def same_message(declared: str, catalogued: str) -> bool:
     return _in_order(_pieces(declared), b.replace("*", "")) or _in_order(_pieces(catalogued), a.replace("*", ""))
 
 
+# per knowledge (by identity, the object kept alive beside its id): its declared templates with their pieces, and
+# per catalogued message the sections naming it; a pasted message is matched against every template on each ask
+_DECLARED: dict[int, tuple[Knowledge, list[tuple[str, str, tuple[str, ...]]], dict[str, list[str]]]] = {}
+
+
+def _memo(kb: Knowledge) -> tuple[Knowledge, list[tuple[str, str, tuple[str, ...]]], dict[str, list[str]]]:
+    memo = _DECLARED.get(id(kb))
+    if memo is None or memo[0] is not kb:
+        _DECLARED.clear()  # one knowledge at a time, as the router keeps it
+        memo = _DECLARED[id(kb)] = (kb, [(s.id, t, _pieces(t)) for s in kb.sections.values() for t in s.errors], {})
+    return memo
+
+
+def _declared(kb: Knowledge) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(section id, template, its literal pieces) of every ``errors:`` template the sections of ``kb`` declare."""
+    return _memo(kb)[1]
+
+
+def _sections_naming(kb: Knowledge, message: str) -> list[str]:
+    """Ids of the sections whose declared template names the catalogued ``message`` (:func:`same_message`), in
+    section order (a section once per template that names it), memoised per message."""
+    by_message = _memo(kb)[2]
+    hit = by_message.get(message)
+    if hit is None:
+        hit = by_message[message] = [sid for sid, t, _ in _declared(kb) if same_message(t, message)]
+    return list(hit)
+
+
 def explain_messages(question: str, kb: Knowledge, limit: int = 3) -> list[ErrorInfo]:
     """Messages found in ``question``, best first, each located in the installed torch (when the atlas
     holds it) and with the ids of the sections that explain it.  Empty for an ordinary question."""
@@ -80,12 +108,12 @@ def explain_messages(question: str, kb: Knowledge, limit: int = 3) -> list[Error
     from fsdp_skill.core.interpreter import torch_version
 
     version = torch_version()
-    declared = [(s.id, t) for s in kb.sections.values() for t in s.errors]
+    declared = _declared(kb)
     found: list[ErrorInfo] = []
     claimed: set[str] = set()
     for match in find_messages(question, limit=2 * limit):  # more than shown: explained ones go first below
         e = match.entry
-        sections = [sid for sid, t in declared if same_message(t, e.message)]
+        sections = _sections_naming(kb, e.message)
         raised = RaisedAt(path=e.path, line=e.line, function=e.function) if e.kind == "python" else None
         found.append(
             ErrorInfo(
@@ -105,8 +133,8 @@ def explain_messages(question: str, kb: Knowledge, limit: int = 3) -> list[Error
     # section declares, found verbatim in the question
     direct: dict[str, list[str]] = {}
     canon = _canon(question)  # once, not once per declared template
-    for sid, t in declared:
-        if sid not in claimed and _in_order(_pieces(t), canon):
+    for sid, t, pieces in declared:
+        if sid not in claimed and _in_order(pieces, canon):
             direct.setdefault(t, []).append(sid)
     declared_found = [
         ErrorInfo(
