@@ -30,21 +30,19 @@ place; ``/v1/check``: one check runs at a time and ``CHECK_WAITING`` wait, witho
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import logging
 import os
 import signal
 import sys
 import threading
-from collections.abc import Callable
 from contextlib import asynccontextmanager
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
-from starlette.concurrency import run_in_threadpool
 from starlette.convertors import Convertor, register_url_convertor
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -78,7 +76,6 @@ KEEP_ALIVE_S = 30  # uvicorn's default 5 s races with busy clients reusing a con
 # time, a few wait without holding a thread, the rest get 429 at once.
 CHECK_CONCURRENCY = 1
 CHECK_WAITING = 4
-T = TypeVar("T")
 
 
 class _IdConvertor(Convertor):
@@ -236,30 +233,6 @@ ERROR_STATUS: dict[type[SkillError], tuple[int, str]] = {
 }
 
 
-class _CheckGate:
-    """At most :data:`CHECK_CONCURRENCY` analyses at once in worker threads, :data:`CHECK_WAITING` more waiting on the
-    event loop (no thread each); beyond that QueueFull (429 with Retry-After) at once.  Used on the event loop only."""
-
-    def __init__(self) -> None:
-        self.gate = asyncio.Semaphore(CHECK_CONCURRENCY)
-        self.waiting = 0
-
-    async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """``fn(*args, **kwargs)`` in a worker thread once the gate lets it in; raises QueueFull when it is full."""
-        if self.gate.locked() and self.waiting >= CHECK_WAITING:
-            raise QueueFull(f"{CHECK_CONCURRENCY} check running and {CHECK_WAITING} waiting: try again shortly", 2)
-        self.waiting += 1
-        entered = False
-        try:
-            async with self.gate:
-                entered = True
-                self.waiting -= 1
-                return await run_in_threadpool(fn, *args, **kwargs)
-        finally:
-            if not entered:  # the client went away while it waited
-                self.waiting -= 1
-
-
 def _skill_error_handler(status: int, code: str):
     async def handler(request: Request, exc: Exception):
         return _error(status, str(exc), code)
@@ -325,7 +298,9 @@ def create_app(verifier=None) -> FastAPI:
     # FastAPI's `responses`: status -> OpenAPI response fields (here the body model)
     errors: dict[int | str, dict[str, Any]] = {s: {"model": ErrorBody} for s in (400, 404, 422)}
     ask_slots = threading.BoundedSemaphore(ASK_CONCURRENCY)
-    check_gate = _CheckGate()
+    from fsdp_skill.core.plan.queue import PlanQueue  # the bounded queue plans use, here for checks
+
+    check_queue = PlanQueue(running=CHECK_CONCURRENCY, waiting=CHECK_WAITING, label="check", knob=None)
 
     @app.post(
         "/v1/ask",
@@ -350,7 +325,7 @@ def create_app(verifier=None) -> FastAPI:
     async def check_route(body: CheckRequest) -> CheckReport:
         from fsdp_skill.core.check import check_code
 
-        return await check_gate.run(check_code, body.code, body.path, select=body.select, ignore=body.ignore)
+        return await check_queue.run(functools.partial(check_code, body.code, body.path, select=body.select, ignore=body.ignore))
 
     # Plans go through the process's plan queue (fsdp_skill.core.plan.queue, shared with the MCP tool): one
     # measured at a time, a few waiting as entries (no thread each), the rest refused at once.

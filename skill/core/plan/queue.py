@@ -79,13 +79,22 @@ class PlanQueue:
     """At most ``running`` jobs at once, at most ``waiting()`` more admitted behind them, the rest refused at once.
 
     ``waiting``: the number of waiting places, or a function giving it (read at every admission; default
-    :func:`waiting_places`).  Jobs start in the order they were admitted.  Thread-safe, and not tied to one event
+    :func:`waiting_places`).  ``label`` names a job in the refusal message (``plan``; ``/v1/check`` uses one for its
+    checks), ``knob`` the variable that sets the waiting places (None: none does).  Jobs start in the order they were admitted.  Thread-safe, and not tied to one event
     loop: :meth:`submit` is synchronous, :meth:`run` awaits on whatever asyncio loop calls it.
     """
 
-    def __init__(self, running: int = RUNNING, waiting: int | Callable[[], int] = waiting_places):
+    def __init__(
+        self,
+        running: int = RUNNING,
+        waiting: int | Callable[[], int] = waiting_places,
+        *,
+        label: str = "plan",
+        knob: str | None = knobs.PLAN_QUEUE,
+    ):
         if running < 1:
             raise ValueError(f"running({running}) must be >= 1")
+        self._label, self._knob = label, knob  # what a job is, and the variable setting the waiting places (messages)
         self._running_max = running
         self._places: Callable[[], int] = (lambda: waiting) if isinstance(waiting, int) else waiting
         self._lock = threading.Lock()
@@ -118,7 +127,7 @@ class PlanQueue:
                 raise QueueFull(self._full_message(places), retry_after_s=self._retry_after_locked())
         future.add_done_callback(lambda f: self._discard(job) if f.cancelled() else None)
         if start:
-            threading.Thread(target=self._work, args=(job,), name="fsdp-skill-plan-queue", daemon=True).start()
+            threading.Thread(target=self._work, args=(job,), name=f"fsdp-skill-{self._label}-queue", daemon=True).start()
         return future
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
@@ -166,9 +175,10 @@ class PlanQueue:
         return max(1, math.ceil(self._mean_locked() - elapsed))
 
     def _full_message(self, places: int) -> str:
+        knob = f", {self._knob}" if self._knob else ""
         return (
-            f"the plan queue is full: {self._running} plan(s) running and {len(self._pending)} waiting "
-            f"(at most {self._running_max} running and {places} waiting, {knobs.PLAN_QUEUE}); nothing was started, "
+            f"the {self._label} queue is full: {self._running} {self._label}(s) running and {len(self._pending)} waiting "
+            f"(at most {self._running_max} running and {places} waiting{knob}); nothing was started, "
             f"retry in about {self._retry_after_locked()} s"
         )
 
