@@ -52,7 +52,7 @@ _start_lock = threading.RLock()  # no sweep between the start of a shepherd and 
 _held: weakref.WeakSet[Popen[Any]] = weakref.WeakSet()  # children this process started in sessions of their own
 _running = 0  # runs in progress in this process (the subreaper mark is set while there is one)
 _armed: int | None = None  # the pid that was ever a subreaper (a fork of this process is not one)
-_dumpable: int | None = None  # PR_GET_DUMPABLE before the first run in progress (restored after the last)
+_dumpable: int | None = None  # 1 when _hide cleared the dumpable flag (set again after the last run in progress)
 P = TypeVar("P", bound="Popen[Any]")
 
 
@@ -94,11 +94,11 @@ def watching() -> Iterator[None]:
 
 
 def _hide() -> None:
-    """Make this process not dumpable, remembering the previous setting (see the module docstring)."""
+    """Make this process not dumpable, to be made dumpable again by :func:`_unhide` (see the module docstring).
+    A process already not dumpable (0, or 2: readable by root only, which no prctl can set again) is left."""
     global _dumpable
-    before = _shepherd.prctl_get(_shepherd.PR_GET_DUMPABLE)
-    if before > 0 and _shepherd.prctl(_shepherd.PR_SET_DUMPABLE, 0):
-        _dumpable = before
+    if _shepherd.prctl_get(_shepherd.PR_GET_DUMPABLE) == 1 and _shepherd.prctl(_shepherd.PR_SET_DUMPABLE, 0):
+        _dumpable = 1
 
 
 def _unhide() -> None:
