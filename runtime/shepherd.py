@@ -9,6 +9,10 @@ process group, which is what the launchers did before.  Standard library only: i
 
 * It marks itself ``PR_SET_CHILD_SUBREAPER``: a descendant whose parent exits is reparented to the
   shepherd, never to init, so ``procfs.descendants`` (a ppid walk over ``/proc``) finds every process left.
+* It is not dumpable (``PR_SET_DUMPABLE=0``): its ``/proc/PID/environ`` (the caller's variables it was given)
+  and ``mem`` belong to root, so the run's processes, which need nothing of it, cannot read them; it writes
+  no core dump and the same user cannot attach a debugger to it.  Its command, started by ``execve``, is
+  dumpable again (the kernel resets the flag), so nothing below the shepherd is affected.
 * Its stdin is a pipe whose only writer is the caller: EOF means the caller exited, however it died
   (SIGKILL included).  Unlike ``PR_SET_PDEATHSIG``, which fires when the *thread* that forked a child
   exits, this also holds when a server starts a launcher from a worker thread that later ends.  The
@@ -47,21 +51,33 @@ def load_sibling(name: str) -> types.ModuleType:
 
 procfs = load_sibling("procfs")
 PR_SET_PDEATHSIG = 1
+PR_GET_DUMPABLE = 3
+PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 _libc = None
 
 
-def prctl(option: int, value: int) -> bool:
-    """``prctl(option, value)``; False when it is unavailable (not Linux) or refused."""
+def _call(option: int, value: int) -> int:
+    """``prctl(option, value, 0, 0, 0)``'s result; -1 when it is unavailable (not Linux) or refused."""
     global _libc
     try:
         import ctypes
 
         if _libc is None:
             _libc = ctypes.CDLL(None, use_errno=True)
-        return _libc.prctl(option, value, 0, 0, 0) == 0
+        return int(_libc.prctl(option, value, 0, 0, 0))
     except (OSError, AttributeError):
-        return False
+        return -1
+
+
+def prctl(option: int, value: int) -> bool:
+    """``prctl(option, value)``; False when it is unavailable (not Linux) or refused."""
+    return _call(option, value) == 0
+
+
+def prctl_get(option: int) -> int:
+    """The value a ``PR_GET_*`` option returns (e.g. ``PR_GET_DUMPABLE``: 0, 1 or 2); -1 when unavailable."""
+    return _call(option, 0)
 
 
 def kill(pid: int) -> None:
@@ -106,6 +122,7 @@ def main(argv: list[str]) -> int:
         return 2
     cmd = argv[1:]
     me = os.getpid()
+    prctl(PR_SET_DUMPABLE, 0)
     subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1)
     stop = []
     wake_r, wake_w = os.pipe()

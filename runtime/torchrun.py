@@ -393,16 +393,17 @@ def _run(
     t0 = time.monotonic()
     if SHEPHERD:
         cmd = [cmd[0], "-I", SHEPHERD_SCRIPT, "--rmtree", rundir, "--", *cmd]  # -I: stdlib only, whatever the env
-        env.update(orphans.owner_env())  # marks every process of the run as this process's
     with open(console, "wb") as out:
-        proc = subprocess.Popen(
-            cmd,
-            cwd=workdir,
-            env=env,
-            stdin=subprocess.PIPE if SHEPHERD else subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+        proc = orphans.start(  # held: never taken for a run's orphan by a sweep
+            lambda: subprocess.Popen(
+                cmd,
+                cwd=workdir,
+                env=env,
+                stdin=subprocess.PIPE if SHEPHERD else subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         )
     with _live_lock:
         _live.add(proc)
@@ -414,8 +415,8 @@ def _run(
             timed_out = True
             signalled, ignored = _abort_workers(proc, seen)
     finally:
-        if SHEPHERD and _exited(proc.pid):  # unreaped: its session id still names this run
-            orphans.sweep(sessions=(proc.pid,))  # a dead shepherd (a rank killed it) left the rest to us
+        if SHEPHERD and _exited(proc.pid):
+            orphans.sweep()  # a dead shepherd (a rank killed it) left the rest to us
         _kill_and_reap(proc)
         _remove_elastic_tmp(logdir, env.get("TMPDIR"))
     with _live_lock:

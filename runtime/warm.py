@@ -79,19 +79,20 @@ class WarmLauncher:
         env.setdefault("OPENBLAS_NUM_THREADS", "1")
         cmd = [self.python, ZYGOTE_SCRIPT, "--fd", str(theirs.fileno()), "--workdir", self.workdir]
         if SHEPHERD:
-            env.update(orphans.owner_env())  # marks every process of its jobs as this process's
             cmd = [self.python, "-I", SHEPHERD_SCRIPT, "--rmtree", self.workdir, "--fd", str(theirs.fileno()), "--", *cmd]
         try:
             with open(self._log_path, "wb") as log:
-                self.proc = subprocess.Popen(
-                    cmd,
-                    pass_fds=(theirs.fileno(),),
-                    stdin=subprocess.PIPE if SHEPHERD else subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=log,
-                    cwd=self.workdir,
-                    env=env,
-                    start_new_session=True,
+                self.proc = orphans.start(  # held: never taken for a run's orphan by a sweep
+                    lambda: subprocess.Popen(
+                        cmd,
+                        pass_fds=(theirs.fileno(),),
+                        stdin=subprocess.PIPE if SHEPHERD else subprocess.DEVNULL,
+                        stdout=log,
+                        stderr=log,
+                        cwd=self.workdir,
+                        env=env,
+                        start_new_session=True,
+                    )
                 )
         except OSError as exc:
             ours.close()
@@ -171,7 +172,7 @@ class WarmLauncher:
             "rundir": rundir,
             "world_size": world_size,
             "timeout": timeout,
-            "env": {**env, **orphans.owner_env()},
+            "env": env,
             "args": list(args or ()),
         }
         with self._lock:
@@ -205,7 +206,7 @@ class WarmLauncher:
     def _sweep(self, limit: float = 10.0) -> None:
         """After the zygote died: wait up to ``limit`` seconds for the shepherd to exit (it normally kills
         and reaps everything first), then, if it is dead but unreaped (a rank killed it), kill and reap
-        what it left (:func:`orphans.sweep`; its session id still names this launcher's processes)."""
+        what it left (:func:`orphans.sweep`)."""
         if not SHEPHERD:
             return
         deadline = time.monotonic() + limit
@@ -216,10 +217,7 @@ class WarmLauncher:
             except ChildProcessError:  # already reaped (another thread closed this launcher)
                 break
             time.sleep(0.01)
-        if self.proc.returncode is None:
-            orphans.sweep(sessions=(self.proc.pid,))
-        else:
-            orphans.sweep()
+        orphans.sweep()
 
     def _read_loop(self) -> None:
         try:

@@ -295,3 +295,140 @@ def test_rank_killing_the_shepherd_leaves_no_process(pids_dir, launcher):
         assert "supervisor was killed during the run" in v.reason, v.reason
     else:
         assert v.reason == launch.ZYGOTE_DIED, v.reason
+
+
+def _kill_left(pids: list[int]) -> None:
+    """Only if a test failed: SIGKILL what is left of ``pids`` and reap those that are this process's children."""
+    for pid in pids:
+        if exists(pid):
+            os.kill(pid, signal.SIGKILL)
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+
+
+@pytest.mark.parametrize("launcher", ["warm", "torchrun"])
+def test_a_detached_grandchild_with_no_environment_dies_with_a_run_that_kills_its_shepherd(pids_dir, launcher):
+    """Issue 25, row 75: each rank double-forks a sleeper that calls setsid() and execs with an empty
+    environment (no mark of the harness on it, in no session of the run), then rank 0 SIGKILLs every ancestor
+    up to the shepherd: the sleepers are reparented to the caller, which still kills and reaps them (they are
+    in a session other than its own and not a shepherd it started), so once the verdict is returned none is left."""
+    v = runtime.verify_code(script("escape_owner.py"), filename="escape_owner.py", launcher=launcher, use_cache=False, timeout=60)
+    pids = pids_in(pids_dir)
+    try:
+        assert pids and len(pids) % 4 == 0, pids  # rank and sleeper, two ranks, once or twice (warm reruns)
+        assert [p for p in pids if exists(p)] == []
+        assert v.status == "failed", v.reason
+    finally:
+        _kill_left(pids)
+
+
+def _ancestors_read(pids_dir: Path) -> tuple[str, dict[int, str]]:
+    rows = (pids_dir / "environ.txt").read_text().splitlines()
+    owner = rows[0].split(" ", 1)[1]
+    return owner, {int(pid): state for pid, state in (row.split() for row in rows[1:])}
+
+
+@pytest.mark.parametrize("launcher", ["warm", "torchrun"])
+def test_a_rank_cannot_read_the_environment_of_its_caller_or_shepherd(pids_dir, launcher):
+    """Issue 25, row 90: no variable of the harness hands a rank the caller's pid, and the caller (while the
+    run is in progress) and the shepherd are not dumpable, so a rank that walks its ancestors (having given up
+    CAP_SYS_PTRACE) cannot read their /proc/PID/environ.  Root reads every process's /proc whatever its
+    dumpable flag, so that part is checked only when the tests do not run as root (the flags themselves are
+    checked by the tests below)."""
+    v = runtime.verify_code(
+        script("read_owner_env.py"), filename="read_owner_env.py", launcher=launcher, use_cache=False, timeout=60
+    )
+    assert v.status == "passed", v.reason
+    owner, read = _ancestors_read(pids_dir)
+    assert owner == "-"  # FSDP_HARNESS_OWNER is gone from the ranks' environment
+    assert os.getpid() in read, read
+    if os.geteuid() != 0:
+        chain = list(read)
+        assert read[os.getpid()] == "denied", read
+        assert read[chain[chain.index(os.getpid()) - 1]] == "denied", read  # the shepherd, just below the caller
+        assert read[chain[0]] == "readable", read  # the rank's own parent (zygote, agent): the ranks' environment
+
+
+def test_the_caller_is_not_dumpable_while_a_run_is_in_progress():
+    """``orphans.watching`` (every run and plan is inside it) clears this process's dumpable flag for as long as
+    some run is in progress and restores it after the last one (nested: two runs in two threads)."""
+    from fsdp_skill.runtime import orphans
+    from fsdp_skill.runtime import shepherd as sh
+
+    before = sh.prctl_get(sh.PR_GET_DUMPABLE)
+    assert before == 1
+    with orphans.watching():
+        assert sh.prctl_get(sh.PR_GET_DUMPABLE) == 0
+        with orphans.watching():
+            assert sh.prctl_get(sh.PR_GET_DUMPABLE) == 0
+        assert sh.prctl_get(sh.PR_GET_DUMPABLE) == 0
+    assert sh.prctl_get(sh.PR_GET_DUMPABLE) == before
+
+
+def _plain_user() -> tuple[str, object]:
+    """An interpreter and a ``preexec_fn`` that run a process as a user other than root with no capability: this
+    process's own when it is not root, else uid/gid 65534 with a system interpreter that user can run (skips
+    when there is none)."""
+    if os.geteuid() != 0:
+        return sys.executable, None
+
+    def demote() -> None:
+        os.setgid(65534)
+        os.setuid(65534)
+
+    for python in ("/usr/bin/python3", "/usr/local/bin/python3", "/bin/python3"):
+        check = [python, "-c", f"open({str(SHEPHERD)!r}).close()"]
+        if os.path.exists(python) and subprocess.run(check, preexec_fn=demote).returncode == 0:
+            return python, demote
+    pytest.skip("running as root, and no interpreter that uid 65534 can run with the shepherd's file")
+
+
+def test_the_shepherd_environment_is_unreadable_but_its_command_is_not(tmp_path):
+    """The shepherd marks itself not dumpable: a process of the same (non-root) user cannot read its
+    /proc/PID/environ, while the command it runs (dumpable again after execve) stays readable."""
+    python, preexec = _plain_user()
+    proc = subprocess.Popen(
+        [python, "-I", str(SHEPHERD), "--", "sleep", "300"], stdin=subprocess.PIPE, preexec_fn=preexec, env={"X": "1"}
+    )
+    try:
+        assert wait_for(lambda: len(Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()) == 1)
+        (child,) = (int(p) for p in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split())
+        probe = textwrap.dedent("""
+            import sys
+            for pid in sys.argv[1:]:
+                try:
+                    open(f"/proc/{pid}/environ", "rb").read()
+                    print("readable")
+                except OSError:
+                    print("denied")
+        """)
+        out = subprocess.run([python, "-c", probe, str(proc.pid), str(child)], preexec_fn=preexec, capture_output=True, text=True)
+        assert out.stdout.split() == ["denied", "readable"], out
+    finally:
+        proc.stdin.close()  # EOF: the shepherd kills its command and exits
+        proc.wait(30)
+
+
+def test_a_sweep_kills_the_callers_unheld_children_in_other_sessions_only():
+    """What a sweep takes for a run's orphan: a child of the caller in a session other than its own that the
+    caller did not start through ``orphans.start`` (as a sleeper reparented to it would be).  A child started
+    that way (a shepherd) and one in the caller's own session (a probe another thread waits for) are left."""
+    from fsdp_skill.runtime import orphans
+
+    sleep = ["sleep", "300"]
+    with orphans.watching():
+        held = orphans.start(lambda: subprocess.Popen(sleep, start_new_session=True))
+        stray = subprocess.Popen(sleep, start_new_session=True)
+        probe = subprocess.Popen(sleep)
+        try:
+            killed = orphans.sweep()
+            assert stray.pid in killed, killed
+            assert held.pid not in killed and probe.pid not in killed, killed
+            assert not exists(stray.pid)  # killed and reaped
+            assert held.poll() is None and probe.poll() is None
+        finally:
+            for proc in (held, stray, probe):
+                proc.kill()
+                proc.wait()

@@ -60,7 +60,6 @@ def run_child(request: dict[str, Any], *, timeout: float = DEFAULT_TIMEOUT_S) ->
     cmd = [facts.python, CHILD, framing.FLAG, nonce, "--request", request_path]
     if SHEPHERD:
         cmd = [facts.python, "-I", SHEPHERD_SCRIPT, "--rmtree", tmp, "--", *cmd]  # -I: stdlib only, whatever the env
-        env.update(orphans.owner_env())  # marks every process of the plan as this process's (orphans.sweep)
     restore = _terminate_as_exit()
     try:
         with open(request_path, "w", encoding="utf-8") as f:
@@ -76,7 +75,7 @@ def run_child(request: dict[str, Any], *, timeout: float = DEFAULT_TIMEOUT_S) ->
                 ) from None
             finally:
                 if SHEPHERD and proc.poll() is not None and proc.returncode not in (0, 3):
-                    orphans.sweep(sessions=(proc.pid,))  # a dead shepherd left the rest of its session to us
+                    orphans.sweep()  # a dead shepherd left the rest of the plan's processes to us
                 _stop(proc)  # every process of the plan, anything the user's code started included
         with _live_lock:
             if proc in _aborted:
@@ -95,14 +94,16 @@ def _start(cmd: list[str], env: dict[str, str], out_path: str, err_path: str) ->
     a session of its own, its output to files: a process the user's factory starts (and keeps) would hold a pipe
     open, and reading it to the end would wait for that process instead of the planner."""
     with open(out_path, "w") as out_f, open(err_path, "w") as err_f:
-        proc = subprocess.Popen(
-            cmd,
-            stdin=subprocess.PIPE if SHEPHERD else subprocess.DEVNULL,
-            stdout=out_f,
-            stderr=err_f,
-            env=env,
-            start_new_session=True,
-            text=True,
+        proc = orphans.start(  # held: never taken for a plan's orphan by a sweep
+            lambda: subprocess.Popen(
+                cmd,
+                stdin=subprocess.PIPE if SHEPHERD else subprocess.DEVNULL,
+                stdout=out_f,
+                stderr=err_f,
+                env=env,
+                start_new_session=True,
+                text=True,
+            )
         )
     with _live_lock:
         _live.add(proc)
