@@ -364,9 +364,7 @@ def _skipped_work(facts: FileFacts, exit_: ast.stmt, branch: ast.If) -> tuple[st
     return first
 
 
-def _realigns(
-    facts: FileFacts, loop: ast.stmt, exit_: ast.stmt, calls: list[ast.Call], positions: list[tuple[int, int]]
-) -> bool:
+def _realigns(facts: FileFacts, loop: ast.stmt, exit_: ast.stmt, calls: list[ast.Call], positions: list[tuple[int, int]]) -> bool:
     """Is ``exit_`` a ``continue`` of a ``while True:`` loop taken before any synchronised work of the iteration (an
     interactive loop: ``if rank == 0: prompt = input(); if not prompt: continue`` ahead of the broadcast)? The ranks
     taking it start the iteration again and meet the others in the same first collective: the order of the

@@ -239,8 +239,10 @@ def _handed_on_unused(facts: FileFacts, scaler: ast.Call) -> bool:
     parent = facts.parents.get(id(scaler))
     if isinstance(parent, ast.keyword):
         parent = facts.parents.get(id(parent))
-    handed = isinstance(parent, ast.Call) and parent is not scaler or (
-        isinstance(parent, ast.Assign) and all(isinstance(t, ast.Subscript) for t in parent.targets)
+    handed = (
+        isinstance(parent, ast.Call)
+        and parent is not scaler
+        or (isinstance(parent, ast.Assign) and all(isinstance(t, ast.Subscript) for t in parent.targets))
     )
     return handed and not any(isinstance(c.func, ast.Attribute) and c.func.attr == "scale" for c in facts.calls())
 
