@@ -178,3 +178,33 @@ def test_fsd070_is_silent_where_a_condition_may_guard_the_ranks(guard):
     assert [f.code for f in check_source(head + guard + tail) if f.code == "FSD070"] == []
     scored = "    if args.score > args.best:\n        torch.save(model.state_dict(), path)\n"
     assert [f.code for f in check_source(head + scored + tail) if f.code == "FSD070"] == ["FSD070"]
+
+
+UNSHARDED = """import torch
+import torch.distributed as dist
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+def load_unsharded(model, path):
+    if dist.get_rank() != 0:
+        return
+    {guard}
+    model.load_state_dict(torch.load(path, map_location="cpu"))
+
+def main(path):
+    model = FSDP(torch.nn.Linear(2, 2))
+    load_unsharded(model, path)
+"""
+
+
+@pytest.mark.parametrize(
+    ("guard", "want"),
+    [
+        ("pass", [(9, "FSD071")]),
+        ('if is_model_fsdp(model):\n        raise ValueError("pass a model not wrapped with FSDP")', []),  # composer's
+        ("assert not isinstance(model, FSDP)", []),
+        ("if not is_model_fsdp(model):\n        raise ValueError('wrap it first')", [(10, "FSD071")]),
+        ("if is_model_fsdp(model):\n        print('sharded')", [(10, "FSD071")]),
+    ],
+)
+def test_fsd071_a_load_after_the_function_refuses_an_fsdp_module_never_meets_one(guard, want):
+    assert _codes(UNSHARDED.format(guard=guard)) == want

@@ -301,3 +301,30 @@ def fit(model, x, t):
 def test_fsd038_carries_a_reduced_value_through_derivations_and_returns(derive, ret, test, fires):
     code = REDUCED.format(derive=derive, ret=ret, test=test)
     assert [ln for ln, c in _codes(code) if c == "FSD038"] == ([10] if fires else [])
+
+
+INTERACTIVE = """import torch.distributed as dist
+obj = [None]
+{loop}
+    {pre}
+    if dist.get_rank() == 0:
+        prompt = input()
+        if not prompt:
+            continue
+        obj = [prompt]
+    dist.broadcast_object_list(obj, src=0)
+"""
+
+
+@pytest.mark.parametrize(
+    ("loop", "pre", "found"),
+    [
+        ("while True:", "pass", []),  # metaseq's interactive loop: rank 0 asks again, the others wait in the broadcast
+        ("while 1:", "pass", []),
+        ("while True:", "dist.barrier()", [(8, "FSD037")]),  # the barrier is made again, the others are in the broadcast
+        ("for _ in range(10):", "pass", [(8, "FSD037")]),  # a counted loop: rank 0 runs out of iterations first
+        ("while steps < 10:", "pass", [(8, "FSD037")]),
+    ],
+)
+def test_fsd037_a_continue_before_any_collective_of_a_while_true_loop_only_starts_it_again(loop, pre, found):
+    assert _codes(INTERACTIVE.format(loop=loop, pre=pre)) == found

@@ -382,3 +382,29 @@ def test_fsd043_what_the_same_script_saved_from_the_cpu_and_the_saved_arguments(
     assert _lines(weights.replace("print(train_args.__dict__,", "print(ckpt,"), "FSD043") == [34]
     ints = good.replace('{"epoch": int(args.epoch), "step": 0}', '{"epoch": int(args.epoch), "ema": model.state_dict()}')
     assert _lines(ints, "FSD043") == [33]
+
+
+HANDED = """import torch
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+def build_state(model, use_grad_scaler):
+    model = FSDP(model)
+    kwargs = {{}}
+    if use_grad_scaler:
+        {line}
+    return State(model=model, **kwargs)
+{use}"""
+
+
+@pytest.mark.parametrize(
+    ("line", "use", "want"),
+    [
+        ('kwargs["scaler"] = torch.amp.GradScaler()', "", []),  # composer's test helper: handed to a State, never used
+        ("return State(model=model, scaler=torch.amp.GradScaler())", "", []),
+        ('kwargs["scaler"] = torch.amp.GradScaler()', "\ndef step(s, loss):\n    s.scale(loss).backward()\n", [8]),
+        ("scaler = torch.amp.GradScaler()", "", [8]),  # bound to a name in the file: as before
+    ],
+)
+def test_fsd011_a_scaler_handed_to_unseen_code_and_never_used_here_is_silent(line, use, want):
+    found = [f.line for f in check_source(HANDED.format(line=line, use=use), select=["FSD011"])]
+    assert found == want

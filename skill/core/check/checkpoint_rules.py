@@ -498,6 +498,8 @@ def loaded_on_one_rank_after_wrap(facts: FileFacts) -> Found:
             continue
         recv = call.func.value
         kind = _wrapped_before(facts, recv)
+        if kind == "fsdp1" and finders._fsdp_excluded(facts, call):
+            kind = None  # after `if _is_model_fsdp(model): raise`: this load never meets an FSDP module
         if kind is None and _optimizer(facts, recv):
             kind = "optimizer"
         if kind is None:

@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterator
 
 from fsdp_skill.core.check import calls as callgraph  # `calls` is a common local name here
 from fsdp_skill.core.check import rank_conditional as rc
-from fsdp_skill.core.check.facts import DDP, FileFacts, dotted, end, kwarg, last_name, start
+from fsdp_skill.core.check.facts import DDP, FileFacts, dotted, end, is_true, kwarg, last_name, start
 from fsdp_skill.core.check.finders import Found, finder
 
 Func = ast.FunctionDef | ast.AsyncFunctionDef
@@ -328,6 +328,8 @@ def _skipped_work(facts: FileFacts, exit_: ast.stmt, branch: ast.If) -> tuple[st
         if loop is None or not any(loop is a for a in facts.ancestors(branch)):
             return None  # the loop is inside the rank branch: every rank that runs it leaves it alike
         lo, hi = start(loop.body[0]), end(loop.body[-1])
+        if isinstance(exit_, ast.Continue) and _realigns(facts, loop, exit_, calls, positions):
+            return None
     elif isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
         loops = _loops_around(facts, branch)
         lo, hi = (start(loops[-1]), end(loops[-1])) if loops else (end(exit_), end(scope))
@@ -360,6 +362,19 @@ def _skipped_work(facts: FileFacts, exit_: ast.stmt, branch: ast.If) -> tuple[st
         if not stmt_holds(arm, call) and _spoken_for(facts, call, branch, around) is None:
             first = reach.call(call)
     return first
+
+
+def _realigns(facts: FileFacts, loop: ast.stmt, exit_: ast.stmt, calls: list[ast.Call], positions: list[tuple[int, int]]) -> bool:
+    """Is ``exit_`` a ``continue`` of a ``while True:`` loop taken before any synchronised work of the iteration (an
+    interactive loop: ``if rank == 0: prompt = input(); if not prompt: continue`` ahead of the broadcast)? The ranks
+    taking it start the iteration again and meet the others in the same first collective: the order of the
+    collectives is the same on every rank, only this rank's count of iterations differs, and a loop with no end of
+    its own never ends on that count."""
+    if not (isinstance(loop, ast.While) and (is_true(loop.test) or isinstance(loop.test, ast.Constant) and loop.test.value == 1)):
+        return False
+    reach = reach_of(facts)
+    before = calls[bisect.bisect_left(positions, start(loop.body[0])) : bisect.bisect_left(positions, start(exit_))]
+    return all(reach.call(c) is None for c in before[:_SCAN_LIMIT]) and len(before) <= _SCAN_LIMIT
 
 
 def _done_before_continue(

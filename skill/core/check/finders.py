@@ -226,16 +226,47 @@ def plain_grad_scaler_with_fsdp(facts: FileFacts) -> Found:
             facts.qual(call) == "torch.amp.GradScaler"
             and not (isinstance(enabled, ast.Constant) and enabled.value is False)
             and not _fsdp_excluded(facts, call)
+            and not _handed_on_unused(facts, call)
         ):
             yield call, None
+
+
+def _handed_on_unused(facts: FileFacts, scaler: ast.Call) -> bool:
+    """Is the scaler built by ``scaler`` handed straight to code the file does not show (an argument of a call, an
+    item of a dict: ``State(scaler=GradScaler())``, ``kwargs["scaler"] = GradScaler()``) while nothing in the file
+    scales a loss with a scaler (no ``.scale(...)``)? Whether that code steps it on sharded gradients, the file
+    cannot tell (composer's test helpers put one in a ``State`` only to compare its ``state_dict``)."""
+    parent = facts.parents.get(id(scaler))
+    if isinstance(parent, ast.keyword):
+        parent = facts.parents.get(id(parent))
+    handed = (
+        isinstance(parent, ast.Call)
+        and parent is not scaler
+        or (isinstance(parent, ast.Assign) and all(isinstance(t, ast.Subscript) for t in parent.targets))
+    )
+    return handed and not any(isinstance(c.func, ast.Attribute) and c.func.attr == "scale" for c in facts.calls())
 
 
 def _mentions_fsdp(node: ast.AST) -> bool:
     return any("fsdp" in (dotted(n) or "").lower() for n in ast.walk(node) if isinstance(n, (ast.Name, ast.Attribute)))
 
 
+def _refuses_fsdp(st: ast.stmt) -> bool:
+    """Does the statement ``st`` end its block's way for an FSDP module: ``assert not args.fsdp``, or ``if
+    _is_model_fsdp(model): raise ...`` (composer's unsharded load) / ``return`` with no ``else``?"""
+    if isinstance(st, ast.Assert):
+        return isinstance(st.test, ast.UnaryOp) and isinstance(st.test.op, ast.Not) and _mentions_fsdp(st.test)
+    return (
+        isinstance(st, ast.If)
+        and not st.orelse
+        and _mentions_fsdp(st.test)
+        and not (isinstance(st.test, ast.UnaryOp) and isinstance(st.test.op, ast.Not))
+        and isinstance(st.body[-1], (ast.Raise, ast.Return))
+    )
+
+
 def _fsdp_excluded(facts: FileFacts, node: ast.AST) -> bool:
-    """Is ``node`` on a path where FSDP is off: after ``assert not args.fsdp`` in its block, under ``if not
+    """Is ``node`` on a path where FSDP is off: after ``assert not args.fsdp`` or ``if is_fsdp(m): raise`` in its block, under ``if not
     use_fsdp:``, or in the ``else`` of ``if args.fsdp:`` (open_lm's amp path refuses FSDP)?"""
     cur: ast.AST | None = node
     while cur is not None:
@@ -249,13 +280,7 @@ def _fsdp_excluded(facts: FileFacts, node: ast.AST) -> bool:
             block = getattr(parent, name, None)
             if isinstance(block, list) and any(st is cur for st in block):
                 before = block[: [i for i, st in enumerate(block) if st is cur][0]]
-                if any(
-                    isinstance(st, ast.Assert)
-                    and isinstance(st.test, ast.UnaryOp)
-                    and isinstance(st.test.op, ast.Not)
-                    and _mentions_fsdp(st.test)
-                    for st in before
-                ):
+                if any(_refuses_fsdp(st) for st in before):
                     return True
         cur = parent
     return False

@@ -532,9 +532,9 @@ RULES: dict[str, Rule] = {
             "error",
             "early stopping (`break` out of the training loop) on a validation metric each rank computed on its own "
             "shard, or on this rank's own wall clock (`time.time() - start > budget`)",
-            "each rank's metric comes from its own shard of the validation data (each rank reads its own clock), so the "
-            "ranks can decide differently and leave the loop at different iterations: the others hang in the next "
-            "collective; all-reduce the metric (or the stop flag) before deciding, or broadcast rank 0's decision",
+            "a value each rank computed alone (a metric over its own shard of the data, its own clock) can differ "
+            "between ranks, so they can decide differently and leave the loop at different iterations: the others hang "
+            "in the next collective; all-reduce the metric (or the stop flag) before deciding, or broadcast rank 0's decision",
             "debugging/rank-divergent-early-exit",
             "debugging/early-stop-agreed",
         ),
