@@ -309,12 +309,55 @@ def _patch_cuda() -> None:
         table[name] = nothing
     for name, value in table.items():
         setattr(cuda, name, value)
+    _patch_accelerator(table)
     memory = cuda.memory
     for name in ("_record_memory_history", "_snapshot", "_dump_snapshot", "memory_snapshot"):
         setattr(memory, name, refused(f"torch.cuda.memory.{name.lstrip('_')} (the CUDA caching allocator's history)"))
     for name in ("range_push", "range_pop", "mark"):
         setattr(cuda.nvtx, name, nothing)
     cuda.nvtx.range = lambda *a, **k: contextlib.nullcontext()
+
+
+def _patch_accelerator(cuda: dict[str, Any]) -> None:
+    """``torch.accelerator`` answers as for CUDA to the script (torch's own calls get the real CPU host)."""
+    import contextlib
+
+    import torch
+
+    acc = torch.accelerator
+    real_available, real_current, real_count = acc.is_available, acc.current_accelerator, acc.device_count
+
+    def is_available() -> bool:
+        return real_available() if _from_torch() else True
+
+    def current_accelerator(check_available: bool = False) -> Any:
+        return real_current(check_available) if _from_torch() else torch.device("cuda")
+
+    def device_count() -> int:
+        return real_count() if _from_torch() else cuda["device_count"]()
+
+    class device_index(contextlib.nullcontext):  # noqa: N801 - torch.accelerator.device_index's name
+        def __init__(self, index: int | None) -> None:
+            super().__init__(index)
+
+    table = {
+        "is_available": is_available,
+        "current_accelerator": current_accelerator,
+        "device_count": device_count,
+        "device_index": device_index,
+        "set_device_index": cuda["set_device"],
+        "set_device_idx": cuda["set_device"],
+        "current_device_index": cuda["current_device"],
+        "current_device_idx": cuda["current_device"],
+        "synchronize": cuda["synchronize"],
+        "empty_cache": cuda["empty_cache"],
+        "current_stream": cuda["current_stream"],
+    }
+    for name in ("memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved", "memory_stats"):
+        table[name] = cuda[name]
+    for name, value in table.items():
+        if hasattr(acc, name):
+            setattr(acc, name, value)
 
 
 # -- distributed, wrappers, autocast, scalers ---------------------------------------------------------
@@ -331,6 +374,10 @@ def _patch_distributed() -> None:
     from torch.distributed import distributed_c10d as c10d
 
     init, new_group, mesh = c10d.init_process_group, c10d.new_group, device_mesh.init_device_mesh
+    default_backend = c10d.get_default_backend_for_device
+
+    def get_default_backend_for_device(device: Any) -> str:
+        return "gloo" if _is_cuda(device) else default_backend(device)
 
     def init_process_group(backend: Any = None, *args: Any, **kwargs: Any) -> None:
         kwargs.pop("device_id", None)
@@ -347,6 +394,7 @@ def _patch_distributed() -> None:
 
     for module in (dist, c10d):
         module.init_process_group, module.new_group = init_process_group, new_group_  # type: ignore[assignment]
+        module.get_default_backend_for_device = get_default_backend_for_device  # type: ignore[attr-defined]
     for module in (dist, device_mesh):
         module.init_device_mesh = init_device_mesh  # type: ignore[attr-defined]
 
@@ -476,9 +524,33 @@ def install(record: str | None = None) -> Any:
     _patch_wrappers()
     _patch_amp()
     _patch_extensions()
-    set_default = torch.set_default_device
+    set_default, load = torch.set_default_device, torch.load
     torch.set_default_device = lambda device: set_default(_cpu(device))  # type: ignore[assignment]
+
+    def load_(f: Any, map_location: Any = None, *args: Any, **kwargs: Any) -> Any:
+        return load(f, _cpu(map_location), *args, **kwargs)  # a checkpoint mapped to "cuda:N" loads on the CPU
+
+    torch.load = load_  # type: ignore[assignment]
+    _patch_module()
     return _mode_class()()
+
+
+def _patch_module() -> None:
+    """``Module.to(0)`` / ``.to("cuda")`` / ``.to_empty(device="cuda")`` on the CPU (``Module.cuda()`` goes
+    through ``Tensor.cuda``, which the mode maps)."""
+    from torch import nn
+
+    to, to_empty = nn.Module.to, nn.Module.to_empty
+
+    def to_(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if "device" in kwargs:
+            kwargs["device"] = _cpu(kwargs["device"])
+        return to(self, *(_cpu(a) for a in args), **kwargs)
+
+    def to_empty_(self: Any, *, device: Any, recurse: bool = True) -> Any:
+        return to_empty(self, device=_cpu(device), recurse=recurse)
+
+    nn.Module.to, nn.Module.to_empty = to_, to_empty_  # type: ignore[method-assign, assignment]
 
 
 def main(argv: list[str] | None = None) -> int:

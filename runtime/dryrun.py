@@ -4,6 +4,7 @@
     entry(job, script, rundir) -> (s, args)    what the launcher starts: ``cpu_dry.py --rundir DIR -- SCRIPT ARGS``
     rank_env(job, env)                         the ranks' environment of a dry run (TORCH_DISTRIBUTED_DEBUG=DETAIL)
     finish(job, verdict, rundir) -> Verdict    the verdict marked ``dry_run``; a refusal makes it ``skipped``
+    refused(verdict) / describe(verdict)       whether a dry run was refused; the words a report opens with
 
 Each rank runs :mod:`cpu_dry` (a file-run module) as its script, which maps CUDA placement to the CPU and runs
 the user's script; what it cannot map it writes to ``<rundir>/rank<N>.dryrun`` ("cannot dry-run on CPU: <what>,
@@ -76,6 +77,11 @@ def finish(job: Job, verdict: Verdict, rundir: str) -> Verdict:
         update["status"] = "skipped"
         update["reason"] = f"{message} (rank {', '.join(map(str, ranks))})"
     return verdict.model_copy(update=update)
+
+
+def refused(verdict: Verdict) -> bool:
+    """Whether ``verdict`` is a dry run that could not happen (a rank needed what the CPU cannot stand in for)."""
+    return verdict.dry_run is not None and verdict.status == "skipped" and (verdict.reason or "").startswith(REFUSAL_PREFIX)
 
 
 def describe(verdict: Verdict) -> str:

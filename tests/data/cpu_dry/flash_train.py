@@ -1,10 +1,12 @@
 """A GPU script that imports a CUDA-only extension (flash-attn): a CPU dry run cannot stand in for its kernels."""
 
+import os
+
 import torch
 import torch.distributed as dist
 
 dist.init_process_group("nccl")
-torch.cuda.set_device(dist.get_rank())
+torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
 try:
     from flash_attn import flash_attn_func  # the script's own fallback must not hide the refusal
 except Exception:

@@ -16,6 +16,7 @@ import torch.nn as nn
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 from torch.distributed.fsdp import fully_shard
+from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 p = argparse.ArgumentParser()
@@ -51,7 +52,9 @@ elif args.mode == "fsdp2":
 else:
     model = FSDP(model, device_id=local_rank if cuda else device)
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
-scaler = torch.amp.GradScaler(args.device, init_scale=1024.0) if args.amp == "scaler" else None
+scaler = None
+if args.amp == "scaler":  # a sharded model's scaler checks every rank's shards for inf
+    scaler = (torch.amp.GradScaler if args.mode == "ddp" else ShardedGradScaler)(args.device, init_scale=1024.0)
 
 for step in range(args.steps):
     g = torch.Generator().manual_seed(100 + 10 * rank + step)
