@@ -134,7 +134,7 @@ def _no_fp8(values: Any) -> None:
 
     for value in values:
         if isinstance(value, torch.dtype) and "float8" in str(value):
-            raise refuse(f"fp8 dtype {value} (no fp8 matmul kernels on CPU)")
+            raise refuse(f"fp8 dtype {value}")
 
 
 def _mode_class() -> type:
@@ -393,10 +393,10 @@ def _patch_distributed() -> None:
         return mesh(_cpu(device_type), *args, **kwargs)
 
     for module in (dist, c10d):
-        module.init_process_group, module.new_group = init_process_group, new_group_  # type: ignore[assignment]
-        module.get_default_backend_for_device = get_default_backend_for_device  # type: ignore[attr-defined]
+        module.init_process_group, module.new_group = init_process_group, new_group_
+        module.get_default_backend_for_device = get_default_backend_for_device
     for module in (dist, device_mesh):
-        module.init_device_mesh = init_device_mesh  # type: ignore[attr-defined]
+        module.init_device_mesh = init_device_mesh
 
 
 def _unchecked(group: Any) -> Any:
@@ -437,7 +437,7 @@ def _patch_wrappers() -> None:
             kwargs["device_id"] = torch.device("cpu")  # FSDP1 needs the CPU named to run there
         fsdp_init(self, *args, **kwargs)
 
-    DDP.__init__, FSDP.__init__ = ddp, fsdp  # type: ignore[method-assign]
+    DDP.__init__, FSDP.__init__ = ddp, fsdp
 
 
 def _patch_amp() -> None:
@@ -467,11 +467,11 @@ def _patch_amp() -> None:
         def __init__(self, device: str = "cuda", *args: Any, **kwargs: Any) -> None:
             super().__init__(_cpu(device), *args, **kwargs)
 
-    torch.autocast = torch.amp.autocast = Autocast  # type: ignore[misc]
-    torch.amp.GradScaler = Scaler  # type: ignore[misc]
-    torch.cuda.amp.autocast = cuda_autocast  # type: ignore[assignment]
-    torch.cuda.amp.GradScaler = lambda *a, **k: Scaler("cpu", *a, **k)  # type: ignore[assignment]
-    sharded_grad_scaler.ShardedGradScaler = Sharded  # type: ignore[misc]
+    torch.autocast = torch.amp.autocast = Autocast
+    torch.amp.GradScaler = Scaler
+    torch.cuda.amp.autocast = cuda_autocast
+    torch.cuda.amp.GradScaler = lambda *a, **k: Scaler("cpu", *a, **k)
+    sharded_grad_scaler.ShardedGradScaler = Sharded
 
 
 def _patch_extensions() -> None:
@@ -500,16 +500,22 @@ def _patch_extensions() -> None:
             raise refuse(f"torch.utils.cpp_extension.load_inline of CUDA sources ({name})")
         return inline(name, cpp_sources, cuda_sources, *args, **kwargs)
 
-    cpp_extension.load, cpp_extension.load_inline = load_, inline_  # type: ignore[assignment]
+    cpp_extension.load, cpp_extension.load_inline = load_, inline_
 
 
 def _from_torch_import() -> bool:
-    """Whether the import being resolved was started by torch's own code (torch probes for triton itself)."""
+    """Whether the import being resolved was started by torch's own code (torch probes for triton itself) or is a
+    probe (``importlib.util.find_spec``, as libraries check for flash_attn), which is answered as usual."""
     torch_dir = _torch_dir()
     frame = sys._getframe(2)
-    while frame is not None and frame.f_code.co_filename.startswith("<frozen"):
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if frame.f_code.co_name == "find_spec" and (name == "<frozen importlib.util>" or name.endswith("util.py")):
+            return True  # a probe
+        if not name.startswith("<frozen"):
+            return name.startswith(torch_dir)
         frame = frame.f_back  # type: ignore[assignment]
-    return frame is not None and frame.f_code.co_filename.startswith(torch_dir)
+    return False
 
 
 def install(record: str | None = None) -> Any:
@@ -525,12 +531,12 @@ def install(record: str | None = None) -> Any:
     _patch_amp()
     _patch_extensions()
     set_default, load = torch.set_default_device, torch.load
-    torch.set_default_device = lambda device: set_default(_cpu(device))  # type: ignore[assignment]
+    torch.set_default_device = lambda device: set_default(_cpu(device))
 
     def load_(f: Any, map_location: Any = None, *args: Any, **kwargs: Any) -> Any:
         return load(f, _cpu(map_location), *args, **kwargs)  # a checkpoint mapped to "cuda:N" loads on the CPU
 
-    torch.load = load_  # type: ignore[assignment]
+    torch.load = load_
     _patch_module()
     return _mode_class()()
 
@@ -550,7 +556,7 @@ def _patch_module() -> None:
     def to_empty_(self: Any, *, device: Any, recurse: bool = True) -> Any:
         return to_empty(self, device=_cpu(device), recurse=recurse)
 
-    nn.Module.to, nn.Module.to_empty = to_, to_empty_  # type: ignore[method-assign, assignment]
+    nn.Module.to, nn.Module.to_empty = to_, to_empty_
 
 
 def main(argv: list[str] | None = None) -> int:

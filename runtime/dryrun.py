@@ -87,4 +87,3 @@ def refused(verdict: Verdict) -> bool:
 def describe(verdict: Verdict) -> str:
     """The words a report opens with for ``verdict``'s dry run ('' for a real run)."""
     return "CPU dry run (gloo, CUDA mapped to CPU)" if verdict.dry_run == "cpu" else ""
-

@@ -192,3 +192,25 @@ def test_policy_stores_a_dry_run_under_its_own_key():
     assert cached_verdict(code) is None  # the real run's key finds nothing
     again = policy.verify(Job(code=code, timeout=60, dry_run="cpu"), launcher="warm", use_cache=True, facts=target.facts(None))
     assert again.cached and again.dry_run == "cpu"
+
+
+_HEAD = "import importlib.util\nimport torch\nimport torch.distributed as dist\n\ndist.init_process_group('nccl')\n"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "body,code,text",
+    [
+        ("x = torch.ones(2, device='cuda').to(torch.float8_e4m3fn)\n", 2, "fp8 dtype torch.float8_e4m3fn, at train.py:6"),
+        ("torch.cuda.memory._record_memory_history()\n", 2, "torch.cuda.memory.record_memory_history"),
+        ("print(importlib.util.find_spec('flash_attn'))\n", 0, "PASS"),  # a probe is answered as usual
+        ("assert torch.cuda.max_memory_allocated() == 0 and torch.cuda.device_count() == 2\n", 0, "PASS"),
+    ],
+    ids=["fp8", "memory-history", "probe", "memory-query"],
+)
+def test_what_cannot_be_mapped_exits_2(tmp_path, capsys, body, code, text):
+    script = tmp_path / "train.py"
+    script.write_text(_HEAD + body + "dist.destroy_process_group()\n")
+    got = main(["verify", "--cpu", str(script)])
+    out = capsys.readouterr().out
+    assert got == code and text in out, out

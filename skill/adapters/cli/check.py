@@ -71,7 +71,11 @@ def _refused(verdict: dict) -> bool:
     """Whether the verdict (as JSON) is a CPU dry run that could not happen."""
     from fsdp_skill.runtime.dryrun import REFUSAL_PREFIX
 
-    return bool(verdict.get("dry_run")) and verdict["status"] == "skipped" and (verdict.get("reason") or "").startswith(REFUSAL_PREFIX)
+    return (
+        bool(verdict.get("dry_run"))
+        and verdict["status"] == "skipped"
+        and (verdict.get("reason") or "").startswith(REFUSAL_PREFIX)
+    )
 
 
 def _output_format(args) -> str:

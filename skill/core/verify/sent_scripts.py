@@ -123,7 +123,13 @@ def run_sent_script(
     }
     os.makedirs(home, exist_ok=True)
     job = script_job(
-        path, world_size=world_size, backend=backend, timeout=timeout, args=args or (), env={**private, **(env or {})}, cwd=where,
+        path,
+        world_size=world_size,
+        backend=backend,
+        timeout=timeout,
+        args=args or (),
+        env={**private, **(env or {})},
+        cwd=where,
         dry_run=dry_run,
     )
     job = dataclasses.replace(job, keep_output=OUTPUT_LIMIT_BYTES)
