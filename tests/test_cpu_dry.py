@@ -68,24 +68,36 @@ def test_report_first_line_says_cpu_dry_run(capsys):
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "mode,bug,op,text",
+    "mode,bug,rank,op,text",
     [
-        ("fsdp2", "rank0-eval", "_ALLGATHER_BASE", 'print("eval"'),
-        ("ddp", "rank0-collective", "ALLREDUCE", "dist.all_reduce(flag)"),
-        ("fsdp1", "shapes", "ALLREDUCE", "dist.all_reduce(counts)"),
+        ("fsdp2", "rank0-eval", 0, "_ALLGATHER_BASE", 'print("eval"'),
+        ("ddp", "rank0-collective", 0, "ALLREDUCE", "dist.all_reduce(flag)"),
+        ("fsdp1", "shapes", 0, "ALLREDUCE", "dist.all_reduce(counts)"),
+        ("fsdp2", "early-stop", 1, "_ALLGATHER_BASE", "loss = ((model(x)"),  # rank 1's next forward
     ],
-    ids=["rank0-eval", "rank0-collective", "shapes"],
+    ids=["rank0-eval", "rank0-collective", "shapes", "early-stop"],
 )
-def test_injected_mistake_names_rank_collective_and_line(capsys, mode, bug, op, text):
-    code, v = _verify(capsys, "--cpu", TRAIN, "--", "--mode", mode, "--bug", bug, "--steps", "1")
+def test_injected_mistake_names_rank_collective_and_line(capsys, mode, bug, rank, op, text):
+    code, v = _verify(capsys, "--cpu", TRAIN, "--", "--mode", mode, "--bug", bug, "--steps", "2")
     assert code == 1 and v["status"] == "failed" and v["dry_run"] == "cpu", v
-    rank0 = v["ranks"][0]
-    assert rank0["error_at"] == f"gpu_train.py:{_line_of(text)}", rank0
-    assert "Detected mismatch between collectives" in rank0["error"] and f"OpType={op}" in rank0["error"], rank0
+    culprit = v["ranks"][rank]
+    assert culprit["error_at"] == f"gpu_train.py:{_line_of(text)}", culprit
+    assert "Detected mismatch between collectives" in culprit["error"] and f"OpType={op}" in culprit["error"], culprit
     if bug == "shapes":
         assert "Tensor shapes: 2vs 1" in v["reason"] or "Tensor shapes: 1vs 2" in v["reason"], v["reason"]
     else:  # the other rank went on to its barrier: the mismatch names both places
-        assert "BARRIER" in v["reason"], v["reason"]
+        other = v["ranks"][1 - rank]
+        assert other["error_at"] == f"gpu_train.py:{_line_of('dist.barrier()')}" and "OpType=BARRIER" in other["error"], other
+
+
+@pytest.mark.slow
+def test_rank0_only_state_dict_gather_is_reported_as_a_hang_with_both_places(capsys):
+    code = main(["verify", "--json", "--cpu", "--timeout", "20", TRAIN, "--", "--mode", "fsdp2", "--bug", "rank0-state-dict"])
+    v = json.loads(capsys.readouterr().out)[0]
+    assert code == 1 and v["status"] == "timeout" and v["dry_run"] == "cpu", v
+    gather, barrier = _line_of("get_model_state_dict(model"), _line_of("dist.barrier()")
+    assert f"rank 0 blocked in get_model_state_dict at gpu_train.py:{gather}" in v["reason"], v["reason"]
+    assert f"rank 1 blocked in barrier at gpu_train.py:{barrier}" in v["reason"], v["reason"]
 
 
 @pytest.mark.slow

@@ -4,7 +4,8 @@
 
 ``--device cpu --backend gloo`` is the CPU version of the same script (tests/test_cpu_dry.py compares the losses);
 ``--bug`` injects one mistake: rank0-eval (an evaluation forward on rank 0 only), rank0-collective (an all_reduce
-on rank 0 only), shapes (an all_reduce of a different shape on each rank).
+on rank 0 only), shapes (an all_reduce of a different shape on each rank), rank0-state-dict (a full state dict
+gathered on rank 0 only), early-stop (rank 0 leaves the training loop early).
 """
 
 import argparse
@@ -13,6 +14,7 @@ import os
 import torch
 import torch.distributed as dist
 import torch.nn as nn
+from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 from torch.distributed.fsdp import fully_shard
@@ -26,7 +28,9 @@ p.add_argument("--steps", type=int, default=3)
 p.add_argument("--dim", type=int, default=16)
 p.add_argument("--device", default="cuda")
 p.add_argument("--backend", default="nccl")
-p.add_argument("--bug", choices=("none", "rank0-eval", "rank0-collective", "shapes"), default="none")
+p.add_argument(
+    "--bug", choices=("none", "rank0-eval", "rank0-collective", "shapes", "rank0-state-dict", "early-stop"), default="none"
+)
 args = p.parse_args()
 
 dist.init_process_group(args.backend)
@@ -57,6 +61,8 @@ if args.amp == "scaler":  # a sharded model's scaler checks every rank's shards 
     scaler = (torch.amp.GradScaler if args.mode == "ddp" else ShardedGradScaler)(args.device, init_scale=1024.0)
 
 for step in range(args.steps):
+    if args.bug == "early-stop" and rank == 0 and step == 1:
+        break  # rank 0 stops on its own criterion; rank 1 trains on
     g = torch.Generator().manual_seed(100 + 10 * rank + step)
     x = torch.randn(8, args.dim, generator=g).to(device, non_blocking=True)
     y = torch.randn(8, 1, generator=g)
@@ -83,6 +89,9 @@ if args.bug == "rank0-eval" and rank == 0:
 if args.bug == "rank0-collective" and rank == 0:
     flag = torch.ones(1, device=args.device)
     dist.all_reduce(flag)
+if args.bug == "rank0-state-dict" and rank == 0:
+    full = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True))
+    torch.save(full, os.devnull)
 if args.bug == "shapes":
     counts = torch.ones(rank + 1, device=args.device)
     dist.all_reduce(counts)
