@@ -226,3 +226,25 @@ def test_what_cannot_be_mapped_exits_2(tmp_path, capsys, body, code, text):
     got = main(["verify", "--cpu", str(script)])
     out = capsys.readouterr().out
     assert got == code and text in out, out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("launcher", ["warm", "torchrun"])
+def test_dry_run_reaps_children_and_detached_grandchildren(tmp_path, monkeypatch, launcher):
+    """tests/data/scripts/spawn_children.py under --cpu (as tests/test_supervision.py runs it without): each rank
+    starts a sleeper in a session of its own and a plain child; once the verdict is back none of them is alive."""
+    import os
+
+    from fsdp_skill.runtime import policy, target
+    from fsdp_skill.runtime.api import Job
+
+    folder = tmp_path / "pids"
+    folder.mkdir()
+    monkeypatch.setenv("SUPERVISION_PIDS", str(folder))
+    monkeypatch.delenv("SUPERVISION_HANG", raising=False)
+    code = (Path(__file__).parent / "data" / "scripts" / "spawn_children.py").read_text()
+    job = Job(code=code, filename="spawn_children.py", timeout=60, dry_run="cpu")
+    v = policy.verify(job, launcher=launcher, use_cache=False, facts=target.facts(None))
+    assert v.status == "passed" and v.dry_run == "cpu", v.reason
+    pids = [int(p) for f in sorted(folder.glob("rank*.pids")) for p in f.read_text().split()]
+    assert len(pids) == 6 and [p for p in pids if os.path.exists(f"/proc/{p}")] == [], pids
