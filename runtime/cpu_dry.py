@@ -80,11 +80,11 @@ def _torch_dir() -> str:
 
 def _caller_site() -> tuple[str, int] | None:
     """``(file, line)`` of the innermost frame outside torch, this file, importlib and runpy: the user's call."""
-    skip = (_torch_dir(), _HERE)
+    skip = (_torch_dir(), _HERE, os.path.join(os.path.dirname(_HERE), "worker.py"), "<frozen")
     frame = sys._getframe(1)
     while frame is not None:
         name = frame.f_code.co_filename
-        if not (name.startswith(skip) or name.startswith("<frozen") or name.endswith(("runpy.py", "worker.py"))):
+        if not (name.startswith(skip) or name.endswith(os.sep + "runpy.py")):
             return name, frame.f_lineno
         frame = frame.f_back  # type: ignore[assignment]
     return None
