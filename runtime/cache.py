@@ -76,12 +76,21 @@ def outcome_env(environ: Mapping[str, str] | None = None) -> str:
 
 
 def cache_key(
-    code_sha: str, world_size: int, backend: str, torch_version: str, python: str, launcher: str = "warm", env: str = ""
+    code_sha: str,
+    world_size: int,
+    backend: str,
+    torch_version: str,
+    python: str,
+    launcher: str = "warm",
+    env: str = "",
+    dry_run: str | None = None,
 ) -> str:
     """Key of one verdict: SHA-256 over the code hash, world_size, resolved backend, the target
-    interpreter's torch version and absolute path, the launcher ('warm' | 'torchrun') and the
-    :func:`outcome_env` digest ``env``, so verdicts of different environments never mix."""
-    material = json.dumps([_SCHEMA, code_sha, world_size, backend, torch_version, python, launcher, env])
+    interpreter's torch version and absolute path, the launcher ('warm' | 'torchrun'), the
+    :func:`outcome_env` digest ``env`` and the dry run ('cpu', or None for a real run), so verdicts of
+    different environments never mix and a dry run's never answers for a real run (nor the reverse)."""
+    fields = [_SCHEMA, code_sha, world_size, backend, torch_version, python, launcher, env]
+    material = json.dumps(fields + ([dry_run] if dry_run is not None else []))
     return hashlib.sha256(material.encode()).hexdigest()
 
 
@@ -96,11 +105,14 @@ class VerdictKey:
     python: str
     launcher: str = "warm"
     env: str = ""  # outcome_env() of the caller
+    dry_run: str | None = None  # Job.dry_run: 'cpu' for a CPU dry run's verdict
 
     @property
     def name(self) -> str:
         """The file stem: :func:`cache_key` of the fields."""
-        return cache_key(self.code_sha, self.world_size, self.backend, self.torch_version, self.python, self.launcher, self.env)
+        return cache_key(
+            self.code_sha, self.world_size, self.backend, self.torch_version, self.python, self.launcher, self.env, self.dry_run
+        )
 
 
 def _path(key: VerdictKey) -> Path:
@@ -109,10 +121,10 @@ def _path(key: VerdictKey) -> Path:
 
 def _agrees(verdict: Verdict, key: VerdictKey) -> bool:
     """Whether a stored verdict belongs to ``key`` and is sane: same code hash, world_size, backend, torch
-    version and interpreter; a cacheable status; finite seconds >= 0; ranks within the world; a pass with
+    version, interpreter and dry run; a cacheable status; finite seconds >= 0; ranks within the world; a pass with
     every rank exiting 0; a launcher the key allows (a warm key also holds the torchrun verdict that
     confirmed a warm timeout)."""
-    if verdict.status not in CACHED_STATUSES or not verdict.available:
+    if verdict.status not in CACHED_STATUSES or not verdict.available or verdict.dry_run != key.dry_run:
         return False
     if (verdict.code_sha256, verdict.world_size, verdict.backend, verdict.python) != (
         key.code_sha,

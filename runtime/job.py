@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from fsdp_skill.runtime.torchrun import Nodes
 
 LAUNCHERS = ("warm", "torchrun")
+DRY_RUNS = ("cpu",)  # Job.dry_run: 'cpu' runs a CUDA script on gloo ranks with CUDA mapped to the CPU (:mod:`.dryrun`)
 MAX_TIMEOUT_S = 86400.0  # a run's timeout is at most a day (seconds)
 MAX_WORLD_SIZE = 64  # ranks started on this host by one run (with several nodes: per node)
 
@@ -56,13 +57,17 @@ class Job:
     # Several hosts (torchrun launcher only): this node's place in the job; world_size is then the
     # processes of this node.  Such a run is never answered from nor stored in the cache.
     nodes: Nodes | None = None
+    # A dry run ('cpu': every rank runs the script on gloo with CUDA placement mapped to the CPU, see
+    # :mod:`fsdp_skill.runtime.dryrun`), or None for a real run.  Part of the verdict cache key.
+    dry_run: str | None = None
 
 
 def validate(job: Job, launcher: str) -> None:
     """Raise InvalidArgument (one line) for an unknown launcher or a job whose arguments cannot run: a
     timeout outside (0, MAX_TIMEOUT_S] seconds, a world_size outside 1..MAX_WORLD_SIZE, code that is not a
     str, node settings with the warm launcher or that do not go together, a filename that is not ``*.py``,
-    script arguments that are not strings (or hold NUL) or are given without a script run in place."""
+    script arguments that are not strings (or hold NUL) or are given without a script run in place, an unknown
+    dry run or one with NCCL or several nodes."""
     if launcher not in LAUNCHERS:
         raise InvalidArgument(f"launcher must be one of {', '.join(LAUNCHERS)}, not {launcher!r}")
     if not isinstance(job.timeout, (int, float)) or not 0 < job.timeout <= MAX_TIMEOUT_S:
@@ -86,3 +91,16 @@ def validate(job: Job, launcher: str) -> None:
         raise InvalidArgument("script arguments must be a list of strings without NUL characters")
     if job.args and not job.path:
         raise InvalidArgument("script arguments are only for a script run in place (a PATH.py)")
+    _validate_dry_run(job)
+
+
+def _validate_dry_run(job: Job) -> None:
+    """InvalidArgument for an unknown dry run or one that cannot go with the job (NCCL, several nodes)."""
+    if job.dry_run is None:
+        return
+    if job.dry_run not in DRY_RUNS:
+        raise InvalidArgument(f"dry_run must be one of {', '.join(DRY_RUNS)} or none, not {job.dry_run!r}")
+    if job.backend == "nccl":
+        raise InvalidArgument("a CPU dry run runs on gloo: backend nccl cannot go with it (--cpu)")
+    if job.nodes is not None:
+        raise InvalidArgument(f"a CPU dry run runs on this host: --nnodes {job.nodes.nnodes} cannot go with --cpu")

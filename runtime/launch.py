@@ -9,6 +9,7 @@ What to run again, what to take from the cache and what to store is decided abov
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import tempfile
@@ -16,7 +17,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from fsdp_skill.errors import HarnessError
-from fsdp_skill.runtime import host, knobs, target
+from fsdp_skill.runtime import dryrun, host, knobs, target
 from fsdp_skill.runtime.job import Job
 from fsdp_skill.runtime.models import Verdict
 from fsdp_skill.runtime.rankenv import job_env
@@ -69,16 +70,18 @@ def _attempt(job: Job, place: host.Placement, sha: str, launcher: str, facts: ta
     try:
         script, workdir = _script(job, rundir)
         env = job_env(job, place, facts, rundir)
+        started, started_args = dryrun.entry(job, script, rundir)  # a dry run starts cpu_dry.py, which runs the script
+        launched = dataclasses.replace(job, args=tuple(started_args))
         torch_version = facts.torch_version
         if zygote is not None:
             if os.environ.get(knobs.WARM_EXIT):  # read (and removed) by the zygote
                 env[knobs.WARM_EXIT] = os.environ[knobs.WARM_EXIT]
-            raw = _run_warm(zygote, job, script, workdir, rundir, env, last=last)
+            raw = _run_warm(zygote, launched, started, workdir, rundir, env, last=last)
             if raw is None:
                 return None
             torch_version = zygote.torch_version
         else:
-            raw = _run_torchrun(job, script, workdir, rundir, env, facts.python)
+            raw = _run_torchrun(launched, started, workdir, rundir, env, facts.python)
         verdict = make_verdict(
             raw,
             script=script,
@@ -94,6 +97,7 @@ def _attempt(job: Job, place: host.Placement, sha: str, launcher: str, facts: ta
             keep_output=job.keep_output,
         )
         verdict = verdict.model_copy(update={**environment(facts), "torch_version": verdict.torch_version})
+        verdict = dryrun.finish(job, verdict, rundir)
         if job.nodes is None:
             return verdict
         from fsdp_skill.runtime.torchrun import across_nodes

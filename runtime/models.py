@@ -118,6 +118,11 @@ class Verdict(Record):
         "size (nnodes x processes per node) and ranks holds only the ranks this host ran, under their global "
         "numbers"
     )
+    dry_run: str | None = None
+    (
+        "'cpu' for a CPU dry run (verify --cpu: the script ran on gloo ranks with CUDA placement mapped to the CPU; "
+        "never cached as, nor answered for, a real run); None for a real run"
+    )
     ranks: list[RankResult] = field(default_factory=list)
     """Per-rank results, ordered by rank"""
     cached: bool = False

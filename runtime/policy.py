@@ -16,7 +16,7 @@ import os
 from datetime import datetime, timezone
 
 from fsdp_skill.errors import InvalidArgument
-from fsdp_skill.runtime import cache, host, knobs, launch, target
+from fsdp_skill.runtime import cache, dryrun, host, knobs, launch, target
 from fsdp_skill.runtime.job import LAUNCHERS, Job, validate
 from fsdp_skill.runtime.launch import environment
 from fsdp_skill.runtime.models import Verdict
@@ -24,6 +24,12 @@ from fsdp_skill.runtime.models import Verdict
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _place(job: Job, facts: target.Facts) -> host.Placement:
+    """Where ``job`` runs on this host (a dry run: gloo, no CUDA needed)."""
+    backend, requires = dryrun.placement(job)
+    return host.resolve(backend, job.world_size, requires, facts.python)
 
 
 def skipped(code_sha: str, job: Job, place: host.Placement, facts: target.Facts) -> Verdict:
@@ -40,6 +46,7 @@ def skipped(code_sha: str, job: Job, place: host.Placement, facts: target.Facts)
         launcher=None,
         checked_at=_now(),
         checks=job.checks,
+        dry_run=job.dry_run,
         **environment(facts),
     )
 
@@ -63,7 +70,9 @@ def key(sha: str, job: Job, place: host.Placement, facts: target.Facts, launcher
     InvalidArgument for an interpreter without torch (its callers answer that case before)."""
     if facts.torch_version is None:
         raise InvalidArgument(target.no_torch_reason(facts.python))
-    return cache.VerdictKey(sha, job.world_size, place.backend, facts.torch_version, facts.python, launcher, cache.outcome_env())
+    return cache.VerdictKey(
+        sha, job.world_size, place.backend, facts.torch_version, facts.python, launcher, cache.outcome_env(), job.dry_run
+    )
 
 
 def known(job: Job, facts: target.Facts, launcher: str | None) -> Verdict | None:
@@ -72,7 +81,7 @@ def known(job: Job, facts: target.Facts, launcher: str | None) -> Verdict | None
     sha = cache.code_sha256(job.code)
     if facts.torch_version is None:
         return unavailable(sha, job, facts)
-    place = host.resolve(job.backend, job.world_size, tuple(job.requires), facts.python)
+    place = _place(job, facts)
     if place.skip:
         return skipped(sha, job, place, facts)
     for name in (launcher,) if launcher else LAUNCHERS:
@@ -86,7 +95,7 @@ def verify(job: Job, *, launcher: str, use_cache: bool, facts: target.Facts) -> 
     """The verdict of ``job`` on ``launcher`` under the rules of the module docstring; raises InvalidArgument
     for a bad job and HarnessError when a run cannot happen."""
     validate(job, launcher)
-    place = host.resolve(job.backend, job.world_size, tuple(job.requires), facts.python)
+    place = _place(job, facts)
     sha = cache.code_sha256(job.code)
     if place.skip:
         return skipped(sha, job, place, facts)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from fsdp_skill.runtime import host, knobs, target
+from fsdp_skill.runtime import dryrun, host, knobs, target
 from fsdp_skill.runtime.job import Job
 
 _XDG_VARS = ("XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME")
@@ -59,4 +59,5 @@ def job_env(job: Job, place: host.Placement, facts: target.Facts, rundir: str) -
         if key in _TORCHRUN_VARS or key.startswith("TORCHELASTIC_"):
             del env[key]
     env.update(scrubbed_env(job.env))
+    dryrun.rank_env(job, env)
     return env

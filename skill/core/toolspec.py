@@ -155,6 +155,12 @@ class VerifyScriptInput(BaseModel):
     launcher: Literal["warm", "torchrun"] = Field(
         "warm", description="warm (ranks forked from a preloaded parent, fast) or torchrun (torch's own launcher)"
     )
+    cpu: bool = Field(
+        False,
+        description="CPU dry run: run a CUDA script on gloo ranks with CUDA placement (.cuda(), device='cuda', NCCL, "
+        "set_device, autocast, GradScaler, ...) mapped to the CPU; verification.dry_run is then 'cpu', and a script "
+        "needing what the CPU cannot stand in for (a CUDA extension, fp8) is skipped with 'cannot dry-run on CPU: ...'",
+    )
     workdir: str = Field(
         "default",
         description="Name of the working directory (plain name); it persists for this "
@@ -389,6 +395,7 @@ def verify_script_spec(session_dir: str) -> ToolSpec:
             timeout=a.timeout,
             launcher=a.launcher,
             verifier=verifier,
+            dry_run="cpu" if a.cpu else None,
         )
 
     return ToolSpec(

@@ -6,9 +6,10 @@ be decoded as Python decodes it, or runs past its budget is finding FSD000), 2 f
 .py file, unknown code in --select/--ignore, a bad FSDP_SKILL_CHECK_BUDGET).
 
 ``check --run PATH.py [-- ARGS]`` also runs the one script under ``verify`` (``--world-size``, ``--backend``,
-``--timeout``, ``--launcher``, ``--python`` and the script's own arguments after ``--``, as there) and reports both: the findings, then the verdict (``--json``: an object
+``--timeout``, ``--launcher``, ``--python``, ``--cpu`` and the script's own arguments after ``--``, as there) and reports both: the findings, then the verdict (``--json``: an object
 ``{"findings": [...], "verdict": {...}}``, the verdict as ``verify --json`` prints it, with its ``hints``).
-Exit 1 when there is a finding or the run failed or timed out (a run skipped on this host is not a failure).
+Exit 1 when there is a finding or the run failed or timed out (a run skipped on this host is not a failure), else 2
+when a CPU dry run (``--cpu``) cannot happen ("cannot dry-run on CPU: ...").
 
 ``--output-format text|json|github|sarif`` (``--json`` is ``json``): GitHub workflow annotations, one
 ``::error file=...,line=...,col=...,title=FSD0xx::message`` per finding, or a SARIF 2.1.0 log for code scanning.
@@ -23,7 +24,7 @@ from __future__ import annotations
 import json
 import sys
 
-from fsdp_skill.adapters.exitcodes import EXIT_FAIL, EXIT_OK
+from fsdp_skill.adapters.exitcodes import EXIT_FAIL, EXIT_OK, EXIT_USAGE
 from fsdp_skill.errors import InvalidArgument
 
 _RUN_FLAGS = {
@@ -32,6 +33,7 @@ _RUN_FLAGS = {
     "timeout": "--timeout",
     "launcher": "--launcher",
     "python": "--python",
+    "cpu": "--cpu",
 }
 
 
@@ -60,7 +62,20 @@ def cmd_check(args) -> int:
     if fmt == "text":
         sys.stdout.write(text)
     failed = verdict is not None and verdict["status"] in ("failed", "timeout")
-    return EXIT_FAIL if findings or failed else EXIT_OK
+    if findings or failed:
+        return EXIT_FAIL
+    return EXIT_USAGE if verdict is not None and _refused(verdict) else EXIT_OK
+
+
+def _refused(verdict: dict) -> bool:
+    """Whether the verdict (as JSON) is a CPU dry run that could not happen."""
+    from fsdp_skill.runtime.dryrun import REFUSAL_PREFIX
+
+    return (
+        bool(verdict.get("dry_run"))
+        and verdict["status"] == "skipped"
+        and (verdict.get("reason") or "").startswith(REFUSAL_PREFIX)
+    )
 
 
 def _output_format(args) -> str:
@@ -149,6 +164,8 @@ def _validate_run(args) -> None:
         raise InvalidArgument(
             f"--timeout must be a positive number of seconds, at most {MAX_TIMEOUT_S:g} (a day), not {args.timeout:g}"
         )
+    if args.cpu and args.backend == "nccl":
+        raise InvalidArgument("--cpu runs the ranks on gloo: it cannot go with --backend nccl")
 
 
 def _run(args) -> tuple[dict, str]:
@@ -164,6 +181,7 @@ def _run(args) -> tuple[dict, str]:
         backend=args.backend,
         timeout=args.timeout,
         args=getattr(args, "script_args", None) or [],
+        dry_run="cpu" if args.cpu else None,
     )
     v = (args.verifier or DEFAULT_VERIFIER).run([job], launcher=args.launcher or "warm", use_cache=False)[0]
     hints = hint_for(v)
@@ -207,6 +225,12 @@ def add_check_parser(sub) -> None:
         "--timeout", type=float, default=None, metavar="S", help="seconds before the run is killed as hung (default 60)"
     )
     r.add_argument("--launcher", choices=("warm", "torchrun"), default=None, help="warm (default) or torchrun")
+    r.add_argument(
+        "--cpu",
+        action="store_true",
+        default=None,
+        help="CPU dry run: run a CUDA script on gloo ranks with CUDA placement mapped to the CPU (exit 2 when it cannot)",
+    )
     r.add_argument(
         "--python",
         metavar="PATH",

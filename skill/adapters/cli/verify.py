@@ -2,7 +2,7 @@
 
     fsdp-skill verify SNIPPET_ID|SECTION_ID... | --all | --topic T | PATH.py... [-- SCRIPT_ARGS...]
         [--world-size N] [--backend auto|gloo|nccl] [--timeout S] [--launcher warm|torchrun]
-        [--no-cache] [--json] [--python PATH]
+        [--cpu] [--no-cache] [--json] [--python PATH]
         [--nnodes N --node-rank R --rdzv-backend c10d --rdzv-endpoint HOST:PORT --rdzv-id ID]
 
 Several hosts (``--launcher torchrun`` only, one target): the node flags are passed through to torch
@@ -13,8 +13,12 @@ Such a verdict is never cached.
 Everything after ``--`` is passed to the one script given (its ``sys.argv[1:]`` on every rank), as in
 ``torchrun --nproc_per_node=N PATH.py ARGS...``.
 
+``--cpu`` is a CPU dry run (:mod:`fsdp_skill.runtime.dryrun`): every rank runs a CUDA script on gloo with CUDA
+placement mapped to the CPU; the report's first line says "CPU dry run".
+
 Exit codes: 0 every verdict passed or was skipped, 1 some verdict failed or timed out (or the harness
-could not run), 2 bad usage (unknown snippet id, missing file, ids together with --all ...).
+could not run), 2 bad usage (unknown snippet id, missing file, ids together with --all ...) or a CPU dry run
+that cannot happen ("cannot dry-run on CPU: <what>, at <file:line>").
 Verifying your own script is a debugging aid: a failed or timed-out verdict comes with hints naming the
 knowledge sections that explain the error (:func:`hint_for`).
 """
@@ -28,7 +32,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from fsdp_skill.adapters.exitcodes import EXIT_FAIL, EXIT_OK
+from fsdp_skill.adapters.exitcodes import EXIT_FAIL, EXIT_OK, EXIT_USAGE
 from fsdp_skill.adapters.options import PYTHON_HELP
 from fsdp_skill.errors import UsageError
 
@@ -72,6 +76,12 @@ def add_verify_parser(subparsers) -> None:
     )
     p.add_argument(
         "--launcher", choices=("warm", "torchrun"), default="warm", help="warm (fork from a preloaded parent, fast) or torchrun"
+    )
+    p.add_argument(
+        "--cpu",
+        action="store_true",
+        help="CPU dry run: run a CUDA script on gloo ranks with CUDA placement mapped to the CPU "
+        "(exit 2 when it needs what the CPU cannot stand in for: a CUDA extension, fp8, ...)",
     )
     p.add_argument("--no-cache", action="store_true", help="run even when a cached verdict exists (the fresh verdict is stored)")
     p.add_argument("--json", action="store_true", help="print a JSON list of verdicts (each with its 'hints')")
@@ -151,13 +161,35 @@ def _jobs(args) -> list:
             jobs.extend(job_for(s, **overrides) for s in select_snippets([t]))
     if nodes is not None:
         jobs = [dataclasses.replace(j, nodes=nodes) for j in jobs]
+    if args.cpu:
+        jobs = [dataclasses.replace(j, dry_run="cpu") for j in jobs]
     return jobs
+
+
+def check_cpu(args) -> None:
+    """Raise UsageError (exit 2) for options a CPU dry run cannot go with: NCCL, several nodes."""
+    if not getattr(args, "cpu", False):
+        return
+    if args.backend == "nccl":
+        raise UsageError("--cpu runs the ranks on gloo: it cannot go with --backend nccl")
+    if getattr(args, "nnodes", None) is not None:
+        raise UsageError("--cpu runs on this host: it cannot go with --nnodes")
+
+
+def exit_code(verdicts: Sequence[Verdict]) -> int:
+    """1 when a verdict failed or timed out, else 2 when a CPU dry run could not happen, else 0."""
+    from fsdp_skill.runtime.dryrun import refused
+
+    if any(v.status in ("failed", "timeout") for v in verdicts):
+        return EXIT_FAIL
+    return EXIT_USAGE if any(refused(v) for v in verdicts) else EXIT_OK
 
 
 def run_verify(args) -> int:
     """Handler of ``fsdp-skill verify``: returns the exit code (0 ok, 1 failed/timeout; usage errors raise)."""
     from fsdp_skill.core.verify.hints import hint_for
 
+    check_cpu(args)
     jobs = _jobs(args)
     names = [j.snippet_id or j.filename for j in jobs]
     verdicts = _run(jobs, args)
@@ -176,7 +208,7 @@ def run_verify(args) -> int:
             sys.stdout.write(format_verdict(v, name, h))
         if len(verdicts) > 1:
             sys.stdout.write(_summary(verdicts) + "\n")
-    return EXIT_FAIL if any(v.status in ("failed", "timeout") for v in verdicts) else EXIT_OK
+    return exit_code(verdicts)
 
 
 def _run(jobs, args):
@@ -219,7 +251,8 @@ def format_verdict(v: Verdict, name: str, hints: Sequence[str] = ()) -> str:
         + (f" on {v.nnodes} nodes" if v.nnodes else "")
         + (", cached" if v.cached else "")
     )
-    lines = [f"{_MARK.get(v.status, v.status)}  {name}  ({(v.seconds or 0):.2f} s, {where})"]
+    dry = f"{v.dry_run.upper()} dry run, " if v.dry_run else ""  # 'CPU dry run, warm, gloo x2'
+    lines = [f"{_MARK.get(v.status, v.status)}  {name}  ({(v.seconds or 0):.2f} s, {dry}{where})"]
     if v.status != "passed" and v.reason:
         first, *rest = v.reason.splitlines()
         lines.append(f"  {first}")

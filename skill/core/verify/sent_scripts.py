@@ -87,11 +87,12 @@ def run_sent_script(
     timeout: float = 60.0,
     launcher: str = "warm",
     verifier: Verifier | None = None,
+    dry_run: str | None = None,
 ) -> ScriptRun:
     """Write ``code`` to ``session_dir/workdir/filename`` and run it there on ``world_size`` ranks.
 
     ``timeout`` is in seconds; ``launcher`` is 'warm' or 'torchrun'; ``verifier`` as in
-    :mod:`fsdp_skill.core.verify.snippets` (None: the runtime's).  The working directory is created on first use
+    :mod:`fsdp_skill.core.verify.snippets` (None: the runtime's); ``dry_run`` 'cpu' for a CPU dry run.  The working directory is created on first use
     and kept, with whatever the script wrote, for later calls with the same ``workdir``.  The ranks' ``HOME``
     (and ``XDG_*_HOME``) is the session's own ``session_dir/.home`` unless ``env`` sets them, so sent code
     never writes into the server user's home (its caches included).
@@ -122,7 +123,14 @@ def run_sent_script(
     }
     os.makedirs(home, exist_ok=True)
     job = script_job(
-        path, world_size=world_size, backend=backend, timeout=timeout, args=args or (), env={**private, **(env or {})}, cwd=where
+        path,
+        world_size=world_size,
+        backend=backend,
+        timeout=timeout,
+        args=args or (),
+        env={**private, **(env or {})},
+        cwd=where,
+        dry_run=dry_run,
     )
     job = dataclasses.replace(job, keep_output=OUTPUT_LIMIT_BYTES)
     verdict = _verifier(verifier).run([job], launcher=launcher)[0]

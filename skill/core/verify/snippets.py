@@ -98,11 +98,14 @@ def script_job(
     args: Iterable[str] = (),
     env: dict[str, str] | None = None,
     cwd: str | None = None,
+    dry_run: str | None = None,
 ) -> Job:
     """The job of a user's own script file, run where it lies (its directory first on ``sys.path``, so
     sibling modules import) from ``cwd`` (default: the caller's working directory), as
     ``torchrun PATH ARGS...`` would, with ``args`` as its arguments and ``env`` added to its environment;
     always run (never answered from the cache); default world_size 2, backend 'auto', timeout 60 s.
+    ``dry_run`` 'cpu': a CUDA script run on gloo ranks with CUDA placement mapped to the CPU
+    (:mod:`fsdp_skill.runtime.dryrun`).
 
     Raises InvalidArgument when ``path`` is not a readable UTF-8 ``.py`` file.
     """
@@ -122,6 +125,7 @@ def script_job(
         cwd=os.path.abspath(cwd or os.getcwd()),
         args=tuple(args),
         env=dict(env or {}),
+        dry_run=dry_run,
     )
 
 
