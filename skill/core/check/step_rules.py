@@ -144,7 +144,9 @@ def _parametric(facts: FileFacts, value: ast.AST | None, depth: int = 0) -> bool
     q = facts.qual(value) or ""
     tail = q.rsplit(".", 1)[-1]
     if q.startswith("torch.nn.") and tail in _PARAMETRIC:
-        off = kwarg(value, "requires_grad") if tail == "Parameter" else kwarg(value, "elementwise_affine") or kwarg(value, "affine")
+        off = (
+            kwarg(value, "requires_grad") if tail == "Parameter" else kwarg(value, "elementwise_affine") or kwarg(value, "affine")
+        )
         return not (isinstance(off, ast.Constant) and off.value is False)
     if q.startswith("torch.nn.") and tail in _CONTAINERS:
         return any(_parametric(facts, c, depth + 1) for a in value.args for c in ast.walk(a) if isinstance(c, ast.Call))
@@ -154,12 +156,12 @@ def _parametric(facts: FileFacts, value: ast.AST | None, depth: int = 0) -> bool
     return any(_parametric(facts, v, depth + 1) for _, v, _ in _registered(facts, cls))
 
 
-def _registered(facts: FileFacts, cls: ast.ClassDef) -> list[tuple[str, ast.AST, bool]]:
+def _registered(facts: FileFacts, cls: ast.ClassDef) -> list[tuple[str, ast.Call, bool]]:
     """(attribute, value, unconditional) of each ``self.x = <call>`` of the class's ``__init__``."""
     init = _methods(cls).get("__init__")
     if init is None:
         return []
-    out: list[tuple[str, ast.AST, bool]] = []
+    out: list[tuple[str, ast.Call, bool]] = []
     for st in ast.walk(init):
         if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.value, ast.Call):
             t = st.targets[0]
@@ -181,7 +183,8 @@ def _ancestors_to(facts: FileFacts, node: ast.AST, stop: ast.AST) -> list[ast.AS
 
 
 def _frozen(facts: FileFacts) -> tuple[set[str], bool]:
-    """(attribute names on the way to each part the file freezes, whether it freezes by name or the whole model)."""
+    """(attribute names on the way to each part the file may freeze (``requires_grad_(False)``, ``p.requires_grad = <not
+    True>``), whether it freezes by name or the whole model)."""
     key = ("step", "frozen")
     if key in facts.cache:
         got: tuple[set[str], bool] = facts.cache[key]
@@ -192,9 +195,9 @@ def _frozen(facts: FileFacts) -> tuple[set[str], bool]:
         recv: ast.AST | None = None
         if isinstance(node, ast.Call) and last_name(node) == "requires_grad_" and isinstance(node.func, ast.Attribute):
             arg = node.args[0] if node.args else kwarg(node, "requires_grad")
-            if isinstance(arg, ast.Constant) and arg.value is False:
+            if arg is not None and not _true(arg):  # requires_grad_() alone turns it on
                 recv = node.func.value
-        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and node.value.value is False:
+        elif isinstance(node, ast.Assign) and not _true(node.value):
             t = node.targets[0]
             if isinstance(t, ast.Attribute) and t.attr == "requires_grad":
                 loop = next((a for a in facts.ancestors(node) if isinstance(a, ast.For)), None)
@@ -239,51 +242,63 @@ class _Reads:
         sure: set[str] = set()
         for i, st in enumerate(stmts):
             if isinstance(st, ast.If):
-                sure |= self.expr(st.test)
-                body, b_exit = self.block(st.body)
-                other, o_exit = self.block(st.orelse)
-                taken = _is_self_training(st.test)  # a training step takes this arm (no backward in evaluation)
-                if taken:
-                    sure |= body if taken == 1 else other
-                    if b_exit if taken == 1 else o_exit:
-                        self.block(stmts[i + 1 :])  # evaluation only
-                        return sure, True
-                    continue
-                if b_exit and o_exit:
-                    return sure | body & other, True
-                if b_exit or o_exit:  # an early exit: the rest runs on the other path only
-                    rest, r_exit = self.block(stmts[i + 1 :])
-                    return sure | (body & (other | rest) if b_exit else other & (body | rest)), r_exit
-                sure |= body & other
-            elif isinstance(st, (ast.Return, ast.Raise)):
-                sure |= self.expr(st)
+                got, done = self._if(st, stmts[i + 1 :])
+                sure |= got
+                if done is not None:
+                    return sure, done
+                continue
+            got, exits = self._statement(st)
+            sure |= got
+            if exits:
                 return sure, True
-            elif isinstance(st, (ast.Break, ast.Continue)):
-                return sure, True
-            elif isinstance(st, (ast.For, ast.AsyncFor, ast.While)):
-                sure |= self.expr(st.iter if isinstance(st, (ast.For, ast.AsyncFor)) else st.test)
-                sure |= self.block(st.body)[0]  # the loop is taken to run
-                self.block(st.orelse)
-            elif isinstance(st, (ast.With, ast.AsyncWith)):
-                for it in st.items:
-                    sure |= self.expr(it.context_expr)
-                body, exits = self.block(st.body)
-                sure |= body
-                if exits:
-                    return sure, True
-            elif isinstance(st, ast.Try):
-                body, exits = self.block(st.body)
-                sure |= body | self.block(st.finalbody)[0]
-                for h in st.handlers:
-                    self.block(h.body)
-                self.block(st.orelse)
-                if exits:
-                    return sure, True
-            elif isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Match)):
-                self.expr(st)  # a closure, a match: read on some calls
-            else:
-                sure |= self.expr(st)
         return sure, False
+
+    def _if(self, st: ast.If, rest: list[ast.stmt]) -> tuple[set[str], bool | None]:
+        """(reads on every run, whether the block then always leaves; None: it goes on after the ``if``). An arm
+        that leaves early makes the statements after it run on the other path only."""
+        sure = self.expr(st.test)
+        body, b_exit = self.block(st.body)
+        other, o_exit = self.block(st.orelse)
+        taken = _is_self_training(st.test)  # a training step takes this arm (no backward in evaluation)
+        if taken:
+            path, exits = (body, b_exit) if taken == 1 else (other, o_exit)
+            if exits:
+                self.block(rest)  # evaluation only
+                return sure | path, True
+            return sure | path, None
+        if b_exit and o_exit:
+            return sure | body & other, True
+        if b_exit or o_exit:
+            after, r_exit = self.block(rest)
+            return sure | (body & (other | after) if b_exit else other & (body | after)), r_exit
+        return sure | body & other, None
+
+    def _statement(self, st: ast.stmt) -> tuple[set[str], bool]:
+        """(reads on every run of ``st``, not an ``if``; whether it always leaves the block)."""
+        if isinstance(st, (ast.Return, ast.Raise)):
+            return self.expr(st), True
+        if isinstance(st, (ast.Break, ast.Continue)):
+            return set(), True
+        if isinstance(st, (ast.For, ast.AsyncFor, ast.While)):
+            head = self.expr(st.iter if isinstance(st, (ast.For, ast.AsyncFor)) else st.test)
+            self.block(st.orelse)
+            return head | self.block(st.body)[0], False  # the loop is taken to run
+        if isinstance(st, (ast.With, ast.AsyncWith)):
+            heads: set[str] = set()
+            for it in st.items:
+                heads |= self.expr(it.context_expr)
+            body, exits = self.block(st.body)
+            return heads | body, exits
+        if isinstance(st, ast.Try):
+            body, exits = self.block(st.body)
+            for h in st.handlers:
+                self.block(h.body)
+            self.block(st.orelse)
+            return body | self.block(st.finalbody)[0], exits
+        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Match)):
+            self.expr(st)  # a closure, a match: read on some calls
+            return set(), False
+        return self.expr(st), False
 
     def expr(self, node: ast.AST) -> set[str]:
         """Reads of ``node`` on every evaluation (both arms of ``a if c else b`` for sure, the first operand of
@@ -382,6 +397,10 @@ def _false(node: ast.AST | None) -> bool:
     return isinstance(node, ast.Constant) and node.value is False
 
 
+def _true(node: ast.AST | None) -> bool:
+    return isinstance(node, ast.Constant) and node.value is True
+
+
 # --- FSD079: a padded evaluation sampler's duplicates in a gathered metric ----------------------------------
 
 _SAMPLERS = {"torch.utils.data.DistributedSampler", "torch.utils.data.distributed.DistributedSampler"}
@@ -474,7 +493,10 @@ def padded_eval_gathered(facts: FileFacts) -> Found:
             )
             if _dist(facts, node, _GATHERS) or summed:
                 what = "summed" if summed else "gathered"
-                yield node, f"the loop at line {loop.lineno} reads a DistributedSampler (line {sampler.lineno}) that pads; {what} here"
+                yield (
+                    node,
+                    f"the loop at line {loop.lineno} reads a DistributedSampler (line {sampler.lineno}) that pads; {what} here",
+                )
                 break
 
 
@@ -504,7 +526,11 @@ def _paired_ranks(facts: FileFacts) -> set[str]:
             if isinstance(n, ast.Assign) and isinstance(n.value, ast.Tuple):
                 for t in n.targets:
                     if isinstance(t, ast.Tuple) and len(t.elts) == len(n.value.elts):
-                        names |= {a.id for a, v in zip(t.elts, n.value.elts) if isinstance(a, ast.Name) and facts.is_rank_expr(v)}
+                        names |= {
+                            a.id
+                            for a, v in zip(t.elts, n.value.elts, strict=True)
+                            if isinstance(a, ast.Name) and facts.is_rank_expr(v)
+                        }
         facts.cache[key] = names
     found: set[str] = facts.cache[key]
     return found
@@ -524,8 +550,12 @@ def _split(facts: FileFacts, node: ast.AST) -> bool:
         inner = node.value
         if isinstance(inner, ast.Call) and not isinstance(s, ast.Slice) and _rank(facts, s):
             q = facts.qual(inner) or ""
-            splits = q in _SPLITTERS or (isinstance(inner.func, ast.Attribute) and inner.func.attr in ("chunk", "tensor_split"))
-            return splits and bool(inner.args) and not _evened(facts, inner.args[0] if q in _SPLITTERS else inner.func.value)
+            f = inner.func
+            method = isinstance(f, ast.Attribute) and f.attr in ("chunk", "tensor_split")
+            base = (
+                inner.args[0] if q in _SPLITTERS and inner.args else f.value if isinstance(f, ast.Attribute) and method else None
+            )
+            return base is not None and not _evened(facts, base)
     if isinstance(node, ast.Call) and facts.qual(node) == "itertools.islice" and len(node.args) == 4:
         return _rank(facts, node.args[1])
     return False
@@ -536,9 +566,7 @@ def _modulo_rank(facts: FileFacts, node: ast.AST) -> bool:
     if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq)):
         return False
     a, b = node.left, node.comparators[0]
-    return any(
-        isinstance(x, ast.BinOp) and isinstance(x.op, ast.Mod) and _rank(facts, y) for x, y in ((a, b), (b, a))
-    )
+    return any(isinstance(x, ast.BinOp) and isinstance(x.op, ast.Mod) and _rank(facts, y) for x, y in ((a, b), (b, a)))
 
 
 def _sharded_iterable(facts: FileFacts, cls: ast.ClassDef) -> ast.AST | None:
@@ -592,9 +620,7 @@ def _joined(facts: FileFacts, loop: ast.AST) -> bool:
     for anc in facts.ancestors(loop):
         if isinstance(anc, (ast.With, ast.AsyncWith)) and any(_join_call(facts, it.context_expr) for it in anc.items):
             return True
-    return any(
-        _join_call(facts, c) and not isinstance(facts.parents.get(id(c)), ast.withitem) for c in facts.calls()
-    )
+    return any(_join_call(facts, c) and not isinstance(facts.parents.get(id(c)), ast.withitem) for c in facts.calls())
 
 
 def _agrees(facts: FileFacts, scope: ast.AST) -> bool:
@@ -638,7 +664,9 @@ def _fsdp1_nested(facts: FileFacts) -> bool:
     """Does the file wrap FSDP1 units inside the root and reshard them after forward?"""
     wraps = [c for c in facts.calls() if facts.qual(c) == FSDP1]
     nested = len(wraps) > 1 or any(kwarg(c, "auto_wrap_policy") is not None for c in wraps)
-    keeps = any(isinstance(n, ast.Attribute) and n.attr in ("SHARD_GRAD_OP", "NO_SHARD", "_HYBRID_SHARD_ZERO2") for n in facts.nodes)
+    keeps = any(
+        isinstance(n, ast.Attribute) and n.attr in ("SHARD_GRAD_OP", "NO_SHARD", "_HYBRID_SHARD_ZERO2") for n in facts.nodes
+    )
     return nested and not keeps
 
 
@@ -705,4 +733,3 @@ def generate_without_synced_gpus(facts: FileFacts) -> Found:
         kind = _sharded_during_generate(facts, call, call.func.value)
         if kind is not None:
             yield call, f"{dotted(call.func.value) or '...'}.generate() of {kind}"
-
