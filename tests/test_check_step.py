@@ -33,12 +33,14 @@ model = DDP(Net(){kwargs})
 """
 USED_IF_FLAG = "        x = self.body(x)\n        if flag:\n            x = self.extra(x)\n        return x"
 USED_ALWAYS = "        return self.extra(self.body(x))"
+EARLY = "        if flag:\n            return self.body(x)\n        return self.extra(self.body(x))"
 
 
 @pytest.mark.parametrize(
     ("extra", "forward", "setup", "kwargs", "fires"),
     [
-        ("nn.Linear(4, 4)", USED_IF_FLAG, "", "", True),
+        ("nn.Linear(4, 4)", USED_IF_FLAG, "", "", True),  # the default leaves self.extra out of every call
+        ("nn.Linear(4, 4)", USED_IF_FLAG, "net(x, flag=True)", "", True),  # out of some calls
         ("nn.Linear(4, 4)", USED_IF_FLAG, "", ", find_unused_parameters=True", False),
         ("nn.Linear(4, 4)", USED_IF_FLAG, "", ", find_unused_parameters=False", True),
         ("nn.Linear(4, 4)", USED_IF_FLAG, "", ", find_unused_parameters=args.unused", False),  # the file cannot tell
@@ -83,14 +85,13 @@ USED_ALWAYS = "        return self.extra(self.body(x))"
             "",
             False,
         ),
-        # an early return, and the same part on both paths
-        (
-            "nn.Linear(4, 4)",
-            "        if flag:\n            return self.body(x)\n        return self.extra(self.body(x))",
-            "",
-            "",
-            True,
-        ),
+        # an early return on a flag every call of the file leaves at its default (features for evaluation): the
+        # default path only; passed by a call (or maybe through **kwargs), or on the data: some calls only
+        ("nn.Linear(4, 4)", EARLY, "", "", False),
+        ("nn.Linear(4, 4)", EARLY, "net(x, flag=True)", "", True),
+        ("nn.Linear(4, 4)", EARLY, "def step(m, x):\n    m(x, **kw)", "", True),
+        ("nn.Linear(4, 4)", EARLY.replace("if flag:", "if x.sum() > 0:"), "", "", True),
+        # the same part on both paths
         (
             "nn.Linear(4, 4)",
             "        if flag:\n            return self.extra(self.body(x))\n        return self.extra(self.body(x)) * 2",

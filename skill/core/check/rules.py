@@ -685,7 +685,7 @@ RULES: dict[str, Rule] = {
         ),
         _r(
             "FSD078",
-            "error",
+            "warning",
             "module wrapped by DDP without `find_unused_parameters=True` whose `forward` leaves a trained submodule or parameter out of some calls",
             "a parameter that gets no gradient in a step keeps its bucket from finishing, and the next forward raises "
             '"Expected to have finished reduction in the prior iteration before starting a new one": use the part on '

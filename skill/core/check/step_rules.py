@@ -5,7 +5,8 @@
   (``nn.Linear``, ``nn.Parameter``, a class of the file holding one, ...) that its ``__init__`` registers
   unconditionally out of some calls: never read in ``forward`` (nor in the methods it calls on ``self``), or read only
   under an ``if`` / ``a if c else b`` / after an early ``return``. A branch on ``self.training`` counts as taken (no
-  backward runs in evaluation). DDP then raises "Expected to have finished reduction in the prior iteration" on
+  backward runs in evaluation), and one on a flag of ``forward`` with a constant default that no call of the file
+  passes (by keyword, ``**``, or by position to the wrapper) follows the default (``return_features=False``). DDP then raises "Expected to have finished reduction in the prior iteration" on
   the next step. Silent where ``forward`` reaches modules dynamically (``getattr(self, ...)``, ``self.children()``,
   ``self.parameters()``, ``super()``, ``self`` handed to another function), where the part is frozen
   (``requires_grad_(False)`` / ``requires_grad = False`` on it, or anywhere on the whole model), tied
@@ -225,6 +226,7 @@ class _Reads:
     """The ``self.<attr>`` reads of a forward: every one, and those on every call (``sure``)."""
 
     methods: dict[str, Function]
+    decided: dict[str, int] = field(default_factory=dict)  # forward's flags the file never passes: 1 true, -1 false
     every: set[str] = field(default_factory=set)
     dynamic: bool = False
     _memo: dict[str, set[str]] = field(default_factory=dict)
@@ -259,7 +261,8 @@ class _Reads:
         sure = self.expr(st.test)
         body, b_exit = self.block(st.body)
         other, o_exit = self.block(st.orelse)
-        taken = _is_self_training(st.test)  # a training step takes this arm (no backward in evaluation)
+        # a training step takes this arm (no backward in evaluation), or the file leaves the flag at its default
+        taken = _is_self_training(st.test) or self._decided(st.test)
         if taken:
             path, exits = (body, b_exit) if taken == 1 else (other, o_exit)
             if exits:
@@ -272,6 +275,13 @@ class _Reads:
             after, r_exit = self.block(rest)
             return sure | (body & (other | after) if b_exit else other & (body | after)), r_exit
         return sure | body & other, None
+
+    def _decided(self, test: ast.AST) -> int:
+        if isinstance(test, ast.Name):
+            return self.decided.get(test.id, 0)
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return -self._decided(test.operand)
+        return 0
 
     def _statement(self, st: ast.stmt) -> tuple[set[str], bool]:
         """(reads on every run of ``st``, not an ``if``; whether it always leaves the block)."""
@@ -362,7 +372,7 @@ def _leaves_out(facts: FileFacts, cls: ast.ClassDef) -> list[str]:
         for n in (ast.walk(init) if init is not None else [])
         if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Attribute) and dotted(n.value.value) == "self"
     }
-    reads = _Reads(methods)
+    reads = _Reads(methods, _kept_defaults(facts, fwd))
     sure, _ = reads.block(fwd.body)
     if reads.dynamic:
         return []
@@ -375,6 +385,32 @@ def _leaves_out(facts: FileFacts, cls: ast.ClassDef) -> list[str]:
         elif attr not in sure:
             out.append(f"self.{attr} (line {value.lineno}) is used in {cls.name}.forward on some calls only")
     return out
+
+
+def _kept_defaults(facts: FileFacts, fwd: Function) -> dict[str, int]:
+    """Forward's parameters with a constant default that no call of the file passes (by keyword, through ``**``,
+    or by position to a DDP / FSDP wrapper): name -> 1 (a true default) or -1 (false, None)."""
+    a = fwd.args
+    positional = a.posonlyargs + a.args
+    pairs = list(zip(positional[len(positional) - len(a.defaults) :], a.defaults, strict=True))
+    pairs += [(arg, d) for arg, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d is not None]
+    flags = {arg.arg: (1 if d.value else -1) for arg, d in pairs if isinstance(d, ast.Constant)}
+    if not flags:
+        return {}
+    index = {arg.arg: i - 1 for i, arg in enumerate(positional)}  # position in a call (self not passed)
+    for call in facts.calls():
+        if any(k.arg is None for k in call.keywords):
+            return {}  # model(**batch): anything may be passed
+        for k in call.keywords:
+            flags.pop(k.arg or "", None)
+        if isinstance(call.func, (ast.Name, ast.Attribute)) and divergence.is_wrapped(facts, call.func):
+            for name in [n for n in flags if n in index and (len(call.args) > index[n] or _starred(call))]:
+                flags.pop(name)
+    return flags
+
+
+def _starred(call: ast.Call) -> bool:
+    return any(isinstance(a, ast.Starred) for a in call.args)
 
 
 @finder("FSD078")
