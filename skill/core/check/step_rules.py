@@ -513,7 +513,8 @@ def padded_eval_gathered(facts: FileFacts) -> Found:
     """FSD079: results of an evaluation loop over a padding ``DistributedSampler`` gathered (or counts summed) whole."""
     if not any(facts.qual(c) in _SAMPLERS for c in facts.calls()):
         return
-    for loop in facts.nodes:
+    gathers = any(_dist(facts, c, _GATHERS | {"all_reduce", "reduce"}) for c in facts.calls())
+    for loop in facts.nodes if gathers else []:
         if not isinstance(loop, (ast.For, ast.AsyncFor)) or _trains(loop):
             continue
         sampler = _padded_loader(facts, loop.iter)
@@ -656,7 +657,13 @@ def _joined(facts: FileFacts, loop: ast.AST) -> bool:
     for anc in facts.ancestors(loop):
         if isinstance(anc, (ast.With, ast.AsyncWith)) and any(_join_call(facts, it.context_expr) for it in anc.items):
             return True
-    return any(_join_call(facts, c) and not isinstance(facts.parents.get(id(c)), ast.withitem) for c in facts.calls())
+    key = ("step", "unplaced join")
+    if key not in facts.cache:  # once per file, not per loop
+        facts.cache[key] = any(
+            _join_call(facts, c) and not isinstance(facts.parents.get(id(c)), ast.withitem) for c in facts.calls()
+        )
+    unplaced: bool = facts.cache[key]
+    return unplaced
 
 
 def _agrees(facts: FileFacts, scope: ast.AST) -> bool:
@@ -671,6 +678,8 @@ def _agrees(facts: FileFacts, scope: ast.AST) -> bool:
 @finder("FSD080")
 def uneven_split_loop(facts: FileFacts) -> Found:
     """FSD080: a training / collective loop over data split by hand per rank into parts that can differ in size."""
+    if not any(_split(facts, n) or _modulo_rank(facts, n) for n in facts.nodes):
+        return  # one pass: most files split nothing by hand
     for loop in facts.nodes:
         if not isinstance(loop, (ast.For, ast.AsyncFor)) or not _steps(facts, loop) or _joined(facts, loop):
             continue
