@@ -700,9 +700,14 @@ def _summoned(facts: FileFacts, call: ast.Call) -> bool:
 
 def _summon_call(facts: FileFacts, node: ast.AST | None) -> bool:
     """``FSDP.summon_full_params(...)``, also as one side of ``a if c else b`` (``context = FSDP.summon_full_params(m)
-    if fsdp else nullcontext()``)."""
+    if fsdp else nullcontext()``) and as what a lambda called there returns (``ctx = lambda: (FSDP.summon_full_params(m)
+    if fsdp else nullcontext())`` ... ``with ctx():``, direct-preference-optimization's trainer)."""
     if isinstance(node, ast.IfExp):
         return _summon_call(facts, facts.resolve(node.body)) or _summon_call(facts, facts.resolve(node.orelse))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.args:
+        made = facts.resolve(node.func)
+        if isinstance(made, ast.Lambda):
+            return _summon_call(facts, facts.resolve(made.body))
     return isinstance(node, ast.Call) and last_name(node) == "summon_full_params"
 
 

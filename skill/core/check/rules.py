@@ -683,10 +683,52 @@ RULES: dict[str, Rule] = {
             "launch/local-rank-device",
             "launch/local-rank-device",
         ),
+        _r(
+            "FSD078",
+            "warning",
+            "module wrapped by DDP without `find_unused_parameters=True` whose `forward` leaves a trained submodule or parameter out of some calls",
+            "a parameter that gets no gradient in a step keeps its bucket from finishing, and the next forward raises "
+            '"Expected to have finished reduction in the prior iteration before starting a new one": use the part on '
+            "every call, freeze it (requires_grad_(False)) or remove it before wrapping, or pass find_unused_parameters=True",
+            "debugging/ddp-unused-parameters",
+            "debugging/ddp-unused-parameters",
+        ),
+        _r(
+            "FSD079",
+            "warning",
+            "evaluation over a `DistributedSampler` (`drop_last=False`: it pads) whose per-rank results are gathered or summed whole",
+            "DistributedSampler repeats samples so that every rank gets as many, so the gathered predictions (or the summed "
+            "counts) hold those samples twice and the metric is skewed; keep each sample's index and drop the repeats, cut "
+            "the gathered results to len(dataset), or evaluate the remainder apart (sampler drop_last=True)",
+            "data/evaluate-without-padding",
+            "data/evaluate-without-padding",
+        ),
+        _r(
+            "FSD080",
+            "warning",
+            "loop with a backward or a collective over data split by hand per rank into parts that can differ in size (`data[rank::world]`, `array_split`, `chunk`)",
+            "a rank with one batch more runs one more backward (its gradient all-reduce) or collective, which the others "
+            "never join, and the job hangs at the end of the epoch; cut the data to a multiple of the world size first, "
+            "use DistributedSampler (it pads), agree on the number of steps (all_reduce with ReduceOp.MIN), or wrap the "
+            "loop in Join([model])",
+            "join/uneven-alternatives",
+            "join/uneven-alternatives",
+        ),
+        _r(
+            "FSD081",
+            "warning",
+            "Hugging Face `generate()` without `synced_gpus=True` on a model still sharded while it generates (FSDP2, FSDP1 nested units, ZeRO-3)",
+            "each generated token is a forward whose sharded layers all-gather their parameters: a rank whose sequences end "
+            "first stops joining those all-gathers and the others hang; pass synced_gpus=True (transformers 4.46 and later "
+            "default it to True for an FSDP-managed module, older releases and a ZeRO-3 engine set up without "
+            "HfDeepSpeedConfig do not)",
+            "sharding/fsdp1-generate-summon",
+            "sharding/fsdp1-generate-summon",
+        ),
     ]
 }
 
 NOT_ANALYSED = "FSD000"  # the file was not analysed (does not parse, or the checker failed on it): a finding, not a rule
-# the rule codes as a range ("FSD001-FSD073"): the check_script tool's description gives it, and a test holds the
+# the rule codes as a range ("FSD001-FSD081"): the check_script tool's description gives it, and a test holds the
 # pre-commit hook's description and README to it
 RULE_RANGE = f"{min(RULES)}-{max(RULES)}"
