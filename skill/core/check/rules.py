@@ -698,8 +698,9 @@ RULES: dict[str, Rule] = {
             "error",
             "`FSDP(...)` without `sync_module_states=True` (or `fully_shard`) of a module whose weights only some ranks loaded",
             "neither FSDP1 without sync_module_states nor fully_shard broadcasts the module: each rank shards its own "
-            "weights, so the other ranks train from random or empty ones; pass sync_module_states=True to FSDP(...) "
-            "(FSDP2: set_model_state_dict(..., broadcast_from_rank0=True) after fully_shard), or load on every rank",
+            "weights, so the other ranks train from random or empty ones; pass sync_module_states=True to FSDP(...) with "
+            "device_id (it refuses a module on the CPU), for FSDP2 set_model_state_dict(..., broadcast_from_rank0=True) "
+            "after fully_shard, or load on every rank",
             "checkpoint/fsdp1-sync-module-states",
             "checkpoint/fsdp1-sync-module-states",
         ),
