@@ -151,6 +151,8 @@ model = FSDP(model{extra})
             [],
         ),
         ('model.load_state_dict(torch.load("p.pt"))', "", []),
+        # the ranks load in turn, each once
+        ('for i in range(dist.get_world_size()):\n    if i == rank:\n        model.load_state_dict(torch.load("p.pt"))', "", []),
         # "not launched distributed" (-1) is no rank of the job
         ('if rank == -1:\n    model.load_state_dict(torch.load("p.pt"))', "", []),
     ],

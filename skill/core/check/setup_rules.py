@@ -17,7 +17,7 @@
   under a rank condition, ``module = X.from_pretrained(...)`` on some ranks only (the others build it from a config
   or on ``meta``), or a helper of the file that loads into its parameter, called under a rank condition. Neither
   wrapper broadcasts (DDP does): the other ranks shard and train their own weights. Silent when the other ranks load
-  too, when a broadcast follows the load, when every rank loads into the wrapped module afterwards
+  too (also in turn: ``for i in range(world): if i == rank:``), when a broadcast follows the load, when every rank loads into the wrapped module afterwards
   (``set_model_state_dict``, ``load_state_dict``, ``dcp.load``), and for ``sync_module_states=`` not written
   ``False`` or ``**kwargs``. A load into a module already wrapped is FSD071's.
 - **FSD076**: FSDP1 ``cpu_offload=CPUOffload(offload_params=True)`` of a module the same function moved to the GPU
@@ -318,10 +318,23 @@ def _is_load(call: ast.Call) -> bool:
     return last_name(call) == "from_pretrained" and not any(w in owner for w in _NOT_WEIGHTS)
 
 
+def _takes_turns(facts: FileFacts, branch: ast.If) -> bool:
+    """``for i in range(world_size): if i == rank: ...``: the ranks take the branch in turn, every one of them once
+    (LLaMA2-Accessory builds and loads its model so)."""
+    loops = {
+        n.id
+        for anc in facts.ancestors(branch)
+        if isinstance(anc, (ast.For, ast.AsyncFor))
+        for n in ast.walk(anc.target)
+        if isinstance(n, ast.Name)
+    }
+    return any(isinstance(n, ast.Name) and n.id in loops for n in ast.walk(branch.test))
+
+
 def _one_rank(facts: FileFacts, node: ast.AST) -> ast.If | None:
     """The rank condition of a load ``node`` whose other ranks do not load on their path too."""
     branch = _rank_side(facts, node)
-    if branch is None or facts.other_branch_has(branch, node, _is_load):
+    if branch is None or _takes_turns(facts, branch) or facts.other_branch_has(branch, node, _is_load):
         return None
     return branch
 
