@@ -44,6 +44,7 @@ dist.init_process_group({backend})
         ('model = DDP(torch.nn.Linear(2, 2).to("cuda"))', []),
         ("model = DDP(torch.nn.Linear(2, 2).cuda())", []),
         ('x = torch.zeros(1, device="cpu")', []),
+        ("x = build_model(device_id=0)", []),  # a helper of the script's own: its parameter may mean anything
         # a value only a one-process run takes, one alternative of which is computed, a rank-0-only device
         ('dev = "cuda:0" if args.world_size == 1 else f"cuda:{local_rank}"\nx = torch.ones(1).to(dev)', []),
         ('if not dist.is_initialized():\n    x = torch.ones(1).to("cuda:0")', []),

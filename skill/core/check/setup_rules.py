@@ -150,9 +150,9 @@ def _uses(facts: FileFacts, call: ast.Call) -> Iterator[tuple[ast.AST | None, bo
         yield (call if arg is None and name == "cuda" else arg), name == "cuda"  # .to(0): too often not a device
     for key, idx in (("device", False), ("map_location", False), ("output_device", True), ("device_id", True)):
         value = kwarg(call, key)
-        if value is not None and (key != "device" or q.startswith("torch.")) and name not in ("to", "cuda"):
-            yield value, idx
-    ids = kwarg(call, "device_ids")
+        if value is not None and (key == "map_location" or q.startswith("torch.")) and name not in ("to", "cuda"):
+            yield value, idx  # a helper of the user's own with a device_id= parameter may mean anything
+    ids = kwarg(call, "device_ids") if q.startswith("torch.") else None
     if isinstance(ids, (ast.List, ast.Tuple)) and len(ids.elts) == 1:
         yield ids.elts[0], True
 
