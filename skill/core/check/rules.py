@@ -684,6 +684,38 @@ RULES: dict[str, Rule] = {
             "launch/local-rank-device",
         ),
         _r(
+            "FSD074",
+            "error",
+            'CUDA device written into a multi-process script (`"cuda:0"`, `.cuda(0)`, `device_ids=[0]`, `set_device(0)`; a bare `"cuda"` never bound with `set_device`)',
+            'every rank of the node lands on that one GPU: NCCL fails with "Duplicate GPU detected" (or the ranks share '
+            'its memory and run out of it); take the device from the rank on the node, torch.device("cuda", local_rank) '
+            "after torch.cuda.set_device(local_rank)",
+            "launch/device-from-local-rank",
+            "launch/device-from-local-rank",
+        ),
+        _r(
+            "FSD075",
+            "error",
+            "`FSDP(...)` without `sync_module_states=True` (or `fully_shard`) of a module whose weights only some ranks loaded",
+            "neither FSDP1 without sync_module_states nor fully_shard broadcasts the module: each rank shards its own "
+            "weights, so the other ranks train from random or empty ones; pass sync_module_states=True to FSDP(...) with "
+            "device_id (it refuses a module on the CPU), for FSDP2 set_model_state_dict(..., broadcast_from_rank0=True) "
+            "after fully_shard, or load on every rank",
+            "checkpoint/fsdp1-sync-module-states",
+            "checkpoint/fsdp1-sync-module-states",
+        ),
+        _r(
+            "FSD076",
+            "warning",
+            "FSDP1 `CPUOffload(offload_params=True)` of a module moved to the GPU before the wrap",
+            "FSDP1 flattens and shards each unit on the device it finds it on and only then moves the shard to the CPU: "
+            "the whole unsharded model must first fit in each rank's GPU memory, the peak CPU offload was meant to "
+            "avoid; keep the module on the CPU and pass device_id=torch.cuda.current_device() (with an "
+            "auto_wrap_policy FSDP moves one unit at a time)",
+            "offload/fsdp1-offload-module-on-cpu",
+            "offload/fsdp1-cpu-offload-cuda",
+        ),
+        _r(
             "FSD078",
             "warning",
             "module wrapped by DDP without `find_unused_parameters=True` whose `forward` leaves a trained submodule or parameter out of some calls",

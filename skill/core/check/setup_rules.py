@@ -1,0 +1,515 @@
+"""Rules about how a multi-process script sets the model up before training (FSD074-FSD076).
+
+- **FSD074**: a CUDA device written into the code (``"cuda:0"``, ``torch.device("cuda", 0)``, ``.cuda(0)``,
+  ``set_device(0)``, ``device_ids=[0]``, ``map_location="cuda:0"``) in a program (it forms the process group, or
+  is a script) that runs as several ranks, each of which sees the node's GPUs: the file reads a local rank (``LOCAL_RANK``, ``local_rank``), spawns
+  its processes (``mp.spawn``), counts the GPUs (``torch.cuda.device_count()``) or picks a device from a rank
+  elsewhere. Every rank then lands on that one GPU. Also, in a script that forms its own group and never binds the
+  device (no ``set_device``, ``torch.cuda.device``, ``device_id=``, device helper) where FSD013 does not already speak,
+  a plain ``"cuda"`` / ``.cuda()``: the current device, GPU 0 on every rank. A name counts when every binding of it
+  before the read holds such a device, ``a if c else b`` when each CUDA alternative does. Silent where the file
+  gives each process its own ``CUDA_VISIBLE_DEVICES`` (not a constant), under a rank condition or a condition that
+  may tell single-process runs apart (``if not distributed:``), for a parameter's default and ``args.device`` (the
+  caller may pass another), for a one-process group (``world_size=1``) and where every group is Gloo (processes
+  sharing a GPU are slow there, not wrong: the RPC examples share GPU 0 on purpose). FSD042 is the global rank as the index.
+- **FSD075**: ``FSDP(module)`` (FSDP1, without ``sync_module_states=True``) or ``fully_shard(module)`` of a module
+  whose weights only some ranks loaded just before: ``module.load_state_dict(...)`` (of the module or a part of it)
+  under a rank condition, ``module = X.from_pretrained(...)`` on some ranks only (the others build it from a config
+  or on ``meta``), or a helper of the file that loads into its parameter, called under a rank condition. Neither
+  wrapper broadcasts (DDP does): the other ranks shard and train their own weights. Silent when the other ranks load
+  too (also in turn: ``for i in range(world): if i == rank:``), when a broadcast follows the load, when every rank loads into the wrapped module afterwards
+  (``set_model_state_dict``, ``load_state_dict``, ``dcp.load``), and for ``sync_module_states=`` not written
+  ``False`` or ``**kwargs``. A load into a module already wrapped is FSD071's.
+- **FSD076**: FSDP1 ``cpu_offload=CPUOffload(offload_params=True)`` of a module the same function moved to the GPU
+  before the wrap (``model.cuda()``, ``model.to(device)`` with a CUDA device, ``FSDP(model.cuda(), ...)``). torch's
+  FSDP1 flattens and shards each unit on the device it finds it on and only then moves the shard to the CPU
+  (``_init_param_handle_from_params``: ``handle.flat_param_to(cpu)``): training still offloads, but the whole
+  unsharded model must first fit in each rank's GPU memory, the peak offload was meant to avoid.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from fsdp_skill.core.check import calls as callgraph
+from fsdp_skill.core.check import calls_rules, checkpoint_rules, divergence, finders
+from fsdp_skill.core.check import rank_conditional as rc
+from fsdp_skill.core.check.calls_rules import _LOCAL_ENV, rank_kind
+from fsdp_skill.core.check.facts import FSDP1, FULLY_SHARD, Chain, FileFacts, dotted, end, is_true, kwarg, last_name, start
+from fsdp_skill.core.check.finders import Found, finder
+
+_DEPTH = 4  # how far a device value is followed through names
+_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+_NOT_CUDA = ("cpu", "meta", "mps", "xpu", "npu", "hpu", "xla", "auto")
+# words of a name in a condition that may tell a one-process run from a distributed one, or some ranks from the
+# others (``if not args.distributed:``, ``if world_size == 1:``, ``if ngpus > 1:``, ``if is_master:``)
+_SINGLE_WORDS = (
+    "rank",
+    "distributed",
+    "dist",
+    "world",
+    "ddp",
+    "local",
+    "main",
+    "master",
+    "single",
+    "multi",
+    "parallel",
+    "nproc",
+    "gpus",
+    "ngpu",
+    "n_gpu",
+    "spawn",
+    "process",
+    "fsdp",
+    "shard",
+    "deepspeed",
+    "hvd",
+    "horovod",
+)
+
+# --- FSD074: a hard-coded CUDA device ------------------------------------------------------------------------
+
+Device = tuple[str, list[ast.AST]]  # ("hard" | "plain" | "other", the nodes that name it)
+
+
+def _text_device(text: str) -> str | None:
+    """'hard' for ``"cuda:1"``, 'plain' for ``"cuda"``, 'other' for ``"cpu"`` / ``"meta"`` / ..., else None."""
+    if text == "cuda":
+        return "plain"
+    if text.startswith("cuda:") and text[5:].isdigit():
+        return "hard"
+    return "other" if text.split(":")[0] in _NOT_CUDA else None
+
+
+def _combine(parts: list[Device | None]) -> Device | None:
+    """One value of several alternatives: unknown if any is; 'hard' if a CUDA one is hard-coded and none is plain
+    ('plain' likewise), with the nodes of those alternatives."""
+    if not parts or any(p is None for p in parts):
+        return None
+    kinds = {p[0] for p in parts if p is not None}
+    for kind in ("hard", "plain"):
+        if kinds <= {kind, "other"} and kind in kinds:
+            return kind, [n for p in parts if p is not None and p[0] == kind for n in p[1]]
+    return ("other", []) if kinds == {"other"} else None
+
+
+def _device(facts: FileFacts, node: ast.AST | None, *, index: bool, depth: int = 0) -> Device | None:
+    """What CUDA device ``node`` names where a device is expected (``index``: an int there is a CUDA index)."""
+    if node is None or depth > _DEPTH:
+        return None
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, str):
+            kind = _text_device(node.value)
+            return (kind, [node]) if kind else None
+        if index and isinstance(node.value, int) and not isinstance(node.value, bool):
+            return "hard", [node]
+        return None
+    if isinstance(node, ast.IfExp):
+        return _combine(
+            [_device(facts, node.body, index=index, depth=depth + 1), _device(facts, node.orelse, index=index, depth=depth + 1)]
+        )
+    if isinstance(node, ast.Call) and facts.qual(node) == "torch.device" and node.args:
+        if len(node.args) == 1:
+            return _device(facts, node.args[0], index=True, depth=depth + 1)
+        base = _device(facts, node.args[0], index=False, depth=depth + 1)
+        idx = _device(facts, node.args[1], index=True, depth=depth + 1)
+        if base is not None and base[0] == "plain" and idx is not None and idx[0] == "hard":
+            return "hard", [node]
+        return None
+    if isinstance(node, ast.Name):
+        return _name_device(facts, node, index=index, depth=depth)
+    return None
+
+
+def _name_device(facts: FileFacts, name: ast.Name, *, index: bool, depth: int) -> Device | None:
+    """A name's device: every binding of it in its function before the read (or, for a name its function does not
+    bind, every binding of the module) must name one; a parameter, a loop variable or ``with ... as`` never does."""
+    scope = facts.scope_of(name)
+    local = facts.bindings.get((id(scope), name.id))
+    if local:
+        seen = [b for b in local if b.pos <= start(name)]
+    else:
+        seen = list(facts.bindings.get((id(facts.tree), name.id), []))
+    if not seen or any(b.kind != "assign" or b.value is None for b in seen):
+        return None
+    return _combine([_device(facts, b.value, index=index, depth=depth + 1) for b in seen])
+
+
+def _uses(facts: FileFacts, call: ast.Call) -> Iterator[tuple[ast.AST | None, bool]]:
+    """The device expressions ``call`` uses, each with whether an int there is a CUDA index."""
+    q, name = facts.qual(call) or "", last_name(call) or ""
+    if q in ("torch.cuda.set_device", "torch.cuda.device") and call.args:
+        yield call.args[0], True
+    elif q == "torch.device":
+        if not isinstance(facts.parents.get(id(call)), (ast.Assign, ast.AnnAssign, ast.NamedExpr, ast.Return)):
+            yield call, True  # a device made where it is used (bound to a name: judged where the name is read)
+    elif name in ("to", "cuda") and isinstance(call.func, ast.Attribute):
+        arg = kwarg(call, "device", 0)
+        yield (call if arg is None and name == "cuda" else arg), name == "cuda"  # .to(0): too often not a device
+    for key, idx in (("device", False), ("map_location", False), ("output_device", True), ("device_id", True)):
+        value = kwarg(call, key)
+        if value is not None and (key == "map_location" or q.startswith("torch.")) and name not in ("to", "cuda"):
+            yield value, idx  # a helper of the user's own with a device_id= parameter may mean anything
+    ids = kwarg(call, "device_ids") if q.startswith("torch.") else None
+    if isinstance(ids, (ast.List, ast.Tuple)) and len(ids.elts) == 1:
+        yield ids.elts[0], True
+
+
+def _call_device(facts: FileFacts, call: ast.Call, node: ast.AST | None, index: bool) -> Device | None:
+    """The device of one use: a bare ``.cuda()`` is the current device (plain)."""
+    if node is call and last_name(call) == "cuda":
+        return "plain", [call]
+    if node is call:
+        return _device(facts, call, index=True)
+    return _device(facts, node, index=index)
+
+
+def _per_process_gpus(facts: FileFacts) -> bool:
+    """Does the file show one process per GPU of a node, each seeing them all: it reads a local rank, spawns its
+    processes, counts the GPUs, or picks a device from a rank somewhere?"""
+    for n in facts.nodes:
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and (n.value in _LOCAL_ENV or "local_rank" in n.value):
+            return True
+        if isinstance(n, (ast.Name, ast.Attribute)) and "local_rank" in (last_name(n) or "").lower():
+            return True
+        if isinstance(n, ast.Call):
+            q, name = facts.qual(n) or "", last_name(n) or ""
+            if q == "torch.cuda.device_count" or name in ("spawn", "start_processes") and q.startswith("torch.multiprocessing"):
+                return True
+            if name in ("get_local_rank", "get_node_local_rank"):
+                return True
+    return False
+
+
+def _visible_per_process(facts: FileFacts) -> bool:
+    """Does the file set ``CUDA_VISIBLE_DEVICES`` to a computed value (each process its own GPU, which is then 0)?"""
+    for n in facts.nodes:
+        if isinstance(n, ast.Assign) and any(
+            isinstance(t, ast.Subscript) and "CUDA_VISIBLE_DEVICES" in facts.strings(t.slice) for t in n.targets
+        ):
+            if not facts.strings(n.value):
+                return True
+        elif isinstance(n, ast.Call) and last_name(n) in ("setdefault", "putenv", "update", "set_visible_devices"):
+            if any(isinstance(s, ast.Constant) and s.value == "CUDA_VISIBLE_DEVICES" for a in n.args for s in ast.walk(a)):
+                return True
+    return False
+
+
+def _gpu_group(facts: FileFacts) -> bool:
+    """May the file's group be NCCL (``"nccl"``, a backend it does not spell out, or a group formed elsewhere)? With
+    only Gloo groups, processes sharing one GPU is slow, not wrong (the RPC examples do it on purpose)."""
+    backends = [kwarg(c, "backend", 0) for c in facts.calls() if facts.qual(c) == "torch.distributed.init_process_group"]
+    return not backends or any(b is None or not facts.strings(b) or any("nccl" in s for s in facts.strings(b)) for b in backends)
+
+
+def _one_process(facts: FileFacts) -> bool:
+    """A group of one process: ``init_process_group(..., world_size=1)``."""
+    for c in facts.calls():
+        if facts.qual(c) == "torch.distributed.init_process_group":
+            ws = kwarg(c, "world_size")
+            if isinstance(ws, ast.Constant) and ws.value == 1:
+                return True
+    return False
+
+
+def _guarded(facts: FileFacts, node: ast.AST) -> bool:
+    """Under a rank condition, or an ``if`` / ``a if c else b`` whose test may tell one-process runs apart."""
+    if facts.rank_branches().get(id(node)):
+        return True
+    for anc in facts.ancestors(node):
+        if isinstance(anc, (ast.If, ast.IfExp, ast.While)):
+            names = [(last_name(n) or "").lower() for n in ast.walk(anc.test) if isinstance(n, (ast.Name, ast.Attribute))]
+            if any(w in name for name in names for w in _SINGLE_WORDS):
+                return True
+    return False
+
+
+def _binds_device(facts: FileFacts) -> bool:
+    """Does the file bind each process's GPU (``set_device`` with any argument, ``torch.cuda.device``, a device
+    helper of another package, ``device_id=``)?"""
+    return any(
+        last_name(c) in ("set_device", "set_device_index", "set_default_device")
+        or facts.qual(c) == "torch.cuda.device"
+        or finders._device_helper(facts, c)
+        or kwarg(c, "device_id") is not None
+        for c in facts.calls()
+    )
+
+
+def _plain_allowed(facts: FileFacts) -> bool:
+    """May a plain ``"cuda"`` be reported: a script that forms its group itself, never binds the device, and
+    that FSD013 does not already report?"""
+    return (
+        finders._is_script(facts)
+        and facts.uses("torch.distributed.init_process_group")
+        and not _binds_device(facts)
+        and not any(True for _ in finders.nccl_without_set_device(facts))
+    )
+
+
+@finder("FSD074")
+def hard_coded_cuda_device(facts: FileFacts) -> Found:
+    """FSD074: a CUDA device written into a multi-process script (see the module docstring), reported once where
+    it is written."""
+    if not calls_rules._launched_here(facts) or not checkpoint_rules._runs_as_ranks(facts) or _one_process(facts):
+        return
+    if not _per_process_gpus(facts):
+        return
+    if not _gpu_group(facts) or _visible_per_process(facts):
+        return
+    plain: bool | None = None  # decided on the first plain use
+    reported: set[int] = set()  # the nodes reported, and their lines (one finding a line)
+    lines: set[int] = set()
+    for call in facts.calls():
+        for node, index in _uses(facts, call):
+            got = _call_device(facts, call, node, index)
+            if got is None or got[0] not in ("hard", "plain") or _guarded(facts, call) or finders._in_test_harness(facts, call):
+                continue
+            if got[0] == "plain":
+                plain = _plain_allowed(facts) if plain is None else plain
+                if not plain:
+                    continue
+            for origin in got[1]:
+                line = getattr(origin, "lineno", 0)
+                if id(origin) in reported or line in lines or _guarded(facts, origin):
+                    continue
+                reported.add(id(origin))
+                lines.add(line)
+                yield _origin_site(origin), _fsd074_detail(got[0], origin, call)
+
+
+def _origin_site(origin: ast.AST) -> ast.expr:
+    assert isinstance(origin, ast.expr)
+    return origin
+
+
+def _fsd074_detail(kind: str, origin: ast.AST, use: ast.Call) -> str:
+    text = ast.unparse(origin)
+    where = "" if use.lineno == getattr(origin, "lineno", 0) else f", used at line {use.lineno}"
+    if kind == "plain":
+        return f"`{text}` is the current CUDA device, GPU 0 on every rank: no torch.cuda.set_device(local_rank) binds it{where}"
+    return f"`{text}` names the same GPU on every rank{where}"
+
+
+# --- FSD075: a module loaded on some ranks only, then sharded without a broadcast ----------------------------
+
+_LOADS_AFTER = {"load_state_dict", "set_model_state_dict", "set_state_dict", "load"}
+
+
+def _rank_side(facts: FileFacts, node: ast.AST) -> ast.If | None:
+    """The innermost rank condition ``node`` runs under (not the ``local_rank == -1`` side), else None."""
+    enclosing = facts.rank_branches().get(id(node))
+    if not enclosing or any(rc.not_distributed_side(facts, b, node) for b in enclosing):
+        return None
+    branch = enclosing[-1]
+    return branch if isinstance(branch, ast.If) else None
+
+
+_NOT_WEIGHTS = ("config", "tokenizer", "processor", "extractor", "scheduler")
+
+
+def _is_load(call: ast.Call) -> bool:
+    """A load of weights: ``load_state_dict``, or ``from_pretrained`` of a model (not of a config or tokenizer)."""
+    if last_name(call) == "load_state_dict":
+        return True
+    owner = (last_name(call.func.value) or "").lower() if isinstance(call.func, ast.Attribute) else ""
+    return last_name(call) == "from_pretrained" and not any(w in owner for w in _NOT_WEIGHTS)
+
+
+def _takes_turns(facts: FileFacts, branch: ast.If) -> bool:
+    """``for i in range(world_size): if i == rank: ...``: the ranks take the branch in turn, every one of them once
+    (LLaMA2-Accessory builds and loads its model so)."""
+    loops = {
+        n.id
+        for anc in facts.ancestors(branch)
+        if isinstance(anc, (ast.For, ast.AsyncFor))
+        for n in ast.walk(anc.target)
+        if isinstance(n, ast.Name)
+    }
+    return any(isinstance(n, ast.Name) and n.id in loops for n in ast.walk(branch.test))
+
+
+def _one_rank(facts: FileFacts, node: ast.AST) -> ast.If | None:
+    """The rank condition of a load ``node`` whose other ranks do not load on their path too."""
+    branch = _rank_side(facts, node)
+    if branch is None or _takes_turns(facts, branch) or facts.other_branch_has(branch, node, _is_load):
+        return None
+    return branch
+
+
+def _helper_loads(facts: FileFacts, call: ast.Call, chain: Chain) -> bool:
+    """Is ``call`` a function of the file given the module (or a part of it) that loads into that parameter?"""
+    target = callgraph.callee(facts, call)
+    if target is None or target.fn is None or isinstance(target.fn, ast.Lambda):
+        return False
+    fn = target.fn
+    params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+    for i, arg in callgraph.bound_args(call, target):
+        c = facts.chain(arg)
+        if c is None or not chain.covers(c) or i >= len(params):
+            continue
+        for inner in facts.calls(fn):
+            recv = inner.func.value if isinstance(inner.func, ast.Attribute) else None
+            if last_name(inner) == "load_state_dict" and recv is not None and (dotted(recv) or "").split(".")[0] == params[i]:
+                return True
+    return False
+
+
+def _loaded_on_some_ranks(facts: FileFacts, wrap: ast.Call, module: ast.expr) -> tuple[ast.AST, ast.If] | None:
+    """(the load, its rank condition) of the module ``wrap`` shards, made on some ranks only before the wrap in the
+    same function: a ``load_state_dict`` into it or a part of it, a helper loading into it, or its name bound from
+    ``from_pretrained`` on some ranks."""
+    chain = facts.chain(module)
+    if chain is None:
+        return None
+    scope = facts.scope_of(wrap)
+    for call in facts.calls(scope):
+        if facts.scope_of(call) is not scope or end(call) > start(wrap):
+            continue
+        recv = call.func.value if isinstance(call.func, ast.Attribute) else None
+        loads = (
+            last_name(call) == "load_state_dict" and recv is not None and (c := facts.chain(recv)) is not None and chain.covers(c)
+        )
+        if not loads and not _helper_loads(facts, call, chain):
+            continue
+        branch = _one_rank(facts, call)
+        if branch is not None:
+            return call, branch
+    if isinstance(module, ast.Name):
+        for b in facts.bindings.get((id(scope), module.id), []):
+            value = b.value
+            if b.kind != "assign" or not isinstance(value, ast.Call) or not _is_load(value) or b.pos > start(wrap):
+                continue
+            stmt = facts.parents.get(id(value))
+            branch = _one_rank(facts, stmt) if stmt is not None else None
+            if branch is not None:
+                return value, branch
+    return None
+
+
+def _synced(facts: FileFacts, branch: ast.If, wrap: ast.Call) -> bool:
+    """A broadcast after the load, or a load into the wrapped module on every rank after the wrap (same function)."""
+    scope = facts.scope_of(wrap)
+    if checkpoint_rules._synced_after(facts, branch, scope):
+        return True
+    if any(
+        last_name(c) == "broadcast_from_rank0" or c.keywords and kwarg(c, "broadcast_from_rank0") is not None
+        for c in facts.calls()
+    ):
+        return True
+    calls, _ = divergence.scope_calls(facts, scope)
+    return any(
+        start(c) >= end(wrap) and last_name(c) in _LOADS_AFTER and _rank_side(facts, c) is None and not _guarded_load(facts, c)
+        for c in calls
+    )
+
+
+def _guarded_load(facts: FileFacts, call: ast.Call) -> bool:
+    """``json.load`` / ``pickle.load``: not a load of weights."""
+    return last_name(call) == "load" and not (facts.qual(call) or "").startswith("torch.distributed.checkpoint")
+
+
+def _sync_flag(call: ast.Call) -> str:
+    """'on' when ``sync_module_states`` is written and not ``False`` (or may come from ``**kwargs``), else 'off'."""
+    if any(k.arg is None for k in call.keywords):
+        return "on"
+    value = kwarg(call, "sync_module_states")
+    if value is None:
+        return "off"
+    return "off" if isinstance(value, ast.Constant) and value.value is False else "on"
+
+
+@finder("FSD075")
+def loaded_on_some_ranks_then_sharded(facts: FileFacts) -> Found:
+    """FSD075: ``FSDP(module)`` without ``sync_module_states=True``, or ``fully_shard(module)``, of a module only
+    some ranks loaded (see the module docstring)."""
+    for call in facts.calls():
+        q = facts.qual(call)
+        if q not in (FSDP1, FULLY_SHARD) or not call.args or q == FSDP1 and _sync_flag(call) == "on":
+            continue
+        got = _loaded_on_some_ranks(facts, call, call.args[0])
+        if got is None or _synced(facts, got[1], call):
+            continue
+        load, branch = got
+        what = "FSDP(...) without sync_module_states=True" if q == FSDP1 else "fully_shard()"
+        yield (
+            call,
+            f"{what} shards `{ast.unparse(call.args[0])}`, whose weights only some ranks loaded "
+            f"(line {getattr(load, 'lineno', branch.lineno)}, rank condition at line {branch.lineno})",
+        )
+
+
+# --- FSD076: FSDP1 CPU offload of a module moved to the GPU first ----------------------------------------------
+
+
+def _gpu_device(facts: FileFacts, node: ast.AST | None, depth: int = 0) -> bool:
+    """Does ``node`` name a CUDA device: ``"cuda"`` / ``"cuda:1"``, ``torch.device("cuda", i)``, ``f"cuda:{i}"``,
+    a local rank, ``torch.cuda.current_device()`` (followed through names)?"""
+    if node is None or depth > _DEPTH:
+        return False
+    if isinstance(node, ast.Name):
+        value = facts.resolve(node)
+        if value is not node and value is not None:
+            return _gpu_device(facts, value, depth + 1)
+        return rank_kind(facts, node) == "local"
+    if isinstance(node, ast.JoinedStr):
+        head = node.values[0] if node.values else None
+        return isinstance(head, ast.Constant) and str(head.value).startswith("cuda")
+    if isinstance(node, ast.Call):
+        q = facts.qual(node) or ""
+        if q == "torch.device":
+            return bool(node.args) and (_gpu_device(facts, node.args[0], depth + 1) or len(node.args) > 1)
+        return q == "torch.cuda.current_device" or rank_kind(facts, node) == "local"
+    strings = facts.strings(node)
+    return bool(strings) and all(s.startswith("cuda") for s in strings) or rank_kind(facts, node) == "local"
+
+
+def _to_gpu(facts: FileFacts, call: ast.AST) -> bool:
+    """``x.cuda(...)`` or ``x.to(<a CUDA device>)``."""
+    if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute):
+        return False
+    if call.func.attr == "cuda":
+        return True
+    return call.func.attr == "to" and _gpu_device(facts, kwarg(call, "device", 0))
+
+
+def _offloads_params(facts: FileFacts, node: ast.AST | None) -> bool:
+    """``CPUOffload(offload_params=True)`` (or ``CPUOffload(True)``), also through a name."""
+    value = facts.resolve(node)
+    return (
+        isinstance(value, ast.Call)
+        and (facts.qual(value) or "").endswith("CPUOffload")
+        and is_true(kwarg(value, "offload_params", 0))
+    )
+
+
+def _moved_before(facts: FileFacts, wrap: ast.Call, module: ast.expr) -> ast.Call | None:
+    """The ``.cuda()`` / ``.to(cuda)`` of ``module`` (the whole module) in the wrap's function before it."""
+    if _to_gpu(facts, module):
+        assert isinstance(module, ast.Call)
+        return module
+    chain = facts.chain(module)
+    if chain is None:
+        return None
+    scope = facts.scope_of(wrap)
+    for call in facts.calls(scope):
+        if facts.scope_of(call) is not scope or end(call) > start(wrap) or not _to_gpu(facts, call):
+            continue
+        assert isinstance(call.func, ast.Attribute)
+        moved = facts.chain(call.func.value)
+        if moved is not None and moved.root == chain.root and moved.parts == chain.parts and not facts.exclusive(call, wrap):
+            return call
+    return None
+
+
+@finder("FSD076")
+def offloaded_module_moved_to_gpu(facts: FileFacts) -> Found:
+    """FSD076: FSDP1 ``CPUOffload(offload_params=True)`` of a module moved to the GPU before the wrap."""
+    for call in facts.calls():
+        if facts.qual(call) != FSDP1 or not call.args or not _offloads_params(facts, kwarg(call, "cpu_offload")):
+            continue
+        moved = _moved_before(facts, call, call.args[0])
+        if moved is not None:
+            yield moved, f"the module is then wrapped with CPUOffload(offload_params=True) at line {call.lineno}"

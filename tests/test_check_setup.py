@@ -1,0 +1,211 @@
+"""FSD074-FSD076 (``skill/core/check/setup_rules.py``): the marked fixtures of ``tests/data/check/setup/`` are checked
+in ``tests/test_check_marked.py``; this file holds the edges: which files FSD074 judges, what a device value is,
+how FSD075 reads ``sync_module_states`` and the other ranks' path, and what counts as a move to the GPU."""
+
+from __future__ import annotations
+
+import pytest
+
+from fsdp_skill.core.check import check_source
+
+CODES = {"FSD013", "FSD074", "FSD075", "FSD076"}
+
+
+def _codes(code: str, only: set[str] = CODES) -> list[tuple[int, str]]:
+    return sorted((f.line, f.code) for f in check_source(code, "t.py") if f.code in only)
+
+
+TORCHRUN = """
+import os
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+local_rank = int(os.environ["LOCAL_RANK"])
+torch.cuda.set_device(local_rank)
+dist.init_process_group({backend})
+{line}
+"""
+
+
+@pytest.mark.parametrize(
+    ("line", "want"),
+    [
+        ('model = DDP(torch.nn.Linear(2, 2).to("cuda:0"))', [(9, "FSD074")]),
+        ('model = DDP(torch.nn.Linear(2, 2).to("cuda:1"))', [(9, "FSD074")]),
+        ("model = DDP(torch.nn.Linear(2, 2).cuda(0))", [(9, "FSD074")]),
+        ("model = DDP(torch.nn.Linear(2, 2).to(0))", []),  # an int given to .to() is too often not a device
+        ('x = torch.zeros(1, device="cuda:0")', [(9, "FSD074")]),
+        ('x = torch.zeros(1, device=torch.device("cuda", 0))', [(9, "FSD074")]),
+        ("torch.cuda.set_device(0)", [(9, "FSD074")]),
+        ("model = DDP(torch.nn.Linear(2, 2), device_ids=[0], output_device=0)", [(9, "FSD074")]),
+        ('dev = "cuda:0" if torch.cuda.is_available() else "cpu"\nx = torch.ones(1).to(dev)', [(9, "FSD074")]),
+        # the device taken from the local rank, or bound first and then read as the plain "cuda"
+        ('model = DDP(torch.nn.Linear(2, 2).to(f"cuda:{local_rank}"))', []),
+        ('model = DDP(torch.nn.Linear(2, 2).to("cuda"))', []),
+        ("model = DDP(torch.nn.Linear(2, 2).cuda())", []),
+        ('x = torch.zeros(1, device="cpu")', []),
+        ("x = build_model(device_id=0)", []),  # a helper of the script's own: its parameter may mean anything
+        # a value only a one-process run takes, one alternative of which is computed, a rank-0-only device
+        ('dev = "cuda:0" if args.world_size == 1 else f"cuda:{local_rank}"\nx = torch.ones(1).to(dev)', []),
+        ('if not dist.is_initialized():\n    x = torch.ones(1).to("cuda:0")', []),
+        ('if local_rank == 0:\n    x = torch.ones(1).to("cuda:0")', []),
+        ('dev = "cuda:0"\nif args.distributed:\n    dev = f"cuda:{local_rank}"\nx = torch.ones(1).to(dev)', []),
+    ],
+)
+def test_hard_coded_device_shapes(line, want):
+    assert _codes(TORCHRUN.format(backend='"nccl"', line=line)) == want
+
+
+def test_one_finding_where_the_device_is_written_however_often_it_is_used():
+    src = TORCHRUN.format(
+        backend='"nccl"', line='device = torch.device("cuda:0")\na = torch.ones(1).to(device)\nb = torch.ones(1).to(device)'
+    )
+    found = [f for f in check_source(src, "t.py") if f.code == "FSD074"]
+    assert [(f.line, f.col) for f in found] == [(9, 23)] and "used at line 10" in found[0].message
+
+
+@pytest.mark.parametrize(
+    ("setup", "fires"),
+    [
+        ('dist.init_process_group("nccl")', True),
+        ("dist.init_process_group()", True),  # the default backend on a CUDA build is NCCL
+        # every group is Gloo: processes sharing a GPU are slow there, not wrong
+        ('dist.init_process_group("gloo")', False),
+        # each process sees one GPU, which is then its GPU 0
+        ('os.environ["CUDA_VISIBLE_DEVICES"] = os.environ["LOCAL_RANK"]\ndist.init_process_group("nccl")', False),
+        ('os.environ["CUDA_VISIBLE_DEVICES"] = "0,1"\ndist.init_process_group("nccl")', True),
+        # a one-process group
+        ('dist.init_process_group("nccl", rank=0, world_size=1)', False),
+    ],
+)
+def test_files_fsd074_judges(setup, fires):
+    src = f"import os\nimport torch\nimport torch.distributed as dist\n{setup}\nmodel = torch.nn.Linear(2, 2).cuda(0)\n"
+    src += 'local_rank = int(os.environ["LOCAL_RANK"])\n'
+    line = src.splitlines().index("model = torch.nn.Linear(2, 2).cuda(0)") + 1
+    assert _codes(src, {"FSD074"}) == ([(line, "FSD074")] if fires else [])
+
+
+def test_a_file_that_shows_no_process_per_gpu_is_not_judged():
+    src = 'import torch\nimport torch.distributed as dist\ndist.init_process_group("nccl")\nx = torch.ones(1).to("cuda:0")\n'
+    assert _codes(src) == []  # srun with one GPU per task makes cuda:0 right: the file cannot tell
+    assert _codes(src + "n = torch.cuda.device_count()\n") == [(4, "FSD074")]
+
+
+SPAWNED = """
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch.nn.parallel import DistributedDataParallel as DDP
+def worker(rank, world_size):
+    dist.init_process_group("nccl", rank=rank, world_size=world_size)
+{bind}    model = DDP(torch.nn.Linear(2, 2).to(rank), device_ids=[rank])
+    total = torch.zeros(1).cuda()
+    dist.all_reduce(total)
+if __name__ == "__main__":
+    mp.spawn(worker, args=(2,), nprocs=2)
+"""
+
+
+@pytest.mark.parametrize(
+    ("bind", "want"),
+    [
+        ("", [(9, "FSD074")]),  # the bare .cuda() is GPU 0 on every rank: no set_device binds the rank's GPU
+        ("    torch.cuda.set_device(rank)\n", []),
+    ],
+)
+def test_a_bare_cuda_only_where_no_device_is_bound(bind, want):
+    assert _codes(SPAWNED.format(bind=bind)) == [(line + bool(bind), code) for line, code in want]
+
+
+def test_a_bare_cuda_is_fsd013s_where_fsd013_speaks():
+    src = (
+        'import os\nimport torch\nimport torch.distributed as dist\nlocal_rank = int(os.environ["LOCAL_RANK"])\n'
+        'def main():\n    dist.init_process_group("nccl")\n    x = torch.ones(1).cuda()\n'
+        'if __name__ == "__main__":\n    main()\n'
+    )
+    assert _codes(src) == [(6, "FSD013")]
+
+
+FSDP1_LOAD = """
+import torch
+import torch.distributed as dist
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+rank = dist.get_rank()
+model = torch.nn.Linear(2, 2)
+{load}
+model = FSDP(model{extra})
+"""
+
+
+@pytest.mark.parametrize(
+    ("load", "extra", "want"),
+    [
+        ('if rank == 0:\n    model.load_state_dict(torch.load("p.pt"))', "", [(9, "FSD075")]),
+        ('if rank == 0:\n    model.load_state_dict(torch.load("p.pt"))', ", sync_module_states=False", [(9, "FSD075")]),
+        ('if rank == 0:\n    model.load_state_dict(torch.load("p.pt"))', ", sync_module_states=True", []),
+        ('if rank == 0:\n    model.load_state_dict(torch.load("p.pt"))', ", sync_module_states=args.sync", []),
+        ('if rank == 0:\n    model.load_state_dict(torch.load("p.pt"))', ", **fsdp_kwargs", []),
+        # every rank loads: on its own path, or with no condition at all
+        (
+            'if rank == 0:\n    model.load_state_dict(torch.load("a.pt"))\nelse:\n    model.load_state_dict(torch.load("b.pt"))',
+            "",
+            [],
+        ),
+        ('model.load_state_dict(torch.load("p.pt"))', "", []),
+        # the ranks load in turn, each once
+        ('for i in range(dist.get_world_size()):\n    if i == rank:\n        model.load_state_dict(torch.load("p.pt"))', "", []),
+        # "not launched distributed" (-1) is no rank of the job
+        ('if rank == -1:\n    model.load_state_dict(torch.load("p.pt"))', "", []),
+    ],
+)
+def test_fsdp1_load_on_some_ranks(load, extra, want):
+    src = FSDP1_LOAD.format(load=load, extra=extra)
+    assert _codes(src, {"FSD075"}) == [(src.splitlines().index(f"model = FSDP(model{extra})") + 1, c) for _, c in want]
+
+
+def test_a_load_into_the_module_after_the_wrap_on_every_rank_settles_it():
+    src = FSDP1_LOAD.format(load='if rank == 0:\n    model.load_state_dict(torch.load("p.pt"))', extra="")
+    with_load = src + 'with FSDP.state_dict_type(model, "full"):\n    model.load_state_dict(torch.load("p.pt"))\n'
+    assert _codes(src, {"FSD075"}) == [(9, "FSD075")] and _codes(with_load, {"FSD075"}) == []
+
+
+def test_ddp_broadcasts_so_a_rank0_load_before_it_is_fine():
+    src = FSDP1_LOAD.format(load='if rank == 0:\n    model.load_state_dict(torch.load("p.pt"))', extra="")
+    ddp = src.replace("FullyShardedDataParallel as FSDP", "FullyShardedDataParallel").replace(
+        "FSDP(model)", "torch.nn.parallel.DistributedDataParallel(model)"
+    )
+    assert _codes(ddp) == []
+
+
+OFFLOAD = """
+import torch
+from torch.distributed.fsdp import CPUOffload
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+device = {device}
+model = torch.nn.Linear(2, 2)
+model = model.to(device)
+model = FSDP(model, cpu_offload=CPUOffload(offload_params={offload}))
+"""
+
+
+@pytest.mark.parametrize(
+    ("device", "offload", "want"),
+    [
+        ('torch.device("cuda", 1)', "True", [(7, "FSD076")]),
+        ('"cuda"', "True", [(7, "FSD076")]),
+        ("torch.cuda.current_device()", "True", [(7, "FSD076")]),
+        ('f"cuda:{local_rank}"', "True", [(7, "FSD076")]),
+        ('"cpu"', "True", []),
+        ("torch.bfloat16", "True", []),
+        ('torch.device("cuda", 1)', "False", []),
+    ],
+)
+def test_offloaded_module_moved_to_the_gpu(device, offload, want):
+    assert _codes(OFFLOAD.format(device=device, offload=offload)) == want
+
+
+def test_a_move_in_the_other_branch_of_an_if_is_not_before_the_wrap():
+    src = OFFLOAD.format(device='"cuda"', offload="True").replace(
+        "model = model.to(device)\nmodel = FSDP(", "if gpu_only:\n    model = model.to(device)\nelse:\n    model = FSDP("
+    )
+    assert _codes(src) == []
