@@ -36,8 +36,8 @@ def main(net, dataset, rank, world_size):
         ("dataset, 8, False, DistributedSampler(dataset)", []),  # the sampler by position
         ("dataset, batch_sampler=my_batches", []),  # a batch sampler of the user's: the file cannot tell
         ("dataset, **loader_kwargs", []),  # the sampler may be in the kwargs
-        # split by rank: FSD061 silent; FSD080 says the parts can differ in size (one more backward on some ranks)
-        ("dataset[rank::world_size], batch_size=8", [(8, "FSD080")]),
+        # split by rank: FSD061 silent; FSD079 says the parts can differ in size (one more backward on some ranks)
+        ("dataset[rank::world_size], batch_size=8", [(8, "FSD079")]),
     ],
 )
 def test_a_training_loop_over_a_loader_without_a_sampler(args, want):

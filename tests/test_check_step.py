@@ -1,4 +1,4 @@
-"""FSD078-FSD081 (``skill/core/check/step_rules.py``): the marked fixtures of ``tests/data/check/step/`` are checked
+"""FSD077-FSD080 (``skill/core/check/step_rules.py``): the marked fixtures of ``tests/data/check/step/`` are checked
 in ``tests/test_check_marked.py``; this file holds the edges: what each rule is silent on, and where it leaves a
 call to the rule that already covers it (FSD021, FSD044, FSD052)."""
 
@@ -8,14 +8,14 @@ import pytest
 
 from fsdp_skill.core.check import check_source
 
-CODES = {"FSD078", "FSD079", "FSD080", "FSD081"}
+CODES = {"FSD077", "FSD078", "FSD079", "FSD080"}
 
 
 def _codes(code: str, only: set[str] = CODES) -> list[tuple[int, str]]:
     return [(f.line, f.code) for f in check_source(code, "t.py") if f.code in only]
 
 
-# --- FSD078 -------------------------------------------------------------------------------------------------
+# --- FSD077 -------------------------------------------------------------------------------------------------
 
 NET = """
 import torch
@@ -121,7 +121,7 @@ EARLY = "        if flag:\n            return self.body(x)\n        return self.
 def test_fsd078_edges(extra, forward, setup, kwargs, fires):
     code = NET.format(extra=extra, forward=forward, setup=setup, kwargs=kwargs)
     line = next(i for i, text in enumerate(code.splitlines(), 1) if text.startswith("model = DDP("))
-    assert _codes(code) == ([(line, "FSD078")] if fires else [])
+    assert _codes(code) == ([(line, "FSD077")] if fires else [])
 
 
 def test_fsd078_silent_where_the_forward_is_not_in_the_file():
@@ -136,7 +136,7 @@ def test_fsd078_a_part_created_only_under_a_flag_is_used_under_the_same_flag():
     assert _codes(code) == []
 
 
-# --- FSD079 -------------------------------------------------------------------------------------------------
+# --- FSD078 -------------------------------------------------------------------------------------------------
 
 EVAL = """
 import torch
@@ -156,14 +156,14 @@ def evaluate(model, dataset):
 @pytest.mark.parametrize(
     ("sampler", "step", "gather", "cut", "want"),
     [
-        ("DistributedSampler(dataset)", "", "dist.all_gather(out, preds[0])", "", [(11, "FSD079")]),
-        ("DistributedSampler(dataset, drop_last=False)", "", "dist.all_gather(out, preds[0])", "", [(11, "FSD079")]),
-        ("DistributedSampler(dataset)", "", "dist.gather(preds[0], out)", "", [(11, "FSD079")]),
+        ("DistributedSampler(dataset)", "", "dist.all_gather(out, preds[0])", "", [(11, "FSD078")]),
+        ("DistributedSampler(dataset, drop_last=False)", "", "dist.all_gather(out, preds[0])", "", [(11, "FSD078")]),
+        ("DistributedSampler(dataset)", "", "dist.gather(preds[0], out)", "", [(11, "FSD078")]),
         ("DistributedSampler(dataset, drop_last=True)", "", "dist.all_gather(out, preds[0])", "", []),
         ("DistributedSampler(dataset, drop_last=args.drop)", "", "dist.all_gather(out, preds[0])", "", []),
         ("DistributedSampler(dataset)", "", "dist.all_gather(out, preds[0])", "[: len(dataset)]", []),
         ("DistributedSampler(dataset)", "", "dist.all_gather(out, preds[0])", "[: num_samples]", []),
-        ("DistributedSampler(dataset)", "", "dist.all_gather(out, preds[0])", "[:, :2]", [(11, "FSD079")]),  # not a length
+        ("DistributedSampler(dataset)", "", "dist.all_gather(out, preds[0])", "[:, :2]", [(11, "FSD078")]),  # not a length
         (
             "DistributedSampler(dataset)",
             "\n        model(x).sum().backward()",
@@ -190,11 +190,11 @@ for x, y in loader:
     preds.append(accelerator.gather(model(x)))
 metric.compute(predictions=preds)
 """
-    found = {c for _, c in _codes(code, {"FSD052", "FSD079"})}
-    assert "FSD079" not in found
+    found = {c for _, c in _codes(code, {"FSD052", "FSD078"})}
+    assert "FSD078" not in found
 
 
-# --- FSD080 -------------------------------------------------------------------------------------------------
+# --- FSD079 -------------------------------------------------------------------------------------------------
 
 SPLIT = """
 import numpy as np
@@ -211,10 +211,10 @@ def train(model, data, rank, world):
 @pytest.mark.parametrize(
     ("part", "body", "want"),
     [
-        ("data[rank::world]", "model(x).sum().backward()", [(8, "FSD080")]),
-        ("np.array_split(data, world)[rank]", "model(x).sum().backward()", [(8, "FSD080")]),
-        ("torch.tensor_split(data, world)[rank]", "model(x).sum().backward()", [(8, "FSD080")]),
-        ("data.chunk(world)[rank]", "dist.all_reduce(x)", [(8, "FSD080")]),
+        ("data[rank::world]", "model(x).sum().backward()", [(8, "FSD079")]),
+        ("np.array_split(data, world)[rank]", "model(x).sum().backward()", [(8, "FSD079")]),
+        ("torch.tensor_split(data, world)[rank]", "model(x).sum().backward()", [(8, "FSD079")]),
+        ("data.chunk(world)[rank]", "dist.all_reduce(x)", [(8, "FSD079")]),
         ("data[rank::world]", "print(x)", []),  # no backward, no collective: nothing to wait in
         ("data[rank * 4 : (rank + 1) * 4]", "model(x).sum().backward()", []),  # equal slices
         ("data[: len(data) // world * world][rank::world]", "model(x).sum().backward()", []),  # cut to a multiple
@@ -259,7 +259,7 @@ def test_fsd080_distributed_sampler_pads_and_is_not_a_hand_split():
     assert _codes(code) == []
 
 
-# --- FSD081 -------------------------------------------------------------------------------------------------
+# --- FSD080 -------------------------------------------------------------------------------------------------
 
 FSDP2 = """
 from torch.distributed.fsdp import fully_shard, register_fsdp_forward_method
@@ -276,7 +276,7 @@ out = model.generate(ids{kw})
 @pytest.mark.parametrize(
     ("raf", "register", "kw", "want"),
     [
-        ("", 'register_fsdp_forward_method(model, "generate")', "", [(9, "FSD081")]),
+        ("", 'register_fsdp_forward_method(model, "generate")', "", [(9, "FSD080")]),
         ("", 'register_fsdp_forward_method(model, "generate")', ", synced_gpus=True", []),
         ("", 'register_fsdp_forward_method(model, "generate")', ", synced_gpus=args.sync", []),
         ("", 'register_fsdp_forward_method(model, "generate")', ", **gen_kwargs", []),
@@ -309,14 +309,14 @@ SUMMON = "with FSDP.summon_full_params(model, writeback=False, recurse=False):"
 @pytest.mark.parametrize(
     ("kwargs", "context", "want"),
     [
-        (", auto_wrap_policy=policy", SUMMON, [(7, "FSD081")]),
+        (", auto_wrap_policy=policy", SUMMON, [(7, "FSD080")]),
         (", auto_wrap_policy=policy", "if True:", [(7, "FSD044")]),  # outside the context: FSD044's, not a second one
         ("", SUMMON, []),  # the root is the only unit: everything gathered in the context
         (", auto_wrap_policy=policy, sharding_strategy=ShardingStrategy.SHARD_GRAD_OP", SUMMON, []),
         (
             ", auto_wrap_policy=policy",
             "ctx = lambda: FSDP.summon_full_params(model, writeback=False, recurse=False) if use_fsdp else nullcontext()\nwith ctx():",
-            [(8, "FSD081")],
+            [(8, "FSD080")],
         ),  # direct-preference-optimization's shape: the context a lambda returns (FSD044 follows it too)
     ],
 )
@@ -338,7 +338,7 @@ out = engine.module.generate(ids)
 @pytest.mark.parametrize(
     ("stage", "extra", "want"),
     [
-        (3, "", [(8, "FSD081")]),
+        (3, "", [(8, "FSD080")]),
         (2, "", []),  # ZeRO-2: parameters whole on every rank
         (3, "from transformers.integrations import HfDeepSpeedConfig\nkeep = HfDeepSpeedConfig({})", []),
     ],

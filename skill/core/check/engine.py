@@ -32,7 +32,7 @@ from fsdp_skill.core.check import data_rules as _data_rules  # noqa: F401 - regi
 from fsdp_skill.core.check import divergence  # noqa: F401 - registers FSD037, FSD038, FSD040, FSD045 in FINDERS
 from fsdp_skill.core.check import flow_rules as _flow_rules  # noqa: F401 - registers FSD054-FSD060
 from fsdp_skill.core.check import map_location as _map_location  # noqa: F401 - registers FSD043's finder
-from fsdp_skill.core.check import step_rules as _step_rules  # noqa: F401 - registers FSD078-FSD081
+from fsdp_skill.core.check import step_rules as _step_rules  # noqa: F401 - registers FSD077-FSD080
 from fsdp_skill.core.check.calls import build_facts
 from fsdp_skill.core.check.facts import BudgetExceeded, Located, analysis_clock
 from fsdp_skill.core.check.finders import FINDERS

@@ -716,7 +716,7 @@ RULES: dict[str, Rule] = {
             "offload/fsdp1-cpu-offload-cuda",
         ),
         _r(
-            "FSD078",
+            "FSD077",
             "warning",
             "module wrapped by DDP without `find_unused_parameters=True` whose `forward` leaves a trained submodule or parameter out of some calls",
             "a parameter that gets no gradient in a step keeps its bucket from finishing, and the next forward raises "
@@ -726,7 +726,7 @@ RULES: dict[str, Rule] = {
             "debugging/ddp-unused-parameters",
         ),
         _r(
-            "FSD079",
+            "FSD078",
             "warning",
             "evaluation over a `DistributedSampler` (`drop_last=False`: it pads) whose per-rank results are gathered or summed whole",
             "DistributedSampler repeats samples so that every rank gets as many, so the gathered predictions (or the summed "
@@ -736,7 +736,7 @@ RULES: dict[str, Rule] = {
             "data/evaluate-without-padding",
         ),
         _r(
-            "FSD080",
+            "FSD079",
             "warning",
             "loop with a backward or a collective over data split by hand per rank into parts that can differ in size (`data[rank::world]`, `array_split`, `chunk`)",
             "a rank with one batch more runs one more backward (its gradient all-reduce) or collective, which the others "
@@ -747,7 +747,7 @@ RULES: dict[str, Rule] = {
             "join/uneven-alternatives",
         ),
         _r(
-            "FSD081",
+            "FSD080",
             "warning",
             "Hugging Face `generate()` without `synced_gpus=True` on a model still sharded while it generates (FSDP2, FSDP1 nested units, ZeRO-3)",
             "each generated token is a forward whose sharded layers all-gather their parameters: a rank whose sequences end "
@@ -761,6 +761,6 @@ RULES: dict[str, Rule] = {
 }
 
 NOT_ANALYSED = "FSD000"  # the file was not analysed (does not parse, or the checker failed on it): a finding, not a rule
-# the rule codes as a range ("FSD001-FSD081"): the check_script tool's description gives it, and a test holds the
+# the rule codes as a range ("FSD001-FSD080"): the check_script tool's description gives it, and a test holds the
 # pre-commit hook's description and README to it
 RULE_RANGE = f"{min(RULES)}-{max(RULES)}"

@@ -1,6 +1,6 @@
-"""Rules about what the ranks do differently from step to step (FSD078-FSD081).
+"""Rules about what the ranks do differently from step to step (FSD077-FSD080).
 
-- **FSD078**: a module of the file wrapped by ``DistributedDataParallel(...)`` without ``find_unused_parameters``
+- **FSD077**: a module of the file wrapped by ``DistributedDataParallel(...)`` without ``find_unused_parameters``
   (nor ``static_graph``, nor ``**kwargs``) whose ``forward`` leaves a submodule or parameter with parameters
   (``nn.Linear``, ``nn.Parameter``, a class of the file holding one, ...) that its ``__init__`` registers
   unconditionally out of some calls: never read in ``forward`` (nor in the methods it calls on ``self``), or read only
@@ -11,13 +11,13 @@
   ``self.parameters()``, ``super()``, ``self`` handed to another function), where the part is frozen
   (``requires_grad_(False)`` / ``requires_grad = False`` on it, or anywhere on the whole model), tied
   (``self.x.weight = ...``), and where the class's ``forward`` is not in the file.
-- **FSD079**: an evaluation loop (no ``backward`` / ``step`` in it) over a ``DataLoader`` whose ``DistributedSampler``
+- **FSD078**: an evaluation loop (no ``backward`` / ``step`` in it) over a ``DataLoader`` whose ``DistributedSampler``
   keeps the default ``drop_last=False`` (it repeats samples so that every rank gets as many), whose function then
   gathers the results (``dist.all_gather``, ``all_gather_object``, ``gather``, ``gather_object``,
   ``all_gather_into_tensor``) or all-reduces a count the loop accumulated: the repeated samples are scored twice.
   Silent where the function slices anything to a length (``preds[:len(dataset)]``), with ``drop_last=True`` or another
   sampler. Accelerate's ``gather`` is FSD052's.
-- **FSD080**: a loop over data split by hand per rank into parts whose sizes can differ (``data[rank::world]``,
+- **FSD079**: a loop over data split by hand per rank into parts whose sizes can differ (``data[rank::world]``,
   ``np.array_split(data, world)[rank]``, ``torch.chunk(...)[rank]``, ``islice(it, rank, None, world)``, an
   ``IterableDataset`` of the file whose ``__iter__`` does one of these or keeps ``i % world == rank``), directly or
   through the ``Dataset`` / ``DataLoader`` built on it, whose body runs a ``backward()`` or a ``torch.distributed``
@@ -25,7 +25,7 @@
   ``Join`` (or ``model.join()``) in the file, a ``ReduceOp.MIN`` / ``MAX`` agreement in the function, a ``break`` in the
   loop, a part first cut to a multiple of the world size (``data[: len(data) // world * world]``), and for equal
   slices (``data[rank * n:(rank + 1) * n]``).
-- **FSD081**: a Hugging Face ``generate()`` (the file imports ``transformers``) without ``synced_gpus`` (nor
+- **FSD080**: a Hugging Face ``generate()`` (the file imports ``transformers``) without ``synced_gpus`` (nor
   ``**kwargs``) on a model whose parameters are still sharded while it generates, so each step's forward all-gathers:
   an FSDP2 module (``fully_shard``) with ``generate`` registered by ``register_fsdp_forward_method`` (unregistered
   is FSD021's), unless the file passes ``reshard_after_forward=False``; an FSDP1 root inside ``summon_full_params``
@@ -125,7 +125,7 @@ def _class_of(facts: FileFacts, value: ast.AST) -> ast.ClassDef | None:
     return None
 
 
-# --- FSD078: DDP and a forward that leaves parameters out ---------------------------------------------------
+# --- FSD077: DDP and a forward that leaves parameters out ---------------------------------------------------
 
 _PARAMETRIC = {
     "Linear", "Bilinear", "LazyLinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
@@ -413,9 +413,9 @@ def _starred(call: ast.Call) -> bool:
     return any(isinstance(a, ast.Starred) for a in call.args)
 
 
-@finder("FSD078")
+@finder("FSD077")
 def ddp_unused_parameters(facts: FileFacts) -> Found:
-    """FSD078: ``DDP(model)`` without ``find_unused_parameters`` whose module's forward leaves trained parts out."""
+    """FSD077: ``DDP(model)`` without ``find_unused_parameters`` whose module's forward leaves trained parts out."""
     for call in _ddp_calls(facts):
         if kwarg(call, "find_unused_parameters") is not None and not _false(kwarg(call, "find_unused_parameters")):
             continue
@@ -437,7 +437,7 @@ def _true(node: ast.AST | None) -> bool:
     return isinstance(node, ast.Constant) and node.value is True
 
 
-# --- FSD079: a padded evaluation sampler's duplicates in a gathered metric ----------------------------------
+# --- FSD078: a padded evaluation sampler's duplicates in a gathered metric ----------------------------------
 
 _SAMPLERS = {"torch.utils.data.DistributedSampler", "torch.utils.data.distributed.DistributedSampler"}
 _LOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
@@ -508,9 +508,9 @@ def _dist(facts: FileFacts, call: ast.Call, names: set[str]) -> bool:
     return q.startswith("torch.distributed.") and q.rsplit(".", 1)[-1] in names
 
 
-@finder("FSD079")
+@finder("FSD078")
 def padded_eval_gathered(facts: FileFacts) -> Found:
-    """FSD079: results of an evaluation loop over a padding ``DistributedSampler`` gathered (or counts summed) whole."""
+    """FSD078: results of an evaluation loop over a padding ``DistributedSampler`` gathered (or counts summed) whole."""
     if not any(facts.qual(c) in _SAMPLERS for c in facts.calls()):
         return
     gathers = any(_dist(facts, c, _GATHERS | {"all_reduce", "reduce"}) for c in facts.calls())
@@ -537,7 +537,7 @@ def padded_eval_gathered(facts: FileFacts) -> Found:
                 break
 
 
-# --- FSD080: a hand split per rank of uneven sizes ---------------------------------------------------------
+# --- FSD079: a hand split per rank of uneven sizes ---------------------------------------------------------
 
 _SPLITTERS = {"numpy.array_split", "torch.chunk", "torch.tensor_split", "numpy.split"}
 _AGREE = {"MIN", "MAX"}
@@ -675,9 +675,9 @@ def _agrees(facts: FileFacts, scope: ast.AST) -> bool:
     )
 
 
-@finder("FSD080")
+@finder("FSD079")
 def uneven_split_loop(facts: FileFacts) -> Found:
-    """FSD080: a training / collective loop over data split by hand per rank into parts that can differ in size."""
+    """FSD079: a training / collective loop over data split by hand per rank into parts that can differ in size."""
     if not any(_split(facts, n) or _modulo_rank(facts, n) for n in facts.nodes):
         return  # one pass: most files split nothing by hand
     for loop in facts.nodes:
@@ -691,7 +691,7 @@ def uneven_split_loop(facts: FileFacts) -> Found:
             yield loop, f"split per rank at line {getattr(split, 'lineno', loop.lineno)}"
 
 
-# --- FSD081: generate on a sharded model without synced_gpus -----------------------------------------------
+# --- FSD080: generate on a sharded model without synced_gpus -----------------------------------------------
 
 
 def _registered_generate(facts: FileFacts) -> set[str | None]:
@@ -765,9 +765,9 @@ def _sharded_during_generate(facts: FileFacts, call: ast.Call, recv: ast.AST) ->
     return None
 
 
-@finder("FSD081")
+@finder("FSD080")
 def generate_without_synced_gpus(facts: FileFacts) -> Found:
-    """FSD081: HF ``generate()`` without ``synced_gpus`` on a model sharded while it generates."""
+    """FSD080: HF ``generate()`` without ``synced_gpus`` on a model sharded while it generates."""
     if not any(v.startswith("transformers") for v in facts.aliases.values()):
         return
     for call in facts.calls():

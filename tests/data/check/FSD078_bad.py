@@ -1,28 +1,26 @@
-"""FSD078: the auxiliary head runs only when the caller asks for it, and DDP is built without find_unused_parameters."""
+"""FSD078: accuracy over predictions gathered from a DistributedSampler's shards; the sampler repeats samples to
+give every rank as many, and the gathered whole keeps them."""
 import torch
 import torch.distributed as dist
-from torch import nn
-from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
 
-class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.body = nn.Linear(8, 8)
-        self.head = nn.Linear(8, 2)
-        self.aux = nn.Linear(8, 2)
-
-    def forward(self, x, with_aux=False):
-        h = torch.relu(self.body(x))
-        if with_aux:
-            return self.head(h) + self.aux(h)
-        return self.head(h)
+def evaluate(model, dataset):
+    sampler = DistributedSampler(dataset, shuffle=False)
+    loader = DataLoader(dataset, batch_size=4, sampler=sampler)
+    preds, labels = [], []
+    with torch.no_grad():
+        for x, y in loader:
+            preds.append(model(x).argmax(-1))
+            labels.append(y)
+    preds, labels = torch.cat(preds), torch.cat(labels)
+    all_preds = [torch.zeros_like(preds) for _ in range(dist.get_world_size())]
+    all_labels = [torch.zeros_like(labels) for _ in range(dist.get_world_size())]
+    dist.all_gather(all_preds, preds)  # <- FSD078
+    dist.all_gather(all_labels, labels)
+    return (torch.cat(all_preds) == torch.cat(all_labels)).float().mean().item()
 
 
 dist.init_process_group("gloo")
-model = DDP(Net())  # <- FSD078
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-for step in range(4):
-    opt.zero_grad()
-    model(torch.randn(4, 8), with_aux=step % 2 == 0).sum().backward()
-    opt.step()
+data = TensorDataset(torch.randn(11, 4), torch.randint(0, 2, (11,)))
+print(evaluate(torch.nn.Linear(4, 2), data))

@@ -1,26 +1,15 @@
-"""FSD079: accuracy over predictions gathered from a DistributedSampler's shards; the sampler repeats samples to
-give every rank as many, and the gathered whole keeps them."""
+"""FSD079: every world_size-th sample per rank; with 10 samples on 4 ranks, ranks 0 and 1 get 3 and ranks 2 and
+3 get 2: the first two run a third backward whose all-reduce the others never join."""
 import torch
 import torch.distributed as dist
-from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
-
-
-def evaluate(model, dataset):
-    sampler = DistributedSampler(dataset, shuffle=False)
-    loader = DataLoader(dataset, batch_size=4, sampler=sampler)
-    preds, labels = [], []
-    with torch.no_grad():
-        for x, y in loader:
-            preds.append(model(x).argmax(-1))
-            labels.append(y)
-    preds, labels = torch.cat(preds), torch.cat(labels)
-    all_preds = [torch.zeros_like(preds) for _ in range(dist.get_world_size())]
-    all_labels = [torch.zeros_like(labels) for _ in range(dist.get_world_size())]
-    dist.all_gather(all_preds, preds)  # <- FSD079
-    dist.all_gather(all_labels, labels)
-    return (torch.cat(all_preds) == torch.cat(all_labels)).float().mean().item()
-
+from torch.nn.parallel import DistributedDataParallel as DDP
 
 dist.init_process_group("gloo")
-data = TensorDataset(torch.randn(11, 4), torch.randint(0, 2, (11,)))
-print(evaluate(torch.nn.Linear(4, 2), data))
+rank, world = dist.get_rank(), dist.get_world_size()
+samples = [torch.randn(4) for _ in range(10)]
+model = DDP(torch.nn.Linear(4, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for x in samples[rank::world]:  # <- FSD079
+    opt.zero_grad()
+    model(x).sum().backward()
+    opt.step()

@@ -1,15 +1,24 @@
-"""FSD080: every world_size-th sample per rank; with 10 samples on 4 ranks, ranks 0 and 1 get 3 and ranks 2 and
-3 get 2: the first two run a third backward whose all-reduce the others never join."""
+"""FSD080: a causal LM sharded with fully_shard, generate registered as an FSDP forward method, and generate
+called without synced_gpus: the rank whose prompts reach their end-of-sequence token first stops joining the
+per-layer all-gathers of the next tokens' forwards."""
+import os
+
 import torch
 import torch.distributed as dist
-from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.distributed.fsdp import fully_shard, register_fsdp_forward_method
+from transformers import AutoModelForCausalLM, AutoTokenizer
 
-dist.init_process_group("gloo")
-rank, world = dist.get_rank(), dist.get_world_size()
-samples = [torch.randn(4) for _ in range(10)]
-model = DDP(torch.nn.Linear(4, 1))
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-for x in samples[rank::world]:  # <- FSD080
-    opt.zero_grad()
-    model(x).sum().backward()
-    opt.step()
+dist.init_process_group("nccl")
+rank = dist.get_rank()
+torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+tok = AutoTokenizer.from_pretrained("gpt2")
+model = AutoModelForCausalLM.from_pretrained("gpt2").cuda()
+for block in model.transformer.h:
+    fully_shard(block)
+fully_shard(model)
+register_fsdp_forward_method(model, "generate")
+prompts = ["Hello", "The capital of France is"][rank % 2]
+batch = tok(prompts, return_tensors="pt").to("cuda")
+with torch.no_grad():
+    out = model.generate(batch["input_ids"], max_new_tokens=32)  # <- FSD080
+print(tok.decode(out[0]))

@@ -1,15 +1,23 @@
-"""FSD080 fixed: the samples are first cut to a multiple of the world size, so every rank gets as many."""
+"""FSD080 fixed: the same sharded generate with synced_gpus=True: a rank that has finished keeps running forwards
+(their tokens discarded) until every rank has."""
+import os
+
 import torch
 import torch.distributed as dist
-from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.distributed.fsdp import fully_shard, register_fsdp_forward_method
+from transformers import AutoModelForCausalLM, AutoTokenizer
 
-dist.init_process_group("gloo")
-rank, world = dist.get_rank(), dist.get_world_size()
-samples = [torch.randn(4) for _ in range(10)]
-samples = samples[: len(samples) // world * world]
-model = DDP(torch.nn.Linear(4, 1))
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-for x in samples[rank::world]:
-    opt.zero_grad()
-    model(x).sum().backward()
-    opt.step()
+dist.init_process_group("nccl")
+rank = dist.get_rank()
+torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+tok = AutoTokenizer.from_pretrained("gpt2")
+model = AutoModelForCausalLM.from_pretrained("gpt2").cuda()
+for block in model.transformer.h:
+    fully_shard(block)
+fully_shard(model)
+register_fsdp_forward_method(model, "generate")
+prompts = ["Hello", "The capital of France is"][rank % 2]
+batch = tok(prompts, return_tensors="pt").to("cuda")
+with torch.no_grad():
+    out = model.generate(batch["input_ids"], max_new_tokens=32, synced_gpus=True)
+print(tok.decode(out[0]))

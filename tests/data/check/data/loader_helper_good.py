@@ -1,6 +1,6 @@
 """The near misses of the helper shape: a sampler in the helper, a dataset split by rank (Subset, HF datasets'
 split_dataset_by_node, .shard), an IterableDataset that reads the rank, a loader given to accelerator.prepare,
-and an evaluation loader with no backward. (FSD080 marks the epoch loop: the Stream's files split per rank give
+and an evaluation loader with no backward. (FSD079 marks the epoch loop: the Stream's files split per rank give
 the ranks different numbers of batches, and the ones with more wait in a backward the others never run.)"""
 
 import os
@@ -53,7 +53,7 @@ def train(model, loader, epochs):
     for _ in range(epochs):
         if isinstance(loader.sampler, DistributedSampler):
             loader.sampler.set_epoch(_)
-        for x, y in loader:  # <- FSD080
+        for x, y in loader:  # <- FSD079
             loss = torch.nn.functional.mse_loss(model(x.cuda()), y.cuda())
             opt.zero_grad()
             loss.backward()

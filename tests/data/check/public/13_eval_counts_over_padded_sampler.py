@@ -16,6 +16,6 @@ def evaluate(model, dataset, device):
         scores = model(users.to(device))
         hits += (scores.topk(10).indices == items.to(device).unsqueeze(1)).any(1).sum()
         count += len(users)
-    dist.all_reduce(hits)  # <- FSD079
+    dist.all_reduce(hits)  # <- FSD078
     dist.all_reduce(count)
     return (hits / count).item()

@@ -26,6 +26,6 @@ class Sampler:
     def sample(self, batch, max_length):
         ctx = lambda: FSDP.summon_full_params(self.policy, writeback=False, recurse=False) if self.use_fsdp else contextlib.nullcontext()  # noqa: E731
         with ctx():
-            return self.policy.generate(  # <- FSD081
+            return self.policy.generate(  # <- FSD080
                 batch["input_ids"], attention_mask=batch["attention_mask"], max_length=max_length, do_sample=True
             )

@@ -1,4 +1,4 @@
-"""FSD081 shapes: an FSDP1 model with nested units generating inside summon_full_params (the units reshard after
+"""FSD080 shapes: an FSDP1 model with nested units generating inside summon_full_params (the units reshard after
 each forward and all-gather again at the next token) in a Trainer, and a DeepSpeed ZeRO-3 engine's module
 generating in an evaluation helper."""
 import deepspeed
@@ -19,12 +19,12 @@ class Trainer:
 
     def sample(self, input_ids):
         with FSDP.summon_full_params(self.model, writeback=False, recurse=False):
-            return self.model.generate(input_ids, max_new_tokens=64)  # <- FSD081
+            return self.model.generate(input_ids, max_new_tokens=64)  # <- FSD080
 
 
 def evaluate(engine, prompts):
     with torch.no_grad():
-        return [engine.module.generate(p, max_new_tokens=64) for p in prompts]  # <- FSD081
+        return [engine.module.generate(p, max_new_tokens=64) for p in prompts]  # <- FSD080
 
 
 def main():

@@ -1,4 +1,4 @@
-"""FSD081 near-misses, one edit from generate_bad.py: synced_gpus=True for the FSDP1 model with nested units inside
+"""FSD080 near-misses, one edit from generate_bad.py: synced_gpus=True for the FSDP1 model with nested units inside
 summon_full_params, and for the ZeRO-3 engine's module (generate_root_good.py: a root with no nested unit)."""
 import deepspeed
 import torch

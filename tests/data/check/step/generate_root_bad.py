@@ -1,4 +1,4 @@
-"""FSD081: an FSDP1 model whose decoder blocks are nested units generates inside summon_full_params(recurse=False)
+"""FSD080: an FSDP1 model whose decoder blocks are nested units generates inside summon_full_params(recurse=False)
 (the root's own parameters gathered): each block all-gathers in its forward at every new token."""
 import torch
 import torch.distributed as dist
@@ -10,5 +10,5 @@ from transformers.models.gpt2.modeling_gpt2 import GPT2Block
 dist.init_process_group("gloo")
 model = FSDP(AutoModelForCausalLM.from_pretrained("gpt2"), auto_wrap_policy=ModuleWrapPolicy({GPT2Block}))
 with FSDP.summon_full_params(model, writeback=False, recurse=False):
-    out = model.module.generate(torch.tensor([[1, 2, 3]]), max_new_tokens=16)  # <- FSD081
+    out = model.module.generate(torch.tensor([[1, 2, 3]]), max_new_tokens=16)  # <- FSD080
 dist.destroy_process_group()

@@ -1,4 +1,4 @@
-"""FSD081 near-miss, one edit from generate_root_bad.py: the root is the only FSDP unit, so summon_full_params
+"""FSD080 near-miss, one edit from generate_root_bad.py: the root is the only FSDP unit, so summon_full_params
 gathers every parameter and no forward of the generation all-gathers."""
 import torch
 import torch.distributed as dist

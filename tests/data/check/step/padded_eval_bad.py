@@ -1,4 +1,4 @@
-"""FSD079 shapes: counts summed over a padded sampler in a Trainer (the loader built by a helper), and
+"""FSD078 shapes: counts summed over a padded sampler in a Trainer (the loader built by a helper), and
 all_gather_object of per-sample results in a script."""
 import torch
 import torch.distributed as dist
@@ -21,7 +21,7 @@ class Trainer:
             for x, y in self.val_loader:
                 correct += (self.model(x).argmax(-1) == y).sum()
                 seen += len(y)
-        dist.all_reduce(correct)  # <- FSD079
+        dist.all_reduce(correct)  # <- FSD078
         dist.all_reduce(seen)
         return (correct / seen).item()
 
@@ -31,7 +31,7 @@ def score(model, loader):
     for i, (x, y) in enumerate(loader):
         rows += (model(x).argmax(-1) == y).tolist()
     gathered = [None] * dist.get_world_size()
-    dist.all_gather_object(gathered, rows)  # <- FSD079
+    dist.all_gather_object(gathered, rows)  # <- FSD078
     flat = [r for part in gathered for r in part]
     return sum(flat) / len(flat)
 

@@ -1,4 +1,4 @@
-"""FSD079 near-misses, one edit from padded_eval_bad.py: the evaluation sampler drops the uneven tail
+"""FSD078 near-misses, one edit from padded_eval_bad.py: the evaluation sampler drops the uneven tail
 (drop_last=True, the remainder evaluated apart on rank 0 as pytorch/examples' imagenet does), the gathered rows are
 cut to len(dataset); and a training loop over the padded sampler (repeats there are harmless)."""
 import torch

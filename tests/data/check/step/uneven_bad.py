@@ -1,4 +1,4 @@
-"""FSD080 shapes: np.array_split in a helper the loop's Dataset is built from, a tensor chunked per rank in a
+"""FSD079 shapes: np.array_split in a helper the loop's Dataset is built from, a tensor chunked per rank in a
 Trainer, an IterableDataset keeping i % world == rank, and a metric all-reduced per batch over islice."""
 import itertools
 
@@ -40,7 +40,7 @@ class Trainer:
         self.part = torch.chunk(data, world)[rank]
 
     def fit(self):
-        for x in self.part:  # <- FSD080
+        for x in self.part:  # <- FSD079
             self.model(x).sum().backward()
 
 
@@ -48,12 +48,12 @@ def main():
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     model = DDP(torch.nn.Linear(4, 1))
-    for x in DataLoader(Rows(my_rows(rank, world)), batch_size=2):  # <- FSD080
+    for x in DataLoader(Rows(my_rows(rank, world)), batch_size=2):  # <- FSD079
         model(x).sum().backward()
-    for x in DataLoader(Stream(10, rank, world), batch_size=2):  # <- FSD080
+    for x in DataLoader(Stream(10, rank, world), batch_size=2):  # <- FSD079
         model(x).sum().backward()
     Trainer(torch.nn.Linear(4, 1), torch.randn(10, 4), rank, world).fit()
-    for line in itertools.islice(open("metrics.txt"), rank, None, world):  # <- FSD080
+    for line in itertools.islice(open("metrics.txt"), rank, None, world):  # <- FSD079
         value = torch.tensor([float(line)])
         dist.all_reduce(value)
 

@@ -1,4 +1,4 @@
-"""FSD080 near-misses, one edit from uneven_bad.py: equal slices per rank (the tail dropped), a DistributedSampler
+"""FSD079 near-misses, one edit from uneven_bad.py: equal slices per rank (the tail dropped), a DistributedSampler
 (it pads), the ranks agree on the number of steps (all_reduce MIN), a loop inside Join, a fixed number of steps."""
 import torch
 import torch.distributed as dist

@@ -1,4 +1,4 @@
-"""FSD078 shapes: a submodule never used in forward (through a wrapping helper), an early return before a block
+"""FSD077 shapes: a submodule never used in forward (through a wrapping helper), an early return before a block
 (a Trainer holding the model in self.), a parameter used in one arm of a conditional expression (set up in main)."""
 import torch
 import torch.distributed as dist
@@ -54,13 +54,13 @@ class Scaled(nn.Module):
 
 
 def wrap(model, rank):
-    return DDP(model, device_ids=None)  # <- FSD078
+    return DDP(model, device_ids=None)  # <- FSD077
 
 
 class Trainer:
     def __init__(self, model):
         self.model = model
-        self.model = DDP(self.model, find_unused_parameters=False)  # <- FSD078
+        self.model = DDP(self.model, find_unused_parameters=False)  # <- FSD077
 
     def step(self, x):
         self.model(x).sum().backward()
@@ -71,7 +71,7 @@ def main():
     rank = dist.get_rank()
     encoder = wrap(Encoder(8), rank)
     trainer = Trainer(EarlyExit(8))
-    scaled = DDP(Scaled(8).to("cpu"))  # <- FSD078
+    scaled = DDP(Scaled(8).to("cpu"))  # <- FSD077
     for _ in range(3):
         encoder(torch.randn(2, 8)).sum().backward()
         trainer.step(torch.randn(2, 8))

@@ -1,4 +1,4 @@
-"""FSD078 near-misses, one edit from unused_bad.py: the pooler is used, the early exit keeps both blocks used
+"""FSD077 near-misses, one edit from unused_bad.py: the pooler is used, the early exit keeps both blocks used
 (and a head used only in training: no backward runs in evaluation), the unused part is frozen before the wrap,
 the parameter is used in both arms; and a forward that reaches its blocks through getattr (the file cannot tell)."""
 import torch
