@@ -82,7 +82,6 @@ def test_accelerate_save_state_without_fsdp_in_the_file_is_not_judged():
     assert [f for f in check_source(src, "t.py") if f.code == "FSD039"] == []
 
 
-
 @pytest.mark.parametrize(
     ("imports", "bind", "want"),
     [
@@ -97,6 +96,7 @@ def test_accelerate_save_state_without_fsdp_in_the_file_is_not_judged():
 def test_deepspeed_save_checkpoint_on_rank_0_needs_a_deepspeed_engine(imports, bind, want):
     src = f"{imports}\ndef main(net, rank):\n    {bind}\n    if rank == 0:\n        engine.save_checkpoint('ckpt')\n"
     assert [f.line for f in check_source(src, "t.py") if f.code == "FSD039"] == want
+
 
 def _facts(src: str) -> tuple[FileFacts, list[ast.expr]]:
     tree = ast.parse(src)

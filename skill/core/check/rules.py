@@ -501,7 +501,8 @@ RULES: dict[str, Rule] = {
         _r(
             "FSD055",
             "warning",
-            "file written on rank 0 (`torch.save`, `save_pretrained`) then read on every rank with no barrier between",
+            "file written on rank 0 (`torch.save`, `save_pretrained`, or a helper doing it) then read on every rank (or a "
+            "directory made on rank 0, then written into by every rank) with no barrier between",
             "nothing makes the other ranks wait for rank 0's write: they can read no file, a partial one or the previous "
             "one; put dist.barrier() (accelerator.wait_for_everyone()) after the save and before the load",
             "checkpoint/rank-zero-write-barrier",
