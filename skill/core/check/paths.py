@@ -208,3 +208,73 @@ def same_file(facts: FileFacts, write: Access, read: Access) -> bool:
         return bool(_texts(facts, write.path) & _texts(facts, read.path))  # both below the same directory
     folder, path = (write.path, read.path) if not write.exact else (read.path, write.path)
     return _below(facts, folder, path)
+
+
+# --- module state dicts in checkpoint files (FSD069) -----------------------------------------------------
+
+
+def state_dict_of(facts: FileFacts, value: ast.AST | None) -> ast.AST | None:
+    """The module whose ``.state_dict()`` ``value`` is (through names), else None."""
+    value = facts.resolve(value)
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "state_dict":
+        return value.func.value
+    return None
+
+
+def saved_states(facts: FileFacts, call: ast.Call) -> list[tuple[object, ast.AST]]:
+    """(dict key or None, module) for each module state dict ``torch.save(obj, path)`` writes: ``obj`` itself or a
+    value of a dict literal (``{"model": ddp.state_dict(), ...}``)."""
+    obj = facts.resolve(kwarg(call, "obj", 0))
+    owner = state_dict_of(facts, obj)
+    if owner is not None:
+        return [(None, owner)]
+    out: list[tuple[object, ast.AST]] = []
+    if isinstance(obj, ast.Dict):
+        for k, v in zip(obj.keys, obj.values, strict=True):
+            owner = state_dict_of(facts, v)
+            if owner is not None and isinstance(k, ast.Constant):
+                out.append((k.value, owner))
+    return out
+
+
+def loaded_state(facts: FileFacts, value: ast.AST | None) -> tuple[object, ast.expr] | None:
+    """(dict key or None, path) when ``value`` is ``torch.load(path)`` or ``torch.load(path)[key]`` (through names)."""
+    value = facts.resolve(value)
+    key: object = None
+    if isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant):
+        key, value = value.slice.value, facts.resolve(value.value)
+    if isinstance(value, ast.Call) and facts.qual(value) == "torch.load":
+        path = kwarg(value, "f", 0)
+        return (key, path) if path is not None else None
+    return None
+
+
+# (module parameter index, path parameter index, repr of the dict key or of None) of each state dict a function saves
+# or loads through its parameters (``torch.save({"model": model.state_dict()}, path)``)
+Traffic = tuple[tuple[int, int, str], ...]
+
+
+def state_traffic(facts: FileFacts, fn: callgraph.Function) -> tuple[Traffic, Traffic]:
+    """(saves, loads) of ``fn``: each module state dict its body writes to a path given by a parameter, from a module
+    given by a parameter (``torch.save({"model": model.state_dict()}, path)``), and each it loads the same way
+    (``model.load_state_dict(torch.load(path)["model"])``): what a caller in another checked file needs to tell
+    whose keys the file holds (FSD069)."""
+    params = tuple(a.arg for a in fn.args.posonlyargs + fn.args.args)
+    saves: list[tuple[int, int, str]] = []
+    loads: list[tuple[int, int, str]] = []
+    for node in facts.scope_nodes(fn):
+        if not isinstance(node, ast.Call):
+            continue
+        if facts.qual(node) == "torch.save":
+            where = _param_of(facts, fn, kwarg(node, "f", 1) or node, params)
+            for key, owner in saved_states(facts, node) if where and where[1] else []:
+                module = _param_of(facts, fn, owner, params) if isinstance(owner, ast.Name) else None
+                if module is not None and module[1]:
+                    saves.append((module[0], where[0], repr(key)))
+        elif isinstance(node.func, ast.Attribute) and node.func.attr == "load_state_dict":
+            got = loaded_state(facts, kwarg(node, "state_dict", 0))
+            where = _param_of(facts, fn, got[1], params) if got else None
+            module = _param_of(facts, fn, node.func.value, params) if isinstance(node.func.value, ast.Name) else None
+            if got and where and where[1] and module is not None and module[1]:
+                loads.append((module[0], where[0], repr(got[0])))
+    return tuple(saves), tuple(loads)
