@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 
-from fsdp_skill.core.check import calls
+from fsdp_skill.core.check import calls, frozen
 from fsdp_skill.core.check.facts import (
     FSDP1,
     FULLY_SHARD,
@@ -820,56 +820,38 @@ def gradient_sync_never_turned_back_on(facts: FileFacts) -> Found:
         yield calls[0], None
 
 
-def _freezes(facts: FileFacts, scope: ast.AST) -> set[str]:
-    """Dotted names of modules some of whose parameters are frozen in ``scope``."""
-    out = set()
-    for node in facts.scope_nodes(scope):
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "requires_grad_"
-            and node.args
-            and isinstance(node.args[0], ast.Constant)
-            and node.args[0].value is False
-        ):
-            out |= _owner_prefixes(facts, node.func.value)
-        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and node.value.value is False:
-            for t in node.targets:
-                if isinstance(t, ast.Attribute) and t.attr == "requires_grad":
-                    out |= _owner_prefixes(facts, t.value)
-    return out
-
-
-def _owner_prefixes(facts: FileFacts, expr: ast.AST) -> set[str]:
-    if isinstance(expr, ast.Name):
-        _, b = facts.binding(expr)
-        if b is not None and b.kind == "for":
-            return {n for o in _param_owners(facts, b.value) for n in _owner_prefixes(facts, o)}
-    name = dotted(expr) or (dotted(expr.value) if isinstance(expr, ast.Subscript) else None)
-    if not name:
-        return set()
-    parts = name.split(".")
-    return {".".join(parts[:i]) for i in range(1, len(parts) + 1)}
-
-
 @finder("FSD031")
 def fsdp1_frozen_params_without_orig_params(facts: FileFacts) -> Found:
-    """FSD031: FSDP1 wrapping a partly frozen module as one unit without ``use_orig_params=True``."""
+    """FSD031: FSDP1 wrapping a partly frozen module as one unit without ``use_orig_params=True`` (the module's
+    freezing followed by :mod:`~fsdp_skill.core.check.frozen`). With an ``auto_wrap_policy`` only a PEFT model is
+    judged, and only under a policy that keeps each adapter in the unit of the layer it adapts (the transformer-layer,
+    size-based and module-class policies; a lambda policy may wrap the adapters apart)."""
     for call in facts.calls():
         if (
             facts.qual(call) != FSDP1
             or not call.args
             or is_true(kwarg(call, "use_orig_params"))
-            or kwarg(call, "auto_wrap_policy") is not None
             or any(k.arg is None for k in call.keywords)
         ):
             continue
-        scope = facts.scope_of(call)
-        key = ("FSD031", "freezes", id(scope))
-        if key not in facts.cache:
-            facts.cache[key] = _freezes(facts, scope)
-        if dotted(call.args[0]) in facts.cache[key]:
+        name, scope = dotted(call.args[0]), facts.scope_of(call)
+        if name is None or name not in frozen.partly_frozen(facts, scope):
+            continue
+        policy = kwarg(call, "auto_wrap_policy")
+        if policy is None or name in frozen.peft_models(facts, scope) and _mixes_adapters(facts, policy):
             yield call, None
+
+
+_MIXING_POLICIES = {"transformer_auto_wrap_policy", "size_based_auto_wrap_policy", "ModuleWrapPolicy"}
+_SEPARATING_POLICIES = {"lambda_auto_wrap_policy", "fsdp_auto_wrap_policy", "_or_policy", "LambdaWrapPolicy"}
+
+
+def _mixes_adapters(facts: FileFacts, policy: ast.AST) -> bool:
+    """Is ``policy`` (through a name, ``functools.partial``) one of the policies that wrap whole layers (and so put a
+    LoRA adapter in the unit of its frozen base layer), and none that may wrap the adapters on their own?"""
+    value = facts.resolve(policy) or policy
+    names = {last_name(n) for n in ast.walk(value) if isinstance(n, (ast.Name, ast.Attribute))}
+    return bool(names & _MIXING_POLICIES) and not names & _SEPARATING_POLICIES
 
 
 @finder("FSD032")
