@@ -28,7 +28,7 @@ SINGLE = sorted(DATA.glob("*.py"))
 def test_every_shape_has_a_bad_and_a_good_fixture():
     names = {p.stem for p in SINGLE}
     shapes = ("argument_fsdp1", "argument_fsdp2", "return_fsdp1", "self_attribute", "closure", "wrapper", "sampler")
-    for shape in (*shapes, "ddp_evaluate", "framework_save", "frozen"):
+    for shape in (*shapes, "ddp_evaluate", "framework_save", "frozen", "trainer_optimizer"):
         assert f"{shape}_bad" in names and f"{shape}_good" in names, shape
     assert (DATA / "project_bad").is_dir() and (DATA / "project_good").is_dir()
 

@@ -207,12 +207,143 @@ def _optimizer_before(facts: FileFacts, api: str) -> Found:
 def optimizer_before_fully_shard(facts: FileFacts) -> Found:
     """FSD001: an optimizer built from a module's parameters before ``fully_shard`` of that module."""
     yield from _optimizer_before(facts, FULLY_SHARD)
+    yield from _constructor_optimizer_before(facts, FULLY_SHARD)
 
 
 @finder("FSD002")
 def optimizer_before_fsdp1_wrap(facts: FileFacts) -> Found:
     """FSD002: an optimizer built from a module's parameters before ``FSDP(...)`` wraps it."""
     yield from _optimizer_before(facts, FSDP1)
+    yield from _constructor_optimizer_before(facts, FSDP1)
+
+
+# --- the Trainer shape: the optimizer built in __init__, the model wrapped in a later method ------------------
+
+
+def _constructor_optimizer_before(facts: FileFacts, api: str) -> Found:
+    """An optimizer built in a class's ``__init__`` from a ``self.`` module (``self.optimizer =
+    AdamW(self.model.parameters())``, through a helper or a method returning it, or
+    ``self.model.configure_optimizers(...)``) that another method of the class wraps or shards later
+    (``def setup(self): self.model = FSDP(self.model)``): ``__init__`` runs first. Silent when ``__init__`` calls that
+    method (directly or through other methods) before building the optimizer, when any other method of the class
+    builds an optimizer of the same module (it is rebuilt), and when the wrap is given the optimizer."""
+    wraps = [(w, name) for w, name in _self_wraps(facts, {api})]
+    if not wraps:
+        return
+    for cls in (n for n in facts.tree.body if isinstance(n, ast.ClassDef)):
+        methods = {f.name: f for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        init = methods.get("__init__")
+        if init is None:
+            continue
+        for call in (n for n in facts.scope_nodes(init) if isinstance(n, ast.Call)):
+            built = _self_optimizer_sources(facts, call, methods)
+            hit = next(
+                (
+                    (w, m)
+                    for w, name in wraps
+                    if (m := _method_of(facts, w, methods)) is not None
+                    and m is not init
+                    and any(_related(name, b) for b in built)
+                    and not _reached_before(facts, init, call, m, methods)
+                    and not _rebuilt(facts, methods, {id(init), id(_builder(call, methods))}, built)
+                    and not _given(facts, w, call)
+                ),
+                None,
+            )
+            if hit is not None:
+                yield call, f"(wrapped at line {hit[0].lineno}, in {cls.name}.{hit[1].name}(), which runs after __init__)"
+
+
+def _self_wraps(facts: FileFacts, apis: set[str]) -> list[tuple[ast.Call, str]]:
+    """(wrapping call, dotted ``self.`` name of the module it wraps) for ``FSDP(self.model)`` / ``fully_shard(self.model)``
+    and the helpers of the file that wrap their argument."""
+    out = [
+        (c, name)
+        for c in facts.calls()
+        if facts.qual(c) in apis and c.args and (name := dotted(c.args[0]) or "").startswith("self.")
+    ]
+    out += [(c, name) for c, arg in calls.helper_wraps(facts, apis) if (name := dotted(arg) or "").startswith("self.")]
+    return out
+
+
+def _self_optimizer_sources(facts: FileFacts, call: ast.Call, methods: dict[str, ast.AST]) -> set[str]:
+    """Dotted ``self.`` names of the modules whose parameters the optimizer ``call`` is built from: a torch optimizer,
+    ``self.model.configure_optimizers(...)``, a function of the file given ``self.model``, or a method of the class
+    (``self.build_optimizer()``) returning an optimizer of a ``self.`` module. Empty for anything else."""
+    if _is_optimizer(facts, call):
+        return {n for o in _param_owners(facts, kwarg(call, "params", 0)) if (n := dotted(o) or "").startswith("self.")}
+    if isinstance(call.func, ast.Attribute) and call.func.attr == "configure_optimizers":
+        name = dotted(call.func.value) or ""
+        return {name} if name.startswith("self.") and name != "self" else set()
+    if isinstance(call.func, ast.Attribute) and dotted(call.func.value) == "self" and call.func.attr in methods:
+        method = methods[call.func.attr]
+        return {
+            n
+            for r in facts.scope_nodes(method)
+            if isinstance(r, ast.Return) and isinstance(value := facts.resolve(r.value), ast.Call) and value is not call
+            for n in (_self_optimizer_sources(facts, value, {}) if _is_optimizer(facts, value) else set())
+        }
+    target = calls.callee(facts, call)
+    if target is None or target.fn is None:
+        return set()
+    sources = _helper_optimizer_sources(facts, call)
+    given = [dotted(arg) or "" for _, arg in calls.bound_args(call, target)]
+    return {g for g in given if g.startswith("self.")} if sources else set()
+
+
+def _related(a: str, b: str) -> bool:
+    """Is one of the dotted names ``a``, ``b`` the other or a part of it (``self.model`` and ``self.model.head``)?"""
+    return a == b or a.startswith(b + ".") or b.startswith(a + ".")
+
+
+def _method_of(facts: FileFacts, node: ast.AST, methods: dict[str, ast.AST]) -> ast.AST | None:
+    """The method of ``methods`` whose body holds ``node``, else None."""
+    wanted = {id(m) for m in methods.values()}
+    return next((a for a in facts.ancestors(node) if id(a) in wanted), None)
+
+
+def _self_calls(facts: FileFacts, fn: ast.AST, methods: dict[str, ast.AST]) -> list[tuple[ast.Call, ast.AST]]:
+    """(call, method) for each ``self.m(...)`` in ``fn`` of a method ``m`` of ``methods``."""
+    return [
+        (n, methods[n.func.attr])
+        for n in facts.scope_nodes(fn)
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and dotted(n.func.value) == "self"
+        and n.func.attr in methods
+    ]
+
+
+def _reached_before(facts: FileFacts, init: ast.AST, call: ast.Call, method: ast.AST, methods: dict[str, ast.AST]) -> bool:
+    """Does ``__init__`` run ``method`` (through ``self.`` calls, a few methods deep) before ``call``?"""
+    todo = [m for c, m in _self_calls(facts, init, methods) if start(c) < start(call)]
+    seen: set[int] = set()
+    while todo:
+        m = todo.pop()
+        if m is method:
+            return True
+        if id(m) in seen or len(seen) > 16:
+            continue
+        seen.add(id(m))
+        todo += [n for _, n in _self_calls(facts, m, methods)]
+    return False
+
+
+def _builder(call: ast.Call, methods: dict[str, ast.AST]) -> ast.AST | None:
+    """The method ``self.m(...)`` of ``methods`` that ``call`` runs, else None."""
+    func = call.func
+    return methods.get(func.attr) if isinstance(func, ast.Attribute) and dotted(func.value) == "self" else None
+
+
+def _rebuilt(facts: FileFacts, methods: dict[str, ast.AST], skip: set[int], built: set[str]) -> bool:
+    """Does a method (other than those of ``skip``: ``__init__``, the method that built the optimizer there) build an
+    optimizer of one of the ``built`` modules (again)?"""
+    return any(
+        isinstance(n, ast.Call) and any(_related(a, b) for a in _self_optimizer_sources(facts, n, {}) for b in built)
+        for m in methods.values()
+        if id(m) not in skip
+        for n in facts.scope_nodes(m)
+    )
 
 
 @finder("FSD011")
