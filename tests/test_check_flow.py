@@ -316,6 +316,36 @@ def test_no_sync_and_step_conditions(sync, step, want):
     assert _codes(ACCUM.format(sync=sync, step=step)) == want
 
 
+NAMED = """
+import torch
+from contextlib import nullcontext
+from torch.nn.parallel import DistributedDataParallel as DDP
+def train(net, loader, opt, k, base):
+    model = DDP(net)
+    for i, x in enumerate(loader):
+        {bind}
+        with (nullcontext() if sync else model.no_sync()):
+            model(x).sum().backward()
+        if (i + 1) % k == 0:
+            opt.step()
+"""
+
+
+@pytest.mark.parametrize(
+    ("bind", "want"),
+    [
+        ("sync = i % k == 0", [(12, "FSD060")]),  # the test in a name
+        ("sync = (i + 1) % k == 0", []),
+        ("step = i + 1; sync = step % k == 0", []),  # the counter in a name: the same micro-batches
+        ("step = i + 2; sync = step % k == 0", [(12, "FSD060")]),
+        ("step = i + base; sync = step % k == 0", []),  # an offset the file does not show: another counter
+        ("sync = not ((i + 1) % k != 0)", []),
+    ],
+)
+def test_the_no_sync_condition_and_its_counter_through_names(bind, want):
+    assert _codes(NAMED.format(bind=bind)) == want
+
+
 LOSSES = """
 class EmptyBatchError(ValueError):
     pass

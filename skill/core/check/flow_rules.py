@@ -49,7 +49,9 @@
 - **FSD060**: the micro-batch that runs outside DDP's ``no_sync()`` and the one that steps the optimizer chosen by
   modular tests on the same counter and modulus with different offsets (``if step % accum != 0: with
   model.no_sync(): ...`` beside ``if (step + 1) % accum == 0: optimizer.step()``; the context also picked as a name,
-  ``ctx = model.no_sync if c else nullcontext; with ctx():``). Only where the two tests visibly disagree; FSD040 / FSD046 are the other ``no_sync()`` mistakes.
+  ``ctx = model.no_sync if c else nullcontext; with ctx():``; an accumulating arm that ends in ``continue``). A test
+  kept in a name (``sync = (i + 1) % k == 0``) and a counter kept in another (``step = i + 1``) are followed to what
+  they were assigned. Only where the two tests visibly disagree; FSD040 / FSD046 are the other ``no_sync()`` mistakes.
 - **FSD056**: an ``if`` on a filesystem fact (``os.path.exists(p)``, ``Path(p).is_file()``) with synchronised work in
   one arm only, where the file tells that the ranks can answer differently: ``p`` is node-local (``/tmp``,
   ``/dev/shm``, ``tempfile``), names the rank (``f"cache_{rank}.pt"``), or was written under a rank condition
@@ -832,11 +834,18 @@ def helper_loader_without_set_epoch(facts: FileFacts) -> Found:
 Modular = tuple[str, int, str, bool]
 
 
-def _modular(test: ast.expr) -> Modular | None:
-    """``(step + c) % k == 0`` / ``!= 0`` (``not`` of one flips it) as (``step``, c, dump of k, is ``==``)."""
+def _modular(facts: FileFacts, test: ast.expr) -> Modular | None:
+    """``(step + c) % k == 0`` / ``!= 0`` (``not`` of one flips it) as (``step``, c, dump of k, is ``==``). The test may
+    be a name bound to one (``sync = (i + 1) % k == 0; if sync:``), and the counter a name bound to another counter
+    plus a constant (``step = i + 1``): both are followed to what they were assigned."""
     flip = False
-    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        test, flip = test.operand, not flip
+    for _ in range(4):
+        while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test, flip = test.operand, not flip
+        value = facts.resolve(test) if isinstance(test, ast.Name) else None
+        if value is None or value is test or not isinstance(value, ast.expr):
+            break
+        test = value
     if not (
         isinstance(test, ast.Compare)
         and len(test.ops) == 1
@@ -847,17 +856,33 @@ def _modular(test: ast.expr) -> Modular | None:
         and isinstance(test.left.op, ast.Mod)
     ):
         return None
-    counter, offset = test.left.left, 0
-    if isinstance(counter, ast.BinOp) and isinstance(counter.op, (ast.Add, ast.Sub)):
-        const = counter.right
-        if not (isinstance(const, ast.Constant) and isinstance(const.value, int)):
-            return None
-        offset = const.value if isinstance(counter.op, ast.Add) else -const.value
-        counter = counter.left
-    if not isinstance(counter, ast.Name):
+    counter = _counter(facts, test.left.left)
+    if counter is None:
         return None
     eq = isinstance(test.ops[0], ast.Eq) != flip
-    return counter.id, offset, rc.node_text(test.left.right), eq
+    return counter[0], counter[1], rc.node_text(test.left.right), eq
+
+
+def _counter(facts: FileFacts, node: ast.expr) -> tuple[str, int] | None:
+    """(counter name, constant added) of ``step`` / ``step + c`` / ``step - c``, a name bound to one followed a few
+    steps (``step = i + 1``: ``("i", 1)``); None for anything else."""
+    offset = 0
+    for _ in range(4):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+            const = node.right
+            if not (isinstance(const, ast.Constant) and isinstance(const.value, int) and not isinstance(const.value, bool)):
+                return None
+            offset += const.value if isinstance(node.op, ast.Add) else -const.value
+            node = node.left
+            continue
+        if not isinstance(node, ast.Name):
+            return None
+        _, b = facts.binding(node)
+        value = b.value if b is not None and b.kind == "assign" else None
+        if not (isinstance(value, ast.Name) or isinstance(value, ast.BinOp) and isinstance(value.left, ast.Name)):
+            return node.id, offset
+        node = value
+    return None
 
 
 def _no_sync_in(facts: FileFacts, stmts: list[ast.stmt]) -> bool:
@@ -872,7 +897,8 @@ def _no_sync_in(facts: FileFacts, stmts: list[ast.stmt]) -> bool:
 
 def _sync_condition(facts: FileFacts, node: ast.AST) -> tuple[Modular, ast.AST] | None:
     """The micro-batches that synchronise, as a modular test that holds on them ("== 0" form), from an ``if`` whose
-    one arm accumulates inside ``no_sync()`` and whose other arm runs the backward outside it, or from
+    one arm accumulates inside ``no_sync()`` and whose other arm runs the backward outside it (or which accumulates
+    and ends in ``continue``, leaving the synchronising backward to the rest of the loop), or from
     ``with model.no_sync() if c else nullcontext():``."""
     test: ast.expr | None = None
     no_sync_when_true = True
@@ -881,6 +907,8 @@ def _sync_condition(facts: FileFacts, node: ast.AST) -> tuple[Modular, ast.AST] 
         if in_body == in_else:
             return None
         test, no_sync_when_true = node.test, in_body
+    elif isinstance(node, ast.If) and isinstance(node.body[-1], ast.Continue) and _no_sync_in(facts, node.body):
+        test = node.test  # accumulate inside no_sync() and `continue`: the rest of the loop body synchronises
     elif isinstance(node, (ast.With, ast.AsyncWith)):
         for item in node.items:
             conditional = divergence.conditional_no_sync(facts, item)  # also through `ctx = ...; with ctx():`
@@ -888,7 +916,7 @@ def _sync_condition(facts: FileFacts, node: ast.AST) -> tuple[Modular, ast.AST] 
                 test, no_sync_when_true, _ = conditional
     if test is None:
         return None
-    mod = _modular(test)
+    mod = _modular(facts, test)
     if mod is None:
         return None
     counter, offset, k, eq = mod
@@ -913,7 +941,7 @@ def no_sync_and_step_disagree(facts: FileFacts) -> Found:
         if loop is None:
             continue
         for other in (n for n in ast.walk(loop) if isinstance(n, ast.If) and n is not node):
-            mod = _modular(other.test)
+            mod = _modular(facts, other.test)
             if mod is None or not mod[3] or mod[0] != counter or mod[2] != k or mod[1] == offset:
                 continue
             step = next(
