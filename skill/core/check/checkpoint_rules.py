@@ -206,8 +206,8 @@ def _state_traffic(facts: FileFacts) -> tuple[list[_Traffic], list[_Traffic]]:
     for call in facts.calls():
         if facts.qual(call) == "torch.save":
             path = kwarg(call, "f", 1)
-            for key, owner in paths.saved_states(facts, call) if path is not None else []:
-                saves.append((repr(key), owner, path, call, None))
+            if path is not None:
+                saves += [(repr(key), owner, path, call, None) for key, owner in paths.saved_states(facts, call)]
         elif isinstance(call.func, ast.Attribute) and call.func.attr == "load_state_dict":
             got = paths.loaded_state(facts, kwarg(call, "state_dict", 0))
             if got is not None:
@@ -243,6 +243,8 @@ def module_prefix_mismatch(facts: FileFacts) -> Found:
         if len(kinds) != 1:
             continue
         kind = kinds.pop()
+        if kind is None:
+            continue
         texts = _path_texts(facts, path)
         for skey, skind, stexts, save, svia in saves:
             if skey == key and skind != kind and stexts & texts:

@@ -220,6 +220,9 @@ def optimizer_before_fsdp1_wrap(facts: FileFacts) -> Found:
 # --- the Trainer shape: the optimizer built in __init__, the model wrapped in a later method ------------------
 
 
+Methods = dict[str, ast.FunctionDef | ast.AsyncFunctionDef]  # a class's methods by name
+
+
 def _constructor_optimizer_before(facts: FileFacts, api: str) -> Found:
     """An optimizer built in a class's ``__init__`` from a ``self.`` module (``self.optimizer =
     AdamW(self.model.parameters())``, through a helper or a method returning it, or
@@ -266,7 +269,7 @@ def _self_wraps(facts: FileFacts, apis: set[str]) -> list[tuple[ast.Call, str]]:
     return out
 
 
-def _self_optimizer_sources(facts: FileFacts, call: ast.Call, methods: dict[str, ast.AST]) -> set[str]:
+def _self_optimizer_sources(facts: FileFacts, call: ast.Call, methods: Methods) -> set[str]:
     """Dotted ``self.`` names of the modules whose parameters the optimizer ``call`` is built from: a torch optimizer,
     ``self.model.configure_optimizers(...)``, a function of the file given ``self.model``, or a method of the class
     (``self.build_optimizer()``) returning an optimizer of a ``self.`` module. Empty for anything else."""
@@ -296,13 +299,13 @@ def _related(a: str, b: str) -> bool:
     return a == b or a.startswith(b + ".") or b.startswith(a + ".")
 
 
-def _method_of(facts: FileFacts, node: ast.AST, methods: dict[str, ast.AST]) -> ast.AST | None:
+def _method_of(facts: FileFacts, node: ast.AST, methods: Methods) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     """The method of ``methods`` whose body holds ``node``, else None."""
-    wanted = {id(m) for m in methods.values()}
-    return next((a for a in facts.ancestors(node) if id(a) in wanted), None)
+    wanted = {id(m): m for m in methods.values()}
+    return next((wanted[id(a)] for a in facts.ancestors(node) if id(a) in wanted), None)
 
 
-def _self_calls(facts: FileFacts, fn: ast.AST, methods: dict[str, ast.AST]) -> list[tuple[ast.Call, ast.AST]]:
+def _self_calls(facts: FileFacts, fn: ast.AST, methods: Methods) -> list[tuple[ast.Call, ast.AST]]:
     """(call, method) for each ``self.m(...)`` in ``fn`` of a method ``m`` of ``methods``."""
     return [
         (n, methods[n.func.attr])
@@ -314,7 +317,7 @@ def _self_calls(facts: FileFacts, fn: ast.AST, methods: dict[str, ast.AST]) -> l
     ]
 
 
-def _reached_before(facts: FileFacts, init: ast.AST, call: ast.Call, method: ast.AST, methods: dict[str, ast.AST]) -> bool:
+def _reached_before(facts: FileFacts, init: ast.AST, call: ast.Call, method: ast.AST, methods: Methods) -> bool:
     """Does ``__init__`` run ``method`` (through ``self.`` calls, a few methods deep) before ``call``?"""
     todo = [m for c, m in _self_calls(facts, init, methods) if start(c) < start(call)]
     seen: set[int] = set()
@@ -329,13 +332,13 @@ def _reached_before(facts: FileFacts, init: ast.AST, call: ast.Call, method: ast
     return False
 
 
-def _builder(call: ast.Call, methods: dict[str, ast.AST]) -> ast.AST | None:
+def _builder(call: ast.Call, methods: Methods) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     """The method ``self.m(...)`` of ``methods`` that ``call`` runs, else None."""
     func = call.func
     return methods.get(func.attr) if isinstance(func, ast.Attribute) and dotted(func.value) == "self" else None
 
 
-def _rebuilt(facts: FileFacts, methods: dict[str, ast.AST], skip: set[int], built: set[str]) -> bool:
+def _rebuilt(facts: FileFacts, methods: Methods, skip: set[int], built: set[str]) -> bool:
     """Does a method (other than those of ``skip``: ``__init__``, the method that built the optimizer there) build an
     optimizer of one of the ``built`` modules (again)?"""
     return any(

@@ -267,7 +267,9 @@ def state_traffic(facts: FileFacts, fn: callgraph.Function) -> tuple[Traffic, Tr
             continue
         if facts.qual(node) == "torch.save":
             where = _param_of(facts, fn, kwarg(node, "f", 1) or node, params)
-            for key, owner in saved_states(facts, node) if where and where[1] else []:
+            if where is None or not where[1]:
+                continue
+            for key, owner in saved_states(facts, node):
                 module = _param_of(facts, fn, owner, params) if isinstance(owner, ast.Name) else None
                 if module is not None and module[1]:
                     saves.append((module[0], where[0], repr(key)))
