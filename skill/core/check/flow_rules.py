@@ -536,12 +536,12 @@ def _synchronises(facts: FileFacts, call: ast.Call, reach: divergence.Reach) -> 
     q = facts.qual(call) or ""
     return (
         last_name(call) in _BARRIERS
-        or _barrier_reach(facts).call(call) is not None
         or q.startswith("torch.distributed.")
         and q.rsplit(".", 1)[-1] in rc.COLLECTIVES  # on a subgroup too (gpt-neox)
         or reach.call(call) is not None
         or framework_collective(facts, call) is not None
         or _framework_reach(facts).call(call) is not None
+        or _barrier_reach(facts).call(call) is not None
     )
 
 

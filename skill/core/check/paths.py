@@ -87,7 +87,7 @@ def writes(facts: FileFacts, call: ast.Call) -> Access | None:
     path = written_path(facts, call)
     if path is not None:
         return Access(path, exact=last_name(call) not in _FOLDERS, line=call.lineno)
-    return _through(facts, call, _summaries(facts, "writes"))
+    return _through(facts, call, "writes")
 
 
 def reads(facts: FileFacts, call: ast.Call) -> Access | None:
@@ -95,7 +95,7 @@ def reads(facts: FileFacts, call: ast.Call) -> Access | None:
     path = read_path(facts, call)
     if path is not None:
         return Access(path, exact=last_name(call) not in _FOLDERS, line=call.lineno)
-    return _through(facts, call, _summaries(facts, "reads"))
+    return _through(facts, call, "reads")
 
 
 # function key -> (parameter index, exact, line of the access inside, the helper's name for a message)
@@ -103,11 +103,12 @@ _Summary = dict[str, tuple[int, bool, int, str]]
 _Direct = Callable[[FileFacts, ast.Call], "ast.expr | None"]
 
 
-def _through(facts: FileFacts, call: ast.Call, summary: _Summary) -> Access | None:
-    if not summary:
-        return None
+def _through(facts: FileFacts, call: ast.Call, kind: str) -> Access | None:
     target = callgraph.callee(facts, call)
-    if target is None or target.key not in summary or target.fn is facts.scope_of(call):
+    if target is None or target.fn is None or target.fn is facts.scope_of(call):
+        return None
+    summary = _summaries(facts, kind)
+    if target.key not in summary:
         return None
     index, exact, line, name = summary[target.key]
     arg = dict(callgraph.bound_args(call, target)).get(index)
@@ -119,47 +120,65 @@ def _summaries(facts: FileFacts, kind: str) -> _Summary:
     a fixpoint of :data:`_ROUNDS` passes for helpers that hand the path on)."""
     key = ("paths", kind)
     if key not in facts.cache:
-        facts.cache[key] = _summarise(facts, kind)
+        facts.cache[key] = _summarise(facts, written_path if kind == "writes" else read_path)
     found: _Summary = facts.cache[key]
     return found
 
 
-def _summarise(facts: FileFacts, kind: str) -> _Summary:
-    funcs = callgraph.local_functions(facts)
-    direct = written_path if kind == "writes" else read_path
+def _summarise(facts: FileFacts, direct: _Direct) -> _Summary:
+    """One scan of each function for its own accesses and its calls of the file's functions, then a few rounds over
+    those calls alone (a helper that hands the path to another)."""
     out: _Summary = {}
+    handing: list[tuple[str, callgraph.Function, list[tuple[ast.Call, callgraph.Callee]]]] = []
+    for fkey, fn in callgraph.local_functions(facts).items():
+        params = _params(fn)
+        local: list[tuple[ast.Call, callgraph.Callee]] = []
+        for node in facts.scope_nodes(fn):
+            if not isinstance(node, ast.Call):
+                continue
+            path = direct(facts, node)
+            got = _param_of(facts, fn, path, params) if path is not None else None
+            if got is not None:
+                out[fkey] = (got[0], got[1] and last_name(node) not in _FOLDERS, node.lineno, _shown(fkey))
+                break
+            target = callgraph.callee(facts, node)
+            if target is not None and target.fn is not None and target.fn is not fn:
+                local.append((node, target))
+        else:
+            if local:
+                handing.append((fkey, fn, local))
     for _ in range(_ROUNDS):
         known = len(out)
-        for fkey, fn in funcs.items():
-            if fkey not in out:
-                found = _function_access(facts, fn, fkey.replace(".<locals>.", "."), direct, out)
-                if found is not None:
-                    out[fkey] = found
+        for fkey, fn, local in handing:
+            if fkey not in out and (found := _handed_on(facts, fn, fkey, local, out)) is not None:
+                out[fkey] = found
         if len(out) == known:
             break
     return out
 
 
-def _function_access(
-    facts: FileFacts, fn: callgraph.Function, name: str, direct: _Direct, known: _Summary
+def _shown(fkey: str) -> str:
+    return fkey.replace(".<locals>.", ".")
+
+
+def _params(fn: callgraph.Function) -> tuple[str, ...]:
+    return tuple(a.arg for a in fn.args.posonlyargs + fn.args.args)
+
+
+def _handed_on(
+    facts: FileFacts, fn: callgraph.Function, fkey: str, local: list[tuple[ast.Call, callgraph.Callee]], known: _Summary
 ) -> tuple[int, bool, int, str] | None:
-    """(parameter index, exact, line, ``name``) of the first access of ``fn`` to a path given by its parameter."""
-    params = tuple(a.arg for a in fn.args.posonlyargs + fn.args.args)
-    for node in facts.scope_nodes(fn):
-        if not isinstance(node, ast.Call):
+    """(parameter index, exact, line, name) when ``fn`` hands a path given by its parameter to a function of
+    ``known`` (``def save(m, d): write_file(m, d)``)."""
+    params = _params(fn)
+    for node, target in local:
+        if target.key not in known:
             continue
-        path = direct(facts, node)
-        exact, line = last_name(node) not in _FOLDERS, node.lineno
-        if path is None and known:
-            target = callgraph.callee(facts, node)
-            if target is not None and target.key in known and target.fn is not fn:
-                index, exact, line, _ = known[target.key]
-                path = dict(callgraph.bound_args(node, target)).get(index)
-        if path is None:
-            continue
-        got = _param_of(facts, fn, path, params)
+        index, exact, line, _ = known[target.key]
+        path = dict(callgraph.bound_args(node, target)).get(index)
+        got = _param_of(facts, fn, path, params) if path is not None else None
         if got is not None:
-            return got[0], exact and got[1], line, name
+            return got[0], exact and got[1], line, _shown(fkey)
     return None
 
 
@@ -259,7 +278,7 @@ def state_traffic(facts: FileFacts, fn: callgraph.Function) -> tuple[Traffic, Tr
     given by a parameter (``torch.save({"model": model.state_dict()}, path)``), and each it loads the same way
     (``model.load_state_dict(torch.load(path)["model"])``): what a caller in another checked file needs to tell
     whose keys the file holds (FSD069)."""
-    params = tuple(a.arg for a in fn.args.posonlyargs + fn.args.args)
+    params = _params(fn)
     saves: list[tuple[int, int, str]] = []
     loads: list[tuple[int, int, str]] = []
     for node in facts.scope_nodes(fn):
