@@ -82,6 +82,22 @@ def test_accelerate_save_state_without_fsdp_in_the_file_is_not_judged():
     assert [f for f in check_source(src, "t.py") if f.code == "FSD039"] == []
 
 
+@pytest.mark.parametrize(
+    ("imports", "bind", "want"),
+    [
+        ("import deepspeed", "engine, opt, _, _ = deepspeed.initialize(model=net)", [5]),
+        ("import deepspeed", "engine = deepspeed.initialize(model=net)[0]", [5]),
+        ("import deepspeed", "engine = make_engine(net)", []),  # built elsewhere, by something else
+        ("import deepspeed", "pass", [5]),  # unknown origin, but an engine by name in a DeepSpeed file
+        ("import torch", "engine, opt, _, _ = build(model=net)", []),  # no DeepSpeed in the file
+        ("import deepspeed\nimport lightning", "pass", []),  # engine-named, but Lightning: the file cannot tell
+    ],
+)
+def test_deepspeed_save_checkpoint_on_rank_0_needs_a_deepspeed_engine(imports, bind, want):
+    src = f"{imports}\ndef main(net, rank):\n    {bind}\n    if rank == 0:\n        engine.save_checkpoint('ckpt')\n"
+    assert [f.line for f in check_source(src, "t.py") if f.code == "FSD039"] == want
+
+
 def _facts(src: str) -> tuple[FileFacts, list[ast.expr]]:
     tree = ast.parse(src)
     facts = FileFacts.build(tree)

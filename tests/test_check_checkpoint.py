@@ -37,7 +37,8 @@ fresh = nn.Linear(2, 2)
         ("DDP(net)", "net", "wrapped", "", [(9, "FSD069")]),
         ("DDP(net)", "wrapped", "wrapped", "", []),
         ("DDP(net)", "wrapped.module", "net", "", []),
-        ("DDP(net)", "wrapped", "net", ", strict=False", []),
+        ("DDP(net)", "wrapped", "net", ", strict=False", [(9, "FSD069")]),  # no key matches: nothing is loaded, silently
+        ("DDP(net)", "wrapped.module", "net", ", strict=False", []),
         ("DDP(net)", "wrapped", "fresh", "", []),  # the file does not show that `fresh` is not wrapped elsewhere
     ],
 )
@@ -150,6 +151,35 @@ def _package(root: Path, wrap_first: bool) -> None:
 @pytest.mark.parametrize(("wrap_first", "want"), [(True, {("ckpt.py", 7, "FSD071")}), (False, set())])
 def test_a_resume_helper_of_another_file_given_the_wrapper(tmp_path, wrap_first, want):
     _package(tmp_path, wrap_first)
+    found = {(Path(f.path).name, f.line, f.code) for f in check_paths([str(tmp_path)]) if f.code in CODES}
+    assert found == want
+
+
+def _helpers_package(root: Path, saved: str) -> None:
+    """A package whose save and load helpers live in ``utils.py`` and are called from ``train.py``."""
+    pkg = root / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "utils.py").write_text(
+        "import torch\n\n\ndef save_checkpoint(model, optimizer, path):\n"
+        "    torch.save({'model': model.state_dict(), 'optimizer': optimizer.state_dict()}, path)\n\n\n"
+        "def load_checkpoint(model, path):\n    ckpt = torch.load(path, map_location='cpu')\n"
+        "    model.load_state_dict(ckpt['model'])\n"
+    )
+    (pkg / "train.py").write_text(
+        "import torch\nimport torch.distributed as dist\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "from .utils import load_checkpoint, save_checkpoint\n\n\ndef main(path, resume):\n"
+        "    dist.init_process_group('gloo')\n    net = torch.nn.Linear(2, 2)\n"
+        "    if resume:\n        load_checkpoint(net, path)\n    ddp = DDP(net)\n"
+        "    opt = torch.optim.SGD(ddp.parameters(), lr=0.1)\n"
+        f"    if dist.get_rank() == 0:\n        save_checkpoint({saved}, opt, path)\n"
+    )
+
+
+@pytest.mark.parametrize(("saved", "want"), [("ddp", {("train.py", 11, "FSD069")}), ("ddp.module", set())])
+def test_the_save_and_load_helpers_of_another_file(tmp_path, saved, want):
+    """The wrapper handed to another file's save helper, the bare model to its load helper: found at the load call."""
+    _helpers_package(tmp_path, saved)
     found = {(Path(f.path).name, f.line, f.code) for f in check_paths([str(tmp_path)]) if f.code in CODES}
     assert found == want
 

@@ -152,6 +152,65 @@ def test_a_rank_zero_write_read_everywhere(between, read, want):
     assert _codes(SAVE.format(between=between, read=read)) == want
 
 
+ACCEL_EXPORT = """
+from accelerate import Accelerator
+from transformers import AutoModel
+accelerator = Accelerator()
+def sync(acc):
+    {sync_body}
+def export(model, out):
+    if accelerator.is_main_process:
+        accelerator.unwrap_model(model).save_pretrained(out)
+    {between}
+    return AutoModel.from_pretrained({read})
+"""
+
+
+@pytest.mark.parametrize(
+    ("sync_body", "between", "read", "want"),
+    [
+        ("acc.wait_for_everyone()", "sync(accelerator)", "out", []),  # the barrier hidden in a helper counts
+        ("print('synced')", "sync(accelerator)", "out", [(11, "FSD055")]),  # a helper that waits for nothing
+        ("pass", "pass", "out", [(11, "FSD055")]),
+        ("pass", "pass", "'gpt2'", []),  # another model
+        ("pass", "name = out", "name", [(11, "FSD055")]),  # the same directory through a name
+    ],
+)
+def test_a_save_pretrained_on_the_main_process_read_back(sync_body, between, read, want):
+    assert _codes(ACCEL_EXPORT.format(sync_body=sync_body, between=between, read=read)) == want
+
+
+HELPERS = """
+import os
+import torch
+import torch.distributed as dist
+def save(sd, folder):
+    torch.save(sd, os.path.join(folder, "model.pt"))
+def load(folder):
+    return torch.load(os.path.join(folder, {name}), map_location="cpu")
+def main(sd, out):
+    if dist.get_rank() == 0:
+        {write}
+    return {read}
+"""
+
+
+@pytest.mark.parametrize(
+    ("write", "read", "name", "want"),
+    [
+        ("save(sd, out)", "load(out)", '"model.pt"', [(12, "FSD055")]),  # both through helpers given the directory
+        ("save(sd, out)", "load(other)", '"model.pt"', []),
+        ("save(sd, out)", "torch.load(os.path.join(out, 'model.pt'), map_location='cpu')", '"x"', [(12, "FSD055")]),
+        ("torch.save(sd, os.path.join(out, 'model.pt'))", "load(out)", '"model.pt"', [(12, "FSD055")]),
+        ("os.makedirs(out, exist_ok=True)", "load(out)", '"model.pt"', []),  # a read below a made directory: it was there
+        ("os.makedirs(out, exist_ok=True)", "save(sd, out)", '"model.pt"', [(12, "FSD055")]),  # a write into it races
+        ("print(out)", "load(out)", '"model.pt"', []),
+    ],
+)
+def test_writes_and_reads_through_helpers_given_the_path(write, read, name, want):
+    assert _codes(HELPERS.format(write=write, read=read, name=name)) == want
+
+
 def test_the_barrier_only_in_the_else_branch_is_fsd003s():
     code = SAVE.format(between="pass", read="path").replace(
         "        torch.save(model.state_dict(), path)\n",
@@ -255,6 +314,36 @@ def train(net, loader, opt, k):
 )
 def test_no_sync_and_step_conditions(sync, step, want):
     assert _codes(ACCUM.format(sync=sync, step=step)) == want
+
+
+NAMED = """
+import torch
+from contextlib import nullcontext
+from torch.nn.parallel import DistributedDataParallel as DDP
+def train(net, loader, opt, k, base):
+    model = DDP(net)
+    for i, x in enumerate(loader):
+        {bind}
+        with (nullcontext() if sync else model.no_sync()):
+            model(x).sum().backward()
+        if (i + 1) % k == 0:
+            opt.step()
+"""
+
+
+@pytest.mark.parametrize(
+    ("bind", "want"),
+    [
+        ("sync = i % k == 0", [(12, "FSD060")]),  # the test in a name
+        ("sync = (i + 1) % k == 0", []),
+        ("step = i + 1; sync = step % k == 0", []),  # the counter in a name: the same micro-batches
+        ("step = i + 2; sync = step % k == 0", [(12, "FSD060")]),
+        ("step = i + base; sync = step % k == 0", []),  # an offset the file does not show: another counter
+        ("sync = not ((i + 1) % k != 0)", []),
+    ],
+)
+def test_the_no_sync_condition_and_its_counter_through_names(bind, want):
+    assert _codes(NAMED.format(bind=bind)) == want
 
 
 LOSSES = """

@@ -15,7 +15,7 @@ from fsdp_skill.core.check import check_paths, check_source
 DATA = Path(__file__).parent / "data" / "check" / "interprocedural"
 MARK = re.compile(r"#\s*<-\s*(FSD\d{3})")
 # the rules whose finders ask "is this a wrapped module" / "is this under a rank condition", and the idioms' rules
-CODES = {"FSD001", "FSD002", "FSD006", "FSD010", "FSD021", "FSD027", "FSD035", "FSD039", "FSD045"}
+CODES = {"FSD001", "FSD002", "FSD006", "FSD031", "FSD010", "FSD021", "FSD027", "FSD035", "FSD039", "FSD045"}
 
 
 def _expected(path: Path) -> set[tuple[int, str]]:
@@ -28,7 +28,7 @@ SINGLE = sorted(DATA.glob("*.py"))
 def test_every_shape_has_a_bad_and_a_good_fixture():
     names = {p.stem for p in SINGLE}
     shapes = ("argument_fsdp1", "argument_fsdp2", "return_fsdp1", "self_attribute", "closure", "wrapper", "sampler")
-    for shape in (*shapes, "ddp_evaluate", "framework_save"):
+    for shape in (*shapes, "ddp_evaluate", "framework_save", "frozen", "trainer_optimizer"):
         assert f"{shape}_bad" in names and f"{shape}_good" in names, shape
     assert (DATA / "project_bad").is_dir() and (DATA / "project_good").is_dir()
 

@@ -16,11 +16,13 @@ re-exports the public names (each loads its module on first use); what lives whe
 - :mod:`.rules`: the rule table :data:`RULES` (README's table mirrors it) and :data:`RULE_RANGE`; :mod:`.finders`,
   :mod:`.calls_rules` (framework saves, device ordinals, FSDP1 ``generate``), :mod:`.divergence` (rank-divergent control
   flow, DDP misuse), :mod:`.flow_rules` (the same in frameworks' and training loops' shapes, FSD054-FSD060), :mod:`.data_rules` (what each rank trains on, reductions, the step around the wrapper: FSD061-FSD068; the rank given to ``init_process_group``: FSD073), :mod:`.checkpoint_rules` (checkpoint save / load
-    mistakes, FSD069-FSD072), :mod:`.setup_rules` (how a script sets the model up: a hard-coded CUDA device, weights
-    loaded on some ranks then sharded without a broadcast, CPU offload of a module moved to the GPU: FSD074-FSD076),
-    :mod:`.step_rules` (what the ranks do differently step to step, FSD077-FSD080) and
-    :mod:`.rank_conditional`: the code that finds each rule's mistake (:data:`FINDERS` maps code -> finder);
-  :mod:`.facts`: what the finders know about one parsed file; :mod:`.models`: :class:`Rule`,
+  mistakes, FSD069-FSD072), :mod:`.setup_rules` (how a script sets the model up: a hard-coded CUDA device, weights
+  loaded on some ranks then sharded without a broadcast, CPU offload of a module moved to the GPU: FSD074-FSD076),
+  :mod:`.step_rules` (what the ranks do differently step to step, FSD077-FSD080) and
+  :mod:`.rank_conditional`: the code that finds each rule's mistake (:data:`FINDERS` maps code -> finder);
+  :mod:`.facts`: what the finders know about one parsed file; :mod:`.paths`: which files a call writes or reads,
+  directly or through a function of the file given the path (FSD055); :mod:`.frozen`: which modules are partly
+  frozen where FSDP1 wraps them (FSD031); :mod:`.models`: :class:`Rule`,
   :class:`Finding`, :class:`CheckReport`.
 
 A new rule is a :class:`Rule` in :mod:`.rules` (the next code: :data:`RULE_RANGE` follows), a finder registered

@@ -81,6 +81,11 @@ class FunctionSummary:
     ``torch_distributed_zero_first``; a call whose arguments make every way false reaches none (set by the project pass)"""
     defaults: tuple[tuple[str, str], ...] = ()
     """(parameter, source text) of each parameter with a literal default (``rank=-1``): what a call that omits it passes"""
+    state_saves: tuple[tuple[int, int, str], ...] = ()
+    """(module parameter, path parameter, repr of the dict key) of each module state dict it saves to a path it is
+    given (``torch.save({"model": model.state_dict()}, path)``; set by the project pass)"""
+    state_loads: tuple[tuple[int, int, str], ...] = ()
+    """The same for each state dict it loads into a module it is given (``model.load_state_dict(torch.load(path)[key])``)"""
 
 
 @dataclass

@@ -3,7 +3,9 @@
 - FSD039: a framework save that is a collective under FSDP, made on some ranks only: Hugging Face
   ``trainer.save_model`` (when the file configures FSDP), ``accelerator.save_state`` / ``get_state_dict`` /
   ``save_model`` (same), Lightning ``trainer.save_checkpoint`` / Fabric ``fabric.save`` (always: they end in a
-  barrier), FSDP1 ``m.state_dict()`` inside ``FSDP.state_dict_type(m, FULL_STATE_DICT)`` where FSD006 does not
+  barrier), DeepSpeed ``engine.save_checkpoint`` (always: each rank writes its own states, then they meet in a
+  barrier; the engine is what ``deepspeed.initialize(...)`` returns first, or a name with ``engine`` in it in a file
+  that imports deepspeed), FSDP1 ``m.state_dict()`` inside ``FSDP.state_dict_type(m, FULL_STATE_DICT)`` where FSD006 does not
   already know ``m`` as FSDP1. A function of the file (module-level, a method, a nested one) that makes one of
   these calls counts as the call (``if rank == 0: save(trainer)``), and the trainer / accelerator / Fabric is
   followed through the functions of the file (a parameter, a helper's return value, a ``self.`` attribute).
@@ -56,13 +58,32 @@ def bound_call(facts: FileFacts, node: ast.AST, depth: int = 0) -> ast.Call | No
         return _passed_call(facts, value, depth)
     if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) and value.value.id == "self":
         cls = _enclosing_class(facts, value)
-        for assigned in _attribute_values(facts).get(dotted(value) or "", []):
+        for assigned in _attribute_values(facts).get(dotted(value) or "", []) + _unpacked_attributes(facts).get(
+            dotted(value) or "", []
+        ):
             if _enclosing_class(facts, assigned) is not cls:
                 continue  # another class's self.x
             got = bound_call(facts, assigned, depth + 1)
             if got is not None:
                 return got
     return None
+
+
+def _unpacked_attributes(facts: FileFacts) -> dict[str, list[ast.expr]]:
+    """Dotted attribute name -> the calls whose result is unpacked into it (``self.engine, self.opt, _, _ =
+    deepspeed.initialize(...)``: ``self.engine`` -> that call); one pass, cached."""
+    key = ("calls_rules", "unpacked_attributes")
+    if key not in facts.cache:
+        out: dict[str, list[ast.expr]] = {}
+        for n in facts.nodes:
+            if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call):
+                for t in n.targets:
+                    for el in t.elts if isinstance(t, (ast.Tuple, ast.List)) else []:
+                        if isinstance(el, ast.Attribute) and (name := dotted(el)):
+                            out.setdefault(name, []).append(n.value)
+        facts.cache[key] = out
+    found: dict[str, list[ast.expr]] = facts.cache[key]
+    return found
 
 
 def _passed_call(facts: FileFacts, name: ast.Name, depth: int) -> ast.Call | None:
@@ -148,6 +169,18 @@ def _hf_trainer(facts: FileFacts, recv: ast.AST) -> bool:
     return dotted(recv) == "self" and _class_based_on(facts, recv, ("Trainer",)) and not _imports_module(facts, *_LIGHTNING)
 
 
+def _deepspeed_engine(facts: FileFacts, recv: ast.AST) -> bool:
+    """A DeepSpeed engine: bound (through names, parameters, helpers' returns, ``self.`` attributes, tuple unpacking)
+    to ``deepspeed.initialize(...)``, or, where the file cannot show what built it, a name with ``engine`` in it
+    (``model_engine``, ``self.engine``) in a file that imports deepspeed and not Lightning."""
+    if not _imports_module(facts, "deepspeed"):
+        return False
+    made = bound_call(facts, recv)
+    if made is not None:
+        return facts.qual(made) == "deepspeed.initialize"
+    return "engine" in (last_name(recv) or "").lower() and not _imports_module(facts, *_LIGHTNING)
+
+
 def _accelerator(facts: FileFacts, recv: ast.AST) -> bool:
     made = bound_call(facts, recv)
     if made is not None:
@@ -212,6 +245,8 @@ def framework_save(facts: FileFacts, call: ast.Call) -> str | None:
     name = dotted(recv) or "..."
     if attr == "save_checkpoint" and _lightning_trainer(facts, recv) and not _one_device(facts, recv):
         return f"{name}.save_checkpoint() (Lightning)"
+    if attr == "save_checkpoint" and _deepspeed_engine(facts, recv):
+        return f"{name}.save_checkpoint() (DeepSpeed engine)"
     if attr == "save" and _fabric(facts, recv):
         return f"{name}.save() (Fabric)"
     if attr == "save_model" and _hf_trainer(facts, recv) and _configures_fsdp(facts):

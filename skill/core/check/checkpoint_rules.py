@@ -4,10 +4,11 @@
   into the bare model, or saved from the bare model (``ddp.module``, the module handed to ``DDP(...)``) and loaded
   into the wrapper: ``torch.save(ddp.state_dict(), p)`` ... ``model.load_state_dict(torch.load(p))`` with the same
   path expression (or the same constant), the same dict key (``{"model": ...}`` / ``ckpt["model"]``), through names and
-  through the parameters of the file's helpers (``save(ddp_model, path)`` / ``load(model, path)``). Silent where the
+  through the parameters of the file's helpers (``save(ddp_model, path)`` / ``load(model, path)``), and into the save
+  and load helpers of another checked file (:func:`~fsdp_skill.core.check.paths.state_traffic`). Silent where the
   file handles the prefix anywhere (a string holding ``module.``, ``consume_prefix_in_state_dict_if_present``, a
-  ``k[7:]`` slice), where the load passes ``strict=False``, and where either side is not known to be a wrapper or a
-  bare module.
+  ``k[7:]`` slice) and where either side is not known to be a wrapper or a bare module. ``strict=False`` is no fix:
+  with every key prefixed (or none) nothing matches, so nothing is loaded and nothing is said; the finding says so.
 - **FSD070**: ``torch.save`` / ``safetensors.torch.save_file`` / ``save_pretrained`` (not of a tokenizer or config)
   that every rank runs, to a path that does not name the rank, in a file that does distributed work. "Every rank
   runs it": it is under no rank condition (nor after ``if rank != 0: return``), and, inside a function, every call
@@ -37,7 +38,7 @@ import ast
 import bisect
 
 from fsdp_skill.core.check import calls as callgraph  # `calls` is a common local name here
-from fsdp_skill.core.check import divergence, finders
+from fsdp_skill.core.check import divergence, finders, paths
 from fsdp_skill.core.check import rank_conditional as rc
 from fsdp_skill.core.check.facts import DDP, FSDP1, FileFacts, dotted, end, kwarg, last_name
 from fsdp_skill.core.check.finders import Found, finder
@@ -158,42 +159,6 @@ def _module_kinds(facts: FileFacts, node: ast.AST) -> set[str | None]:
     return kinds
 
 
-def _state_dict_of(facts: FileFacts, value: ast.AST | None) -> ast.AST | None:
-    """The module whose ``.state_dict()`` ``value`` is (through names), else None."""
-    value = facts.resolve(value)
-    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "state_dict":
-        return value.func.value
-    return None
-
-
-def _saved(facts: FileFacts, call: ast.Call) -> list[tuple[object, ast.AST]]:
-    """(dict key or None, module) for each module state dict ``torch.save(obj, path)`` writes: ``obj`` itself or a
-    value of a dict literal (``{"model": ddp.state_dict(), ...}``)."""
-    obj = facts.resolve(kwarg(call, "obj", 0))
-    owner = _state_dict_of(facts, obj)
-    if owner is not None:
-        return [(None, owner)]
-    out: list[tuple[object, ast.AST]] = []
-    if isinstance(obj, ast.Dict):
-        for k, v in zip(obj.keys, obj.values, strict=True):
-            owner = _state_dict_of(facts, v)
-            if owner is not None and isinstance(k, ast.Constant):
-                out.append((k.value, owner))
-    return out
-
-
-def _loaded(facts: FileFacts, value: ast.AST | None) -> tuple[object, ast.expr] | None:
-    """(dict key or None, path) when ``value`` is ``torch.load(path)`` or ``torch.load(path)[key]`` (through names)."""
-    value = facts.resolve(value)
-    key: object = None
-    if isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant):
-        key, value = value.slice.value, facts.resolve(value.value)
-    if isinstance(value, ast.Call) and facts.qual(value) == "torch.load":
-        path = kwarg(value, "f", 0)
-        return (key, path) if path is not None else None
-    return None
-
-
 def _path_texts(facts: FileFacts, path: ast.AST | None) -> set[str]:
     """What identifies a path: the text of each expression it can be and each string constant it can hold."""
     out: set[str] = set()
@@ -227,39 +192,75 @@ def _not_strict(call: ast.Call) -> bool:
     return strict is not None and not (isinstance(strict, ast.Constant) and strict.value is True)
 
 
+# (repr of the dict key, the module expression, the path expression, the call, the helper of another file or None)
+_Traffic = tuple[str, ast.AST, ast.expr, ast.Call, str | None]
+
+
+def _state_traffic(facts: FileFacts) -> tuple[list[_Traffic], list[_Traffic]]:
+    """(saves, loads) of module state dicts in the file: ``torch.save`` of a state dict, ``m.load_state_dict(torch.load
+    (p)[key])``, and the calls of another checked file's helper that does one of them with what it is given
+    (:func:`~fsdp_skill.core.check.paths.state_traffic`). A helper of this file is followed through its parameters
+    by :func:`_alternatives` instead."""
+    saves: list[_Traffic] = []
+    loads: list[_Traffic] = []
+    for call in facts.calls():
+        if facts.qual(call) == "torch.save":
+            path = kwarg(call, "f", 1)
+            if path is not None:
+                saves += [(repr(key), owner, path, call, None) for key, owner in paths.saved_states(facts, call)]
+        elif isinstance(call.func, ast.Attribute) and call.func.attr == "load_state_dict":
+            got = paths.loaded_state(facts, kwarg(call, "state_dict", 0))
+            if got is not None:
+                loads.append((repr(got[0]), call.func.value, got[1], call, None))
+        else:
+            target = callgraph.callee(facts, call)
+            if target is None or target.fn is not None or not (target.summary.state_saves or target.summary.state_loads):
+                continue
+            args = dict(callgraph.bound_args(call, target))
+            name = target.summary.name
+            for out, traffic in ((saves, target.summary.state_saves), (loads, target.summary.state_loads)):
+                for module, path_at, key in traffic:
+                    if module in args and path_at in args:
+                        out.append((key, args[module], args[path_at], call, name))
+    return saves, loads
+
+
 @finder("FSD069")
 def module_prefix_mismatch(facts: FileFacts) -> Found:
     """FSD069: a wrapper's state dict loaded into the bare model, or the reverse (see the module docstring)."""
     if not (facts.ddp or facts.uses(DDP, DATA_PARALLEL)) or _handles_prefix(facts):
         return
-    saves: list[tuple[object, str, set[str], ast.Call]] = []
-    for call in facts.calls():
-        if facts.qual(call) != "torch.save":
-            continue
-        texts = _path_texts(facts, kwarg(call, "f", 1))
-        for key, owner in _saved(facts, call):
-            for kind in _module_kinds(facts, owner) - {None}:
-                saves.append((key, str(kind), texts, call))
+    saved, loaded = _state_traffic(facts)
+    saves = [
+        (key, str(kind), _path_texts(facts, path), call, via)
+        for key, owner, path, call, via in saved
+        for kind in _module_kinds(facts, owner) - {None}
+    ]
     if not saves:
         return
-    for call in facts.calls():
-        if not (isinstance(call.func, ast.Attribute) and call.func.attr == "load_state_dict") or _not_strict(call):
-            continue
-        got = _loaded(facts, kwarg(call, "state_dict", 0))
-        if got is None:
-            continue
-        key, path = got
-        kinds = _module_kinds(facts, call.func.value) - {None}
+    for key, module, path, call, via in loaded:
+        kinds = _module_kinds(facts, module) - {None}
         if len(kinds) != 1:
             continue
         kind = kinds.pop()
+        if kind is None:
+            continue
         texts = _path_texts(facts, path)
-        for skey, skind, stexts, save in saves:
+        for skey, skind, stexts, save, svia in saves:
             if skey == key and skind != kind and stexts & texts:
-                what = "a DDP/DataParallel wrapper (keys `module.*`)" if skind == "wrapper" else "the bare module"
-                into = "the bare module" if kind == "bare" else "the wrapper (it expects `module.*`)"
-                yield call, f"the checkpoint saved at line {save.lineno} holds the state dict of {what}, loaded here into {into}"
+                yield call, _prefix_message(skind, kind, save, svia, via, _not_strict(call))
                 break
+
+
+def _prefix_message(saved: str, into: str, save: ast.Call, save_via: str | None, load_via: str | None, lax: bool) -> str:
+    what = "a DDP/DataParallel wrapper (keys `module.*`)" if saved == "wrapper" else "the bare module"
+    where = "the bare module" if into == "bare" else "the wrapper (it expects `module.*`)"
+    by = f" (by {save_via}())" if save_via else ""
+    here = f" by {load_via}()" if load_via else ""
+    text = f"the checkpoint saved at line {save.lineno}{by} holds the state dict of {what}, loaded here{here} into {where}"
+    if lax:
+        text += "; strict=False does not fix it: no key matches, nothing is loaded and no error is raised"
+    return text
 
 
 # --- FSD070: every rank writes the same file -----------------------------------------------------------------
@@ -544,7 +545,7 @@ def fsdp1_optimizer_state_loaded_as_is(facts: FileFacts) -> Found:
             isinstance(call.func, ast.Attribute) and call.func.attr == "load_state_dict" and _optimizer(facts, call.func.value)
         ):
             continue
-        got = _loaded(facts, kwarg(call, "state_dict", 0))
+        got = paths.loaded_state(facts, kwarg(call, "state_dict", 0))
         if got is None or any(facts.names_the_rank(a) for a in _alternatives(facts, got[1])):
             continue
         yield (

@@ -22,7 +22,9 @@ synchronise (FSD037, FSD038, FSD040, FSD045, FSD046).
   (outside ``__init__``) only under rank conditions, with no collective naming it in between,
   when the decision guards synchronised work or a ``break`` / ``return`` out of a loop that holds some.
 - **FSD040**: an optimizer step inside the ``with ... no_sync():`` that also runs the backward (those gradients
-  are never synchronised: the replicas drift apart).
+  are never synchronised: the replicas drift apart); with a context picked per micro-batch (``ctx = model.no_sync()
+  if accumulating else nullcontext(); with ctx:``), a step there under no test of its own (it also runs on the
+  accumulating micro-batches).
 - **FSD046**: only the backward inside a DDP ``no_sync()`` while the forward ran before it (DDP arms the gradient
   all-reduce in forward, so the context does nothing: the gradients are right, the communication is not saved).
   The context may be conditional (``ctx = m.no_sync() if not last else nullcontext(); with ctx:``), and the forward
@@ -855,6 +857,16 @@ def conditional_no_sync(facts: FileFacts, item: ast.withitem) -> tuple[ast.expr,
     return ce.test, body is not None, module
 
 
+def _guarded_within(facts: FileFacts, node: ast.AST, holder: ast.AST) -> bool:
+    """Is ``node`` under an ``if`` (or a conditional expression) inside ``holder``?"""
+    for anc in facts.ancestors(node):
+        if anc is holder:
+            return False
+        if isinstance(anc, (ast.If, ast.IfExp, ast.Try)):
+            return True
+    return False
+
+
 def _names_module(node: ast.AST, target: str) -> bool:
     return any(
         (d := dotted(n)) is not None and (d == target or d.startswith(target + "."))
@@ -906,9 +918,21 @@ def _find_no_sync_misuse(facts: FileFacts) -> Iterator[tuple[str, ast.expr | ast
             if not backwards:
                 continue
             step = next((c for c in calls if is_step(facts, c) and start(c) > start(backwards[0])), None)
-            if step is not None and conditional is None:  # a conditional context may be nullcontext() at the step
+            if step is not None and conditional is None:
                 ctx = dotted(item.context_expr.func) if isinstance(item.context_expr, ast.Call) else None
                 yield "step", step, f"optimizer step inside `with {ctx}():` (line {node.lineno}) after the backward there"
+                continue
+            if step is not None and not _guarded_within(facts, step, node):
+                # a conditional context is nullcontext() on the synchronising micro-batches only: a step under a test
+                # of its own may be on those; an unguarded one steps on the accumulating micro-batches too
+                yield (
+                    "step",
+                    step,
+                    (
+                        f"optimizer step on every micro-batch inside the `with` of line {node.lineno}, which enters "
+                        f"{dotted(target) or 'the model'}.no_sync() on some of them, after the backward there"
+                    ),
+                )
                 continue
             name = dotted(target)
             if name is None or not _is_ddp(facts, target) or isinstance(item.context_expr, ast.Call) and item.context_expr.args:

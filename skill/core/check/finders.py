@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 
-from fsdp_skill.core.check import calls
+from fsdp_skill.core.check import calls, frozen
 from fsdp_skill.core.check.facts import (
     FSDP1,
     FULLY_SHARD,
@@ -207,12 +207,146 @@ def _optimizer_before(facts: FileFacts, api: str) -> Found:
 def optimizer_before_fully_shard(facts: FileFacts) -> Found:
     """FSD001: an optimizer built from a module's parameters before ``fully_shard`` of that module."""
     yield from _optimizer_before(facts, FULLY_SHARD)
+    yield from _constructor_optimizer_before(facts, FULLY_SHARD)
 
 
 @finder("FSD002")
 def optimizer_before_fsdp1_wrap(facts: FileFacts) -> Found:
     """FSD002: an optimizer built from a module's parameters before ``FSDP(...)`` wraps it."""
     yield from _optimizer_before(facts, FSDP1)
+    yield from _constructor_optimizer_before(facts, FSDP1)
+
+
+# --- the Trainer shape: the optimizer built in __init__, the model wrapped in a later method ------------------
+
+
+Methods = dict[str, ast.FunctionDef | ast.AsyncFunctionDef]  # a class's methods by name
+
+
+def _constructor_optimizer_before(facts: FileFacts, api: str) -> Found:
+    """An optimizer built in a class's ``__init__`` from a ``self.`` module (``self.optimizer =
+    AdamW(self.model.parameters())``, through a helper or a method returning it, or
+    ``self.model.configure_optimizers(...)``) that another method of the class wraps or shards later
+    (``def setup(self): self.model = FSDP(self.model)``): ``__init__`` runs first. Silent when ``__init__`` calls that
+    method (directly or through other methods) before building the optimizer, when any other method of the class
+    builds an optimizer of the same module (it is rebuilt), and when the wrap is given the optimizer."""
+    wraps = [(w, name) for w, name in _self_wraps(facts, {api})]
+    if not wraps:
+        return
+    for cls in (n for n in facts.tree.body if isinstance(n, ast.ClassDef)):
+        methods = {f.name: f for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        init = methods.get("__init__")
+        if init is None:
+            continue
+        for call in (n for n in facts.scope_nodes(init) if isinstance(n, ast.Call)):
+            built = _self_optimizer_sources(facts, call, methods)
+            hit = next(
+                (
+                    (w, m)
+                    for w, name in wraps
+                    if (m := _method_of(facts, w, methods)) is not None
+                    and m is not init
+                    and any(_related(name, b) for b in built)
+                    and not _reached_before(facts, init, call, m, methods)
+                    and not _rebuilt(facts, methods, {id(init), id(_builder(call, methods))}, built)
+                    and not _given(facts, w, call)
+                ),
+                None,
+            )
+            if hit is not None:
+                yield call, f"(wrapped at line {hit[0].lineno}, in {cls.name}.{hit[1].name}(), which runs after __init__)"
+
+
+def _self_wraps(facts: FileFacts, apis: set[str]) -> list[tuple[ast.Call, str]]:
+    """(wrapping call, dotted ``self.`` name of the module it wraps) for ``FSDP(self.model)`` / ``fully_shard(self.model)``
+    and the helpers of the file that wrap their argument."""
+    out = [
+        (c, name)
+        for c in facts.calls()
+        if facts.qual(c) in apis and c.args and (name := dotted(c.args[0]) or "").startswith("self.")
+    ]
+    out += [(c, name) for c, arg in calls.helper_wraps(facts, apis) if (name := dotted(arg) or "").startswith("self.")]
+    return out
+
+
+def _self_optimizer_sources(facts: FileFacts, call: ast.Call, methods: Methods) -> set[str]:
+    """Dotted ``self.`` names of the modules whose parameters the optimizer ``call`` is built from: a torch optimizer,
+    ``self.model.configure_optimizers(...)``, a function of the file given ``self.model``, or a method of the class
+    (``self.build_optimizer()``) returning an optimizer of a ``self.`` module. Empty for anything else."""
+    if _is_optimizer(facts, call):
+        return {n for o in _param_owners(facts, kwarg(call, "params", 0)) if (n := dotted(o) or "").startswith("self.")}
+    if isinstance(call.func, ast.Attribute) and call.func.attr == "configure_optimizers":
+        name = dotted(call.func.value) or ""
+        return {name} if name.startswith("self.") and name != "self" else set()
+    if isinstance(call.func, ast.Attribute) and dotted(call.func.value) == "self" and call.func.attr in methods:
+        method = methods[call.func.attr]
+        return {
+            n
+            for r in facts.scope_nodes(method)
+            if isinstance(r, ast.Return) and isinstance(value := facts.resolve(r.value), ast.Call) and value is not call
+            for n in (_self_optimizer_sources(facts, value, {}) if _is_optimizer(facts, value) else set())
+        }
+    target = calls.callee(facts, call)
+    if target is None or target.fn is None:
+        return set()
+    sources = _helper_optimizer_sources(facts, call)
+    given = [dotted(arg) or "" for _, arg in calls.bound_args(call, target)]
+    return {g for g in given if g.startswith("self.")} if sources else set()
+
+
+def _related(a: str, b: str) -> bool:
+    """Is one of the dotted names ``a``, ``b`` the other or a part of it (``self.model`` and ``self.model.head``)?"""
+    return a == b or a.startswith(b + ".") or b.startswith(a + ".")
+
+
+def _method_of(facts: FileFacts, node: ast.AST, methods: Methods) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The method of ``methods`` whose body holds ``node``, else None."""
+    wanted = {id(m): m for m in methods.values()}
+    return next((wanted[id(a)] for a in facts.ancestors(node) if id(a) in wanted), None)
+
+
+def _self_calls(facts: FileFacts, fn: ast.AST, methods: Methods) -> list[tuple[ast.Call, ast.AST]]:
+    """(call, method) for each ``self.m(...)`` in ``fn`` of a method ``m`` of ``methods``."""
+    return [
+        (n, methods[n.func.attr])
+        for n in facts.scope_nodes(fn)
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and dotted(n.func.value) == "self"
+        and n.func.attr in methods
+    ]
+
+
+def _reached_before(facts: FileFacts, init: ast.AST, call: ast.Call, method: ast.AST, methods: Methods) -> bool:
+    """Does ``__init__`` run ``method`` (through ``self.`` calls, a few methods deep) before ``call``?"""
+    todo = [m for c, m in _self_calls(facts, init, methods) if start(c) < start(call)]
+    seen: set[int] = set()
+    while todo:
+        m = todo.pop()
+        if m is method:
+            return True
+        if id(m) in seen or len(seen) > 16:
+            continue
+        seen.add(id(m))
+        todo += [n for _, n in _self_calls(facts, m, methods)]
+    return False
+
+
+def _builder(call: ast.Call, methods: Methods) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The method ``self.m(...)`` of ``methods`` that ``call`` runs, else None."""
+    func = call.func
+    return methods.get(func.attr) if isinstance(func, ast.Attribute) and dotted(func.value) == "self" else None
+
+
+def _rebuilt(facts: FileFacts, methods: Methods, skip: set[int], built: set[str]) -> bool:
+    """Does a method (other than those of ``skip``: ``__init__``, the method that built the optimizer there) build an
+    optimizer of one of the ``built`` modules (again)?"""
+    return any(
+        isinstance(n, ast.Call) and any(_related(a, b) for a in _self_optimizer_sources(facts, n, {}) for b in built)
+        for m in methods.values()
+        if id(m) not in skip
+        for n in facts.scope_nodes(m)
+    )
 
 
 @finder("FSD011")
@@ -845,56 +979,38 @@ def gradient_sync_never_turned_back_on(facts: FileFacts) -> Found:
         yield calls[0], None
 
 
-def _freezes(facts: FileFacts, scope: ast.AST) -> set[str]:
-    """Dotted names of modules some of whose parameters are frozen in ``scope``."""
-    out = set()
-    for node in facts.scope_nodes(scope):
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "requires_grad_"
-            and node.args
-            and isinstance(node.args[0], ast.Constant)
-            and node.args[0].value is False
-        ):
-            out |= _owner_prefixes(facts, node.func.value)
-        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and node.value.value is False:
-            for t in node.targets:
-                if isinstance(t, ast.Attribute) and t.attr == "requires_grad":
-                    out |= _owner_prefixes(facts, t.value)
-    return out
-
-
-def _owner_prefixes(facts: FileFacts, expr: ast.AST) -> set[str]:
-    if isinstance(expr, ast.Name):
-        _, b = facts.binding(expr)
-        if b is not None and b.kind == "for":
-            return {n for o in _param_owners(facts, b.value) for n in _owner_prefixes(facts, o)}
-    name = dotted(expr) or (dotted(expr.value) if isinstance(expr, ast.Subscript) else None)
-    if not name:
-        return set()
-    parts = name.split(".")
-    return {".".join(parts[:i]) for i in range(1, len(parts) + 1)}
-
-
 @finder("FSD031")
 def fsdp1_frozen_params_without_orig_params(facts: FileFacts) -> Found:
-    """FSD031: FSDP1 wrapping a partly frozen module as one unit without ``use_orig_params=True``."""
+    """FSD031: FSDP1 wrapping a partly frozen module as one unit without ``use_orig_params=True`` (the module's
+    freezing followed by :mod:`~fsdp_skill.core.check.frozen`). With an ``auto_wrap_policy`` only a PEFT model is
+    judged, and only under a policy that keeps each adapter in the unit of the layer it adapts (the transformer-layer,
+    size-based and module-class policies; a lambda policy may wrap the adapters apart)."""
     for call in facts.calls():
         if (
             facts.qual(call) != FSDP1
             or not call.args
             or is_true(kwarg(call, "use_orig_params"))
-            or kwarg(call, "auto_wrap_policy") is not None
             or any(k.arg is None for k in call.keywords)
         ):
             continue
-        scope = facts.scope_of(call)
-        key = ("FSD031", "freezes", id(scope))
-        if key not in facts.cache:
-            facts.cache[key] = _freezes(facts, scope)
-        if dotted(call.args[0]) in facts.cache[key]:
+        name, scope = dotted(call.args[0]), facts.scope_of(call)
+        if name is None or name not in frozen.partly_frozen(facts, scope):
+            continue
+        policy = kwarg(call, "auto_wrap_policy")
+        if policy is None or name in frozen.peft_models(facts, scope) and _mixes_adapters(facts, policy):
             yield call, None
+
+
+_MIXING_POLICIES = {"transformer_auto_wrap_policy", "size_based_auto_wrap_policy", "ModuleWrapPolicy"}
+_SEPARATING_POLICIES = {"lambda_auto_wrap_policy", "fsdp_auto_wrap_policy", "_or_policy", "LambdaWrapPolicy"}
+
+
+def _mixes_adapters(facts: FileFacts, policy: ast.AST) -> bool:
+    """Is ``policy`` (through a name, ``functools.partial``) one of the policies that wrap whole layers (and so put a
+    LoRA adapter in the unit of its frozen base layer), and none that may wrap the adapters on their own?"""
+    value = facts.resolve(policy) or policy
+    names = {last_name(n) for n in ast.walk(value) if isinstance(n, (ast.Name, ast.Attribute))}
+    return bool(names & _MIXING_POLICIES) and not names & _SEPARATING_POLICIES
 
 
 @finder("FSD032")

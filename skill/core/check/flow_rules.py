@@ -27,7 +27,12 @@
   ``open(path, "w")``) and then read outside any rank condition in the same function (``torch.load(path)``,
   ``from_pretrained(path)``, ``open(path)``), the same path expression, with nothing between them that makes the
   readers wait for the writer: no barrier (``dist.barrier()``, ``accelerator.wait_for_everyone()``), no other
-  collective, no call of a function of the file that reaches one. The other ranks race rank 0's write: they read
+  collective, no call of a function of the file that reaches one (``sync()`` running ``dist.barrier()``, a method
+  running ``accelerator.wait_for_everyone()``). The write and the read may each be made by a function of the file
+  given the path or its directory (``save_checkpoint(model, out_dir)`` whose body saves below ``out_dir``; a method
+  ``self.save(path)`` running ``save_pretrained(path)``), and a name is followed to the path it was assigned
+  (:mod:`~fsdp_skill.core.check.paths`). A directory made on one rank (``os.makedirs(d)``) and then written into by
+  every rank counts the same way. The other ranks race rank 0's write: they read
   no file, a partial one, or the previous one. The mirror (the barrier only in the ``else:`` of the save, which rank
   0 never joins) is FSD003's (``dist.barrier``) or FSD054's (a framework barrier).
 - **FSD058**: a ``break`` out of a loop that runs synchronised work, decided on a metric this rank computed alone:
@@ -44,7 +49,9 @@
 - **FSD060**: the micro-batch that runs outside DDP's ``no_sync()`` and the one that steps the optimizer chosen by
   modular tests on the same counter and modulus with different offsets (``if step % accum != 0: with
   model.no_sync(): ...`` beside ``if (step + 1) % accum == 0: optimizer.step()``; the context also picked as a name,
-  ``ctx = model.no_sync if c else nullcontext; with ctx():``). Only where the two tests visibly disagree; FSD040 / FSD046 are the other ``no_sync()`` mistakes.
+  ``ctx = model.no_sync if c else nullcontext; with ctx():``; an accumulating arm that ends in ``continue``). A test
+  kept in a name (``sync = (i + 1) % k == 0``) and a counter kept in another (``step = i + 1``) are followed to what
+  they were assigned. Only where the two tests visibly disagree; FSD040 / FSD046 are the other ``no_sync()`` mistakes.
 - **FSD056**: an ``if`` on a filesystem fact (``os.path.exists(p)``, ``Path(p).is_file()``) with synchronised work in
   one arm only, where the file tells that the ranks can answer differently: ``p`` is node-local (``/tmp``,
   ``/dev/shm``, ``tempfile``), names the rank (``f"cache_{rank}.pt"``), or was written under a rank condition
@@ -60,7 +67,7 @@ import ast
 import bisect
 
 from fsdp_skill.core.check import calls as callgraph  # `calls` is a common local name here
-from fsdp_skill.core.check import divergence, finders
+from fsdp_skill.core.check import divergence, finders, paths
 from fsdp_skill.core.check import rank_conditional as rc
 from fsdp_skill.core.check.facts import JOIN, FileFacts, Pos, dotted, end, is_true, kwarg, last_name, start
 from fsdp_skill.core.check.finders import Found, finder
@@ -481,7 +488,7 @@ def _read_on_one_rank_inside(facts: FileFacts, branch: ast.If, path: ast.expr) -
     text = rc.node_text(path)
     rank_branches = facts.rank_branches()
     for call in divergence.calls_in(facts, [*branch.body, *branch.orelse], facts.scope_of(branch)):
-        read = _read_path(facts, call)
+        read = paths.read_path(facts, call)
         if read is None or rc.node_text(read) != text:
             continue
         inner = [b for b in rank_branches.get(id(call), []) if divergence.stmt_holds([*branch.body, *branch.orelse], b)]
@@ -521,46 +528,11 @@ def collective_on_filesystem_fact(facts: FileFacts) -> Found:
 
 # --- FSD055: rank 0 writes a file the others read, with no barrier between ----------------------------------
 
-_SAVE_FUNCS = {"torch.save": 1, "numpy.save": 0, "safetensors.torch.save_file": 1}  # where the path is
-_LOAD_FUNCS = {"torch.load", "numpy.load", "safetensors.torch.load_file"}
-
-
-def _written_path(facts: FileFacts, call: ast.Call) -> ast.expr | None:
-    """The path ``call`` writes: ``torch.save(obj, path)``, ``x.save_pretrained(path)``, ``accelerator.save(obj,
-    path)``, ``open(path, "w")``; else None."""
-    q = facts.qual(call) or ""
-    if q in _SAVE_FUNCS:
-        at = _SAVE_FUNCS[q]
-        return kwarg(call, "f", at) if q == "torch.save" else (call.args[at] if len(call.args) > at else None)
-    name = last_name(call)
-    if name == "save_pretrained":
-        return kwarg(call, "save_directory", 0)
-    if name == "save" and isinstance(call.func, ast.Attribute) and "accelerator" in (dotted(call.func.value) or "").lower():
-        return call.args[1] if len(call.args) > 1 else kwarg(call, "f")
-    if q == "open" and call.args:
-        mode = kwarg(call, "mode", 1)
-        if isinstance(mode, ast.Constant) and isinstance(mode.value, str) and any(m in mode.value for m in "wax"):
-            return call.args[0]
-    return None
-
-
-def _read_path(facts: FileFacts, call: ast.Call) -> ast.expr | None:
-    """The path ``call`` reads: ``torch.load(path)``, ``X.from_pretrained(path)``, ``open(path)`` (read mode); else
-    None."""
-    q = facts.qual(call) or ""
-    if q in _LOAD_FUNCS:
-        return kwarg(call, "f", 0) if q == "torch.load" else (call.args[0] if call.args else None)
-    if last_name(call) == "from_pretrained":
-        return kwarg(call, "pretrained_model_name_or_path", 0)
-    if q == "open" and call.args:
-        mode = kwarg(call, "mode", 1)
-        if mode is None or isinstance(mode, ast.Constant) and isinstance(mode.value, str) and "r" in mode.value:
-            return call.args[0]
-    return None
-
 
 def _synchronises(facts: FileFacts, call: ast.Call, reach: divergence.Reach) -> bool:
-    """Does ``call`` make every rank wait for the others (a barrier, any collective, a function that runs one)?"""
+    """Does ``call`` make every rank wait for the others (a barrier, any collective, a function that runs one, a
+    function of the file that calls a method named like a barrier on whatever it is given: ``def sync(acc):
+    acc.wait_for_everyone()``)?"""
     q = facts.qual(call) or ""
     return (
         last_name(call) in _BARRIERS
@@ -569,7 +541,16 @@ def _synchronises(facts: FileFacts, call: ast.Call, reach: divergence.Reach) -> 
         or reach.call(call) is not None
         or framework_collective(facts, call) is not None
         or _framework_reach(facts).call(call) is not None
+        or _barrier_reach(facts).call(call) is not None
     )
+
+
+def _barrier_reach(facts: FileFacts) -> divergence.Reach:
+    key = ("flow", "barrier-reach")
+    if key not in facts.cache:
+        facts.cache[key] = divergence.Reach(facts, lambda c: "barrier" if last_name(c) in _BARRIERS else None)
+    found: divergence.Reach = facts.cache[key]
+    return found
 
 
 @finder("FSD055")
@@ -577,30 +558,65 @@ def read_after_one_rank_write(facts: FileFacts) -> Found:
     """FSD055: a file written under a rank condition, then read on every rank with no barrier between (see the
     module docstring)."""
     branches = facts.rank_branches()
-    reach = divergence.reach_of(facts)
     for write in facts.calls():
         enclosing = branches.get(id(write))
         if not enclosing:
             continue
-        path = _written_path(facts, write)
         branch = enclosing[-1]
-        if path is None or not isinstance(branch, ast.If) or not _inside_arm(branch, write):
+        if not isinstance(branch, ast.If) or not _inside_arm(branch, write):
             continue
-        outer = enclosing[0]
-        scope = facts.scope_of(write)
-        text = rc.node_text(path)
-        calls, positions = divergence.scope_calls(facts, scope)
-        for call in calls[bisect.bisect_left(positions, end(outer)) :][:_SCAN]:
-            if _synchronises(facts, call, reach):
-                break
-            read = _read_path(facts, call)
-            if read is None or branches.get(id(call)) or rc.node_text(read) != text:
-                continue
-            yield (
-                call,
-                f"`{dotted(path) or 'the file'}` is written on some ranks only (line {write.lineno}, rank condition at line {branch.lineno}) and read here with no barrier between",
-            )
-            break
+        access = paths.writes(facts, write)
+        folder = paths.made_dir(facts, write) if access is None else None
+        if access is None and folder is None:
+            continue
+        hit = _unsynchronised_use(facts, enclosing[0], write, access, folder)
+        if hit is not None:
+            shown = access or paths.Access(folder or write.func, exact=False, line=write.lineno)
+            yield hit[0], _handoff_message(write, branch, shown, hit[1])
+
+
+def _unsynchronised_use(
+    facts: FileFacts, outer: ast.stmt, write: ast.Call, access: paths.Access | None, folder: ast.expr | None
+) -> tuple[ast.Call, str] | None:
+    """The first call after ``outer`` (the rank condition around ``write``) in the same function, on every rank and
+    before anything synchronises the ranks, that reads the file ``access`` names (or, for a directory ``folder``
+    made on one rank, writes below it): (that call, what it does)."""
+    reach = divergence.reach_of(facts)
+    branches = facts.rank_branches()
+    calls, positions = divergence.scope_calls(facts, facts.scope_of(write))
+    for call in calls[bisect.bisect_left(positions, end(outer)) :][:_SCAN]:
+        if _synchronises(facts, call, reach):
+            return None
+        if branches.get(id(call)):
+            continue
+        if access is not None:
+            read = paths.reads(facts, call)
+            if read is not None and paths.same_file(facts, access, read):
+                return call, _via("read here", read)
+        elif folder is not None:
+            if paths.made_dir(facts, call) is not None and paths.same_file(
+                facts, paths.Access(folder, exact=False), paths.Access(paths.made_dir(facts, call) or folder, exact=False)
+            ):
+                return None  # every rank makes the directory itself
+            inner = paths.writes(facts, call)
+            if inner is not None and paths.same_file(facts, paths.Access(folder, exact=False), inner):
+                return call, _via("written below it here", inner)
+    return None
+
+
+def _via(what: str, access: paths.Access) -> str:
+    return f"{what} (by {access.helper}(), line {access.line})" if access.helper else what
+
+
+def _handoff_message(write: ast.Call, branch: ast.If, access: paths.Access, use: str) -> str:
+    name = dotted(access.path) or "the file"
+    if access.helper:
+        made = f"written on some ranks only by {access.helper}() (line {access.line}, called at line {write.lineno}"
+    elif last_name(write) in ("makedirs", "mkdir"):
+        made = f"created on some ranks only (line {write.lineno}"
+    else:
+        made = f"written on some ranks only (line {write.lineno}"
+    return f"`{name}` is {made}, rank condition at line {branch.lineno}) and {use} with no barrier between"
 
 
 # --- FSD058: early stopping on a metric this rank computed alone --------------------------------------------
@@ -818,11 +834,18 @@ def helper_loader_without_set_epoch(facts: FileFacts) -> Found:
 Modular = tuple[str, int, str, bool]
 
 
-def _modular(test: ast.expr) -> Modular | None:
-    """``(step + c) % k == 0`` / ``!= 0`` (``not`` of one flips it) as (``step``, c, dump of k, is ``==``)."""
+def _modular(facts: FileFacts, test: ast.expr) -> Modular | None:
+    """``(step + c) % k == 0`` / ``!= 0`` (``not`` of one flips it) as (``step``, c, dump of k, is ``==``). The test may
+    be a name bound to one (``sync = (i + 1) % k == 0; if sync:``), and the counter a name bound to another counter
+    plus a constant (``step = i + 1``): both are followed to what they were assigned."""
     flip = False
-    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        test, flip = test.operand, not flip
+    for _ in range(4):
+        while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test, flip = test.operand, not flip
+        value = facts.resolve(test) if isinstance(test, ast.Name) else None
+        if value is None or value is test or not isinstance(value, ast.expr):
+            break
+        test = value
     if not (
         isinstance(test, ast.Compare)
         and len(test.ops) == 1
@@ -833,17 +856,33 @@ def _modular(test: ast.expr) -> Modular | None:
         and isinstance(test.left.op, ast.Mod)
     ):
         return None
-    counter, offset = test.left.left, 0
-    if isinstance(counter, ast.BinOp) and isinstance(counter.op, (ast.Add, ast.Sub)):
-        const = counter.right
-        if not (isinstance(const, ast.Constant) and isinstance(const.value, int)):
-            return None
-        offset = const.value if isinstance(counter.op, ast.Add) else -const.value
-        counter = counter.left
-    if not isinstance(counter, ast.Name):
+    counter = _counter(facts, test.left.left)
+    if counter is None:
         return None
     eq = isinstance(test.ops[0], ast.Eq) != flip
-    return counter.id, offset, rc.node_text(test.left.right), eq
+    return counter[0], counter[1], rc.node_text(test.left.right), eq
+
+
+def _counter(facts: FileFacts, node: ast.expr) -> tuple[str, int] | None:
+    """(counter name, constant added) of ``step`` / ``step + c`` / ``step - c``, a name bound to one followed a few
+    steps (``step = i + 1``: ``("i", 1)``); None for anything else."""
+    offset = 0
+    for _ in range(4):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+            const = node.right
+            if not (isinstance(const, ast.Constant) and isinstance(const.value, int) and not isinstance(const.value, bool)):
+                return None
+            offset += const.value if isinstance(node.op, ast.Add) else -const.value
+            node = node.left
+            continue
+        if not isinstance(node, ast.Name):
+            return None
+        _, b = facts.binding(node)
+        value = b.value if b is not None and b.kind == "assign" else None
+        if not (isinstance(value, ast.Name) or isinstance(value, ast.BinOp) and isinstance(value.left, ast.Name)):
+            return node.id, offset
+        node = value
+    return None
 
 
 def _no_sync_in(facts: FileFacts, stmts: list[ast.stmt]) -> bool:
@@ -858,7 +897,8 @@ def _no_sync_in(facts: FileFacts, stmts: list[ast.stmt]) -> bool:
 
 def _sync_condition(facts: FileFacts, node: ast.AST) -> tuple[Modular, ast.AST] | None:
     """The micro-batches that synchronise, as a modular test that holds on them ("== 0" form), from an ``if`` whose
-    one arm accumulates inside ``no_sync()`` and whose other arm runs the backward outside it, or from
+    one arm accumulates inside ``no_sync()`` and whose other arm runs the backward outside it (or which accumulates
+    and ends in ``continue``, leaving the synchronising backward to the rest of the loop), or from
     ``with model.no_sync() if c else nullcontext():``."""
     test: ast.expr | None = None
     no_sync_when_true = True
@@ -867,6 +907,8 @@ def _sync_condition(facts: FileFacts, node: ast.AST) -> tuple[Modular, ast.AST] 
         if in_body == in_else:
             return None
         test, no_sync_when_true = node.test, in_body
+    elif isinstance(node, ast.If) and isinstance(node.body[-1], ast.Continue) and _no_sync_in(facts, node.body):
+        test = node.test  # accumulate inside no_sync() and `continue`: the rest of the loop body synchronises
     elif isinstance(node, (ast.With, ast.AsyncWith)):
         for item in node.items:
             conditional = divergence.conditional_no_sync(facts, item)  # also through `ctx = ...; with ctx():`
@@ -874,7 +916,7 @@ def _sync_condition(facts: FileFacts, node: ast.AST) -> tuple[Modular, ast.AST] 
                 test, no_sync_when_true, _ = conditional
     if test is None:
         return None
-    mod = _modular(test)
+    mod = _modular(facts, test)
     if mod is None:
         return None
     counter, offset, k, eq = mod
@@ -899,7 +941,7 @@ def no_sync_and_step_disagree(facts: FileFacts) -> Found:
         if loop is None:
             continue
         for other in (n for n in ast.walk(loop) if isinstance(n, ast.If) and n is not node):
-            mod = _modular(other.test)
+            mod = _modular(facts, other.test)
             if mod is None or not mod[3] or mod[0] != counter or mod[2] != k or mod[1] == offset:
                 continue
             step = next(

@@ -24,7 +24,7 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import PurePath
 
-from fsdp_skill.core.check import calls
+from fsdp_skill.core.check import calls, paths
 from fsdp_skill.core.check.calls import FileContext, FunctionSummary
 from fsdp_skill.core.check.facts import BudgetExceeded, FileFacts, analysis_clock
 from fsdp_skill.core.check.rank_conditional import function_collectives, function_guards, reach_paths
@@ -271,6 +271,8 @@ def _exports(facts: FileFacts, label: str) -> tuple[dict[str, FunctionSummary], 
             continue
         s = replace(calls.summarise(facts, fn, label), path=label)
         keys[key] = s.params
+        saves, loads = paths.state_traffic(facts, fn)
+        s = replace(s, state_saves=saves, state_loads=loads)
         got = collectives.get(key)
         if got is not None:
             s = replace(
@@ -288,6 +290,8 @@ def _exports(facts: FileFacts, label: str) -> tuple[dict[str, FunctionSummary], 
             or s.loader
             or s.collective
             or s.returns_items
+            or s.state_saves
+            or s.state_loads
         ):
             out[key] = s  # a function that does none of these tells its callers nothing: not exported (fewer rebuilds)
     return out, keys

@@ -348,9 +348,9 @@ RULES: dict[str, Rule] = {
             "FSD039",
             "error",
             "framework save that is a collective under FSDP (`trainer.save_model`, `accelerator.save_state`, Lightning "
-            "`save_checkpoint`, FULL_STATE_DICT `state_dict()`) on rank 0 only",
-            "under FSDP this save gathers or writes every rank's shards (Lightning's ends in a barrier): call it on every "
-            "rank, the framework writes the files from the main process itself",
+            "`save_checkpoint`, FULL_STATE_DICT `state_dict()`) or always (DeepSpeed `engine.save_checkpoint`) on rank 0 only",
+            "under FSDP this save gathers or writes every rank's shards (Lightning's and DeepSpeed's end in a barrier): "
+            "call it on every rank, the framework writes the files from the main process itself",
             "checkpoint/framework-save-every-rank",
             "checkpoint/framework-save-every-rank",
         ),
@@ -501,7 +501,8 @@ RULES: dict[str, Rule] = {
         _r(
             "FSD055",
             "warning",
-            "file written on rank 0 (`torch.save`, `save_pretrained`) then read on every rank with no barrier between",
+            "file written on rank 0 (`torch.save`, `save_pretrained`, or a helper doing it) then read on every rank (or a "
+            "directory made on rank 0, then written into by every rank) with no barrier between",
             "nothing makes the other ranks wait for rank 0's write: they can read no file, a partial one or the previous "
             "one; put dist.barrier() (accelerator.wait_for_everyone()) after the save and before the load",
             "checkpoint/rank-zero-write-barrier",
