@@ -255,3 +255,24 @@ def test_http_and_mcp_and_function_calls_fill_one_queue(planner, monkeypatch):
     assert full_http.status_code == 429 and full_mcp.is_error and "plan queue is full" in full_mcp.content[0].text
     assert planner.most == 1 and len(planner.plans) == 2
     assert invoke("plan_memory", BODY).model == "stand-in"  # released: a function call is planned through it
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_a_jobs_place_is_free_when_its_caller_is_told_the_outcome(fails):
+    """A caller that submits again the moment it has its answer must find the place free (with no waiting place, a
+    place given back only after the result would refuse it with queue_full: /v1/check's test saw it under load)."""
+    from fsdp_skill.core.plan.queue import PlanQueue
+
+    queue = PlanQueue(running=1, waiting=0, label="check", knob=None)
+    seen: list[int] = []
+
+    def job() -> int:
+        if fails:
+            raise RuntimeError("boom")
+        return 1
+
+    future = queue.submit(job)
+    future.add_done_callback(lambda f: seen.append(queue.state().running))  # runs as the outcome is set
+    future.exception(timeout=30) if fails else future.result(timeout=30)
+    assert seen == [0]
+    assert queue.submit(lambda: 2).result(timeout=30) == 2

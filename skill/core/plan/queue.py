@@ -137,26 +137,36 @@ class PlanQueue:
         return await asyncio.wrap_future(self.submit(fn, *args))
 
     def _work(self, job: _Job | None) -> None:
-        """Run ``job``, then every job admitted behind it, in order; the thread ends when none is left."""
+        """Run ``job``, then every job admitted behind it, in order; the thread ends when none is left.  A job's
+        place is handed on (or given back) before its caller is told the result, so a caller that submits again
+        as soon as it has its answer finds the place free."""
         while job is not None:
+            settle: Callable[[], None] | None = None
             if job.future.set_running_or_notify_cancel():
                 began = time.monotonic()
                 with self._lock:
                     self._started.append(began)
-                try:
-                    result = job.fn(*job.args)
-                except BaseException as exc:  # the caller gets it, whatever it is; the queue goes on
-                    job.future.set_exception(exc)
-                else:
-                    job.future.set_result(result)
-                finally:
-                    with self._lock:
-                        self._started.remove(began)
-                        self._recent.append(time.monotonic() - began)
+                settle = self._call(job)
+                with self._lock:
+                    self._started.remove(began)
+                    self._recent.append(time.monotonic() - began)
             with self._lock:
                 job = self._pending.popleft() if self._pending else None
                 if job is None:
                     self._running -= 1
+            if settle is not None:
+                settle()
+
+    @staticmethod
+    def _call(job: _Job) -> Callable[[], None]:
+        """Run ``job``; returns what tells its caller the outcome (its result or whatever it raised)."""
+        future = job.future
+        try:
+            result = job.fn(*job.args)
+        except BaseException as exc:  # the caller gets it, whatever it is; the queue goes on
+            error = exc  # `exc` is unbound when the except clause ends
+            return lambda: future.set_exception(error)
+        return lambda: future.set_result(result)
 
     def _discard(self, job: _Job) -> None:
         with self._lock:
