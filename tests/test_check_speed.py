@@ -1,19 +1,22 @@
 """The checker's cost on long shapes, counted, never timed (issue 23's speed, issue 25's probe rows): an ``if`` /
-``elif`` chain of rank tests costs work linear in its length, the shortcuts give the answers the plain walks gave."""
+``elif`` chain of rank tests costs work linear in its length, the shortcuts give the answers the plain walks gave,
+and ``check_paths`` holds off full garbage collections while it runs and restores the thresholds after."""
 
 from __future__ import annotations
 
 import ast
+import gc
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from fsdp_skill.core.check import check_source
+from fsdp_skill.core.check import check_paths, check_source, files
 from fsdp_skill.core.check import facts as facts_module
 from fsdp_skill.core.check.calls import build_facts
 from fsdp_skill.core.check.facts import _EXITS, _RANK_ZERO_DECORATORS, FileFacts, last_name
+from fsdp_skill.core.check.project import Project
 
 DATA = Path(__file__).parent / "data" / "check"
 HEAD = "import torch\nimport torch.distributed as dist\n\nrank = dist.get_rank()\nt = torch.zeros(1)\n"
@@ -131,3 +134,54 @@ def test_block_of_a_node_deep_below_its_holder_is_the_block_the_climb_finds():
     assert all(facts.block_of(n, holder) == _climbed_block_of(facts, n, holder) for holder in ifs for n in asked)
     deepest = [c for c in facts.calls() if (facts.qual(c) or "").endswith("all_reduce")][-1]
     assert facts.block_of(deepest, ifs[0]) == "orelse"  # far below the first if: in its elif chain
+
+
+@pytest.fixture
+def thresholds() -> Iterator[tuple[int, int, int]]:
+    """The interpreter's thresholds before the test, put back after it whatever it did."""
+    before = gc.get_threshold()
+    yield before
+    gc.set_threshold(*before)
+
+
+def _project_sees(monkeypatch: pytest.MonkeyPatch, seen: list[tuple[int, int, int]], fail: bool = False) -> None:
+    real = Project.build
+
+    def build(sources: list[tuple[str, str]], **kwargs: float) -> Project:
+        seen.append(gc.get_threshold())
+        if fail:
+            raise RuntimeError("boom")
+        return real(sources, **kwargs)
+
+    monkeypatch.setattr(Project, "build", staticmethod(build))
+
+
+def test_checking_paths_holds_off_full_collections_and_restores_the_thresholds(monkeypatch, tmp_path, thresholds):
+    for name in ("a.py", "b.py"):
+        (tmp_path / name).write_text(HEAD + "if rank == 0:\n    dist.barrier()\n", encoding="utf-8")
+    seen: list[tuple[int, int, int]] = []
+    _project_sees(monkeypatch, seen)
+    assert [f.code for f in check_paths([str(tmp_path)])] == ["FSD003", "FSD003"]
+    assert seen == [(thresholds[0], thresholds[1], files._NO_FULL_GC)]  # the young generations as they were
+    assert gc.get_threshold() == thresholds
+
+
+def test_the_thresholds_come_back_when_the_check_fails(monkeypatch, tmp_path, thresholds):
+    for name in ("a.py", "b.py"):
+        (tmp_path / name).write_text("x = 1\n", encoding="utf-8")
+    seen: list[tuple[int, int, int]] = []
+    _project_sees(monkeypatch, seen, fail=True)
+    with pytest.raises(RuntimeError, match="boom"):
+        check_paths([str(tmp_path)])
+    assert seen[0][2] == files._NO_FULL_GC
+    assert gc.get_threshold() == thresholds
+
+
+def test_overlapping_checks_restore_the_thresholds_when_the_last_ends(thresholds):
+    first, second = files.fewer_full_collections(), files.fewer_full_collections()
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)  # a server thread's check ends while another's runs
+    assert gc.get_threshold()[2] == files._NO_FULL_GC
+    second.__exit__(None, None, None)
+    assert gc.get_threshold() == thresholds
