@@ -759,19 +759,36 @@ class FileFacts:
         not a walk of the rest of the chain per ``elif``."""
         if self._rank_nodes is None:
             out: dict[int, list[ast.stmt]] = {}
+            starts = self._branch_parents()
             empty: list[ast.stmt] = []
-            for node in self.nodes[1:]:  # the module first: it has no parent, and no branch runs it
+            parents = self.parents
+            for node in self.nodes[1:] if starts else ():  # the module first: no parent, no branch runs it
                 self.tick()
-                parent = self.parents[id(node)]
+                parent = parents[id(node)]
                 cover = out.get(id(parent), empty)
-                extra: list[ast.stmt] = [parent] if self._runs_on_some_ranks(parent, node) else []
-                extra += self._exiting_rank_ifs(parent, node)
-                if extra:
-                    cover = cover + extra
+                if id(parent) in starts:
+                    extra: list[ast.stmt] = [parent] if self._runs_on_some_ranks(parent, node) else []
+                    extra += self._exiting_rank_ifs(parent, node)
+                    cover = cover + extra if extra else cover
                 if cover:
                     out[id(node)] = cover
             self._rank_nodes = out
         return self._rank_nodes
+
+    def _branch_parents(self) -> set[int]:
+        """ids of the nodes where a rank branch starts: a rank test's ``if``, a ``@rank_zero_only`` function, and the
+        holder of an ``if rank != 0: return``'s block (most files: none, and :meth:`rank_branches` has nothing to do)."""
+        out: set[int] = set()
+        for node in self.nodes:
+            if isinstance(node, ast.If) and self._is_rank_if(node):
+                out.add(id(node))
+                if not node.orelse and node.body and isinstance(node.body[-1], _EXITS):
+                    out.add(id(self.parents[id(node)]))
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                last_name(d) in _RANK_ZERO_DECORATORS for d in node.decorator_list
+            ):
+                out.add(id(node))
+        return out
 
     def _runs_on_some_ranks(self, parent: ast.AST, node: ast.AST) -> TypeGuard[ast.stmt]:
         """Is ``node`` (a child of ``parent``) a statement of the body (or ``else``) of ``parent``, a rank test's ``if``
