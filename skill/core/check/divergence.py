@@ -604,17 +604,30 @@ def _received(facts: FileFacts, stmt: ast.Assign | ast.AugAssign | ast.AnnAssign
     read = {n.id for n in ast.walk(stmt.value) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - {name}
     if not read:
         return False
-    for node in facts.scope_nodes(scope):
-        if not (isinstance(node, ast.Call) and start(node) < start(stmt)):
-            continue
-        q = facts.qual(node) or ""
-        if not (q.startswith("torch.distributed.") and q.rsplit(".", 1)[-1] in _AGREED):
+    for node in _agreeing_calls(facts, scope):
+        if not start(node) < start(stmt):
             continue
         for arg in [*node.args, *(k.value for k in node.keywords)]:
             given = [n for n in ast.walk(arg) if isinstance(n, ast.Name) and n.id in read]
             if any(_mentions(arg, name) or _mentions(facts.resolve(g) or g, name) for g in given):
                 return True
     return False
+
+
+def _agreeing_calls(facts: FileFacts, scope: ast.AST) -> list[ast.Call]:
+    """The calls of ``scope`` (in source order) to a collective that gives every rank the same value (:data:`_AGREED`);
+    memoised per scope: :func:`_received` asks for each assignment of a rank-conditional name."""
+    memo: dict[int, list[ast.Call]] = facts.cache.setdefault(("divergence", "agreeing_calls"), {})
+    got = memo.get(id(scope))
+    if got is None:
+        got = memo[id(scope)] = [
+            node
+            for node in facts.scope_nodes(scope)
+            if isinstance(node, ast.Call)
+            and (q := facts.qual(node) or "").startswith("torch.distributed.")
+            and q.rsplit(".", 1)[-1] in _AGREED
+        ]
+    return got
 
 
 def _mentions(node: ast.AST, name: str) -> bool:

@@ -31,7 +31,7 @@ import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeGuard
 
 # canonical spellings: (old prefix, new prefix), applied until none matches
 _CANON = [
@@ -135,6 +135,7 @@ class Located(Protocol):
 
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _EXITS = (ast.Return, ast.Continue, ast.Break)  # not raise: an error path, the job fails anyway
+_SHORT_CLIMB = 32  # block_of climbs this many parents before it searches the holder's statements instead
 _BLOCKS = ("body", "orelse", "finalbody")  # the statement lists of a compound statement (a handler's: its body)
 # singleton nodes (Load(), Add(), Eq(), ...) shared by the whole tree: not indexed
 _SHARED = (ast.expr_context, ast.operator, ast.cmpop, ast.boolop, ast.unaryop)
@@ -749,32 +750,83 @@ class FileFacts:
         return False
 
     def rank_branches(self) -> dict[int, list[ast.stmt]]:
-        """id(node) -> every ``if`` (or ``@rank_zero_only`` function) that runs it on some ranks only, outermost first."""
+        """id(node) -> every ``if`` (or ``@rank_zero_only`` function) that runs it on some ranks only, outermost first
+        (a node under none is not listed). The lists are shared by the nodes under the same branches: not to be changed.
+
+        One pass in source order: a node's list is its parent's, plus the parent when that is such a branch and the node
+        a statement of the branch's body (or ``else``), plus each ``if rank != 0: return`` before the node in the same
+        block (:meth:`_exiting_rank_ifs`). So an ``if`` / ``elif`` chain of n rank tests costs its nodes and its n lists,
+        not a walk of the rest of the chain per ``elif``."""
         if self._rank_nodes is None:
             out: dict[int, list[ast.stmt]] = {}
-            for node in self.nodes:
-                if isinstance(node, ast.If) and self.is_rank_test(node.test):
-                    for stmt in node.body + node.orelse:
-                        for sub in ast.walk(stmt):
-                            self.tick()
-                            out.setdefault(id(sub), []).append(node)
-                    if not node.orelse and node.body and isinstance(node.body[-1], _EXITS):
-                        self._after_exit(node, out)
-                elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
-                    last_name(d) in _RANK_ZERO_DECORATORS for d in node.decorator_list
-                ):
-                    for stmt in node.body:
-                        for sub in ast.walk(stmt):
-                            out.setdefault(id(sub), []).append(node)
+            starts = self._branch_parents()
+            empty: list[ast.stmt] = []
+            parents = self.parents
+            for node in self.nodes[1:] if starts else ():  # the module first: no parent, no branch runs it
+                self.tick()
+                parent = parents[id(node)]
+                cover = out.get(id(parent), empty)
+                if id(parent) in starts:
+                    extra: list[ast.stmt] = [parent] if self._runs_on_some_ranks(parent, node) else []
+                    extra += self._exiting_rank_ifs(parent, node)
+                    cover = cover + extra if extra else cover
+                if cover:
+                    out[id(node)] = cover
             self._rank_nodes = out
         return self._rank_nodes
 
-    def _after_exit(self, branch: ast.If, out: dict[int, list[ast.stmt]]) -> None:
-        """``if rank != 0: return`` — what follows in the same block runs on the other ranks only."""
-        for stmt in self._after(branch):
-            for sub in ast.walk(stmt):
-                self.tick()
-                out.setdefault(id(sub), []).append(branch)
+    def _branch_parents(self) -> set[int]:
+        """ids of the nodes where a rank branch starts: a rank test's ``if``, a ``@rank_zero_only`` function, and the
+        holder of an ``if rank != 0: return``'s block (most files: none, and :meth:`rank_branches` has nothing to do)."""
+        out: set[int] = set()
+        for node in self.nodes:
+            if isinstance(node, ast.If) and self._is_rank_if(node):
+                out.add(id(node))
+                if not node.orelse and node.body and isinstance(node.body[-1], _EXITS):
+                    out.add(id(self.parents[id(node)]))
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                last_name(d) in _RANK_ZERO_DECORATORS for d in node.decorator_list
+            ):
+                out.add(id(node))
+        return out
+
+    def _runs_on_some_ranks(self, parent: ast.AST, node: ast.AST) -> TypeGuard[ast.stmt]:
+        """Is ``node`` (a child of ``parent``) a statement of the body (or ``else``) of ``parent``, a rank test's ``if``
+        or a ``@rank_zero_only`` function? (Their other children, the test, decorators, arguments, are not statements.)"""
+        if not isinstance(node, ast.stmt):
+            return False
+        if isinstance(parent, ast.If):
+            return self._is_rank_if(parent)
+        return isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+            last_name(d) in _RANK_ZERO_DECORATORS for d in parent.decorator_list
+        )
+
+    def _is_rank_if(self, node: ast.If) -> bool:
+        """Is ``node``'s test a rank test (memoised: a block's statements each ask about their parent)?"""
+        memo: dict[int, bool] = self.cache.setdefault(("facts", "rank_if"), {})
+        hit = memo.get(id(node))
+        if hit is None:
+            hit = memo[id(node)] = self.is_rank_test(node.test)
+        return hit
+
+    def _exiting_rank_ifs(self, parent: ast.AST, node: ast.AST) -> list[ast.stmt]:
+        """The ``if rank != 0: return`` statements (a rank test, no ``else``, a body that ends in an exit) before the
+        statement ``node`` in its block of ``parent``: what follows one runs on the other ranks only. Each parent's
+        blocks are looked at once (memoised: statement -> those before it)."""
+        seen: set[int] = self.cache.setdefault(("facts", "exit_blocks_seen"), set())
+        before_of: dict[int, list[ast.stmt]] = self.cache.setdefault(("facts", "exiting_rank_ifs"), {})
+        if id(parent) not in seen:
+            seen.add(id(parent))
+            for name in _BLOCKS:
+                block = getattr(parent, name, None)
+                before: list[ast.stmt] = []
+                for st in block if isinstance(block, list) else ():
+                    if before:
+                        before_of[id(st)] = before
+                    if isinstance(st, ast.If) and not st.orelse and st.body and isinstance(st.body[-1], _EXITS):
+                        if self._is_rank_if(st):
+                            before = [*before, st]
+        return before_of.get(id(node), [])
 
     def other_branch_has(self, branch: ast.AST, node: ast.AST, wanted: Callable[[ast.Call], bool]) -> bool:
         """Do the ranks that do not take ``node``'s path reach a call that ``wanted`` accepts too?
@@ -877,18 +929,48 @@ class FileFacts:
 
     def block_of(self, node: ast.AST, holder: ast.AST) -> str | None:
         """The block of ``holder`` (``body``, ``orelse`` or ``finalbody``) whose statements hold ``node``; None when
-        ``node`` is elsewhere (in its test, outside it). Costs the depth of ``node`` below ``holder``."""
+        ``node`` is elsewhere (in its test, outside it). Costs the depth of ``node`` below ``holder`` up to
+        :data:`_SHORT_CLIMB` steps, then a search among ``holder``'s statements (:meth:`_child_holding`), so a node
+        deep in an ``elif`` chain asked about each ``if`` above it does not climb the chain each time."""
         self.tick()
         cur = node
-        while True:
+        for _ in range(_SHORT_CLIMB):
             parent = self.parents.get(id(cur))
             if parent is None:
                 return None
             if parent is holder:
-                break
+                slot = self._slot(cur)
+                return slot[1] if slot else None
             cur = parent
-        slot = self._slot(cur)
-        return slot[1] if slot else None
+        for name in _BLOCKS:
+            block = getattr(holder, name, None)
+            if isinstance(block, list) and self._child_holding(block, node) is not None:
+                return name
+        return None
+
+    def _child_holding(self, block: list[ast.stmt], node: ast.AST) -> ast.stmt | None:
+        """The statement of ``block`` that is ``node`` or holds it, else None: a binary search on the nodes' places in
+        source order (:attr:`nodes`; each node's subtree is the run of places up to its last descendant's)."""
+        spans = self._spans()
+        at = spans.get(id(node))
+        if at is None or not block:
+            return None
+        firsts = [spans[id(st)][0] for st in block]
+        i = bisect.bisect_right(firsts, at[0]) - 1
+        return block[i] if i >= 0 and at[0] <= spans[id(block[i])][1] else None
+
+    def _spans(self) -> dict[int, tuple[int, int]]:
+        """id(node) -> (its place in :attr:`nodes`, the place of its last descendant); built on first use."""
+        spans: dict[int, tuple[int, int]] | None = self.cache.get(("facts", "spans"))
+        if spans is None:
+            last = list(range(len(self.nodes)))
+            place = {id(n): i for i, n in enumerate(self.nodes)}
+            for i in range(len(self.nodes) - 1, 0, -1):  # children after their parent: each end is final when read
+                parent = place[id(self.parents[id(self.nodes[i])])]
+                last[parent] = max(last[parent], last[i])
+            spans = {key: (i, last[i]) for key, i in place.items()}
+            self.cache["facts", "spans"] = spans
+        return spans
 
     def _loop_of(self, stmt: ast.AST) -> int | None:
         """id of the loop a ``continue`` / ``break`` belongs to."""

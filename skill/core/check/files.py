@@ -6,15 +6,23 @@ A missing path or a non-Python file raises :class:`fsdp_skill.errors.InvalidArgu
 path is validated before any is checked. A file is read as Python reads it (:func:`read_source`): UTF-8 unless a
 BOM or a PEP 263 coding cookie (``# -*- coding: latin-1 -*-``) says otherwise; one that cannot be decoded so is an
 ``FSD000`` finding of its own (Python would refuse to run it too), and the other files are still checked.
+
+While paths are checked, the interpreter's full (oldest-generation) garbage collections are held off
+(:func:`fewer_full_collections`): the project keeps every file's tree and facts alive until the last file is checked
+(about 1 GB for a 3,000-file repository), and each full collection walks all of them for the few cycles it frees
+(a 3,000-file repository: about a third of the time). The young generations are still collected.
 """
 
 from __future__ import annotations
 
 import codecs
+import gc
 import io
 import sys
+import threading
 import tokenize
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from fsdp_skill.core.check.engine import check_budget, check_source, not_analysed
@@ -25,6 +33,26 @@ from fsdp_skill.core.check.selection import keep, validate_codes
 from fsdp_skill.errors import InvalidArgument
 
 _SKIP_DIRS = {"__pycache__", "node_modules", "site-packages"}
+_NO_FULL_GC = 2**31 - 1  # the oldest generation's threshold while paths are checked: never reached
+_gc_lock = threading.Lock()
+_gc_holders: list[tuple[int, int, int]] = []  # the thresholds saved by the first of the checks now running, once per check
+
+
+@contextmanager
+def fewer_full_collections() -> Iterator[None]:
+    """Hold off the oldest generation's garbage collections for the block (see the module docstring); the thresholds
+    are restored when the last of the blocks running at once (threads of a server) ends, however it ends."""
+    with _gc_lock:
+        saved = _gc_holders[0] if _gc_holders else gc.get_threshold()
+        _gc_holders.append(saved)
+        gc.set_threshold(saved[0], saved[1], _NO_FULL_GC)
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_holders.pop()
+            if not _gc_holders:
+                gc.set_threshold(*saved)
 
 
 def python_files(path: str) -> list[Path]:
@@ -123,6 +151,14 @@ def check_paths(
         except UndecodableSource as exc:  # this file only: the others are still checked (and it is left out of the project)
             undecodable[label] = not_analysed(label, f"file not analysed: cannot decode it as Python does: {exc}", exc.line)
             read.append((label, None))
+    with fewer_full_collections():
+        return _check_read(read, undecodable, sel, ign)
+
+
+def _check_read(
+    read: list[tuple[str, str | None]], undecodable: dict[str, Finding], sel: list[str], ign: list[str]
+) -> list[Finding]:
+    """Findings for the files :func:`check_paths` read (text None: undecodable, its finding in ``undecodable``)."""
     sources = [(label, text) for label, text in read if text is not None]
     # several files: a project, whose helpers are followed from one file into another (one file: as before)
     project = Project.build(sources, budget_s=check_budget()) if len(sources) > 1 else None

@@ -887,12 +887,48 @@ def _counter(facts: FileFacts, node: ast.expr) -> tuple[str, int] | None:
 
 def _no_sync_in(facts: FileFacts, stmts: list[ast.stmt]) -> bool:
     """Do ``stmts`` run a backward inside ``with ... no_sync():``?"""
-    for st in stmts:
-        for n in ast.walk(st):
-            if isinstance(n, (ast.With, ast.AsyncWith)) and any(divergence.no_sync_target(facts, i) is not None for i in n.items):
-                if any(isinstance(c, ast.Call) and divergence.is_backward(c) for b in n.body for c in ast.walk(b)):
-                    return True
-    return False
+    return any(_holds_no_sync_backward(facts, st) for st in stmts)
+
+
+def _holds_no_sync_backward(facts: FileFacts, stmt: ast.stmt) -> bool:
+    """Does ``stmt``, or a statement below it, run a backward inside ``with ... no_sync():``? Memoised per statement
+    and found bottom-up (a ``with`` is a statement, only ever below another's blocks): an ``if`` / ``elif`` chain asks
+    about the rest of the chain at each ``elif``, which costs that rest once, not once per ``elif``."""
+    memo: dict[int, bool] = facts.cache.setdefault(("flow_rules", "no_sync_backward"), {})
+    todo: list[tuple[ast.stmt, bool]] = [(stmt, False)]
+    while todo:
+        st, children_done = todo.pop()
+        if id(st) in memo:
+            continue
+        inner = _inner_statements(st)
+        if not children_done:
+            todo.append((st, True))
+            todo += [(child, False) for child in inner if id(child) not in memo]
+            continue
+        facts.tick()
+        memo[id(st)] = _no_sync_backward_here(facts, st) or any(memo[id(child)] for child in inner)
+    return memo[id(stmt)]
+
+
+def _inner_statements(stmt: ast.stmt) -> list[ast.stmt]:
+    """The statements of ``stmt``'s blocks: body, ``else``, ``finally``, each handler's and each ``case``'s body."""
+    out: list[ast.stmt] = []
+    for name in ("body", "orelse", "finalbody"):
+        block = getattr(stmt, name, None)
+        if isinstance(block, list):
+            out += block
+    for holder in [*getattr(stmt, "handlers", ()), *getattr(stmt, "cases", ())]:
+        out += holder.body
+    return out
+
+
+def _no_sync_backward_here(facts: FileFacts, stmt: ast.stmt) -> bool:
+    """Is ``stmt`` itself a ``with ... no_sync():`` whose body runs a backward?"""
+    return (
+        isinstance(stmt, (ast.With, ast.AsyncWith))
+        and any(divergence.no_sync_target(facts, i) is not None for i in stmt.items)
+        and any(isinstance(c, ast.Call) and divergence.is_backward(c) for b in stmt.body for c in ast.walk(b))
+    )
 
 
 def _sync_condition(facts: FileFacts, node: ast.AST) -> tuple[Modular, ast.AST] | None:
