@@ -5,7 +5,8 @@ A blind set is a folder of ``NN_name.py`` scripts (one mistake each, the report'
 mistake) and ``manifest.jsonl``: per script ``file``, ``kind``, ``line`` (of the mistake; null for a good one),
 ``description``, ``source`` (the report's URL) and ``counts``: the rule codes whose report in that file catches the
 mistake, judged from the rule table (``fsdp-skill check --rules``) when the set was first run, before any rule was
-changed for it ([] where no rule is about that kind).  A mistake is caught when a finding with one of those codes is
+changed for it ([] where no rule is about that kind; when a later rule is written for such a kind, its code is added
+there, and a set whose kinds were given to rule writers is a development set from then on, no longer blind).  A mistake is caught when a finding with one of those codes is
 reported in its file.  Every other finding (in a bug script, or in a good one) is printed, to be judged right, wrong
 or debatable by a reader.  Never tune the rules on a blind set; say so when a figure is on a set that was.
 
