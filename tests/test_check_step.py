@@ -118,18 +118,18 @@ EARLY = "        if flag:\n            return self.body(x)\n        return self.
         ),
     ],
 )
-def test_fsd078_edges(extra, forward, setup, kwargs, fires):
+def test_fsd077_edges(extra, forward, setup, kwargs, fires):
     code = NET.format(extra=extra, forward=forward, setup=setup, kwargs=kwargs)
     line = next(i for i, text in enumerate(code.splitlines(), 1) if text.startswith("model = DDP("))
     assert _codes(code) == ([(line, "FSD077")] if fires else [])
 
 
-def test_fsd078_silent_where_the_forward_is_not_in_the_file():
+def test_fsd077_silent_where_the_forward_is_not_in_the_file():
     code = "from torch.nn.parallel import DistributedDataParallel as DDP\nfrom models import Net\nmodel = DDP(Net())\n"
     assert _codes(code) == []
 
 
-def test_fsd078_a_part_created_only_under_a_flag_is_used_under_the_same_flag():
+def test_fsd077_a_part_created_only_under_a_flag_is_used_under_the_same_flag():
     code = NET.format(extra="None", forward=USED_IF_FLAG, setup="", kwargs="").replace(
         "        self.extra = None", "        self.extra = None\n        if True:\n            self.aux = nn.Linear(4, 4)"
     )
@@ -175,11 +175,11 @@ def evaluate(model, dataset):
         ("DistributedSampler(dataset)", "", "dist.all_reduce(out[0])", "", []),  # not a count the loop summed
     ],
 )
-def test_fsd079_edges(sampler, step, gather, cut, want):
+def test_fsd078_edges(sampler, step, gather, cut, want):
     assert _codes(EVAL.format(sampler=sampler, step=step, gather=gather, cut=cut)) == want
 
 
-def test_fsd079_leaves_accelerate_gather_to_fsd052():
+def test_fsd078_leaves_accelerate_gather_to_fsd052():
     code = """
 from accelerate import Accelerator
 from torch.utils.data import DataLoader
@@ -218,16 +218,22 @@ def train(model, data, rank, world):
         ("data[rank::world]", "print(x)", []),  # no backward, no collective: nothing to wait in
         ("data[rank * 4 : (rank + 1) * 4]", "model(x).sum().backward()", []),  # equal slices
         ("data[: len(data) // world * world][rank::world]", "model(x).sum().backward()", []),  # cut to a multiple
+        (  # padded to a multiple before the split (stylegan3's metrics)
+            "torch.nn.functional.pad(data, [0, 0, 0, -len(data) % world]).chunk(world)[rank]",
+            "dist.all_reduce(x)",
+            [],
+        ),
+        ("np.pad(data, (0, -len(data) % world))[rank::world]", "model(x).sum().backward()", []),
         ("data[::2]", "model(x).sum().backward()", []),  # not split by rank
         ("data[rank::world]", "model(x).sum().backward()\n        if x.sum() > 0:\n            break", []),
         ("np.array_split(data, world)[0]", "model(x).sum().backward()", []),
     ],
 )
-def test_fsd080_edges(part, body, want):
+def test_fsd079_edges(part, body, want):
     assert _codes(SPLIT.format(part=part, body=body)) == want
 
 
-def test_fsd080_silent_when_the_data_is_first_cut_to_a_multiple_of_the_world():
+def test_fsd079_silent_when_the_data_is_first_cut_to_a_multiple_of_the_world():
     code = SPLIT.format(part="data[rank::world]", body="model(x).sum().backward()").replace(
         "    part = ", "    data = data[: len(data) // world * world]\n    part = "
     )
@@ -242,7 +248,7 @@ def test_fsd080_silent_when_the_data_is_first_cut_to_a_multiple_of_the_world():
         "    n = torch.tensor([len(part)])\n    dist.all_reduce(n, op=dist.ReduceOp.MIN)\n    for x in part:\n        model(x).sum().backward()\n",
     ],
 )
-def test_fsd080_silent_with_join_or_an_agreed_count(wrap):
+def test_fsd079_silent_with_join_or_an_agreed_count(wrap):
     code = (
         "import torch\nimport torch.distributed as dist\nfrom torch.distributed.algorithms.join import Join\n"
         "from torch.nn.parallel import DistributedDataParallel as DDP\n"
@@ -251,7 +257,7 @@ def test_fsd080_silent_with_join_or_an_agreed_count(wrap):
     assert _codes(code) == []
 
 
-def test_fsd080_distributed_sampler_pads_and_is_not_a_hand_split():
+def test_fsd079_distributed_sampler_pads_and_is_not_a_hand_split():
     code = (
         "from torch.utils.data import DataLoader, DistributedSampler\n"
         "for x in DataLoader(ds, sampler=DistributedSampler(ds, drop_last=False)):\n    model(x).sum().backward()\n"
@@ -284,11 +290,11 @@ out = model.generate(ids{kw})
         ("", "", "", [(9, "FSD021")]),  # not registered: FSD021's finding, not a second one
     ],
 )
-def test_fsd081_fsdp2(raf, register, kw, want):
+def test_fsd080_fsdp2(raf, register, kw, want):
     assert _codes(FSDP2.format(raf=raf, register=register, kw=kw), CODES | {"FSD021"}) == want
 
 
-def test_fsd081_needs_a_transformers_generate():
+def test_fsd080_needs_a_transformers_generate():
     code = FSDP2.format(raf="", register='register_fsdp_forward_method(model, "generate")', kw="").replace(
         "from transformers import AutoModelForCausalLM\n", "from mymodels import AutoModelForCausalLM\n"
     )
@@ -320,7 +326,7 @@ SUMMON = "with FSDP.summon_full_params(model, writeback=False, recurse=False):"
         ),  # direct-preference-optimization's shape: the context a lambda returns (FSD044 follows it too)
     ],
 )
-def test_fsd081_fsdp1(kwargs, context, want):
+def test_fsd080_fsdp1(kwargs, context, want):
     assert _codes(FSDP1.format(kwargs=kwargs, context=context), CODES | {"FSD044"}) == want
 
 
@@ -343,7 +349,7 @@ out = engine.module.generate(ids)
         (3, "from transformers.integrations import HfDeepSpeedConfig\nkeep = HfDeepSpeedConfig({})", []),
     ],
 )
-def test_fsd081_deepspeed(stage, extra, want):
+def test_fsd080_deepspeed(stage, extra, want):
     code = DS.format(stage=stage, extra=extra)
     shift = extra.count("\n")
     assert _codes(code) == [(line + shift, c) for line, c in want]

@@ -543,15 +543,22 @@ _SPLITTERS = {"numpy.array_split", "torch.chunk", "torch.tensor_split", "numpy.s
 _AGREE = {"MIN", "MAX"}
 
 
+_PADS = {"torch.nn.functional.pad", "numpy.pad"}
+
+
 def _evened(facts: FileFacts, base: ast.AST) -> bool:
-    """Was ``base`` first cut to a multiple of the world size (``data[: len(data) // world * world]``)?"""
+    """Was ``base`` first cut to a multiple of the world size (``data[: len(data) // world * world]``) or padded
+    before it was split (``F.pad(x, [0, 0, 0, -n % parts]).chunk(parts)``, stylegan3's metrics: padding before a
+    split is there to even its parts)?"""
     v = facts.resolve(base)
-    return (
+    if (
         isinstance(v, ast.Subscript)
         and isinstance(v.slice, ast.Slice)
         and v.slice.upper is not None
         and any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.FloorDiv) for n in ast.walk(v.slice.upper))
-    )
+    ):
+        return True
+    return v is not None and any(isinstance(n, ast.Call) and facts.qual(n) in _PADS for n in ast.walk(v))
 
 
 def _paired_ranks(facts: FileFacts) -> set[str]:
