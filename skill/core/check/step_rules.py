@@ -14,7 +14,9 @@
 - **FSD078**: an evaluation loop (no ``backward`` / ``step`` in it) over a ``DataLoader`` whose ``DistributedSampler``
   keeps the default ``drop_last=False`` (it repeats samples so that every rank gets as many), whose function then
   gathers the results (``dist.all_gather``, ``all_gather_object``, ``gather``, ``gather_object``,
-  ``all_gather_into_tensor``) or all-reduces a count the loop accumulated: the repeated samples are scored twice.
+  ``all_gather_into_tensor``) or all-reduces a count the loop accumulated (whole, ``correct += ...``, or by element,
+  ``stats[0] += ...``): the repeated samples are scored twice. The sampler is followed through names, parameters,
+  helpers and one element of a tuple a helper returns (``ds, sampler = load_data(root)``).
   Silent where the function slices anything to a length (``preds[:len(dataset)]``), with ``drop_last=True`` or another
   sampler. Accelerate's ``gather`` is FSD052's.
 - **FSD079**: a loop over data split by hand per rank into parts whose sizes can differ (``data[rank::world]``,
@@ -45,7 +47,7 @@ from dataclasses import dataclass, field
 from fsdp_skill.core.check import calls as callgraph  # `calls` is a common local name here
 from fsdp_skill.core.check import checkpoint_rules, divergence
 from fsdp_skill.core.check import rank_conditional as rc
-from fsdp_skill.core.check.calls_rules import _summoned
+from fsdp_skill.core.check.calls_rules import _summoned, _unpacked_position
 from fsdp_skill.core.check.facts import DDP, FSDP1, FULLY_SHARD, JOIN, FileFacts, dotted, kwarg, last_name
 from fsdp_skill.core.check.finders import Found, finder
 
@@ -103,11 +105,33 @@ def _returned(facts: FileFacts, node: ast.AST) -> list[ast.AST]:
     return [r.value for r in facts.scope_nodes(fn) if isinstance(r, ast.Return) and r.value is not None]
 
 
+def _unpacked_returns(facts: FileFacts, node: ast.AST) -> list[ast.AST]:
+    """For a name unpacked from a call of a function of the file (``ds, sampler = load_data(root)``), that element of
+    each tuple the function returns; else empty."""
+    if not isinstance(node, ast.Name):
+        return []
+    value = facts.resolve(node)
+    position = _unpacked_position(facts, node, value)
+    if position is None:
+        return []
+    return [
+        r.elts[position] for r in _returned(facts, value) if isinstance(r, ast.Tuple) and len(r.elts) > position
+    ]
+
+
 def _values(facts: FileFacts, node: ast.AST, depth: int = 0) -> list[ast.AST]:
-    """What ``node`` can be: through names, the parameters of the file's functions (each call's argument) and the
-    ``self.`` attributes of its class, with :data:`_KEEP` calls stripped."""
+    """What ``node`` can be: through names (also one element of a tuple a helper returns), the parameters of the
+    file's functions (each call's argument) and the ``self.`` attributes of its class, with :data:`_KEEP` calls
+    stripped."""
     out: list[ast.AST] = []
-    for alt in checkpoint_rules._alternatives(facts, _strip(node)):
+    for alt in checkpoint_rules._alternatives(facts, _strip(node), names=True):
+        unpacked = _unpacked_returns(facts, alt) if depth < _DEPTH else []
+        if unpacked:
+            for v in unpacked:
+                out += _values(facts, v, depth + 1)
+            continue
+        if isinstance(alt, ast.Name) and facts.resolve(alt) is not alt:
+            continue  # a name kept by `names=True`: its value follows
         alt = _strip(alt)
         inner = (_self_values(facts, alt) or _returned(facts, alt)) if depth < _DEPTH else []
         if inner:
@@ -477,8 +501,14 @@ def _trains(loop: ast.AST) -> bool:
 
 
 def _accumulated(loop: ast.For | ast.AsyncFor) -> set[str]:
-    """Names the loop body adds to (``correct += ...``)."""
-    return {n.target.id for n in ast.walk(loop) if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)}
+    """Names the loop body adds to, whole or by element (``correct += ...``, ``correct[0] += ...``)."""
+    out = set()
+    for n in ast.walk(loop):
+        if isinstance(n, ast.AugAssign):
+            target = n.target.value if isinstance(n.target, ast.Subscript) else n.target
+            if isinstance(target, ast.Name):
+                out.add(target.id)
+    return out
 
 
 _LENGTH_WORDS = ("len", "num", "size", "total", "count")
