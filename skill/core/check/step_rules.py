@@ -21,9 +21,11 @@
   sampler. Accelerate's ``gather`` is FSD052's.
 - **FSD079**: a loop over data split by hand per rank into parts whose sizes can differ (``data[rank::world]``,
   ``np.array_split(data, world)[rank]``, ``torch.chunk(...)[rank]``, ``islice(it, rank, None, world)``, an
-  ``IterableDataset`` of the file whose ``__iter__`` does one of these or keeps ``i % world == rank``), directly or
-  through the ``Dataset`` / ``DataLoader`` built on it, whose body runs a ``backward()`` or a ``torch.distributed``
-  collective: the ranks with more batches wait at the end in a collective the others never join. Silent with
+  ``IterableDataset`` of the file whose ``__iter__`` does one of these, keeps ``i % world == rank``, or yields in a loop
+  whose iterable or test derives from the rank: a per-rank file, a stream of a length drawn from a rank-seeded
+  generator; not equal ranges ``range(rank * n, (rank + 1) * n)``), directly or through the ``Dataset`` /
+  ``DataLoader`` built on it, whose body runs a ``backward()``, a ``torch.distributed`` collective or the forward of
+  an FSDP module (each one all-gathers the parameters; an evaluation loop too): the ranks with more batches wait at the end in a collective the others never join. Silent with
   ``Join`` (or ``model.join()``) in the file, a ``ReduceOp.MIN`` / ``MAX`` agreement in the function, a ``break`` in the
   loop, a part first cut to a multiple of the world size (``data[: len(data) // world * world]``), and for equal
   slices (``data[rank * n:(rank + 1) * n]``).
@@ -643,11 +645,73 @@ def _modulo_rank(facts: FileFacts, node: ast.AST) -> bool:
     return any(isinstance(x, ast.BinOp) and isinstance(x.op, ast.Mod) and _rank(facts, y) for x, y in ((a, b), (b, a)))
 
 
+def _bound(targets: list[ast.expr]) -> set[str]:
+    """The names and ``self.`` attributes (dotted) that ``targets`` bind."""
+    return {d for t in targets for n in ast.walk(t) if isinstance(n, (ast.Name, ast.Attribute)) and (d := dotted(n))}
+
+
+def _pairs(st: ast.Assign) -> list[tuple[ast.expr, ast.expr]]:
+    """``a, b = x, y``: (target, value) by position; empty for any other assignment."""
+    t, v = st.targets[0], st.value
+    if len(st.targets) == 1 and isinstance(t, ast.Tuple) and isinstance(v, ast.Tuple) and len(t.elts) == len(v.elts):
+        return list(zip(t.elts, v.elts, strict=True))
+    return []
+
+
+def _rank_tainted(facts: FileFacts, fn: Function, seed: set[str] | None = None) -> set[str]:
+    """Names (and dotted ``self.`` attributes) of ``fn`` whose value derives from the rank (``g =
+    Generator().manual_seed(seed + self.rank)``, then ``n = int(torch.randint(..., generator=g))``; ``with
+    open(self.path) as f``), in source order, starting from ``seed``."""
+    tainted = set(seed or ())
+    for st in facts.scope_nodes(fn):
+        if isinstance(st, ast.Assign) and _pairs(st):
+            tainted |= {d for t, v in _pairs(st) if _reads_rank(facts, v, tainted) for d in _bound([t])}
+        elif isinstance(st, ast.Assign) and _reads_rank(facts, st.value, tainted):
+            tainted |= _bound(st.targets)
+        elif isinstance(st, ast.withitem) and st.optional_vars is not None and _reads_rank(facts, st.context_expr, tainted):
+            tainted |= _bound([st.optional_vars])
+    return tainted
+
+
+def _reads_rank(facts: FileFacts, node: ast.AST, tainted: set[str]) -> bool:
+    return any(
+        isinstance(n, (ast.Name, ast.Attribute)) and dotted(n) in tainted or _rank(facts, n) for n in ast.walk(node)
+    )
+
+
+def _equal_range(facts: FileFacts, node: ast.AST, tainted: set[str]) -> bool:
+    """``range(rank * n, (rank + 1) * n)``: both bounds move with the rank, the count does not."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "range"
+        and len(node.args) >= 2
+        and all(_reads_rank(facts, a, tainted) for a in node.args[:2])
+    )
+
+
+def _rank_sized(facts: FileFacts, cls: ast.ClassDef, fn: Function) -> ast.AST | None:
+    """The loop of a generator ``fn`` (the ``__iter__`` of ``cls``) whose number of yields depends on the rank: a
+    ``for`` / ``while`` holding a ``yield`` whose iterable or test derives from the rank (a per-rank stream of drawn
+    length, a per-rank file; ``self.`` attributes the class's ``__init__`` derives from it count). Not one over equal
+    per-rank ranges."""
+    init = _methods(cls).get("__init__")
+    tainted = _rank_tainted(facts, fn, {a for a in _rank_tainted(facts, init) if a.startswith("self.")} if init else None)
+    for loop in facts.scope_nodes(fn):
+        head = loop.iter if isinstance(loop, (ast.For, ast.AsyncFor)) else loop.test if isinstance(loop, ast.While) else None
+        if head is None or not any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(loop)):
+            continue
+        if _reads_rank(facts, head, tainted) and not _equal_range(facts, head, tainted):
+            return head
+    return None
+
+
 def _sharded_iterable(facts: FileFacts, cls: ast.ClassDef) -> ast.AST | None:
     it = _methods(cls).get("__iter__")
     if it is None:
         return None
-    return next((n for n in ast.walk(it) if _split(facts, n) or _modulo_rank(facts, n)), None)
+    found = next((n for n in ast.walk(it) if _split(facts, n) or _modulo_rank(facts, n)), None)
+    return found if found is not None else _rank_sized(facts, cls, it)
 
 
 def _split_source(facts: FileFacts, node: ast.AST, depth: int = 0) -> ast.AST | None:
@@ -669,13 +733,20 @@ def _split_source(facts: FileFacts, node: ast.AST, depth: int = 0) -> ast.AST | 
     return None
 
 
+def _fsdp_forward(facts: FileFacts, call: ast.Call) -> bool:
+    """``model(x)`` of an FSDP module: each forward all-gathers the parameters (a collective of every rank)."""
+    return isinstance(call.func, (ast.Name, ast.Attribute)) and facts.is_fsdp(call.func)
+
+
 def _steps(facts: FileFacts, loop: ast.AST) -> bool:
-    """Does the loop body run a backward or a ``torch.distributed`` collective, and never ``break``?"""
+    """Does the loop body run a backward, a ``torch.distributed`` collective or an FSDP forward, and never ``break``?"""
     work = False
     for n in ast.walk(loop):
         if isinstance(n, ast.Break):
             return False
-        if isinstance(n, ast.Call) and (last_name(n) == "backward" or _dist(facts, n, rc.COLLECTIVES)):
+        if isinstance(n, ast.Call) and (
+            last_name(n) == "backward" or _dist(facts, n, rc.COLLECTIVES) or _fsdp_forward(facts, n)
+        ):
             work = True
     return work
 
@@ -715,7 +786,9 @@ def _agrees(facts: FileFacts, scope: ast.AST) -> bool:
 @finder("FSD079")
 def uneven_split_loop(facts: FileFacts) -> Found:
     """FSD079: a training / collective loop over data split by hand per rank into parts that can differ in size."""
-    if not any(_split(facts, n) or _modulo_rank(facts, n) for n in facts.nodes):
+    if not any(_split(facts, n) or _modulo_rank(facts, n) for n in facts.nodes) and not any(
+        _sharded_iterable(facts, cls) is not None for cls in _classes(facts).values()
+    ):
         return  # one pass: most files split nothing by hand
     for loop in facts.nodes:
         if not isinstance(loop, (ast.For, ast.AsyncFor)) or not _steps(facts, loop) or _joined(facts, loop):
@@ -725,7 +798,9 @@ def uneven_split_loop(facts: FileFacts) -> Found:
             it = it.args[0]
         split = _split_source(facts, it)
         if split is not None and not _agrees(facts, facts.scope_of(loop)):
-            yield loop, f"split per rank at line {getattr(split, 'lineno', loop.lineno)}"
+            line = getattr(split, "lineno", loop.lineno)
+            by_hand = _split(facts, split) or _modulo_rank(facts, split)
+            yield loop, f"split per rank at line {line}" if by_hand else f"how many items each rank reads depends on its rank (line {line})"
 
 
 # --- FSD080: generate on a sharded model without synced_gpus -----------------------------------------------
