@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from fsdp_skill.core.check.facts import DDP, FSDP1, FULLY_SHARD, FileFacts, dotted, end, kwarg, last_name
@@ -570,12 +571,14 @@ def _unpacked(facts: FileFacts, node: ast.Assign | ast.For | ast.AsyncFor) -> bo
     return changed
 
 
-def _paired(facts: FileFacts, node: ast.Assign, targets: list[ast.expr], values: list[ast.expr]) -> bool:
+def _paired(facts: FileFacts, node: ast.Assign, targets: Sequence[ast.expr], values: Sequence[ast.expr]) -> bool:
     """``self.model, self.device = model, device``: each target takes the kind of the value at its position."""
     changed = False
     for t in targets:
-        if not isinstance(t, (ast.Tuple, ast.List)) or len(t.elts) != len(values) or any(
-            isinstance(e, ast.Starred) for e in [*t.elts, *values]
+        if (
+            not isinstance(t, (ast.Tuple, ast.List))
+            or len(t.elts) != len(values)
+            or any(isinstance(e, ast.Starred) for e in [*t.elts, *values])
         ):
             continue
         for el, value in zip(t.elts, values, strict=True):

@@ -152,7 +152,9 @@ def _unsharded_at(facts: FileFacts, source: ast.AST) -> tuple[ast.Call | None, s
     return None, elsewhere
 
 
-def _passed_loaders(facts: FileFacts, loop: ast.For | ast.AsyncFor, fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> Found:
+def _passed_loaders(
+    facts: FileFacts, loop: ast.For | ast.AsyncFor, fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str
+) -> Found:
     """FSD061 for a loop over the parameter ``name`` of ``fn``: each call passing an unsharded loader, reported at the
     ``DataLoader(...)`` when the file builds it, else at the argument (the helper of another file returns it)."""
     for call, target in calls_rules._call_sites(facts).get(id(fn), []):
@@ -161,9 +163,15 @@ def _passed_loaders(facts: FileFacts, loop: ast.For | ast.AsyncFor, fn: ast.Func
                 continue
             loader, elsewhere = _unsharded_at(facts, arg)
             if loader is not None:
-                yield loader, f"{fn.name}() trains on this DataLoader (passed at line {call.lineno}) in its loop at line {loop.lineno}"
+                yield (
+                    loader,
+                    f"{fn.name}() trains on this DataLoader (passed at line {call.lineno}) in its loop at line {loop.lineno}",
+                )
             elif elsewhere is not None:
-                yield arg, f"{fn.name}() trains on this DataLoader with no sampler (from {elsewhere}) in its loop at line {loop.lineno}"
+                yield (
+                    arg,
+                    f"{fn.name}() trains on this DataLoader with no sampler (from {elsewhere}) in its loop at line {loop.lineno}",
+                )
 
 
 @finder("FSD061")

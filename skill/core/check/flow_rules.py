@@ -382,7 +382,7 @@ def _except_on_data(facts: FileFacts, exit_: ast.stmt, loop: ast.AST) -> tuple[a
     return try_, f"{what} raised on this rank's `{data[0]}`", read
 
 
-def _exit_region(facts: FileFacts, exit_: ast.stmt) -> ast.AST | None:
+def _exit_region(facts: FileFacts, exit_: ast.stmt) -> ast.stmt | None:
     """What ``exit_`` leaves: the innermost loop around a ``continue`` / ``break``; for a ``return``, the function
     that holds it (a step function returning early skips its own backward, as ``continue`` does in a loop)."""
     if not isinstance(exit_, ast.Return):
@@ -391,7 +391,7 @@ def _exit_region(facts: FileFacts, exit_: ast.stmt) -> ast.AST | None:
     return scope if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
 
 
-def _skipped_calls(facts: FileFacts, exit_: ast.stmt, branch: ast.AST, region: ast.AST) -> list[ast.Call]:
+def _skipped_calls(facts: FileFacts, exit_: ast.stmt, branch: ast.stmt, region: ast.stmt) -> list[ast.Call]:
     """The calls of ``exit_``'s function that the rank leaving skips: the rest of the iteration (``continue``), the
     loop's next iterations too (``break``), the rest of the function and of the loops around it there (``return``)."""
     calls, positions = divergence.scope_calls(facts, facts.scope_of(exit_))
@@ -406,9 +406,7 @@ def _skipped_calls(facts: FileFacts, exit_: ast.stmt, branch: ast.AST, region: a
     return skipped
 
 
-def _decision_on_data(
-    facts: FileFacts, exit_: ast.stmt, region: ast.AST
-) -> tuple[ast.If | ast.Try, str, bool] | None:
+def _decision_on_data(facts: FileFacts, exit_: ast.stmt, region: ast.AST) -> tuple[ast.If | ast.Try, str, bool] | None:
     """(the ``if`` / ``try`` deciding ``exit_``, what it looks at, whether it is an ``except``) when the decision is
     on this rank's data and no collective agreed on it first (see the module docstring), else None."""
     decided = _except_on_data(facts, exit_, region)

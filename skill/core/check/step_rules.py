@@ -114,11 +114,9 @@ def _unpacked_returns(facts: FileFacts, node: ast.AST) -> list[ast.AST]:
         return []
     value = facts.resolve(node)
     position = _unpacked_position(facts, node, value)
-    if position is None:
+    if position is None or value is None:
         return []
-    return [
-        r.elts[position] for r in _returned(facts, value) if isinstance(r, ast.Tuple) and len(r.elts) > position
-    ]
+    return [r.elts[position] for r in _returned(facts, value) if isinstance(r, ast.Tuple) and len(r.elts) > position]
 
 
 def _values(facts: FileFacts, node: ast.AST, depth: int = 0) -> list[ast.AST]:
@@ -674,9 +672,7 @@ def _rank_tainted(facts: FileFacts, fn: Function, seed: set[str] | None = None) 
 
 
 def _reads_rank(facts: FileFacts, node: ast.AST, tainted: set[str]) -> bool:
-    return any(
-        isinstance(n, (ast.Name, ast.Attribute)) and dotted(n) in tainted or _rank(facts, n) for n in ast.walk(node)
-    )
+    return any(isinstance(n, (ast.Name, ast.Attribute)) and dotted(n) in tainted or _rank(facts, n) for n in ast.walk(node))
 
 
 def _equal_range(facts: FileFacts, node: ast.AST, tainted: set[str]) -> bool:
@@ -744,9 +740,7 @@ def _steps(facts: FileFacts, loop: ast.AST) -> bool:
     for n in ast.walk(loop):
         if isinstance(n, ast.Break):
             return False
-        if isinstance(n, ast.Call) and (
-            last_name(n) == "backward" or _dist(facts, n, rc.COLLECTIVES) or _fsdp_forward(facts, n)
-        ):
+        if isinstance(n, ast.Call) and (last_name(n) == "backward" or _dist(facts, n, rc.COLLECTIVES) or _fsdp_forward(facts, n)):
             work = True
     return work
 
@@ -800,7 +794,12 @@ def uneven_split_loop(facts: FileFacts) -> Found:
         if split is not None and not _agrees(facts, facts.scope_of(loop)):
             line = getattr(split, "lineno", loop.lineno)
             by_hand = _split(facts, split) or _modulo_rank(facts, split)
-            yield loop, f"split per rank at line {line}" if by_hand else f"how many items each rank reads depends on its rank (line {line})"
+            yield (
+                loop,
+                f"split per rank at line {line}"
+                if by_hand
+                else f"how many items each rank reads depends on its rank (line {line})",
+            )
 
 
 # --- FSD080: generate on a sharded model without synced_gpus -----------------------------------------------
