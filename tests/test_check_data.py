@@ -29,9 +29,10 @@ def main(net, dataset, rank, world_size):
 @pytest.mark.parametrize(
     ("args", "want"),
     [
-        ("dataset, batch_size=8, shuffle=True", [(8, "FSD061")]),
-        ("dataset, 8, True", [(8, "FSD061")]),
-        ("dataset, batch_size=8, sampler=None", [(8, "FSD061")]),  # written out, still none
+        # reported at the DataLoader (line 7: where the sampler goes), the loop at line 8 named in the message
+        ("dataset, batch_size=8, shuffle=True", [(7, "FSD061")]),
+        ("dataset, 8, True", [(7, "FSD061")]),
+        ("dataset, batch_size=8, sampler=None", [(7, "FSD061")]),  # written out, still none
         ("dataset, batch_size=8, sampler=DistributedSampler(dataset)", []),
         ("dataset, 8, False, DistributedSampler(dataset)", []),  # the sampler by position
         ("dataset, batch_sampler=my_batches", []),  # a batch sampler of the user's: the file cannot tell
@@ -252,3 +253,28 @@ def main(net, x):
 def test_fsd068_follows_the_inner_module_into_a_training_helper(body, bind, call, fires):
     code = HELPER.format(body=body, bind=bind, call=call)
     assert [c for c in _codes(code) if c[1] == "FSD068"] == ([(10, "FSD068")] if fires else [])
+
+
+def test_fsd061_points_at_the_loader_once_and_names_the_loop():
+    """The DataLoader is built once in a helper and read by two training loops: one finding, at the DataLoader(...)
+    (where sampler= goes), naming the first loop; a loop over a parameter names its function and the call."""
+    code = (
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "from torch.utils.data import DataLoader\n"
+        "def build(ds):\n"
+        "    return DataLoader(ds, batch_size=8, shuffle=True)\n"
+        "def fit(model, loader):\n"
+        "    for x in loader:\n"
+        "        model(x).sum().backward()\n"
+        "def main(net, ds):\n"
+        "    model = DDP(net)\n"
+        "    loader = build(ds)\n"
+        "    for x in loader:\n"
+        "        model(x).sum().backward()\n"
+        "    for x in loader:\n"
+        "        model(x).sum().backward()\n"
+        "    fit(model, build(ds))\n"
+    )
+    found = [f for f in check_source(code, "t.py") if f.code == "FSD061"]
+    assert [(f.line, f.col) for f in found] == [(4, 12)]
+    assert found[0].message.startswith("fit() trains on this DataLoader (passed at line 15) in its loop at line 6")

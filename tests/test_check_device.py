@@ -156,7 +156,8 @@ model = DDP(model.to("cuda"))
     ],
 )
 def test_fsd049_only_for_a_device_map_that_spreads_the_model(dm, fires):
-    assert _codes(WRAP.format(dm=dm), "FSD049") == ([6] if fires else [])
+    """Reported at the load's device_map= (what to change), not at the wrap a line below."""
+    assert _codes(WRAP.format(dm=dm), "FSD049") == ([5] if fires else [])
 
 
 def test_fsd049_silent_without_a_wrap():
@@ -327,3 +328,22 @@ def test_fsd052_silent_in_a_training_loop_that_logs_a_gathered_loss():
         line="loss = model(x).mean(); accelerator.backward(loss); correct += accelerator.gather(loss.repeat(8)).mean().item()",
     )
     assert _codes(code, "FSD052") == []
+
+
+def test_fsd049_points_at_the_load_in_a_helper_once_for_every_wrap():
+    """A helper loads with device_map="auto"; two wraps reach it: one finding, at the helper's device_map=, naming the
+    first wrap (the helper is what to change)."""
+    code = (
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "from transformers import AutoModel\n"
+        "def load():\n"
+        "    return AutoModel.from_pretrained(\n"
+        '        "m",\n'
+        '        device_map="auto",\n'
+        "    )\n"
+        "a = DDP(load())\n"
+        "b = DDP(load())\n"
+    )
+    found = [f for f in check_source(code, "t.py") if f.code == "FSD049"]
+    assert [(f.line, f.col) for f in found] == [(6, 9)]
+    assert "wrapped in DDP at line 8" in found[0].message

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from fsdp_skill.core.check.facts import DDP, FSDP1, FULLY_SHARD, FileFacts, dotted, end, kwarg, last_name
@@ -543,18 +544,18 @@ def _round(facts: FileFacts, ctx: FileContext | None) -> bool:
 
 
 def _unpacked(facts: FileFacts, node: ast.Assign | ast.For | ast.AsyncFor) -> bool:
-    """``model, optimizer = setup(args)``: each name takes the kind the helper returns at its position; ``for m in
-    [model, ema]``: ``m`` is each of them in turn."""
+    """``model, optimizer = setup(args)``: each name takes the kind the helper returns at its position; ``a, b = x,
+    y``: each the kind of its value; ``for m in [model, ema]``: ``m`` is each of them in turn."""
     if not isinstance(node, ast.Assign):
         changed = False
         for el in node.iter.elts if isinstance(node.iter, (ast.List, ast.Tuple)) else []:
             if (kind := expr_kind(facts, el)) is not None:
                 changed |= _add(facts, _target_key(facts, node.target), kind)
         return changed
-    if not isinstance(node.value, ast.Call):
-        return False
     targets = [t for t in node.targets if isinstance(t, (ast.Tuple, ast.List))]
-    if not targets:
+    if isinstance(node.value, (ast.Tuple, ast.List)):
+        return _paired(facts, node, targets, node.value.elts)
+    if not isinstance(node.value, ast.Call) or not targets:
         return False
     target = callee(facts, node.value)
     if target is None or not target.summary.returns_items:
@@ -567,6 +568,24 @@ def _unpacked(facts: FileFacts, node: ast.Assign | ast.For | ast.AsyncFor) -> bo
             if k < len(t.elts) and isinstance(t.elts[k], (ast.Name, ast.Attribute)):
                 changed |= _add(facts, _target_key(facts, t.elts[k]), kind)
                 facts.note_wrap(t.elts[k], end(node))
+    return changed
+
+
+def _paired(facts: FileFacts, node: ast.Assign, targets: Sequence[ast.expr], values: Sequence[ast.expr]) -> bool:
+    """``self.model, self.device = model, device``: each target takes the kind of the value at its position."""
+    changed = False
+    for t in targets:
+        if (
+            not isinstance(t, (ast.Tuple, ast.List))
+            or len(t.elts) != len(values)
+            or any(isinstance(e, ast.Starred) for e in [*t.elts, *values])
+        ):
+            continue
+        for el, value in zip(t.elts, values, strict=True):
+            kind = expr_kind(facts, value)
+            if kind is not None and isinstance(el, (ast.Name, ast.Attribute)):
+                changed |= _add(facts, _target_key(facts, el), kind)
+                facts.note_wrap(el, end(node))
     return changed
 
 

@@ -152,10 +152,33 @@ def _unsharded_at(facts: FileFacts, source: ast.AST) -> tuple[ast.Call | None, s
     return None, elsewhere
 
 
+def _passed_loaders(
+    facts: FileFacts, loop: ast.For | ast.AsyncFor, fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str
+) -> Found:
+    """FSD061 for a loop over the parameter ``name`` of ``fn``: each call passing an unsharded loader, reported at the
+    ``DataLoader(...)`` when the file builds it, else at the argument (the helper of another file returns it)."""
+    for call, target in calls_rules._call_sites(facts).get(id(fn), []):
+        for i, arg in callgraph.bound_args(call, target):
+            if target.summary.params[i] != name or _prepared(facts, arg):
+                continue
+            loader, elsewhere = _unsharded_at(facts, arg)
+            if loader is not None:
+                yield (
+                    loader,
+                    f"{fn.name}() trains on this DataLoader (passed at line {call.lineno}) in its loop at line {loop.lineno}",
+                )
+            elif elsewhere is not None:
+                yield (
+                    arg,
+                    f"{fn.name}() trains on this DataLoader with no sampler (from {elsewhere}) in its loop at line {loop.lineno}",
+                )
+
+
 @finder("FSD061")
 def training_loader_not_sharded(facts: FileFacts) -> Found:
-    """FSD061: a training loop over a ``DataLoader`` that every rank reads whole (see the module docstring). A loop
-    over a parameter (``def train(model, loader)``) is reported at each call that passes such a loader."""
+    """FSD061: a training loop over a ``DataLoader`` that every rank reads whole (see the module docstring), reported
+    at the ``DataLoader(...)`` (where the sampler goes), naming the loop; where the file does not build it (a helper of
+    another checked file returns it), at the loop, or at the call that passes it to a function whose loop trains."""
     if not _wraps_here(facts) or _imports_any(facts, ("lightning", "pytorch_lightning")):
         return
     for loop in divergence.nodes_of_type(facts, ast.For, ast.AsyncFor):
@@ -167,23 +190,11 @@ def training_loader_not_sharded(facts: FileFacts) -> Found:
             continue
         param = _param_of(facts, source)
         if param is not None:
-            fn, name = param
-            for call, target in calls_rules._call_sites(facts).get(id(fn), []):
-                for i, arg in callgraph.bound_args(call, target):
-                    if target.summary.params[i] != name or _prepared(facts, arg):
-                        continue
-                    loader, elsewhere = _unsharded_at(facts, arg)
-                    if loader is not None or elsewhere is not None:
-                        how = f"built at line {loader.lineno}" if loader is not None else f"from {elsewhere}"
-                        yield (
-                            arg,
-                            f"{fn.name}() trains on this DataLoader with no sampler ({how}) in its loop at line {loop.lineno}",
-                        )
+            yield from _passed_loaders(facts, loop, *param)
             continue
         loader, elsewhere = _unsharded_at(facts, source)
         if loader is not None:
-            where = "" if facts.scope_of(loader) is facts.scope_of(loop) else f" (built at line {loader.lineno})"
-            yield source, f"this training loop reads a DataLoader with no sampler{where}"
+            yield loader, f"the training loop at line {loop.lineno} reads this DataLoader, which has no sampler"
         elif elsewhere is not None:
             yield source, f"this training loop reads the DataLoader with no sampler that {elsewhere} returns"
 

@@ -32,7 +32,9 @@
   comes before the ``fully_shard``.
 - FSD049: a Hugging Face ``from_pretrained(..., device_map="auto")`` (or ``"balanced"``, ``"sequential"``, a dict
   placing modules on several devices) model wrapped in ``DistributedDataParallel`` / FSDP / ``fully_shard`` or
-  handed to ``accelerator.prepare``: every rank spreads its copy over the node's GPUs.
+  handed to ``accelerator.prepare``: every rank spreads its copy over the node's GPUs. Reported at the load's
+  ``device_map=`` (what to change; the wrap may be far from it, in another function), once however many wraps it
+  reaches, naming the wrap.
 
 Each stays silent where the file cannot tell: a backend of unknown or mixed kind, a tensor of unknown origin, a
 default device set for the program, a seed the same on every rank, a device map naming one device.
@@ -309,18 +311,23 @@ def _accelerator_prepare(facts: FileFacts, call: ast.Call) -> bool:
 def device_map_model_wrapped(facts: FileFacts) -> Found:
     """FSD049: a model loaded with a spreading ``device_map`` given to DDP / FSDP / ``fully_shard`` /
     ``accelerator.prepare``."""
+    reported: set[int] = set()
     for c in facts.calls():
         q = facts.qual(c) or ""
         if q in _WRAPS:
             args: list[ast.expr] = [a for a in c.args[:1]] + [k.value for k in c.keywords if k.arg == "module"]
+            how = "wrapped in " + (last_name(c) or "a data-parallel wrapper")
         elif _accelerator_prepare(facts, c):
             args = [a for a in c.args if not isinstance(a, ast.Starred)]
+            how = "handed to accelerator.prepare"
         else:
             continue
         for a in args:
             loaded = _loaded_spread(facts, a)
-            if loaded is not None:
-                yield c, f"the model is loaded with a multi-device device_map at line {loaded.lineno}"
+            if loaded is not None and id(loaded) not in reported:
+                reported.add(id(loaded))
+                where = next(k for k in loaded.keywords if k.arg == "device_map")
+                yield where, f"this model is {how} at line {c.lineno}"
                 break
 
 

@@ -22,7 +22,10 @@
   uses torch's ``Join``, and where the test is a rank test (FSD037's). The ``continue`` / ``break`` of an ``except``
   counts too when its ``try`` reads this rank's data (``try: loss = compute_loss(model, batch) except
   EmptyBatchError: continue``) and the step it skips holds the backward: only the rank that raised leaves it out
-  (not ``except StopIteration``, not a handler that re-raises).
+  (not ``except StopIteration``, not a handler that re-raises). A ``return`` decided the same way counts as well when
+  the rest of its function holds that work (a ``train_step(batch)`` that returns ``None`` on a bad batch before its
+  ``loss.backward()``: called once per step, it is the ``continue`` of the caller's loop). The wrapped model's forward
+  may run in a function of the file the step calls (``loss = self.compute_loss(batch)``).
 - **FSD055**: a file written under a rank condition (``if rank == 0: torch.save(sd, path)``, ``save_pretrained(path)``,
   ``open(path, "w")``) and then read outside any rank condition in the same function (``torch.load(path)``,
   ``from_pretrained(path)``, ``open(path)``), the same path expression, with nothing between them that makes the
@@ -315,14 +318,26 @@ def _exit_if(facts: FileFacts, exit_: ast.stmt, loop: ast.AST) -> ast.If | None:
     return None
 
 
+def _forward_reach(facts: FileFacts) -> divergence.Reach:
+    """The functions of the file that run a wrapped module's forward (``self.compute_loss(batch)`` whose body runs
+    ``self.model(h)`` of a DDP ``self.model``), built once per file."""
+    key = ("flow", "forward-reach")
+    if key not in facts.cache:
+        facts.cache[key] = divergence.Reach(facts, lambda c: divergence.wrapped_forward(facts, c))
+    found: divergence.Reach = facts.cache[key]
+    return found
+
+
 def _wrapped_forward_in(facts: FileFacts, loop: ast.AST, scope: ast.AST) -> bool:
-    """Does ``loop`` run the forward of a module the file knows is DDP / FSDP-wrapped, itself or through a helper it
-    hands the wrapped module to (``loss = compute_loss(model, batch)``)?"""
+    """Does ``loop`` run the forward of a module the file knows is DDP / FSDP-wrapped, itself, through a helper it
+    hands the wrapped module to (``loss = compute_loss(model, batch)``) or through a function of the file whose body
+    runs it (``loss = self.compute_loss(batch)``)?"""
+    reach = _forward_reach(facts)
     return any(
         isinstance(c, ast.Call)
         and facts.scope_of(c) is scope
         and (
-            divergence.wrapped_forward(facts, c) is not None
+            reach.call(c) is not None
             or any(isinstance(a, (ast.Name, ast.Attribute)) and divergence.is_wrapped(facts, a) for a in c.args)
         )
         for c in ast.walk(loop)
@@ -367,55 +382,81 @@ def _except_on_data(facts: FileFacts, exit_: ast.stmt, loop: ast.AST) -> tuple[a
     return try_, f"{what} raised on this rank's `{data[0]}`", read
 
 
+def _exit_region(facts: FileFacts, exit_: ast.stmt) -> ast.stmt | None:
+    """What ``exit_`` leaves: the innermost loop around a ``continue`` / ``break``; for a ``return``, the function
+    that holds it (a step function returning early skips its own backward, as ``continue`` does in a loop)."""
+    if not isinstance(exit_, ast.Return):
+        return divergence.inner_loop(facts, exit_)
+    scope = facts.scope_of(exit_)
+    return scope if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+
+
+def _skipped_calls(facts: FileFacts, exit_: ast.stmt, branch: ast.stmt, region: ast.stmt) -> list[ast.Call]:
+    """The calls of ``exit_``'s function that the rank leaving skips: the rest of the iteration (``continue``), the
+    loop's next iterations too (``break``), the rest of the function and of the loops around it there (``return``)."""
+    calls, positions = divergence.scope_calls(facts, facts.scope_of(exit_))
+    cut, stop = bisect.bisect_left(positions, end(branch)), bisect.bisect_left(positions, end(region))
+    skipped = calls[cut:stop]
+    if isinstance(exit_, ast.Break):
+        skipped += calls[bisect.bisect_left(positions, start(region)) : cut]
+    elif isinstance(exit_, ast.Return):
+        loops = [a for a in facts.ancestors(exit_) if isinstance(a, (ast.For, ast.AsyncFor, ast.While))]
+        outer = next((a for a in reversed(loops) if facts.scope_of(a) is region), None)
+        skipped += calls[bisect.bisect_left(positions, start(outer)) : cut] if outer is not None else []
+    return skipped
+
+
+def _decision_on_data(facts: FileFacts, exit_: ast.stmt, region: ast.AST) -> tuple[ast.If | ast.Try, str, bool] | None:
+    """(the ``if`` / ``try`` deciding ``exit_``, what it looks at, whether it is an ``except``) when the decision is
+    on this rank's data and no collective agreed on it first (see the module docstring), else None."""
+    decided = _except_on_data(facts, exit_, region)
+    if decided is not None:
+        return decided[0], decided[1], True
+    branch = _exit_if(facts, exit_, region)
+    if branch is None or facts.is_rank_test(branch.test):
+        return None
+    targets = _loop_targets(region) if isinstance(region, (ast.For, ast.AsyncFor, ast.While)) else set()
+    seen = _data_test(branch.test, targets)
+    if seen is None:
+        return None
+    what, names = seen
+    if any("norm" in n.rsplit(".", 1)[-1].lower() for n in names):
+        return None  # a gradient norm (clip_grad_norm_): computed from all-reduced gradients, the same on every rank
+    if _agreed_before(facts, facts.scope_of(exit_), names, start(branch)):
+        return None
+    return branch, what, False
+
+
 @finder("FSD057")
 def data_dependent_skip(facts: FileFacts) -> Found:
-    """FSD057: a ``continue`` / ``break`` decided on this rank's data that skips synchronised work the other ranks
-    run (see the module docstring)."""
+    """FSD057: a ``continue`` / ``break`` / ``return`` decided on this rank's data that skips synchronised work the
+    other ranks run (see the module docstring)."""
     if facts.uses(JOIN):
         return
     branches = facts.rank_branches()
     reach = divergence.reach_of(facts)
-    for exit_ in divergence.nodes_of_type(facts, ast.Continue, ast.Break):
-        assert isinstance(exit_, (ast.Continue, ast.Break))
-        loop = divergence.inner_loop(facts, exit_)
-        if loop is None or branches.get(id(exit_)):
+    for exit_ in divergence.nodes_of_type(facts, ast.Continue, ast.Break, ast.Return):
+        assert isinstance(exit_, (ast.Continue, ast.Break, ast.Return))
+        region = _exit_region(facts, exit_)
+        if region is None or branches.get(id(exit_)):
             continue  # a rank condition around it: FSD037's
-        decided = _except_on_data(facts, exit_, loop)
-        branch: ast.If | ast.Try | None = None
-        if decided is not None:
-            branch, what, names = decided
-            scope = facts.scope_of(exit_)
-        else:
-            branch = _exit_if(facts, exit_, loop)
-            if branch is None or facts.is_rank_test(branch.test):
-                continue
-            seen = _data_test(branch.test, _loop_targets(loop))
-            if seen is None:
-                continue
-            what, names = seen
-            if any("norm" in n.rsplit(".", 1)[-1].lower() for n in names):
-                continue  # a gradient norm (clip_grad_norm_): computed from all-reduced gradients, the same on every rank
-            scope = facts.scope_of(exit_)
-            if _agreed_before(facts, scope, names, start(branch)):
-                continue
-        calls, positions = divergence.scope_calls(facts, scope)
-        cut, stop = bisect.bisect_left(positions, end(branch)), bisect.bisect_left(positions, end(loop))
-        skipped = calls[cut:stop]  # the rest of this iteration; for a break, the next iterations after it
-        if isinstance(exit_, ast.Break):
-            skipped += calls[bisect.bisect_left(positions, start(loop)) : cut]
+        decided = _decision_on_data(facts, exit_, region)
+        if decided is None:
+            continue
+        branch, what, in_except = decided
+        inside = [branch] if isinstance(branch, ast.Try) else [*branch.body, *branch.orelse]
         hit = None
-        for call in skipped[:_SCAN]:
-            inside = [branch] if isinstance(branch, ast.Try) else [*branch.body, *branch.orelse]
+        for call in _skipped_calls(facts, exit_, branch, region)[:_SCAN]:
             if any(divergence.stmt_holds([st], call) for st in inside) or branches.get(id(call)):
                 continue
             hit = reach.call(call)
             if hit is not None:
                 break
-        if hit is None or hit[0].startswith(".backward()") and not _wrapped_forward_in(facts, loop, scope):
+        if hit is None or hit[0].startswith(".backward()") and not _wrapped_forward_in(facts, region, facts.scope_of(exit_)):
             continue  # a bare backward of a module the file cannot tell is wrapped (a parameter `model`)
-        if decided is not None and "backward()" not in hit[0]:
+        if in_except and "backward()" not in hit[0]:
             continue  # an `except` skips this step's backward; other work after a failed try is the file's own design
-        word = "continue" if isinstance(exit_, ast.Continue) else "break"
+        word = {ast.Continue: "continue", ast.Break: "break"}.get(type(exit_), "return")
         label, line = hit
         yield exit_, f"`{word}` decided on {what} (line {branch.lineno}) skips {label} at line {line} on this rank only"
 

@@ -521,8 +521,8 @@ RULES: dict[str, Rule] = {
         _r(
             "FSD057",
             "warning",
-            "`continue` / `break` decided on this rank's data (`isnan(loss)`, `batch is None`, an `except` around its "
-            "loss) before the backward or a collective",
+            "`continue` / `break` / `return` decided on this rank's data (`isnan(loss)`, `batch is None`, an `except` "
+            "around its loss) before the backward or a collective",
             "each rank decides on its own loss or batch, so one rank skips the backward (its gradient all-reduce) or the "
             "collective while the others wait in it; all-reduce the skip flag first (ReduceOp.MAX) and let every rank skip together",
             "debugging/rank-divergent-early-exit",

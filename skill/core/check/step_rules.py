@@ -14,14 +14,18 @@
 - **FSD078**: an evaluation loop (no ``backward`` / ``step`` in it) over a ``DataLoader`` whose ``DistributedSampler``
   keeps the default ``drop_last=False`` (it repeats samples so that every rank gets as many), whose function then
   gathers the results (``dist.all_gather``, ``all_gather_object``, ``gather``, ``gather_object``,
-  ``all_gather_into_tensor``) or all-reduces a count the loop accumulated: the repeated samples are scored twice.
+  ``all_gather_into_tensor``) or all-reduces a count the loop accumulated (whole, ``correct += ...``, or by element,
+  ``stats[0] += ...``): the repeated samples are scored twice. The sampler is followed through names, parameters,
+  helpers and one element of a tuple a helper returns (``ds, sampler = load_data(root)``).
   Silent where the function slices anything to a length (``preds[:len(dataset)]``), with ``drop_last=True`` or another
   sampler. Accelerate's ``gather`` is FSD052's.
 - **FSD079**: a loop over data split by hand per rank into parts whose sizes can differ (``data[rank::world]``,
   ``np.array_split(data, world)[rank]``, ``torch.chunk(...)[rank]``, ``islice(it, rank, None, world)``, an
-  ``IterableDataset`` of the file whose ``__iter__`` does one of these or keeps ``i % world == rank``), directly or
-  through the ``Dataset`` / ``DataLoader`` built on it, whose body runs a ``backward()`` or a ``torch.distributed``
-  collective: the ranks with more batches wait at the end in a collective the others never join. Silent with
+  ``IterableDataset`` of the file whose ``__iter__`` does one of these, keeps ``i % world == rank``, or yields in a loop
+  whose iterable or test derives from the rank: a per-rank file, a stream of a length drawn from a rank-seeded
+  generator; not equal ranges ``range(rank * n, (rank + 1) * n)``), directly or through the ``Dataset`` /
+  ``DataLoader`` built on it, whose body runs a ``backward()``, a ``torch.distributed`` collective or the forward of
+  an FSDP module (each one all-gathers the parameters; an evaluation loop too): the ranks with more batches wait at the end in a collective the others never join. Silent with
   ``Join`` (or ``model.join()``) in the file, a ``ReduceOp.MIN`` / ``MAX`` agreement in the function, a ``break`` in the
   loop, a part first cut to a multiple of the world size (``data[: len(data) // world * world]``), and for equal
   slices (``data[rank * n:(rank + 1) * n]``).
@@ -45,7 +49,7 @@ from dataclasses import dataclass, field
 from fsdp_skill.core.check import calls as callgraph  # `calls` is a common local name here
 from fsdp_skill.core.check import checkpoint_rules, divergence
 from fsdp_skill.core.check import rank_conditional as rc
-from fsdp_skill.core.check.calls_rules import _summoned
+from fsdp_skill.core.check.calls_rules import _summoned, _unpacked_position
 from fsdp_skill.core.check.facts import DDP, FSDP1, FULLY_SHARD, JOIN, FileFacts, dotted, kwarg, last_name
 from fsdp_skill.core.check.finders import Found, finder
 
@@ -103,11 +107,31 @@ def _returned(facts: FileFacts, node: ast.AST) -> list[ast.AST]:
     return [r.value for r in facts.scope_nodes(fn) if isinstance(r, ast.Return) and r.value is not None]
 
 
+def _unpacked_returns(facts: FileFacts, node: ast.AST) -> list[ast.AST]:
+    """For a name unpacked from a call of a function of the file (``ds, sampler = load_data(root)``), that element of
+    each tuple the function returns; else empty."""
+    if not isinstance(node, ast.Name):
+        return []
+    value = facts.resolve(node)
+    position = _unpacked_position(facts, node, value)
+    if position is None or value is None:
+        return []
+    return [r.elts[position] for r in _returned(facts, value) if isinstance(r, ast.Tuple) and len(r.elts) > position]
+
+
 def _values(facts: FileFacts, node: ast.AST, depth: int = 0) -> list[ast.AST]:
-    """What ``node`` can be: through names, the parameters of the file's functions (each call's argument) and the
-    ``self.`` attributes of its class, with :data:`_KEEP` calls stripped."""
+    """What ``node`` can be: through names (also one element of a tuple a helper returns), the parameters of the
+    file's functions (each call's argument) and the ``self.`` attributes of its class, with :data:`_KEEP` calls
+    stripped."""
     out: list[ast.AST] = []
-    for alt in checkpoint_rules._alternatives(facts, _strip(node)):
+    for alt in checkpoint_rules._alternatives(facts, _strip(node), names=True):
+        unpacked = _unpacked_returns(facts, alt) if depth < _DEPTH else []
+        if unpacked:
+            for v in unpacked:
+                out += _values(facts, v, depth + 1)
+            continue
+        if isinstance(alt, ast.Name) and facts.resolve(alt) is not alt:
+            continue  # a name kept by `names=True`: its value follows
         alt = _strip(alt)
         inner = (_self_values(facts, alt) or _returned(facts, alt)) if depth < _DEPTH else []
         if inner:
@@ -477,8 +501,14 @@ def _trains(loop: ast.AST) -> bool:
 
 
 def _accumulated(loop: ast.For | ast.AsyncFor) -> set[str]:
-    """Names the loop body adds to (``correct += ...``)."""
-    return {n.target.id for n in ast.walk(loop) if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)}
+    """Names the loop body adds to, whole or by element (``correct += ...``, ``correct[0] += ...``)."""
+    out = set()
+    for n in ast.walk(loop):
+        if isinstance(n, ast.AugAssign):
+            target = n.target.value if isinstance(n.target, ast.Subscript) else n.target
+            if isinstance(target, ast.Name):
+                out.add(target.id)
+    return out
 
 
 _LENGTH_WORDS = ("len", "num", "size", "total", "count")
@@ -613,11 +643,71 @@ def _modulo_rank(facts: FileFacts, node: ast.AST) -> bool:
     return any(isinstance(x, ast.BinOp) and isinstance(x.op, ast.Mod) and _rank(facts, y) for x, y in ((a, b), (b, a)))
 
 
+def _bound(targets: list[ast.expr]) -> set[str]:
+    """The names and ``self.`` attributes (dotted) that ``targets`` bind."""
+    return {d for t in targets for n in ast.walk(t) if isinstance(n, (ast.Name, ast.Attribute)) and (d := dotted(n))}
+
+
+def _pairs(st: ast.Assign) -> list[tuple[ast.expr, ast.expr]]:
+    """``a, b = x, y``: (target, value) by position; empty for any other assignment."""
+    t, v = st.targets[0], st.value
+    if len(st.targets) == 1 and isinstance(t, ast.Tuple) and isinstance(v, ast.Tuple) and len(t.elts) == len(v.elts):
+        return list(zip(t.elts, v.elts, strict=True))
+    return []
+
+
+def _rank_tainted(facts: FileFacts, fn: Function, seed: set[str] | None = None) -> set[str]:
+    """Names (and dotted ``self.`` attributes) of ``fn`` whose value derives from the rank (``g =
+    Generator().manual_seed(seed + self.rank)``, then ``n = int(torch.randint(..., generator=g))``; ``with
+    open(self.path) as f``), in source order, starting from ``seed``."""
+    tainted = set(seed or ())
+    for st in facts.scope_nodes(fn):
+        if isinstance(st, ast.Assign) and _pairs(st):
+            tainted |= {d for t, v in _pairs(st) if _reads_rank(facts, v, tainted) for d in _bound([t])}
+        elif isinstance(st, ast.Assign) and _reads_rank(facts, st.value, tainted):
+            tainted |= _bound(st.targets)
+        elif isinstance(st, ast.withitem) and st.optional_vars is not None and _reads_rank(facts, st.context_expr, tainted):
+            tainted |= _bound([st.optional_vars])
+    return tainted
+
+
+def _reads_rank(facts: FileFacts, node: ast.AST, tainted: set[str]) -> bool:
+    return any(isinstance(n, (ast.Name, ast.Attribute)) and dotted(n) in tainted or _rank(facts, n) for n in ast.walk(node))
+
+
+def _equal_range(facts: FileFacts, node: ast.AST, tainted: set[str]) -> bool:
+    """``range(rank * n, (rank + 1) * n)``: both bounds move with the rank, the count does not."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "range"
+        and len(node.args) >= 2
+        and all(_reads_rank(facts, a, tainted) for a in node.args[:2])
+    )
+
+
+def _rank_sized(facts: FileFacts, cls: ast.ClassDef, fn: Function) -> ast.AST | None:
+    """The loop of a generator ``fn`` (the ``__iter__`` of ``cls``) whose number of yields depends on the rank: a
+    ``for`` / ``while`` holding a ``yield`` whose iterable or test derives from the rank (a per-rank stream of drawn
+    length, a per-rank file; ``self.`` attributes the class's ``__init__`` derives from it count). Not one over equal
+    per-rank ranges."""
+    init = _methods(cls).get("__init__")
+    tainted = _rank_tainted(facts, fn, {a for a in _rank_tainted(facts, init) if a.startswith("self.")} if init else None)
+    for loop in facts.scope_nodes(fn):
+        head = loop.iter if isinstance(loop, (ast.For, ast.AsyncFor)) else loop.test if isinstance(loop, ast.While) else None
+        if head is None or not any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(loop)):
+            continue
+        if _reads_rank(facts, head, tainted) and not _equal_range(facts, head, tainted):
+            return head
+    return None
+
+
 def _sharded_iterable(facts: FileFacts, cls: ast.ClassDef) -> ast.AST | None:
     it = _methods(cls).get("__iter__")
     if it is None:
         return None
-    return next((n for n in ast.walk(it) if _split(facts, n) or _modulo_rank(facts, n)), None)
+    found = next((n for n in ast.walk(it) if _split(facts, n) or _modulo_rank(facts, n)), None)
+    return found if found is not None else _rank_sized(facts, cls, it)
 
 
 def _split_source(facts: FileFacts, node: ast.AST, depth: int = 0) -> ast.AST | None:
@@ -639,13 +729,18 @@ def _split_source(facts: FileFacts, node: ast.AST, depth: int = 0) -> ast.AST | 
     return None
 
 
+def _fsdp_forward(facts: FileFacts, call: ast.Call) -> bool:
+    """``model(x)`` of an FSDP module: each forward all-gathers the parameters (a collective of every rank)."""
+    return isinstance(call.func, (ast.Name, ast.Attribute)) and facts.is_fsdp(call.func)
+
+
 def _steps(facts: FileFacts, loop: ast.AST) -> bool:
-    """Does the loop body run a backward or a ``torch.distributed`` collective, and never ``break``?"""
+    """Does the loop body run a backward, a ``torch.distributed`` collective or an FSDP forward, and never ``break``?"""
     work = False
     for n in ast.walk(loop):
         if isinstance(n, ast.Break):
             return False
-        if isinstance(n, ast.Call) and (last_name(n) == "backward" or _dist(facts, n, rc.COLLECTIVES)):
+        if isinstance(n, ast.Call) and (last_name(n) == "backward" or _dist(facts, n, rc.COLLECTIVES) or _fsdp_forward(facts, n)):
             work = True
     return work
 
@@ -685,7 +780,9 @@ def _agrees(facts: FileFacts, scope: ast.AST) -> bool:
 @finder("FSD079")
 def uneven_split_loop(facts: FileFacts) -> Found:
     """FSD079: a training / collective loop over data split by hand per rank into parts that can differ in size."""
-    if not any(_split(facts, n) or _modulo_rank(facts, n) for n in facts.nodes):
+    if not any(_split(facts, n) or _modulo_rank(facts, n) for n in facts.nodes) and not any(
+        _sharded_iterable(facts, cls) is not None for cls in _classes(facts).values()
+    ):
         return  # one pass: most files split nothing by hand
     for loop in facts.nodes:
         if not isinstance(loop, (ast.For, ast.AsyncFor)) or not _steps(facts, loop) or _joined(facts, loop):
@@ -695,7 +792,14 @@ def uneven_split_loop(facts: FileFacts) -> Found:
             it = it.args[0]
         split = _split_source(facts, it)
         if split is not None and not _agrees(facts, facts.scope_of(loop)):
-            yield loop, f"split per rank at line {getattr(split, 'lineno', loop.lineno)}"
+            line = getattr(split, "lineno", loop.lineno)
+            by_hand = _split(facts, split) or _modulo_rank(facts, split)
+            yield (
+                loop,
+                f"split per rank at line {line}"
+                if by_hand
+                else f"how many items each rank reads depends on its rank (line {line})",
+            )
 
 
 # --- FSD080: generate on a sharded model without synced_gpus -----------------------------------------------

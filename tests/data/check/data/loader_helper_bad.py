@@ -18,7 +18,7 @@ def setup(net):
 def build_loader(path, batch_size):
     data = torch.load(path, map_location="cpu")
     dataset = TensorDataset(data["x"], data["y"])
-    return DataLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=2, drop_last=True)
+    return DataLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=2, drop_last=True)  # <- FSD061
 
 
 def train(model, loader, epochs):
@@ -34,7 +34,7 @@ def train(model, loader, epochs):
 def main(net, path):
     model = setup(net)
     loader = build_loader(path, 32)
-    train(model, loader, 3)  # <- FSD061
+    train(model, loader, 3)
     dist.destroy_process_group()
 
 

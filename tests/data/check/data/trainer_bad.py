@@ -10,7 +10,7 @@ class Trainer:
     def __init__(self, model, train_set, args):
         self.model = FSDP(model, device_id=torch.cuda.current_device())
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=args.lr)
-        self.train_loader = DataLoader(train_set, batch_size=args.batch_size, shuffle=True, pin_memory=True)
+        self.train_loader = DataLoader(train_set, batch_size=args.batch_size, shuffle=True, pin_memory=True)  # <- FSD061
         self.epochs = args.epochs
 
     def train_step(self, batch):
@@ -22,6 +22,6 @@ class Trainer:
 
     def fit(self):
         for epoch in range(self.epochs):
-            for batch in self.train_loader:  # <- FSD061
+            for batch in self.train_loader:
                 self.train_step(batch)
         dist.barrier()

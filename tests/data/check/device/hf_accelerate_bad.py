@@ -9,7 +9,7 @@ from transformers import AutoModelForCausalLM
 
 
 def load_model(name):
-    model = AutoModelForCausalLM.from_pretrained(name, device_map="auto", torch_dtype=torch.bfloat16)
+    model = AutoModelForCausalLM.from_pretrained(name, device_map="auto", torch_dtype=torch.bfloat16)  # <- FSD049
     model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     return model
 
@@ -21,10 +21,10 @@ class Finetuner:
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=1e-4)
 
     def setup(self, loader):
-        self.model, self.optimizer, loader = self.accelerator.prepare(self.model, self.optimizer, loader)  # <- FSD049
+        self.model, self.optimizer, loader = self.accelerator.prepare(self.model, self.optimizer, loader)
         return loader
 
 
 def shard_reference(name):
-    ref = AutoModelForCausalLM.from_pretrained(name, device_map="balanced")
-    return FSDP(ref.eval())  # <- FSD049
+    ref = AutoModelForCausalLM.from_pretrained(name, device_map="balanced")  # <- FSD049
+    return FSDP(ref.eval())
