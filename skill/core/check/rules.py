@@ -348,7 +348,8 @@ RULES: dict[str, Rule] = {
             "FSD039",
             "error",
             "framework save that is a collective under FSDP (`trainer.save_model`, `accelerator.save_state`, Lightning "
-            "`save_checkpoint`, FULL_STATE_DICT `state_dict()`) or always (DeepSpeed `engine.save_checkpoint`) on rank 0 only",
+            "`save_checkpoint`, FULL_STATE_DICT `state_dict()`) or always (DeepSpeed `engine.save_checkpoint`, accelerate "
+            "`save_state` with DeepSpeed) on rank 0 only",
             "under FSDP this save gathers or writes every rank's shards (Lightning's and DeepSpeed's end in a barrier): "
             "call it on every rank, the framework writes the files from the main process itself",
             "checkpoint/framework-save-every-rank",
