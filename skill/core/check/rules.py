@@ -759,10 +759,20 @@ RULES: dict[str, Rule] = {
             "sharding/fsdp1-generate-summon",
             "sharding/fsdp1-generate-summon",
         ),
+        _r(
+            "FSD081",
+            "error",
+            "FSDP1 `summon_full_params` entered on some ranks only (`rank0_only=True` included)",
+            "summon_full_params all-gathers the flat parameters (and their gradients with with_grads=True) on every rank "
+            "of the sharding group, whatever rank0_only says: the ranks that skip it never join and the job hangs; enter "
+            "the context on every rank and keep only the printing or saving on rank 0",
+            "sharding/fsdp1-generate-summon",
+            "sharding/fsdp1-generate-summon",
+        ),
     ]
 }
 
 NOT_ANALYSED = "FSD000"  # the file was not analysed (does not parse, or the checker failed on it): a finding, not a rule
-# the rule codes as a range ("FSD001-FSD080"): the check_script tool's description gives it, and a test holds the
+# the rule codes as a range ("FSD001-FSD081"): the check_script tool's description gives it, and a test holds the
 # pre-commit hook's description and README to it
 RULE_RANGE = f"{min(RULES)}-{max(RULES)}"
