@@ -170,7 +170,7 @@ def _hf_trainer(facts: FileFacts, recv: ast.AST) -> bool:
     return dotted(recv) == "self" and _class_based_on(facts, recv, ("Trainer",)) and not _imports_module(facts, *_LIGHTNING)
 
 
-def _deepspeed_engine(facts: FileFacts, recv: ast.AST) -> bool:
+def deepspeed_engine(facts: FileFacts, recv: ast.AST) -> bool:
     """A DeepSpeed engine: bound (through names, parameters, helpers' returns, ``self.`` attributes, tuple unpacking)
     to ``deepspeed.initialize(...)``, or, where the file cannot show what built it, a name with ``engine`` in it
     (``model_engine``, ``self.engine``) in a file that imports deepspeed and not Lightning."""
@@ -266,7 +266,7 @@ def framework_save(facts: FileFacts, call: ast.Call) -> str | None:
     name = dotted(recv) or "..."
     if attr == "save_checkpoint" and _lightning_trainer(facts, recv) and not _one_device(facts, recv):
         return f"{name}.save_checkpoint() (Lightning)"
-    if attr == "save_checkpoint" and _deepspeed_engine(facts, recv):
+    if attr == "save_checkpoint" and deepspeed_engine(facts, recv):
         return f"{name}.save_checkpoint() (DeepSpeed engine)"
     if attr == "save" and _fabric(facts, recv):
         return f"{name}.save() (Fabric)"

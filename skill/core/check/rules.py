@@ -769,10 +769,20 @@ RULES: dict[str, Rule] = {
             "sharding/fsdp1-generate-summon",
             "sharding/fsdp1-generate-summon",
         ),
+        _r(
+            "FSD082",
+            "error",
+            "plain `loss.backward()` on the output of a DeepSpeed engine's forward (not `engine.backward(loss)`)",
+            "the engine's backward scales the loss for gradient accumulation and fp16 and averages the gradients across "
+            "the ranks at the accumulation boundary; a plain backward skips that, so each rank steps on its own "
+            "gradients and the replicas drift apart: call engine.backward(loss), then engine.step()",
+            "data/through-the-wrapper",
+            "data/ddp-step-through-the-wrapper",
+        ),
     ]
 }
 
 NOT_ANALYSED = "FSD000"  # the file was not analysed (does not parse, or the checker failed on it): a finding, not a rule
-# the rule codes as a range ("FSD001-FSD081"): the check_script tool's description gives it, and a test holds the
+# the rule codes as a range ("FSD001-FSD082"): the check_script tool's description gives it, and a test holds the
 # pre-commit hook's description and README to it
 RULE_RANGE = f"{min(RULES)}-{max(RULES)}"
