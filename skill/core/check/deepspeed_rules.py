@@ -23,10 +23,7 @@ def _plain_backward(facts: FileFacts, call: ast.Call) -> bool:
     """``x.backward(...)`` of a tensor (no positional loss, not ``engine.backward(loss)``)?"""
     func = call.func
     return (
-        isinstance(func, ast.Attribute)
-        and func.attr == "backward"
-        and not call.args
-        and not deepspeed_engine(facts, func.value)
+        isinstance(func, ast.Attribute) and func.attr == "backward" and not call.args and not deepspeed_engine(facts, func.value)
     )
 
 
@@ -53,4 +50,7 @@ def backward_around_the_engine(facts: FileFacts) -> Found:
         seen.add(id(back))
         engine = dotted(call.func.value if isinstance(call.func, ast.Attribute) and call.func.attr == "forward" else call.func)
         loss = dotted(back.func.value) if isinstance(back.func, ast.Attribute) else None
-        yield back, f"`{loss or '...'}.backward()` backpropagates the output of the DeepSpeed engine `{engine}` (line {call.lineno})"
+        yield (
+            back,
+            f"`{loss or '...'}.backward()` backpropagates the output of the DeepSpeed engine `{engine}` (line {call.lineno})",
+        )
