@@ -84,8 +84,9 @@ RULES: dict[str, Rule] = {
         _r(
             "FSD009",
             "error",
-            "`new_group` / `init_device_mesh` inside a rank-conditional branch",
-            "process groups are created by every rank of the default group, members or not, in the same order",
+            "`new_group` / `init_device_mesh` inside a rank-conditional branch, or `new_group` given ranks built from this process's rank",
+            "process groups are created by every rank of the default group, members or not, in the same order and with "
+            "the same ranks: create every group on every rank and keep the one that holds this rank",
             "init/new-group",
             "init/new-group",
         ),
