@@ -35,3 +35,9 @@ def test_message_shows_the_ranks_given():
 def test_under_a_rank_condition_reported_once():
     src = "import torch.distributed as dist\n\ndef g():\n    rank = dist.get_rank()\n    if rank < 2:\n        return dist.new_group([rank])\n"
     assert [f.line for f in check_source(src, "t.py") if f.code == "FSD009"] == [6]
+
+
+def test_local_synchronization_lets_only_the_members_call():
+    src = (DATA / "groups" / "pair_groups_bad.py").read_text()
+    src = src.replace("sorted([rank, partner]))", "sorted([rank, partner]), use_local_synchronization=True)")
+    assert _found(src) == {19}

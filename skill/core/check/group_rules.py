@@ -8,7 +8,8 @@ built from the rank when an assignment, a loop target or a name assigned in a ``
 or iterable reads the rank (or such a name) binds it, in the same function; a parameter the file's callers give a
 rank (``self.rank``, ``dist.get_rank()``) counts by its name (``rank``) as ``is_rank_expr`` tells it. The fix is
 every process creating every group in the same order and keeping the one that holds it. A call under a rank
-condition is FSD009's first shape (reported by :mod:`~fsdp_skill.core.check.rank_conditional`), not again here.
+condition is FSD009's first shape (reported by :mod:`~fsdp_skill.core.check.rank_conditional`), not again here;
+a call given ``use_local_synchronization=`` is not reported (with it only the members call ``new_group``).
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ def new_group_of_rank_derived_ranks(facts: FileFacts) -> Found:
     """FSD009 (second shape): ``new_group(ranks)`` with ``ranks`` built from this process's rank."""
     branches = facts.rank_branches()
     for call in facts.calls():
-        if facts.qual(call) not in _CREATORS or branches.get(id(call)):
+        if facts.qual(call) not in _CREATORS or branches.get(id(call)) or kwarg(call, "use_local_synchronization"):
             continue
         ranks = kwarg(call, "ranks", 0)
         if ranks is None or not _reads_rank(facts, ranks, _rank_derived(facts, facts.scope_of(call))):
