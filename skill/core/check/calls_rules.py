@@ -130,7 +130,7 @@ def _imports_module(facts: FileFacts, *roots: str) -> bool:
 _LIGHTNING = ("lightning", "pytorch_lightning", "lightning_fabric")
 
 
-def _lightning_trainer(facts: FileFacts, recv: ast.AST) -> bool:
+def lightning_trainer(facts: FileFacts, recv: ast.AST) -> bool:
     """Is ``recv`` a Lightning ``Trainer`` (bound to one, ``self.trainer`` of a LightningModule / Callback, or the
     ``trainer`` a Callback hook receives) in a file that imports Lightning?"""
     if not _imports_module(facts, *_LIGHTNING):
@@ -264,7 +264,7 @@ def framework_save(facts: FileFacts, call: ast.Call) -> str | None:
         return None
     attr, recv = call.func.attr, call.func.value
     name = dotted(recv) or "..."
-    if attr == "save_checkpoint" and _lightning_trainer(facts, recv) and not _one_device(facts, recv):
+    if attr == "save_checkpoint" and lightning_trainer(facts, recv) and not _one_device(facts, recv):
         return f"{name}.save_checkpoint() (Lightning)"
     if attr == "save_checkpoint" and deepspeed_engine(facts, recv):
         return f"{name}.save_checkpoint() (DeepSpeed engine)"

@@ -494,7 +494,7 @@ RULES: dict[str, Rule] = {
         _r(
             "FSD054",
             "error",
-            "Accelerate / Lightning collective (`gather`, `wait_for_everyone`, `all_gather`, `log(sync_dist=True)`, `strategy.barrier`) on some ranks only",
+            "Accelerate / Lightning collective (`gather`, `wait_for_everyone`, `all_gather`, `log(sync_dist=True)`, `strategy.barrier`, the `trainer.log_dir` property) on some ranks only",
             "this framework call is a torch.distributed collective underneath: the other ranks never join it and the job "
             "hangs; call it on every rank and keep only the printing or saving under the rank condition",
             "debugging/framework-collective-on-rank-zero",
