@@ -2,7 +2,8 @@
 
 - FSD039: a framework save that is a collective under FSDP, made on some ranks only: Hugging Face
   ``trainer.save_model`` (when the file configures FSDP), ``accelerator.save_state`` / ``get_state_dict`` /
-  ``save_model`` (same), Lightning ``trainer.save_checkpoint`` / Fabric ``fabric.save`` (always: they end in a
+  ``save_model`` (same; ``save_state`` also when the file configures DeepSpeed, a ``DeepSpeedPlugin`` or
+  ``DistributedType.DEEPSPEED``: it runs ``engine.save_checkpoint`` on each process), Lightning ``trainer.save_checkpoint`` / Fabric ``fabric.save`` (always: they end in a
   barrier), DeepSpeed ``engine.save_checkpoint`` (always: each rank writes its own states, then they meet in a
   barrier; the engine is what ``deepspeed.initialize(...)`` returns first, or a name with ``engine`` in it in a file
   that imports deepspeed), FSDP1 ``m.state_dict()`` inside ``FSDP.state_dict_type(m, FULL_STATE_DICT)`` where FSD006 does not
@@ -129,7 +130,7 @@ def _imports_module(facts: FileFacts, *roots: str) -> bool:
 _LIGHTNING = ("lightning", "pytorch_lightning", "lightning_fabric")
 
 
-def _lightning_trainer(facts: FileFacts, recv: ast.AST) -> bool:
+def lightning_trainer(facts: FileFacts, recv: ast.AST) -> bool:
     """Is ``recv`` a Lightning ``Trainer`` (bound to one, ``self.trainer`` of a LightningModule / Callback, or the
     ``trainer`` a Callback hook receives) in a file that imports Lightning?"""
     if not _imports_module(facts, *_LIGHTNING):
@@ -169,7 +170,7 @@ def _hf_trainer(facts: FileFacts, recv: ast.AST) -> bool:
     return dotted(recv) == "self" and _class_based_on(facts, recv, ("Trainer",)) and not _imports_module(facts, *_LIGHTNING)
 
 
-def _deepspeed_engine(facts: FileFacts, recv: ast.AST) -> bool:
+def deepspeed_engine(facts: FileFacts, recv: ast.AST) -> bool:
     """A DeepSpeed engine: bound (through names, parameters, helpers' returns, ``self.`` attributes, tuple unpacking)
     to ``deepspeed.initialize(...)``, or, where the file cannot show what built it, a name with ``engine`` in it
     (``model_engine``, ``self.engine``) in a file that imports deepspeed and not Lightning."""
@@ -209,6 +210,26 @@ def _configures_fsdp(facts: FileFacts) -> bool:
     return bool(facts.cache[key])
 
 
+_DEEPSPEED_WORDS = ("DeepSpeedPlugin", "DEEPSPEED")
+
+
+def _configures_deepspeed(facts: FileFacts) -> bool:
+    """Does the file show accelerate runs under DeepSpeed: a ``DeepSpeedPlugin(...)``, ``deepspeed_plugin=`` given a
+    value, or ``DistributedType.DEEPSPEED``?"""
+    key = ("calls_rules", "configures_deepspeed")
+    if key not in facts.cache:
+        found = False
+        for node in facts.nodes:
+            if isinstance(node, ast.keyword) and node.arg == "deepspeed_plugin":
+                found = not (isinstance(node.value, ast.Constant) and not node.value.value)
+            elif isinstance(node, (ast.Name, ast.Attribute)):
+                found = (last_name(node) or "") in _DEEPSPEED_WORDS
+            if found:
+                break
+        facts.cache[key] = found
+    return bool(facts.cache[key])
+
+
 def _full_state_dict_context(facts: FileFacts, call: ast.Call) -> bool:
     """``recv.state_dict()`` inside ``with FSDP.state_dict_type(recv, StateDictType.FULL_STATE_DICT, ...)``."""
     recv = dotted(call.func.value) if isinstance(call.func, ast.Attribute) else None
@@ -243,9 +264,9 @@ def framework_save(facts: FileFacts, call: ast.Call) -> str | None:
         return None
     attr, recv = call.func.attr, call.func.value
     name = dotted(recv) or "..."
-    if attr == "save_checkpoint" and _lightning_trainer(facts, recv) and not _one_device(facts, recv):
+    if attr == "save_checkpoint" and lightning_trainer(facts, recv) and not _one_device(facts, recv):
         return f"{name}.save_checkpoint() (Lightning)"
-    if attr == "save_checkpoint" and _deepspeed_engine(facts, recv):
+    if attr == "save_checkpoint" and deepspeed_engine(facts, recv):
         return f"{name}.save_checkpoint() (DeepSpeed engine)"
     if attr == "save" and _fabric(facts, recv):
         return f"{name}.save() (Fabric)"
@@ -253,6 +274,8 @@ def framework_save(facts: FileFacts, call: ast.Call) -> str | None:
         return f"{name}.save_model() (Hugging Face Trainer with FSDP)"
     if attr in ("save_state", "get_state_dict", "save_model") and _accelerator(facts, recv) and _configures_fsdp(facts):
         return f"{name}.{attr}() (accelerate with FSDP)"
+    if attr == "save_state" and _accelerator(facts, recv) and _configures_deepspeed(facts):
+        return f"{name}.save_state() (accelerate with DeepSpeed: engine.save_checkpoint on each process)"
     if (
         attr == "state_dict"
         and "state_dict_type" in _names_called(facts)

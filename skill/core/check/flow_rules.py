@@ -13,6 +13,10 @@
   whose other ranks do synchronised work of their own there (``if rank == 0: player() else: trainer()``: two roles,
   each with its own group), nor any in a file that builds groups of chosen ranks (``new_group(ranks=[...])``,
   ``create_group(ranks=[...])``: the condition may select a group's members), nor one after ``if rank != 0: return`` (FSD037 reports that exit).
+  A read of a Lightning ``Trainer`` property that is a collective counts too: ``trainer.log_dir`` (``self.trainer``
+  of a LightningModule / Callback, or a name bound to ``Trainer(...)``) broadcasts the directory from rank 0, so read
+  in a ``@rank_zero_only`` hook or under ``if trainer.is_global_zero:`` it waits for ranks that never read it; not
+  when the other ranks' path reads it too.
 - **FSD057**: a ``continue`` / ``break`` decided on this rank's data (``if torch.isnan(loss): continue``,
   ``if batch is None: continue``, ``if not torch.isfinite(loss).all(): continue``, ``if len(batch) == 0:
   continue``) that skips synchronised work (the backward of a wrapped model, whose gradient all-reduce the other
@@ -72,6 +76,7 @@ import bisect
 from fsdp_skill.core.check import calls as callgraph  # `calls` is a common local name here
 from fsdp_skill.core.check import divergence, finders, paths
 from fsdp_skill.core.check import rank_conditional as rc
+from fsdp_skill.core.check.calls_rules import lightning_trainer
 from fsdp_skill.core.check.facts import JOIN, FileFacts, Pos, dotted, end, is_true, kwarg, last_name, start
 from fsdp_skill.core.check.finders import Found, finder
 
@@ -162,10 +167,40 @@ def _inside_arm(branch: ast.AST, node: ast.AST) -> bool:
     return divergence.stmt_holds(branch.body, node) or divergence.stmt_holds(branch.orelse, node)
 
 
+_COLLECTIVE_PROPERTIES = {"log_dir"}  # Lightning Trainer properties whose getter broadcasts from rank 0
+
+
+def _property_reads_on_some_ranks(facts: FileFacts) -> Found:
+    """FSD054's property reads: ``trainer.log_dir`` of a Lightning Trainer on some ranks only (module docstring)."""
+    if not _imports_lightning(facts):
+        return
+    branches = facts.rank_branches()
+    for node in facts.nodes:
+        if not (isinstance(node, ast.Attribute) and node.attr in _COLLECTIVE_PROPERTIES and isinstance(node.ctx, ast.Load)):
+            continue
+        enclosing = branches.get(id(node))
+        if not enclosing or not lightning_trainer(facts, node.value):
+            continue
+        for branch in reversed(enclosing):
+            other = facts.other_path(branch, node)
+            if _inside_arm(branch, node) and not any(
+                isinstance(x, ast.Attribute) and x.attr == node.attr for stmt in other for x in ast.walk(stmt)
+            ):
+                yield (
+                    node,
+                    (
+                        f"{dotted(node)} (Lightning's Trainer.{node.attr} broadcasts it from rank 0) is read only on some "
+                        f"ranks (rank condition at line {branch.lineno})"
+                    ),
+                )
+                break
+
+
 @finder("FSD054")
 def framework_collective_on_some_ranks(facts: FileFacts) -> Found:
     """FSD054: an Accelerate / Lightning / Fabric collective (directly or through a function of the file) on some
     ranks only (see the module docstring)."""
+    yield from _property_reads_on_some_ranks(facts)
     reach = _framework_reach(facts)
     if not reach.summary and not any(framework_collective(facts, c) for c in facts.calls()):
         return

@@ -1,10 +1,15 @@
-"""Rules about work that every rank must do, found on a path only some ranks take (FSD003-FSD010, FSD036).
+"""Rules about work that every rank must do, found on a path only some ranks take (FSD003-FSD010, FSD036, FSD081).
 
 Each kind of collective call has its own code; a call to a function of this file that runs one (directly
 or through another local function) counts as that collective, so ``if rank == 0: save(model)`` is caught
 when ``save`` calls ``dist.barrier()``.  ``if rank == 0: dist.send(...) else: dist.recv(...)`` is
 point-to-point, not a collective, and ``if rank == 0: dist.broadcast(t, 0) else: dist.broadcast(t, 0)``
 runs on every rank, so neither is reported.
+
+FSD081 is FSDP1's ``summon_full_params`` (``FSDP.summon_full_params(m, ...)`` or ``m.summon_full_params(...)``): it
+all-gathers every flat parameter it unshards (and its gradient with ``with_grads=True``) on every rank of the
+sharding group, ``rank0_only=True`` included (that flag only says where the full values are kept afterwards); a file
+whose every ``sharding_strategy=`` is ``NO_SHARD`` gathers nothing and is left alone.
 """
 
 from __future__ import annotations
@@ -83,6 +88,25 @@ def _sharded_by_default(facts: FileFacts) -> bool:
             for c in facts.calls()
         )
     return bool(facts.cache[key])
+
+
+def _only_no_shard(facts: FileFacts) -> bool:
+    """Is every ``sharding_strategy=`` the file passes ``...NO_SHARD`` (and there is one)? Then FSDP1 keeps whole
+    parameters on each rank and ``summon_full_params`` gathers nothing."""
+    key = ("rank_conditional", "only_no_shard")
+    if key not in facts.cache:
+        given = [n.value for n in facts.nodes if isinstance(n, ast.keyword) and n.arg == "sharding_strategy"]
+        facts.cache[key] = bool(given) and all(last_name(v) == "NO_SHARD" for v in given)
+    return bool(facts.cache[key])
+
+
+def _summons(facts: FileFacts, call: ast.Call, q: str) -> bool:
+    """``FSDP.summon_full_params(m, ...)`` or ``m.summon_full_params(...)`` (only FSDP1 modules have the method) in a
+    file that shards with FSDP1 (:func:`_only_no_shard`: not when every unit keeps whole parameters)."""
+    named = q == f"{FSDP1}.summon_full_params" or (
+        isinstance(call.func, ast.Attribute) and call.func.attr == "summon_full_params" and facts.uses(FSDP1)
+    )
+    return named and not _only_no_shard(facts)
 
 
 # where a collective takes its group positionally: dist.barrier(group), dist.all_reduce(tensor, op, group), ...
@@ -186,6 +210,8 @@ def _collective_kind(facts: FileFacts, call: ast.Call) -> tuple[str, str] | None
         return "FSD005", f"{name}(full_state_dict/broadcast_from_rank0)"
     if q in (f"{FSDP1}.optim_state_dict", f"{FSDP1}.full_optim_state_dict"):
         return "FSD006", f"FSDP.{name}()"
+    if _summons(facts, call, q):
+        return "FSD081", "summon_full_params() (an all-gather of the FSDP1 parameters, also with rank0_only=True)"
     if isinstance(call.func, ast.Attribute):
         recv = dotted(call.func.value)
         if (

@@ -84,8 +84,9 @@ RULES: dict[str, Rule] = {
         _r(
             "FSD009",
             "error",
-            "`new_group` / `init_device_mesh` inside a rank-conditional branch",
-            "process groups are created by every rank of the default group, members or not, in the same order",
+            "`new_group` / `init_device_mesh` inside a rank-conditional branch, or `new_group` given ranks built from this process's rank",
+            "process groups are created by every rank of the default group, members or not, in the same order and with "
+            "the same ranks: create every group on every rank and keep the one that holds this rank",
             "init/new-group",
             "init/new-group",
         ),
@@ -348,7 +349,8 @@ RULES: dict[str, Rule] = {
             "FSD039",
             "error",
             "framework save that is a collective under FSDP (`trainer.save_model`, `accelerator.save_state`, Lightning "
-            "`save_checkpoint`, FULL_STATE_DICT `state_dict()`) or always (DeepSpeed `engine.save_checkpoint`) on rank 0 only",
+            "`save_checkpoint`, FULL_STATE_DICT `state_dict()`) or always (DeepSpeed `engine.save_checkpoint`, accelerate "
+            "`save_state` with DeepSpeed) on rank 0 only",
             "under FSDP this save gathers or writes every rank's shards (Lightning's and DeepSpeed's end in a barrier): "
             "call it on every rank, the framework writes the files from the main process itself",
             "checkpoint/framework-save-every-rank",
@@ -492,7 +494,7 @@ RULES: dict[str, Rule] = {
         _r(
             "FSD054",
             "error",
-            "Accelerate / Lightning collective (`gather`, `wait_for_everyone`, `all_gather`, `log(sync_dist=True)`, `strategy.barrier`) on some ranks only",
+            "Accelerate / Lightning collective (`gather`, `wait_for_everyone`, `all_gather`, `log(sync_dist=True)`, `strategy.barrier`, the `trainer.log_dir` property) on some ranks only",
             "this framework call is a torch.distributed collective underneath: the other ranks never join it and the job "
             "hangs; call it on every rank and keep only the printing or saving under the rank condition",
             "debugging/framework-collective-on-rank-zero",
@@ -758,10 +760,30 @@ RULES: dict[str, Rule] = {
             "sharding/fsdp1-generate-summon",
             "sharding/fsdp1-generate-summon",
         ),
+        _r(
+            "FSD081",
+            "error",
+            "FSDP1 `summon_full_params` entered on some ranks only (`rank0_only=True` included)",
+            "summon_full_params all-gathers the flat parameters (and their gradients with with_grads=True) on every rank "
+            "of the sharding group, whatever rank0_only says: the ranks that skip it never join and the job hangs; enter "
+            "the context on every rank and keep only the printing or saving on rank 0",
+            "sharding/fsdp1-generate-summon",
+            "sharding/fsdp1-generate-summon",
+        ),
+        _r(
+            "FSD082",
+            "error",
+            "plain `loss.backward()` on the output of a DeepSpeed engine's forward (not `engine.backward(loss)`)",
+            "the engine's backward scales the loss for gradient accumulation and fp16 and averages the gradients across "
+            "the ranks at the accumulation boundary; a plain backward skips that, so each rank steps on its own "
+            "gradients and the replicas drift apart: call engine.backward(loss), then engine.step()",
+            "data/through-the-wrapper",
+            "data/ddp-step-through-the-wrapper",
+        ),
     ]
 }
 
 NOT_ANALYSED = "FSD000"  # the file was not analysed (does not parse, or the checker failed on it): a finding, not a rule
-# the rule codes as a range ("FSD001-FSD080"): the check_script tool's description gives it, and a test holds the
+# the rule codes as a range ("FSD001-FSD082"): the check_script tool's description gives it, and a test holds the
 # pre-commit hook's description and README to it
 RULE_RANGE = f"{min(RULES)}-{max(RULES)}"
