@@ -716,7 +716,7 @@ def _bypass(facts: FileFacts, call: ast.Call, originals: dict[tuple[int, str], t
     return None
 
 
-def _feeds_backward(facts: FileFacts, call: ast.Call) -> ast.Call | None:
+def feeds_backward(facts: FileFacts, call: ast.Call) -> ast.Call | None:
     """The ``x.backward()`` of the same function that the result of ``call`` reaches, through the names bound from it
     in source order, else None."""
     scope = facts.scope_of(call)
@@ -769,7 +769,7 @@ def forward_around_the_wrapper(facts: FileFacts) -> Found:
         scope = facts.scope_of(call)
         if any(isinstance(c, ast.Call) and divergence.wrapped_forward(facts, c) for c in facts.scope_nodes(scope)):
             continue  # the step also runs the wrapper's forward
-        back = _feeds_backward(facts, call)
+        back = feeds_backward(facts, call)
         if back is not None:
             yield call, f"{label}, and its result is backpropagated at line {back.lineno}"
     yield from _unwrapped_into_helpers(facts)
@@ -790,7 +790,7 @@ def _trains_param(facts: FileFacts, fn: ast.FunctionDef | ast.AsyncFunctionDef, 
         _, b = facts.binding(func)
         if b is None or b.kind != "param":
             continue
-        back = _feeds_backward(facts, c)
+        back = feeds_backward(facts, c)
         if back is not None:
             return c, back
     return None

@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 
 from fsdp_skill.core.check.calls_rules import deepspeed_engine
-from fsdp_skill.core.check.data_rules import _feeds_backward as feeds_backward  # shared with FSD068, kept in place there
+from fsdp_skill.core.check.data_rules import feeds_backward  # FSD068 uses it too
 from fsdp_skill.core.check.facts import FileFacts, dotted
 from fsdp_skill.core.check.finders import Found, finder
 
