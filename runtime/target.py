@@ -31,6 +31,16 @@ from fsdp_skill.runtime import framing, knobs, probe
 
 PROBE_SCRIPT = str(Path(__file__).resolve().with_name("probe.py"))
 PROBE_TIMEOUT_S = 60.0  # a cold interpreter start on a loaded machine; the probe itself takes ~30 ms
+_probe_limit: list[float] = [PROBE_TIMEOUT_S]  # lowered by limit_probes (a command's own --timeout)
+
+
+def limit_probes(seconds: float | None) -> None:
+    """Give up on an interpreter's probe after ``seconds`` (a command's ``--timeout``) when that is shorter
+    than :data:`PROBE_TIMEOUT_S`; None restores the default.  A hanging ``--python`` then fails in the time
+    the user asked for, not a minute later."""
+    _probe_limit[0] = PROBE_TIMEOUT_S if seconds is None else min(PROBE_TIMEOUT_S, float(seconds))
+
+
 MIN_PYTHON = (3, 9)  # the zygote uses os.pidfd_open
 
 
@@ -173,12 +183,12 @@ def _probe(path: str, source: str) -> dict:
             [path, PROBE_SCRIPT, framing.FLAG, nonce],
             stdin=subprocess.DEVNULL,
             capture_output=True,
-            timeout=PROBE_TIMEOUT_S,
+            timeout=_probe_limit[0],
             check=False,
         )
     except subprocess.TimeoutExpired:
         raise InvalidArgument(
-            f"{source} {path}: no answer within {PROBE_TIMEOUT_S:g} s to a probe script; is it a Python interpreter?"
+            f"{source} {path}: no answer within {_probe_limit[0]:g} s to a probe script; is it a Python interpreter?"
         ) from None
     except OSError as exc:
         raise InvalidArgument(f"{source} {path}: not a Python interpreter ({exc.strerror or exc})") from None
@@ -233,7 +243,7 @@ def _old_python_version(path: str) -> str | None:
             [path, "-c", "import sys; sys.stdout.write('%d.%d' % sys.version_info[:2])"],
             stdin=subprocess.DEVNULL,
             capture_output=True,
-            timeout=PROBE_TIMEOUT_S,
+            timeout=_probe_limit[0],
             check=False,
         )
         major, minor = (int(x) for x in proc.stdout.decode("ascii", "replace").strip().split("."))

@@ -143,7 +143,10 @@ def main(argv: list[str] | None = None, *, verifier=None) -> int:
         static = args.command == "check" and not getattr(args, "run", False)
         if hasattr(args, "python") and not static:  # commands that run or introspect torch: the target interpreter
             from fsdp_skill.core.interpreter import use_python
+            from fsdp_skill.runtime.target import limit_probes
 
+            timeout = getattr(args, "timeout", None)
+            limit_probes(timeout if isinstance(timeout, (int, float)) and timeout > 0 else None)
             use_python(args.python)
         code = args.func(args)
         sys.stdout.flush()  # a closed pipe (``| head -1``) surfaces here, not at interpreter exit

@@ -397,3 +397,22 @@ def test_stdio_mcp_server_from_readme_config_verifies_under_the_given_python(iso
     assert not res.is_error, res
     verdict = res.structured_content["verification"]
     assert (verdict["status"], verdict["python"]) == ("passed", isolated_python), verdict
+
+
+@pytest.mark.parametrize("command", [["verify", "join/ddp-join"], ["check", "--run"]])
+def test_a_hanging_python_is_given_up_after_the_commands_own_timeout(command, tmp_path, capsys):
+    """A ``--python`` that never answers the probe fails after ``--timeout`` seconds (here 1), not after the
+    probe's 60-second default; the limit is the command's, so a later command without one has the default."""
+    hang = tmp_path / "hanging-python"
+    hang.write_text("#!/bin/sh\nexec sleep 300\n")
+    hang.chmod(0o755)
+    script = tmp_path / "train.py"
+    script.write_text("print('hello')\n")
+    argv = [*command, *([str(script)] if command[0] == "check" else []), "--timeout", "1", "--python", str(hang)]
+    try:
+        code, out, err = _run(argv, capsys)
+        assert code == 2 and out == ""
+        assert err == f"fsdp-skill: error: --python {hang}: no answer within 1 s to a probe script; is it a Python interpreter?\n"
+    finally:
+        target.limit_probes(None)
+    assert target._probe_limit[0] == target.PROBE_TIMEOUT_S
