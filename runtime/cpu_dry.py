@@ -506,16 +506,30 @@ def _patch_extensions() -> None:
 def _from_torch_import() -> bool:
     """Whether the import being resolved was started by torch's own code (torch probes for triton itself) or is a
     probe (``importlib.util.find_spec``, as libraries check for flash_attn), which is answered as usual."""
-    torch_dir = _torch_dir()
+    allowed = (_torch_dir(), *_admitted_dirs())
     frame = sys._getframe(2)
     while frame is not None:
         name = frame.f_code.co_filename
         if frame.f_code.co_name == "find_spec" and (name == "<frozen importlib.util>" or name.endswith("util.py")):
             return True  # a probe
         if not name.startswith("<frozen"):
-            return name.startswith(torch_dir)
+            return name.startswith(allowed)
         frame = frame.f_back  # type: ignore[assignment]
     return False
+
+
+def _admitted_dirs() -> list[str]:
+    """The folders of the CUDA-only packages already imported (torch's own import of triton was let through):
+    such a package importing its own submodules (``triton/__init__.py`` imports ``triton.runtime``) is part of
+    the import torch started.  A CUDA build of torch imports triton lazily, after this mapping is installed,
+    when the script runs under torchrun (the warm launcher's zygote imported it before)."""
+    found = []
+    for top in CUDA_ONLY_MODULES:
+        module = sys.modules.get(top)
+        where = getattr(module, "__file__", None)
+        if where:
+            found.append(os.path.dirname(os.path.abspath(where)) + os.sep)
+    return found
 
 
 def install(record: str | None = None) -> Any:

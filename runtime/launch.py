@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -36,6 +37,25 @@ def environment(facts: target.Facts) -> dict[str, Any]:
         "nccl_available": facts.nccl_available,
         "device_count": facts.device_count,
     }
+
+
+_VERSION_LINE = re.compile(r"""^__version__\s*=\s*['"]([^'"]+)['"]""", re.MULTILINE)
+
+
+def built_version(facts: target.Facts) -> str | None:
+    """``torch.__version__`` of the interpreter of ``facts``, build label included (``2.6.0+cu124``), read from
+    its ``torch/version.py`` without importing torch; the probe's package-metadata version (PyPI's CUDA wheels
+    say ``2.6.0`` there) when that file cannot be read.  The torchrun launcher's verdicts name it, as the warm
+    launcher's name what its zygote imported."""
+    if facts.torch_dir:
+        try:
+            with open(os.path.join(facts.torch_dir, "version.py"), encoding="utf-8") as f:
+                m = _VERSION_LINE.search(f.read(65536))
+        except (OSError, ValueError):
+            m = None
+        if m:
+            return m[1]
+    return facts.torch_version
 
 
 ZYGOTE_DIED = (
@@ -82,6 +102,7 @@ def _attempt(job: Job, place: host.Placement, sha: str, launcher: str, facts: ta
             torch_version = zygote.torch_version
         else:
             raw = _run_torchrun(launched, started, workdir, rundir, env, facts.python)
+            torch_version = built_version(facts)
         verdict = make_verdict(
             raw,
             script=script,

@@ -51,6 +51,24 @@ def _nccl() -> list[Path]:
     return found
 
 
+def _cuda_of(torch: Path) -> str | None:
+    """The CUDA release a torch was built for ('12.4'), from its version.py (None for a CPU build)."""
+    m = re.search(r"^cuda\b[^=]*=\s*'([^']+)'", (torch / "version.py").read_text(), re.MULTILINE)
+    return m[1] if m else None
+
+
+def _nccl_cu12() -> list[Path]:
+    """The NCCL of torch's CUDA 12 builds (2.21 with 2.6.0+cu124, 2.27 with 2.9.1+cu128): the installed torch's
+    when it is one, and the matrix venvs' that are. Wordings that NCCL 2.30 (torch 2.14.1's CUDA 13 wheels) dropped
+    are declared with this origin, so that the suite on the newest torch does not look for them in its NCCL."""
+    torches = [torch_dir(), *sorted(MATRIX.glob("torch-*/lib/python*/site-packages/torch"))]
+    found: list[Path] = []
+    for torch in torches:
+        if (_cuda_of(torch) or "").startswith("12."):
+            found += [p for p in _nccl_of(torch) if p not in found]
+    return found
+
+
 def _libstdcxx() -> list[Path]:
     """The C++ runtime this interpreter has loaded (the one torch runs with)."""
     if not sys.platform.startswith("linux") or not ctypes.util.find_library("stdc++"):
@@ -98,6 +116,7 @@ ORIGINS = {
     "accelerate": _accelerate,  # Hugging Face Accelerate's own errors (accelerator.prepare): not a dependency here
     "libtorch_cuda": _libtorch_cuda,  # torch's CUDA library (ProcessGroupNCCL): absent from a CPU-only build
     "nccl": _nccl,  # the NCCL library's own log lines (NCCL WARN ...)
+    "nccl-cu12": _nccl_cu12,  # a line of the NCCL of torch's CUDA 12 builds that NCCL 2.30 (CUDA 13 builds) reworded
     "libstdc++": _libstdcxx,  # the C++ runtime's terminate handler
     "libc10_cuda": _libc10_cuda,  # c10's CUDA library ("Found no NVIDIA driver"): absent from a CPU-only build
 }

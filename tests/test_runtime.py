@@ -7,6 +7,7 @@ is the hang bound (timeout + 5 s).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -719,3 +720,23 @@ def test_torch_elastic_temporary_directories_of_a_run_are_removed(tmp_path, monk
     v = verify("allreduce_env.py", launcher="torchrun")
     assert v.status == "passed", v.reason
     assert not list(real.glob("torchelastic_*"))
+
+
+def test_built_version_reads_the_build_label_without_importing_torch(tmp_path):
+    """PyPI's CUDA wheels say ``2.6.0`` in their metadata (the probe's version) and ``2.6.0+cu124`` in
+    ``torch.__version__``: the torchrun launcher's verdict names the latter, as the warm launcher's does."""
+    from fsdp_skill.runtime import launch, target
+
+    (tmp_path / "version.py").write_text("from typing import Optional\n__version__ = '2.6.0+cu124'\ndebug = False\n")
+    facts = target.Facts("/x/python", (3, 11, 7), "2.6.0", str(tmp_path), True, True)
+    assert launch.built_version(facts) == "2.6.0+cu124"
+    assert launch.built_version(dataclasses.replace(facts, torch_dir=str(tmp_path / "gone"))) == "2.6.0"
+    assert launch.built_version(dataclasses.replace(facts, torch_dir=None)) == "2.6.0"
+
+
+@pytest.mark.parametrize("launcher", ["warm", "torchrun"])
+def test_a_verdict_names_the_torch_the_ranks_imported(launcher):
+    import torch
+
+    v = verify("allreduce_env.py", launcher=launcher)
+    assert v.status == "passed" and v.torch_version == torch.__version__, (v.torch_version, v.reason)
