@@ -23,6 +23,7 @@ CUDA-only extensions (imports of :data:`CUDA_ONLY_MODULES` from outside torch), 
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import time
@@ -512,10 +513,13 @@ def _from_torch_import() -> bool:
         name = frame.f_code.co_filename
         if frame.f_code.co_name == "find_spec" and (name == "<frozen importlib.util>" or name.endswith("util.py")):
             return True  # a probe
-        if not name.startswith("<frozen"):
+        if not name.startswith(("<frozen", _IMPORTLIB)):  # importlib.import_module is the importer's tool
             return name.startswith(allowed)
         frame = frame.f_back  # type: ignore[assignment]
     return False
+
+
+_IMPORTLIB = os.path.dirname(os.path.abspath(importlib.__file__)) + os.sep
 
 
 def _admitted_dirs() -> list[str]:
