@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-VERSIONS = ("2.6.0", "2.9.1", "2.13.0", "2.14.1")  # the oldest declared, one between, the dev pin, the newest here
+VERSIONS = ("2.6.0", "2.9.1", "2.13.0", "2.14.1")  # the oldest declared, one between, the CPU build, the newest here (the dev pin)
 FACTS = (
     "import json, sys, torch; print(json.dumps({'version': torch.__version__, 'cuda': torch.version.cuda, "
     "'hip': getattr(torch.version, 'hip', None), 'python': '.'.join(map(str, sys.version_info[:3]))}))"
