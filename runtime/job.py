@@ -10,6 +10,7 @@ Standard library only (and the error tree), so a caller can build jobs without i
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -62,6 +63,34 @@ class Job:
     dry_run: str | None = None
 
 
+_CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")  # PEP 263, on line 1 or 2
+
+
+def source_bytes(code: str) -> bytes:
+    """``code`` as the bytes of a ``.py`` file that Python reads back as ``code``: encoded in the encoding its PEP 263
+    coding declaration names (``# -*- coding: latin-1 -*-`` on line 1 or 2), else UTF-8.  Raises InvalidArgument
+    (one line) when the text has a character that the declared encoding cannot hold; a name Python does not know
+    is left to Python, whose SyntaxError the run then reports."""
+    raw = code.encode("utf-8", "surrogateescape")
+    for line in raw.splitlines()[:2]:
+        m = _CODING.match(line)
+        if m:
+            name = m[1].decode("ascii", "replace")
+            try:
+                return code.encode(name)
+            except LookupError:
+                return raw
+            except UnicodeEncodeError as exc:
+                raise InvalidArgument(
+                    f"the code declares coding {name!r}, which cannot hold {code[exc.start]!r} "
+                    f"(line {code.count(chr(10), 0, exc.start) + 1}): "
+                    "drop the coding line or change the text"
+                ) from None
+        if not line.lstrip().startswith(b"#"):
+            break  # the declaration counts only on line 2 after a comment line 1 (PEP 263)
+    return raw
+
+
 def validate(job: Job, launcher: str) -> None:
     """Raise InvalidArgument (one line) for an unknown launcher or a job whose arguments cannot run: a
     timeout outside (0, MAX_TIMEOUT_S] seconds, a world_size outside 1..MAX_WORLD_SIZE, code that is not a
@@ -80,6 +109,8 @@ def validate(job: Job, launcher: str) -> None:
         )
     if not isinstance(job.code, str):
         raise InvalidArgument("code must be a str")
+    if not job.path:
+        source_bytes(job.code)  # written to a file for the run: its coding declaration must hold the text
     if job.nodes is not None:
         if launcher != "torchrun":
             raise InvalidArgument(f"several nodes (--nnodes {job.nodes.nnodes}) need --launcher torchrun, not {launcher}")

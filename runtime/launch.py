@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from fsdp_skill.errors import HarnessError
 from fsdp_skill.runtime import dryrun, host, knobs, target
-from fsdp_skill.runtime.job import Job
+from fsdp_skill.runtime.job import Job, source_bytes
 from fsdp_skill.runtime.models import Verdict
 from fsdp_skill.runtime.rankenv import job_env
 from fsdp_skill.runtime.report import RawRun, make_verdict
@@ -137,8 +137,8 @@ def _script(job: Job, rundir: str) -> tuple[str, str]:
     workdir = os.path.join(rundir, "work")
     os.mkdir(workdir)
     script = os.path.join(workdir, os.path.basename(job.filename))
-    with open(script, "w", encoding="utf-8") as f:
-        f.write(job.code)
+    with open(script, "wb") as f:
+        f.write(source_bytes(job.code))  # in the encoding its coding declaration names, as Python reads it back
     return script, workdir
 
 

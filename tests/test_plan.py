@@ -4,6 +4,7 @@ small plans through the child process (built-in transformer and a user factory).
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -588,3 +589,14 @@ def test_what_a_factory_or_a_python_wrapper_prints_is_not_a_result(tmp_path, cap
         "error": f"the planner's child process ({junk}) gave 0 result(s) for 1 setting(s): it printed 'junk'",
         "code": "error",
     }
+
+
+def test_a_factory_file_name_that_is_not_utf_8_is_one_line_saying_what_to_do(tmp_path, capsys):
+    """The plan request travels as JSON, which cannot hold a non-UTF-8 file name: the message names the file
+    (as check and verify show such names) and what to do, not pydantic's 'Input should be a valid string'."""
+    name = os.fsdecode(b"m\xe9ta.py")
+    (tmp_path / name).write_text("import torch.nn as nn\ndef make():\n    return nn.Linear(4, 4)\n")
+    code = main(["plan", "--model", f"{tmp_path / name}:make", "--world-size", "2"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert "m\\xe9ta.py:make: the file name is not UTF-8" in err and "rename the file" in err, err

@@ -740,3 +740,47 @@ def test_a_verdict_names_the_torch_the_ranks_imported(launcher):
 
     v = verify("allreduce_env.py", launcher=launcher)
     assert v.status == "passed" and v.torch_version == torch.__version__, (v.torch_version, v.reason)
+
+
+@pytest.mark.parametrize(
+    "code,expected",
+    [
+        ("# -*- coding: latin-1 -*-\nprint('caf\u00e9')\n", b"# -*- coding: latin-1 -*-\nprint('caf\xe9')\n"),
+        (
+            "#!/usr/bin/env python\n# vim: set fileencoding=cp1252 :\nx = '\u20ac'\n",
+            b"#!/usr/bin/env python\n# vim: set fileencoding=cp1252 :\nx = '\x80'\n",
+        ),
+        (
+            "x = 1\n# coding: latin-1\ny = '\u00e9'\n",
+            "x = 1\n# coding: latin-1\ny = '\u00e9'\n".encode(),
+        ),  # line 2 after code: not a declaration
+        ("print('caf\u00e9')\n", "print('caf\u00e9')\n".encode()),
+        ("# coding: no-such-codec\nx = 1\n", b"# coding: no-such-codec\nx = 1\n"),  # left to Python's SyntaxError
+    ],
+    ids=["latin-1", "cp1252-line-2", "not-a-declaration", "utf-8", "unknown-codec"],
+)
+def test_code_is_written_in_the_encoding_it_declares(code, expected):
+    """The file a run executes reads back as the code sent (Python decodes it by its coding declaration)."""
+    from fsdp_skill.runtime.job import source_bytes
+
+    assert source_bytes(code) == expected
+
+
+def test_code_its_declared_encoding_cannot_hold_is_a_one_line_error():
+    from fsdp_skill.errors import InvalidArgument
+
+    with pytest.raises(
+        InvalidArgument, match=r"^the code declares coding 'latin-1', which cannot hold '€' \(line 2\): drop the coding line"
+    ):
+        runtime.verify_code("# -*- coding: latin-1 -*-\nx = '\u20ac'\n", filename="l.py", use_cache=False, timeout=60.0)
+
+
+def test_a_latin_1_script_prints_what_it_says():
+    v = runtime.verify_code(
+        "# -*- coding: latin-1 -*-\nimport sys\nprint('caf\u00e9'.encode('latin-1'))\n",
+        filename="l.py",
+        world_size=1,
+        use_cache=False,
+        timeout=60.0,
+    )
+    assert v.status == "passed" and "b'caf\\xe9'" in v.ranks[0].output_tail, (v.reason, v.ranks[0].output_tail)

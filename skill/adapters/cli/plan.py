@@ -61,6 +61,13 @@ def request_from_args(args: argparse.Namespace) -> LocalPlanRequest:
         given["reshard_after_forward"] = parse_reshard(args.reshard_after_forward)
     if args.gpu_memory is not None:
         given["gpu_memory_gib"] = parse_bytes(args.gpu_memory) / 2**30
+    model = given.get("model")
+    if isinstance(model, str) and model != model.encode("utf-8", "surrogateescape").decode("utf-8", "replace"):
+        shown = model.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        raise InvalidArgument(
+            f"--model {shown}: the file name is not UTF-8, which the plan's request (JSON) cannot carry; "
+            "rename the file or give a link to it with a UTF-8 name"
+        )
     try:
         return LocalPlanRequest.model_validate(given)
     except ValidationError as exc:

@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field
 
 from fsdp_skill.core.verify.workdirs import MAX_LISTED_FILES, RunFile, list_files, make_room, plain_name, real_workdir
 from fsdp_skill.errors import InvalidArgument, StateError
+from fsdp_skill.runtime.job import source_bytes
 from fsdp_skill.runtime.models import Verdict
 
 if TYPE_CHECKING:  # snippets imports the runtime's harness: loaded when a script is run
@@ -153,6 +154,7 @@ def run_sent_script(
 def _write_script(where: str, filename: str, code: str) -> str:
     """Write ``code`` to ``where/filename`` without following a link planted under that name (the link is
     replaced by the file); InvalidArgument when a directory is in its place."""
+    data = source_bytes(code)  # InvalidArgument before anything is written
     path = os.path.join(where, filename)
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
@@ -165,6 +167,6 @@ def _write_script(where: str, filename: str, code: str) -> str:
             raise InvalidArgument(f"filename {filename!r} is a directory in this workdir; choose another filename") from None
         else:
             raise
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(code)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)  # in the encoding its coding declaration names, as Python reads it back
     return path
