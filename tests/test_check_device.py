@@ -347,3 +347,17 @@ def test_fsd049_points_at_the_load_in_a_helper_once_for_every_wrap():
     found = [f for f in check_source(code, "t.py") if f.code == "FSD049"]
     assert [(f.line, f.col) for f in found] == [(6, 9)]
     assert "wrapped in DDP at line 8" in found[0].message
+
+
+def test_fsd050_a_checkpointed_module_built_into_the_wrapped_one():
+    """CodeBERT-style: ``encoder.gradient_checkpointing_enable()`` and ``DDP(Model(encoder, cfg).to(rank))`` are one
+    model; an encoder that is not passed into what DDP wraps is another model."""
+    src = (
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "encoder.gradient_checkpointing_enable()\n"
+        "model = Model(cfg, ENC).to(rank)\n"
+        "m = DDP(model, find_unused_parameters=True)\n"
+    )
+    assert _codes(src.replace("ENC", "encoder"), "FSD050") == [2]
+    assert _codes(src.replace("ENC", "encoder=encoder"), "FSD050") == [2]
+    assert _codes(src.replace("ENC", "other"), "FSD050") == []

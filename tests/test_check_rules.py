@@ -408,3 +408,17 @@ def build_state(model, use_grad_scaler):
 def test_fsd011_a_scaler_handed_to_unseen_code_and_never_used_here_is_silent(line, use, want):
     found = [f.line for f in check_source(HANDED.format(line=line, use=use), select=["FSD011"])]
     assert found == want
+
+
+def test_fsd043_lightning_load_from_checkpoint_needs_a_per_gpu_strategy():
+    """``Model.load_from_checkpoint(path)`` counts where a GPU Trainer re-runs the script on every rank (DDP, FSDP,
+    DeepSpeed); a spawn strategy (the parent loads once), a CPU Trainer or a mapped load is silent."""
+    bad = (DATA / "checkpoint" / "lightning_load_bad.py").read_text()
+    assert _lines(bad, "FSD043") == [24]
+    assert _lines(bad.replace('strategy="ddp"', 'strategy="fsdp"'), "FSD043") == [24]
+    assert _lines(bad.replace('strategy="ddp"', 'strategy="ddp_spawn"'), "FSD043") == []
+    assert _lines(bad.replace('accelerator="gpu"', 'accelerator="cpu"'), "FSD043") == []
+    assert _lines(bad.replace("(args.resume)", "(args.resume, torch.device('cpu'))"), "FSD043") == []
+    # a guard that keeps the load to one process
+    one = bad.replace("    if args.resume:\n", "    if args.resume and trainer_rank() == 0:\n")
+    assert _lines(one.replace("trainer_rank()", "int(os.environ['RANK'])"), "FSD043") == []

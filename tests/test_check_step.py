@@ -353,3 +353,40 @@ def test_fsd080_deepspeed(stage, extra, want):
     code = DS.format(stage=stage, extra=extra)
     shift = extra.count("\n")
     assert _codes(code) == [(line + shift, c) for line, c in want]
+
+
+ACCUM = """
+import torch
+from accelerate import Accelerator
+accelerator = Accelerator({acc})
+model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+for step, (x, y) in enumerate(loader):
+    loss = model(x).sum() / 4
+    {backward}
+    if {test}:
+        optimizer.step()
+        optimizer.zero_grad()
+"""
+
+
+@pytest.mark.parametrize(
+    "acc, backward, test, lines",
+    [
+        ("", "accelerator.backward(loss)", "step % 4 == 0", [8]),
+        ("", "loss.backward()", "(step + 1) % 4 == 0", [8]),
+        ("gradient_accumulation_steps=4", "accelerator.backward(loss)", "(step + 1) % 4 == 0", []),  # accelerate's own
+        ("", "accelerator.backward(loss)", "accelerator.sync_gradients", []),  # no hand-written `%` step
+        ("", "if step > 0: accelerator.backward(loss)", "step % 4 == 0", []),  # the backward is conditional
+    ],
+)
+def test_fsd083_hand_accumulation_without_no_sync(acc, backward, test, lines):
+    src = ACCUM.format(acc=acc, backward=backward, test=test)
+    assert [f.line for f in check_source(src, "t.py") if f.code == "FSD083"] == lines
+
+
+def test_fsd083_silent_for_fsdp_and_for_an_optimizer_that_steps_every_iteration():
+    src = ACCUM.format(acc="", backward="accelerator.backward(loss)", test="step % 4 == 0")
+    fsdp = "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\nmodel = FSDP(model)\n" + src
+    assert [f.line for f in check_source(fsdp, "t.py") if f.code == "FSD083"] == []
+    every = src.replace("    if step % 4 == 0:\n        optimizer.step()\n", "    optimizer.step()\n    if step % 4 == 0:\n")
+    assert [f.line for f in check_source(every, "t.py") if f.code == "FSD083"] == []

@@ -11,10 +11,11 @@
   with every key prefixed (or none) nothing matches, so nothing is loaded and nothing is said; the finding says so.
 - **FSD070**: ``torch.save`` / ``safetensors.torch.save_file`` / ``save_pretrained`` (not of a tokenizer or config)
   that every rank runs, to a path that does not name the rank, in a file that does distributed work. "Every rank
-  runs it": it is under no rank condition (nor after ``if rank != 0: return``), and, inside a function, every call
-  of that function in the file (a ``self.`` method: every ``x.name(...)``; a function given to ``mp.spawn`` /
-  ``Process(target=...)``) runs on every rank too; a function the file never calls is not reported (the caller may
-  guard it). DCP (``dcp.save``), Accelerate's ``accelerator.save``, Lightning's and HF Trainer's saves guard or
+  runs it": it is under no rank condition (nor after ``if rank != 0: return``), and, inside a function, some call
+  of that function in the file (a ``self.`` method: any ``x.name(...)``; a function given to ``mp.spawn`` /
+  ``Process(target=...)``) runs on every rank too (a helper called under ``if rank == 0:`` in one place and with no
+  guard in another writes from every rank there; the finding names that call); a function the file never calls is
+  not reported (the caller may guard it). DCP (``dcp.save``), Accelerate's ``accelerator.save``, Lightning's and HF Trainer's saves guard or
   coordinate themselves and are not these calls; ``save_pretrained(..., is_main_process=...)`` is guarded; an FSDP2
   state dict is FSD016's.
 - **FSD071**: ``load_state_dict`` under a rank condition into a module that DDP already wraps (the wrapper, its
@@ -350,26 +351,33 @@ def _guarded_in(facts: FileFacts, node: ast.AST, fn: ast.AST | None) -> bool:
     return False
 
 
-def runs_on_every_rank(facts: FileFacts, node: ast.AST, depth: int = 0) -> bool:
-    """Does every rank reach ``node`` whenever it runs: no rank condition around it (nor a condition that may be one,
-    :func:`_maybe_rank_guard`), and for a node inside a function, every call of that function in the file runs on
-    every rank too (at least one call; a spawned function counts)?"""
+def every_rank_route(facts: FileFacts, node: ast.AST, depth: int = 0) -> list[ast.Call] | None:
+    """The calls through which every rank reaches ``node``, innermost first (``[]`` at module level or in a spawned
+    function), or None when no route is known: ``node`` is under no rank condition (nor a condition that may be one,
+    :func:`_maybe_rank_guard`), and inside a function, some call of that function in the file runs on every rank
+    too (``self._save("best")`` unguarded beside ``if rank == 0: self._save("last")``: the first writes from every
+    rank)."""
     if facts.rank_branches().get(id(node)) or depth > _DEPTH:
-        return False
+        return None
     fn = next((a for a in facts.ancestors(node) if isinstance(a, (*_FUNCS, ast.Lambda))), None)
     if _guarded_in(facts, node, fn):
-        return False
+        return None
     if fn is None:
-        return True
+        return []
     if isinstance(fn, ast.Lambda):
-        return False
-    memo: dict[int, bool] = facts.cache.setdefault(("checkpoint", "every-rank"), {})
+        return None
+    memo: dict[int, list[ast.Call] | None] = facts.cache.setdefault(("checkpoint", "every-rank"), {})
     if id(fn) in memo:
         return memo[id(fn)]
-    memo[id(fn)] = False  # a cycle of calls: not known
+    memo[id(fn)] = None  # a cycle of calls: not known
     found = {id(c): c for c, _ in _call_sites(facts, fn)} | {id(c): c for c in _method_calls(facts, fn)}
-    sites = list(found.values())
-    result = _spawned(facts, fn) and not sites or bool(sites) and all(runs_on_every_rank(facts, c, depth + 1) for c in sites)
+    sites = sorted(found.values(), key=lambda c: (c.lineno, c.col_offset))
+    result: list[ast.Call] | None = [] if _spawned(facts, fn) and not sites else None
+    for site in sites:
+        outer = every_rank_route(facts, site, depth + 1)
+        if outer is not None:
+            result = [site, *outer]
+            break
     memo[id(fn)] = result
     return result
 
@@ -441,8 +449,20 @@ def every_rank_writes_one_file(facts: FileFacts) -> Found:
             owner = finders._state_dict_owner(facts, kwarg(call, "obj", 0))
             if owner is not None and facts.is_fsdp2(owner):
                 continue  # FSD016's
-        if runs_on_every_rank(facts, call):
-            yield call, f"{label} runs on every rank, to `{_short(path)}`, which does not name the rank"
+        route = every_rank_route(facts, call)
+        if route is not None:
+            via = f" (called on every rank at line {route[0].lineno})" if route and _guarded_sites(facts, call) else ""
+            yield call, f"{label} runs on every rank{via}, to `{_short(path)}`, which does not name the rank"
+
+
+def _guarded_sites(facts: FileFacts, node: ast.AST) -> bool:
+    """Is the function holding ``node`` also called under a rank condition somewhere (so the route that runs on every
+    rank is worth naming)?"""
+    fn = next((a for a in facts.ancestors(node) if isinstance(a, _FUNCS)), None)
+    if fn is None:
+        return False
+    found = {id(c): c for c, _ in _call_sites(facts, fn)} | {id(c): c for c in _method_calls(facts, fn)}
+    return any(every_rank_route(facts, c) is None for c in found.values())
 
 
 # --- FSD071: a checkpoint loaded on one rank after the wrap -------------------------------------------------------

@@ -46,7 +46,7 @@ import ast
 
 from fsdp_skill.core.check import calls
 from fsdp_skill.core.check.calls_rules import bound_call
-from fsdp_skill.core.check.facts import DDP, FSDP1, FULLY_SHARD, FileFacts, Located, dotted, is_true, kwarg, last_name
+from fsdp_skill.core.check.facts import DDP, FSDP1, FULLY_SHARD, Chain, FileFacts, Located, dotted, is_true, kwarg, last_name
 from fsdp_skill.core.check.finders import FINDERS, Found, finder
 
 _INIT = "torch.distributed.init_process_group"
@@ -405,11 +405,32 @@ def _same_model(facts: FileFacts, node: ast.expr, ddps: list[ast.Call]) -> ast.C
             theirs = facts.chain(arg) if arg is not None else None
             if mine is not None and theirs is not None and (mine.covers(theirs) or theirs.covers(mine)):
                 return d
+        for d in ddps:
+            if mine is not None and _built_from(facts, kwarg(d, "module", 0), mine):
+                return d
         return None
     cls = next((a for a in facts.ancestors(node) if isinstance(a, ast.ClassDef)), None)
     if cls is not None and not any(isinstance(c.func, ast.Name) and c.func.id == cls.name for c in facts.calls()):
         return None  # a model class this file never builds: may not be the one DDP wraps
     return ddps[0]
+
+
+_MOVES = {"to", "cuda", "half", "bfloat16", "float", "train"}
+
+
+def _built_from(facts: FileFacts, node: ast.AST | None, part: Chain, depth: int = 0) -> bool:
+    """Is the module ``node`` (through names and ``.to(device)``) built by a call given the module ``part``
+    (``model = Model(encoder, config).to(device)``: ``encoder`` is a submodule of what DDP wraps)?"""
+    value = facts.resolve(node)
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _MOVES and depth < 6:
+        value, depth = facts.resolve(value.func.value), depth + 1
+    if not isinstance(value, ast.Call) or depth > 6:
+        return False
+    for arg in [*value.args, *(k.value for k in value.keywords if k.arg is not None)]:
+        theirs = facts.chain(arg) if isinstance(arg, (ast.Name, ast.Attribute)) else None
+        if theirs is not None and (part.covers(theirs) or theirs.covers(part)):
+            return True
+    return False
 
 
 def _hf_args_both(facts: FileFacts) -> list[ast.Call]:

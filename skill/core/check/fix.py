@@ -167,6 +167,8 @@ class _Planner:
     def map_location(self, call: ast.Call) -> FixPlan | str:
         if self.facts.uses(FULLY_SHARD):
             return "an FSDP2 file (DTensor shards): name this rank's device by hand"
+        if last_name(call) == "load_from_checkpoint":
+            return "a Lightning module comes back on the saved device: pass map_location by hand if nothing uses it before fit"
         if not self._safe_value(call, 0):
             return "the loaded tensors are used directly (not only through load_state_dict): pass this rank's device by hand"
         line, col = self.at(call)

@@ -15,7 +15,9 @@ chose), an LR scheduler's state (``scheduler.pt``, ``sched_state = ...``: number
 (``torch.save(feats.cpu(), join(d, "trainfeat.pth"))``, a dict of numbers), and a load in a function that the file
 never calls (a library helper: its caller decides). A method reached from ``__init__`` counts as called where the
 file builds the class (``Trainer(...)``). An Accelerate script counts as
-distributed (one process per GPU).
+distributed (one process per GPU). Lightning's ``Model.load_from_checkpoint(path)`` counts as such a load in a file
+whose ``Trainer(accelerator="gpu", strategy="ddp")`` (or FSDP / DeepSpeed, not a spawn strategy) re-runs the script
+on every GPU: without ``map_location`` Lightning maps nothing while CUDA is available.
 """
 
 from __future__ import annotations
@@ -233,12 +235,55 @@ def _reads_cpu_save(facts: FileFacts, call: ast.Call) -> bool:
     return bool(names) and all(saved.get(n, False) for n in names)
 
 
+_LIGHTNING_LOAD = "load_from_checkpoint"
+_LIGHTNING_GPU = {"gpu", "cuda"}
+
+
+def _lightning_ddp(facts: FileFacts) -> bool:
+    """Does the file build a Lightning ``Trainer`` that runs the script once per GPU: ``accelerator="gpu"`` / ``"cuda"``
+    with a ``strategy`` naming DDP, FSDP or DeepSpeed (not a ``*spawn*`` / ``*notebook*`` / ``*fork*`` one, where the
+    parent alone runs the code before fit and the children get its model)?"""
+    for c in facts.calls():
+        if last_name(c) != "Trainer":
+            continue
+        accelerators = facts.strings(kwarg(c, "accelerator"))
+        strategies = {s.lower() for s in facts.strings(kwarg(c, "strategy"))}
+        if (
+            accelerators & _LIGHTNING_GPU
+            and strategies
+            and all(any(k in s for k in ("ddp", "fsdp", "deepspeed")) for s in strategies)
+            and not any(k in s for s in strategies for k in ("spawn", "notebook", "fork"))
+        ):
+            return True
+    return False
+
+
+def _unmapped_lightning_loads(facts: FileFacts) -> list[ast.Call]:
+    """``Model.load_from_checkpoint(path)`` without ``map_location`` in a Lightning DDP/FSDP script, reached on every
+    rank: Lightning hands torch.load no map_location while CUDA is available, so each process restores the
+    checkpoint onto the GPU it was saved from (cuda:0) before the Trainer moves the model."""
+    if not _lightning_ddp(facts):
+        return []
+    out = []
+    for call in facts.calls():
+        if last_name(call) != _LIGHTNING_LOAD or not isinstance(call.func, ast.Attribute):
+            continue
+        if kwarg(call, "map_location", 1) is not None or any(k.arg is None for k in call.keywords):
+            continue
+        if any(isinstance(a, ast.Starred) for a in call.args) or _per_rank_path(facts, kwarg(call, "checkpoint_path", 0)):
+            continue
+        if _loads_on_every_rank(facts, call):
+            out.append(call)
+    return out
+
+
 def unmapped_loads(facts: FileFacts) -> list[ast.Call]:
-    """The ``torch.load`` calls FSD043 reports (see the module docstring), in ``ast.walk`` order."""
+    """The ``torch.load`` calls FSD043 reports (see the module docstring), in ``ast.walk`` order, then Lightning's
+    ``load_from_checkpoint`` calls of that kind."""
     accelerate = any((facts.qual(c) or "").rsplit(".", 1)[-1] == "Accelerator" for c in facts.calls())
     if not (distributed_here(facts) or accelerate) or not _cuda_here(facts):
-        return []  # an Accelerate script: one process per GPU too
-    out = []
+        return _unmapped_lightning_loads(facts)  # an Accelerate script: one process per GPU too
+    out = _unmapped_lightning_loads(facts)
     for call in facts.calls():
         if facts.qual(call) != TORCH_LOAD:
             continue
@@ -259,4 +304,5 @@ def unmapped_loads(facts: FileFacts) -> list[ast.Call]:
 def torch_load_without_map_location(facts: FileFacts) -> Found:
     """FSD043: ``torch.load`` without ``map_location`` on several ranks of a CUDA job."""
     for call in unmapped_loads(facts):
-        yield call, None
+        lightning = last_name(call) == _LIGHTNING_LOAD
+        yield call, "(load_from_checkpoint passes torch.load no map_location while CUDA is available)" if lightning else None

@@ -387,7 +387,7 @@ RULES: dict[str, Rule] = {
         _r(
             "FSD043",
             "warning",
-            "`torch.load` without `map_location` on every rank",
+            "`torch.load` (or Lightning `load_from_checkpoint`) without `map_location` on every rank",
             "torch.load puts each tensor back on the device it was saved from (usually cuda:0), so every rank allocates "
             'the checkpoint on that GPU; pass map_location="cpu" (or this rank\'s device)',
             "checkpoint/torch-load-map-location",
@@ -780,10 +780,21 @@ RULES: dict[str, Rule] = {
             "data/through-the-wrapper",
             "data/ddp-step-through-the-wrapper",
         ),
+        _r(
+            "FSD083",
+            "info",
+            "gradient accumulation (`step()` under a `%` test) on a DDP / Accelerate model without `no_sync()`",
+            "each micro-batch's backward runs DDP's full gradient all-reduce, so accumulating N micro-batches costs N "
+            "all-reduces where one is needed (the result is the same, the communication is not): run the micro-batches "
+            "that do not step inside model.no_sync() (accelerator.no_sync(model)), or use accelerator.accumulate(model) "
+            "with Accelerator(gradient_accumulation_steps=N)",
+            "debugging/ddp-no-sync-accumulation",
+            "debugging/ddp-no-sync-accumulation",
+        ),
     ]
 }
 
 NOT_ANALYSED = "FSD000"  # the file was not analysed (does not parse, or the checker failed on it): a finding, not a rule
-# the rule codes as a range ("FSD001-FSD082"): the check_script tool's description gives it, and a test holds the
+# the rule codes as a range ("FSD001-FSD083"): the check_script tool's description gives it, and a test holds the
 # pre-commit hook's description and README to it
 RULE_RANGE = f"{min(RULES)}-{max(RULES)}"
