@@ -18,7 +18,8 @@ dropped; CUDA autocast and gradient scalers to their CPU versions.
 What cannot be mapped raises :class:`CannotDryRun` ("cannot dry-run on CPU: <what>, at <file:line>") and is
 written to ``DIR/rank<RANK>.dryrun`` first, so the harness reports it (exit 2) even when the script catches it:
 CUDA-only extensions (imports of :data:`CUDA_ONLY_MODULES` from outside torch), CUDA sources given to
-``torch.utils.cpp_extension``, fp8 dtypes, the CUDA memory history and snapshots.
+``torch.utils.cpp_extension``, fp8 dtypes, the CUDA memory history and snapshots, ``SyncBatchNorm`` and a script
+that starts its own ranks with ``torch.multiprocessing.spawn``.
 """
 
 from __future__ import annotations
@@ -548,6 +549,8 @@ def install(record: str | None = None) -> Any:
     _patch_wrappers()
     _patch_amp()
     _patch_extensions()
+    _patch_cpu_stream()
+    _patch_unmappable()
     set_default, load = torch.set_default_device, torch.load
     torch.set_default_device = lambda device: set_default(_cpu(device))
 
@@ -557,6 +560,43 @@ def install(record: str | None = None) -> Any:
     torch.load = load_
     _patch_module()
     return _mode_class()()
+
+
+def _patch_cpu_stream() -> None:
+    """``torch.cpu.Stream`` as the CUDA code paths use it: FSDP1 with ``CPUOffload(offload_params=True)`` calls
+    ``current_stream().synchronize()`` after backward, which the CPU stream lacks (2.13, 2.14.1); CPU work is
+    synchronous, so it is satisfied already, as is ``query()``."""
+    import torch
+
+    stream = getattr(torch.cpu, "Stream", None)
+    if stream is None:
+        return
+    if not hasattr(stream, "synchronize"):
+        stream.synchronize = lambda self: None
+    if not hasattr(stream, "query"):
+        stream.query = lambda self: True
+
+
+def _patch_unmappable() -> None:
+    """Refuse what has no CPU counterpart that keeps its meaning: ``SyncBatchNorm`` (torch runs it on CUDA only;
+    plain BatchNorm would drop the cross-rank statistics) and a script that starts its own ranks
+    (``torch.multiprocessing.spawn`` / ``start_processes``: the mapping lives in the ranks the harness starts, not in
+    processes the script spawns)."""
+    import torch
+    import torch.multiprocessing as tmp
+
+    def sync_bn(self: Any, *args: Any, **kwargs: Any) -> None:  # also what convert_sync_batchnorm builds
+        raise refuse("torch.nn.SyncBatchNorm (CUDA only in torch; BatchNorm would not sync statistics)")
+
+    torch.nn.SyncBatchNorm.__init__ = sync_bn  # type: ignore[method-assign]
+
+    def own_ranks(*args: Any, **kwargs: Any) -> Any:
+        raise refuse(
+            "the script starts its own ranks (torch.multiprocessing.spawn); run the worker function as the "
+            "script's main instead, with rank and world size from the environment, as under torchrun"
+        )
+
+    tmp.spawn = tmp.start_processes = own_ranks  # type: ignore[assignment]
 
 
 def _patch_module() -> None:

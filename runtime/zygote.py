@@ -666,6 +666,8 @@ class Zygote:
                 pass
         import torch
 
+        torch.default_generator.seed()  # a fresh interpreter seeds torch's CPU generator from the OS too (CUDA's not)
+
         # torchrun sets OMP_NUM_THREADS=1 for several ranks per node; the zygote never started the pool.
         threads = os.environ.get("OMP_NUM_THREADS", "")
         if threads.isdigit() and int(threads) > 0:

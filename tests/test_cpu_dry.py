@@ -227,8 +227,19 @@ _HEAD = "import importlib.util\nimport torch\nimport torch.distributed as dist\n
         ("torch.cuda.memory._record_memory_history()\n", 2, "torch.cuda.memory.record_memory_history"),
         ("print(importlib.util.find_spec('flash_attn'))\n", 0, "PASS"),  # a probe is answered as usual
         ("assert torch.cuda.max_memory_allocated() == 0 and torch.cuda.device_count() == 2\n", 0, "PASS"),
+        (
+            "torch.nn.SyncBatchNorm.convert_sync_batchnorm(torch.nn.Sequential(torch.nn.BatchNorm1d(4)))\n",
+            2,
+            "cannot dry-run on CPU: torch.nn.SyncBatchNorm (CUDA only in torch; BatchNorm would not sync statistics), at train.py:6",
+        ),
+        (
+            "import torch.multiprocessing as mp\nmp.spawn(print, nprocs=2)\n",
+            2,
+            "cannot dry-run on CPU: the script starts its own ranks (torch.multiprocessing.spawn); run the worker function",
+        ),
+        ("torch.cuda.current_stream().synchronize(); torch.cpu.current_stream().synchronize()\n", 0, "PASS"),  # FSDP1 offload
     ],
-    ids=["fp8", "memory-history", "probe", "memory-query"],
+    ids=["fp8", "memory-history", "probe", "memory-query", "sync-batchnorm", "mp-spawn", "cpu-stream-synchronize"],
 )
 def test_what_cannot_be_mapped_exits_2(tmp_path, capsys, body, code, text):
     script = tmp_path / "train.py"

@@ -784,3 +784,19 @@ def test_a_latin_1_script_prints_what_it_says():
         timeout=60.0,
     )
     assert v.status == "passed" and "b'caf\\xe9'" in v.ranks[0].output_tail, (v.reason, v.ranks[0].output_tail)
+
+
+@pytest.mark.parametrize("launcher", ["warm", "torchrun"])
+def test_ranks_draw_different_random_numbers_as_fresh_processes_do(launcher):
+    """Each fresh interpreter seeds torch's CPU generator (and Python's, numpy's) from the OS; forked ranks must not
+    share the warm zygote's state, or data-dependent bugs (different shapes per rank) never show."""
+    code = (
+        "import random, torch, torch.distributed as dist\n"
+        "dist.init_process_group('gloo')\n"
+        "print('draw', dist.get_rank(), torch.initial_seed(), torch.randint(0, 10**9, (1,)).item(), random.random())\n"
+        "dist.destroy_process_group()\n"
+    )
+    v = runtime.verify_code(code, filename="draw.py", use_cache=False, timeout=60.0, launcher=launcher)
+    assert v.status == "passed", v.reason
+    draws = [next(line.split()[2:] for line in r.output_tail.splitlines() if line.startswith("draw")) for r in v.ranks]
+    assert len({d[0] for d in draws}) == 2 and len({d[1] for d in draws}) == 2 and len({d[2] for d in draws}) == 2, draws
