@@ -179,13 +179,7 @@ def _probe(path: str, source: str) -> dict:
         raise InvalidArgument(f"{source} {path}: {what}")
     nonce = framing.new_nonce()
     try:
-        proc = subprocess.run(
-            [path, PROBE_SCRIPT, framing.FLAG, nonce],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=_probe_limit[0],
-            check=False,
-        )
+        proc = _run_bounded([path, PROBE_SCRIPT, framing.FLAG, nonce])
     except subprocess.TimeoutExpired:
         raise InvalidArgument(
             f"{source} {path}: no answer within {_probe_limit[0]:g} s to a probe script; is it a Python interpreter?"
@@ -206,6 +200,34 @@ def _probe(path: str, source: str) -> dict:
         )
     last = framing.last_words(framed, proc.stderr.decode("utf-8", "replace"), proc.returncode)
     raise InvalidArgument(f"{source} {path}: not a Python interpreter (running a Python script gave: {last})")
+
+
+def _run_bounded(argv: list[str]):  # -> subprocess.CompletedProcess[bytes]
+    """Run ``argv`` (an interpreter probe) in a session of its own for at most the probe limit (seconds); on the
+    timeout its whole process group is killed and reaped (a wrapper script's own children too, not only the
+    interpreter), then TimeoutExpired is raised."""
+    import signal
+    import subprocess
+
+    with subprocess.Popen(
+        argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    ) as proc:
+        try:
+            out, err = proc.communicate(timeout=_probe_limit[0])
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            proc.communicate()
+            raise
+        except BaseException:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            raise
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
 # the probe's keys and the JSON types of their values (runtime/probe.py's static_facts)
@@ -239,13 +261,7 @@ def _old_python_version(path: str) -> str | None:
     import subprocess
 
     try:
-        proc = subprocess.run(
-            [path, "-c", "import sys; sys.stdout.write('%d.%d' % sys.version_info[:2])"],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=_probe_limit[0],
-            check=False,
-        )
+        proc = _run_bounded([path, "-c", "import sys; sys.stdout.write('%d.%d' % sys.version_info[:2])"])
         major, minor = (int(x) for x in proc.stdout.decode("ascii", "replace").strip().split("."))
     except (OSError, subprocess.TimeoutExpired, ValueError):
         return None

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -404,7 +405,8 @@ def test_a_hanging_python_is_given_up_after_the_commands_own_timeout(command, tm
     """A ``--python`` that never answers the probe fails after ``--timeout`` seconds (here 1), not after the
     probe's 60-second default; the limit is the command's, so a later command without one has the default."""
     hang = tmp_path / "hanging-python"
-    hang.write_text("#!/bin/sh\nexec sleep 300\n")
+    pid_file = tmp_path / "sleep.pid"  # the wrapper's own child: killed with it, not left to init
+    hang.write_text(f"#!/bin/sh\nsleep 300 &\necho $! > {pid_file}\nwait\n")
     hang.chmod(0o755)
     script = tmp_path / "train.py"
     script.write_text("print('hello')\n")
@@ -416,3 +418,14 @@ def test_a_hanging_python_is_given_up_after_the_commands_own_timeout(command, tm
     finally:
         target.limit_probes(None)
     assert target._probe_limit[0] == target.PROBE_TIMEOUT_S
+    sleeper = int(pid_file.read_text())
+    for _ in range(500):  # killed at once; reaped by init or a subreaper shortly after
+        try:
+            with open(f"/proc/{sleeper}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    break
+        except FileNotFoundError:
+            break
+        time.sleep(0.01)
+    else:
+        raise AssertionError(f"the probe's grandchild {sleeper} is still running")
