@@ -600,3 +600,16 @@ def test_a_factory_file_name_that_is_not_utf_8_is_one_line_saying_what_to_do(tmp
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1, err
     assert "m\\xe9ta.py:make: the file name is not UTF-8" in err and "rename the file" in err, err
+
+
+def test_the_built_in_planner_runs_no_module_of_the_callers_directory(tmp_path, monkeypatch, capsys):
+    """A ``random.py`` (or any stdlib name) in the caller's directory is not imported by the planner's child: only a
+    ``--model pkg.module:fn`` reference looks there, after torch and the stdlib are loaded."""
+    (tmp_path / "random.py").write_text("open('ran_marker', 'w').write('x')\nraise SystemExit(7)\n")
+    monkeypatch.chdir(tmp_path)
+    code = main(
+        ["plan", "--transformer", "layers=2,dim=64,heads=4,kv_heads=4,ffn=256,vocab=1000", "--world-size", "2", "--seq", "16"]
+    )
+    out = capsys.readouterr().out
+    assert code == 0 and "peak" in out, out
+    assert not (tmp_path / "ran_marker").exists()

@@ -100,7 +100,9 @@ def resolve_factory(ref: str) -> Callable[[], Any]:
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
         else:
-            module = importlib.import_module(target)
+            if os.getcwd() not in sys.path:  # `--model pkg.module:fn` resolves from the caller's directory, and only
+                sys.path.insert(0, os.getcwd())  # then: torch and the stdlib are imported already, a random.py there
+            module = importlib.import_module(target)  # cannot stand in for them (the built-in model reads no cwd)
     except PlanFailure:
         raise
     except BaseException as exc:  # the user's module failed to import: report it as one line
@@ -519,7 +521,6 @@ def main(argv: list[str]) -> int:
 if __name__ == "__main__":
     here = sys.path[0]
     sys.path[:] = [p for p in sys.path if p != here]  # `python child.py` put the plan folder first
-    sys.path.insert(0, os.getcwd())  # `--model pkg.module:fn` resolves from the caller's directory
     code = main(sys.argv[1:])
     try:
         sys.stdout.flush()
