@@ -11,6 +11,7 @@ import importlib.metadata
 import importlib.util
 import json
 import os
+import pickle
 import shutil
 import socket
 import subprocess
@@ -591,3 +592,37 @@ def test_serve_rejects_a_bad_read_timeout(capsys):
             main(["serve", "--read-timeout", bad])
         assert exc.value.code == 2
         assert "--read-timeout" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_serve_with_several_workers_starts_and_stops_cleanly(tmp_path):
+    """README's ``fsdp-skill serve --port 9000 --workers 2``: uvicorn hands each worker process the config, with the
+    read-deadline protocol class in it, by pickle (it failed: a class made at run time has no importable name)."""
+    port = _free_port()
+    env = {**os.environ, "FSDP_SKILL_HOME": str(tmp_path / "home")}
+    proc = subprocess.Popen(
+        [str(EXE), "serve", "--port", str(port), "--workers", "2", "--read-timeout", "7.5", "--log-level", "warning"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        _wait_until_up(proc, base)
+        ans = httpx.post(f"{base}/v1/ask", timeout=60, json={"question": "fully_shard bf16", "k": 1, "verify": False})
+        assert ans.status_code == 200 and ans.json()["sections"], ans.text
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and "Traceback" not in err, err
+
+
+def test_the_read_deadline_class_pickles_by_name_into_a_fresh_process():
+    from fsdp_skill.adapters.http.protocol import protocol_class
+
+    data = pickle.dumps(protocol_class(2.5))
+    code = "import pickle, sys; c = pickle.loads(sys.stdin.buffer.read()); print(c.__name__, c.read_timeout)"
+    out = subprocess.run([sys.executable, "-c", code], input=data, capture_output=True, check=True).stdout
+    assert out.decode().split() == ["ReadDeadlineH11Protocol_2500000us", "2.5"]
+    assert pickle.loads(data) is protocol_class(2.5)

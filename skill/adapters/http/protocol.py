@@ -27,7 +27,31 @@ def protocol_class(read_timeout: float) -> type[H11Protocol]:
     uvicorn's ``http=``.  Raises ValueError for a timeout that is not a positive finite number."""
     if not 0 < read_timeout < float("inf"):
         raise ValueError(f"read_timeout must be a positive, finite number of seconds, not {read_timeout!r}")
-    return type("ReadDeadlineH11Protocol", (ReadDeadlineH11Protocol,), {"read_timeout": float(read_timeout)})
+    micros = max(1, round(read_timeout * 1e6))
+    return _bound(f"{_PREFIX}{micros}us", micros / 1e6)
+
+
+_PREFIX = "ReadDeadlineH11Protocol_"
+
+
+def _bound(name: str, read_timeout: float) -> type[H11Protocol]:
+    """The subclass named ``name`` (kept in this module, so that pickle finds it by name: ``serve --workers N``
+    hands uvicorn's config, this class in it, to each worker process, where :func:`__getattr__` rebuilds it)."""
+    found = globals().get(name)
+    if found is None:
+        found = type(name, (ReadDeadlineH11Protocol,), {"read_timeout": read_timeout, "__module__": __name__})
+        found.__qualname__ = name
+        globals()[name] = found
+    return found  # type: ignore[no-any-return]
+
+
+def __getattr__(name: str) -> type[H11Protocol]:
+    """``ReadDeadlineH11Protocol_<N>us``: the subclass with a read deadline of N microseconds (a worker process
+    unpickling the class the serving process bound; see :func:`_bound`)."""
+    digits = name[len(_PREFIX) : -2] if name.startswith(_PREFIX) and name.endswith("us") else ""
+    if not digits.isdigit() or int(digits) < 1:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return _bound(name, int(digits) / 1e6)
 
 
 class ReadDeadlineH11Protocol(H11Protocol):
