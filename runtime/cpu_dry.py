@@ -588,7 +588,7 @@ def _patch_unmappable() -> None:
     def sync_bn(self: Any, *args: Any, **kwargs: Any) -> None:  # also what convert_sync_batchnorm builds
         raise refuse("torch.nn.SyncBatchNorm (CUDA only in torch; BatchNorm would not sync statistics)")
 
-    torch.nn.SyncBatchNorm.__init__ = sync_bn  # type: ignore[method-assign]
+    torch.nn.SyncBatchNorm.__init__ = sync_bn
 
     def own_ranks(*args: Any, **kwargs: Any) -> Any:
         raise refuse(
@@ -596,7 +596,7 @@ def _patch_unmappable() -> None:
             "script's main instead, with rank and world size from the environment, as under torchrun"
         )
 
-    tmp.spawn = tmp.start_processes = own_ranks  # type: ignore[assignment]
+    tmp.spawn = tmp.start_processes = own_ranks
 
 
 def _patch_module() -> None:

@@ -42,7 +42,7 @@ def _bound(name: str, read_timeout: float) -> type[H11Protocol]:
         found = type(name, (ReadDeadlineH11Protocol,), {"read_timeout": read_timeout, "__module__": __name__})
         found.__qualname__ = name
         globals()[name] = found
-    return found  # type: ignore[no-any-return]
+    return found
 
 
 def __getattr__(name: str) -> type[H11Protocol]:
