@@ -602,6 +602,7 @@ def test_a_factory_file_name_that_is_not_utf_8_is_one_line_saying_what_to_do(tmp
     assert "m\\xe9ta.py:make: the file name is not UTF-8" in err and "rename the file" in err, err
 
 
+@pytest.mark.torch
 def test_the_built_in_planner_runs_no_module_of_the_callers_directory(tmp_path, monkeypatch, capsys):
     """A ``random.py`` (or any stdlib name) in the caller's directory is not imported by the planner's child: only a
     ``--model pkg.module:fn`` reference looks there, after torch and the stdlib are loaded."""
