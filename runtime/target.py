@@ -214,18 +214,13 @@ def _run_bounded(argv: list[str]):  # -> subprocess.CompletedProcess[bytes]
     ) as proc:
         try:
             out, err = proc.communicate(timeout=_probe_limit[0])
-        except subprocess.TimeoutExpired:
+        except BaseException as exc:  # the timeout, or an interrupt: the whole group goes
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
             except OSError:
                 pass
-            proc.communicate()
-            raise
-        except BaseException:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except OSError:
-                pass
+            if isinstance(exc, subprocess.TimeoutExpired):
+                proc.communicate()
             raise
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 

@@ -418,13 +418,13 @@ def _same_model(facts: FileFacts, node: ast.expr, ddps: list[ast.Call]) -> ast.C
 _MOVES = {"to", "cuda", "half", "bfloat16", "float", "train"}
 
 
-def _built_from(facts: FileFacts, node: ast.AST | None, part: Chain, depth: int = 0) -> bool:
+def _built_from(facts: FileFacts, node: ast.AST | None, part: Chain) -> bool:
     """Is the module ``node`` (through names and ``.to(device)``) built by a call given the module ``part``
     (``model = Model(encoder, config).to(device)``: ``encoder`` is a submodule of what DDP wraps)?"""
-    value = facts.resolve(node)
+    value, depth = facts.resolve(node), 0
     while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _MOVES and depth < 6:
         value, depth = facts.resolve(value.func.value), depth + 1
-    if not isinstance(value, ast.Call) or depth > 6:
+    if not isinstance(value, ast.Call):
         return False
     for arg in [*value.args, *(k.value for k in value.keywords if k.arg is not None)]:
         theirs = facts.chain(arg) if isinstance(arg, (ast.Name, ast.Attribute)) else None

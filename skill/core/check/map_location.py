@@ -268,28 +268,32 @@ def _unmapped_lightning_loads(facts: FileFacts) -> list[ast.Call]:
     for call in facts.calls():
         if last_name(call) != _LIGHTNING_LOAD or not isinstance(call.func, ast.Attribute):
             continue
-        if kwarg(call, "map_location", 1) is not None or any(k.arg is None for k in call.keywords):
-            continue
-        if any(isinstance(a, ast.Starred) for a in call.args) or _per_rank_path(facts, kwarg(call, "checkpoint_path", 0)):
+        if _mapped_or_unknown(facts, call, "checkpoint_path"):
             continue
         if _loads_on_every_rank(facts, call):
             out.append(call)
     return out
 
 
+def _mapped_or_unknown(facts: FileFacts, call: ast.Call, path: str) -> bool:
+    """Does the load ``call`` give ``map_location`` (second positional or keyword), or hide its arguments
+    (``*args`` / ``**kwargs``), or read a per-rank path (its ``path`` argument, first positional)?"""
+    if kwarg(call, "map_location", 1) is not None or any(k.arg is None for k in call.keywords):
+        return True
+    return any(isinstance(a, ast.Starred) for a in call.args) or _per_rank_path(facts, kwarg(call, path, 0))
+
+
 def unmapped_loads(facts: FileFacts) -> list[ast.Call]:
-    """The ``torch.load`` calls FSD043 reports (see the module docstring), in ``ast.walk`` order, then Lightning's
-    ``load_from_checkpoint`` calls of that kind."""
-    accelerate = any((facts.qual(c) or "").rsplit(".", 1)[-1] == "Accelerator" for c in facts.calls())
-    if not (distributed_here(facts) or accelerate) or not _cuda_here(facts):
-        return _unmapped_lightning_loads(facts)  # an Accelerate script: one process per GPU too
+    """The calls FSD043 reports (see the module docstring): Lightning's ``load_from_checkpoint`` calls of that kind,
+    then the ``torch.load`` calls, each in ``ast.walk`` order."""
     out = _unmapped_lightning_loads(facts)
+    accelerate = any((facts.qual(c) or "").rsplit(".", 1)[-1] == "Accelerator" for c in facts.calls())
+    if not (distributed_here(facts) or accelerate) or not _cuda_here(facts):  # Accelerate: one process per GPU too
+        return out
     for call in facts.calls():
         if facts.qual(call) != TORCH_LOAD:
             continue
-        if kwarg(call, "map_location", 1) is not None or any(k.arg is None for k in call.keywords):
-            continue
-        if any(isinstance(a, ast.Starred) for a in call.args) or _per_rank_path(facts, kwarg(call, "f", 0)):
+        if _mapped_or_unknown(facts, call, "f"):
             continue
         if _mapped_in_other_branch(facts, call) or _scheduler_state(facts, call) or _arguments_object(facts, call):
             continue
