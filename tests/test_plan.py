@@ -528,7 +528,8 @@ def test_an_abstained_fit_question_prints_the_plan_command_its_reason_points_at(
 def test_a_meta_device_or_parameterless_model_is_told_what_to_do(tmp_path, capsys, monkeypatch):
     (tmp_path / "odd.py").write_text(
         "import torch\n\n\ndef meta():\n    with torch.device('meta'):\n        return torch.nn.Linear(8, 8)\n\n\n"
-        "def empty():\n    return torch.nn.Sequential(torch.nn.ReLU())\n"
+        "def empty():\n    return torch.nn.Sequential(torch.nn.ReLU())\n\n\n"
+        "def moved():\n    return torch.nn.Linear(8, 8).to('meta')\n"
     )
     monkeypatch.chdir(tmp_path)
     assert main(["plan", "--model", "odd.py:meta", "--world-size", "2"]) == 2
@@ -537,6 +538,10 @@ def test_a_meta_device_or_parameterless_model_is_told_what_to_do(tmp_path, capsy
     assert main(["plan", "--model", "odd.py:empty", "--world-size", "2"]) == 2
     err = capsys.readouterr().err
     assert "returned a Sequential with no parameters" in err and "--transformer SPEC" in err and "--model a factory" in err
+    # a module moved after it was built (.to('meta'), .cuda()) fails inside the factory under FakeTensorMode
+    assert main(["plan", "--model", "odd.py:moved", "--world-size", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "odd.py:moved() failed" in err and "moves a built module to a device" in err and "default device" in err
 
 
 NOISY_FACTORY = """

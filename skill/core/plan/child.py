@@ -237,7 +237,15 @@ def _call_factory(ref: str) -> Any:
     except PlanFailure:
         raise
     except BaseException as exc:
-        raise PlanFailure("model", f"{ref}() failed: {_line(exc)}") from exc
+        hint = ""
+        if isinstance(exc, RuntimeError) and "Couldn't swap" in str(exc):
+            # nn.Module._apply swaps each parameter for the moved one; a fake tensor cannot be swapped that way
+            hint = (
+                ": the factory moves a built module to a device (.to('meta'), .to('cuda'), .cuda(), ...), which "
+                "fails under the FakeTensorMode factories are called in; return the model where it was built "
+                "(the default device) and leave the placement to the planner: nothing is allocated either way"
+            )
+        raise PlanFailure("model", f"{ref}() failed: {_line(exc)}{hint}") from exc
 
 
 def build_model(spec: dict[str, Any]) -> Any:
