@@ -7,6 +7,7 @@ import json
 import os
 
 import pytest
+from pydantic import ValidationError
 
 from fsdp_skill.core.knowledge.cards import load_knowledge
 from fsdp_skill.core.plan.advice import suggestions
@@ -153,6 +154,12 @@ def test_mesh_and_sweep():
         (16, "none"),
         (16, "per-block"),
     ]
+    # torchtitan's spellings of its activation-checkpointing options read as the planner's
+    rows = settings_for({"mesh": [8]}, ["ac=full,op,2,selective-4,none"])
+    assert [s.activation_checkpointing for s in rows] == ["per-block", "selective-op", "selective-2", "selective-4", "none"]
+    assert Setting(mesh=[8], activation_checkpointing="op").activation_checkpointing == "selective-op"
+    with pytest.raises(ValidationError, match="selective-N"):
+        Setting(mesh=[8], activation_checkpointing="selective-0")
     with pytest.raises(InvalidArgument, match="at most 16"):
         settings_for({"mesh": [8]}, ["world-size=" + ",".join(map(str, range(1, 18)))])
     with pytest.raises(InvalidArgument, match=r"reshard_after_forward\(3\) must be a positive divisor of the shard size\(8\)"):
@@ -227,6 +234,29 @@ def test_plan_small_transformer_json(capsys):
     assert b["peak_by_category"]["activation"] < a["peak_by_category"]["activation"]
     assert report["command"].startswith("fsdp-skill plan --transformer")
     assert any("estimate" in e["name"] for e in report["estimates"])
+
+
+@pytest.mark.torch
+def test_selective_checkpointing_keeps_part_of_the_activations():
+    """selective-N checkpoints every N-th block, selective-op every block but keeps its matmul and attention outputs:
+    the peak falls in that order between no checkpointing and every block checkpointed, and selective-1 is
+    per-block. (What selective-op keeps is held in the checkpoint's own cache, outside autograd's saved tensors:
+    FSDPMemTracker counts it as temporaries, so its "activation" category alone is below per-block's.)"""
+    from fsdp_skill.core.plan.report import plan_memory
+    from fsdp_skill.core.plan.spec import TransformerSpec
+
+    acs = ["none", "selective-2", "selective-op", "per-block", "selective-1"]
+    rows = plan_memory(
+        [Setting(mesh=[4], batch=2, seq=256, activation_checkpointing=ac) for ac in acs],
+        transformer=TransformerSpec(layers=4, dim=256, heads=4, kv_heads=2, ffn=768, vocab=1000),
+    ).rows
+    acts = {ac: r.peak_by_category["activation"] for ac, r in zip(acs, rows, strict=True)}
+    peaks = {ac: r.peak_bytes for ac, r in zip(acs, rows, strict=True)}
+    assert peaks["none"] > peaks["selective-2"] > peaks["selective-op"] > peaks["per-block"], peaks
+    assert acts["none"] > acts["selective-2"] > acts["per-block"], acts
+    assert peaks["selective-1"] == peaks["per-block"] and acts["selective-1"] == acts["per-block"]
+    # the shards do not depend on what is recomputed
+    assert len({(r.sharded_param_bytes, r.sharded_grad_bytes, r.optimizer_state_bytes) for r in rows}) == 1
 
 
 MODEL_FILE = """

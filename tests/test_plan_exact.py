@@ -24,6 +24,8 @@ SETTINGS = {
     "ws2": {"mesh": [2], **MP},
     "ws4": {"mesh": [4], **MP},
     "ws2-ac": {"mesh": [2], "activation_checkpointing": "per-block", **MP},
+    "ws2-sac-2": {"mesh": [2], "activation_checkpointing": "selective-2", **MP},  # the 2nd block of 2
+    "ws2-sac-op": {"mesh": [2], "activation_checkpointing": "selective-op", **MP},  # every block, matmuls kept
     "hsdp-2x2": {"mesh": [2, 2], **MP},
     "ws4-reshard2-sgd": {"mesh": [4], "reshard_after_forward": 2, "optimizer": "sgd", "param_dtype": "bf16"},
     "ws2-cpu-offload": {"mesh": [2], "cpu_offload": True, **MP},  # one device type: the offload code path, same bytes

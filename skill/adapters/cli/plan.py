@@ -2,7 +2,7 @@
 
     fsdp-skill plan (--transformer layers=..,dim=..,heads=..,kv_heads=..,ffn=..,vocab=.. | --model FILE.py:FN | --model pkg.mod:FN)
         [--world-size N | --mesh RxS] [--batch B] [--seq S] [--input FILE.py:FN] [--param-dtype bf16] [--reduce-dtype fp32]
-        [--optimizer adamw|adam|sgd] [--activation-checkpointing none|per-block] [--reshard-after-forward true|false|N]
+        [--optimizer adamw|adam|sgd] [--activation-checkpointing none|per-block|selective-op|selective-N] [--reshard-after-forward true|false|N]
         [--cpu-offload] [--gpu-memory 80GiB] [--sweep KEY=V1,V2 ...] [--timeout S] [--json] [--python PATH]
 
 Exit 0 with a plan (with --gpu-memory: 1 when some row does not fit), 2 for a bad spec or a model that
@@ -138,7 +138,7 @@ def add_plan_parser(sub: Any) -> None:
     r.add_argument("--param-dtype", help=FROM_MODEL)
     r.add_argument("--reduce-dtype", help=FROM_MODEL)
     r.add_argument("--optimizer", help=FROM_MODEL)
-    r.add_argument("--activation-checkpointing", help=FROM_MODEL)
+    r.add_argument("--activation-checkpointing", metavar="none|per-block|selective-op|selective-N", help=FROM_MODEL)
     r.add_argument("--reshard-after-forward", metavar="true|false|N", help=FROM_MODEL)
     r.add_argument("--cpu-offload", action="store_true", default=None, help=FROM_MODEL)
     o = p.add_argument_group("output")
