@@ -3,7 +3,8 @@
     fsdp-skill plan (--transformer layers=..,dim=..,heads=..,kv_heads=..,ffn=..,vocab=.. | --model FILE.py:FN | --model pkg.mod:FN)
         [--world-size N | --mesh RxS] [--batch B] [--seq S] [--input FILE.py:FN] [--param-dtype bf16] [--reduce-dtype fp32]
         [--optimizer adamw|adam|sgd] [--activation-checkpointing none|per-block|selective-op|selective-N] [--reshard-after-forward true|false|N]
-        [--cpu-offload] [--gpu-memory 80GiB] [--sweep KEY=V1,V2 ...] [--timeout S] [--json] [--python PATH]
+        [--cpu-offload] [--gpu-memory 80GiB] [--sweep KEY=V1,V2 ...] [--timeout S] [--max-batch | --max-seq]
+        [--json] [--python PATH]
 
 Exit 0 with a plan (with --gpu-memory: 1 when some row does not fit), 2 for a bad spec or a model that
 cannot be planned (one line on stderr), 1 when the planner could not run (no torch, crash, timeout).
@@ -36,7 +37,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
         print(f"planning {n} setting(s) in a child process (fake process group, fake tensors)…", file=sys.stderr)
 
     command = shlex.join(["fsdp-skill", *args.argv]) if getattr(args, "argv", None) else ""
-    report = plan_request(request_from_args(args), command=command, on_start=starting)
+    request = request_from_args(args)
+    key = "batch" if args.max_batch else "seq" if args.max_seq else None
+    if key is None:
+        report = plan_request(request, command=command, on_start=starting)
+    else:
+        report = _search(request, key, command, starting)
     if args.json:
         sys.stdout.write(report.model_dump_json() + "\n")
     else:
@@ -44,6 +50,44 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
         print_plan(report)
     return EXIT_FAIL if any(r.fit and r.fit.status == "does not fit" for r in report.rows) else EXIT_OK
+
+
+def _search(request: LocalPlanRequest, key: str, command: str, starting: Any) -> Any:
+    """``--max-batch`` / ``--max-seq``: the largest value that fits ``--gpu-memory`` (:mod:`fsdp_skill.core.plan.search`),
+    each probe a plan, all within ``--timeout``; the report is the plan at that value with the search's answer.
+    Raises InvalidArgument where the search does not apply (no --gpu-memory, a sweep, an input factory)."""
+    import time
+
+    from fsdp_skill.core.plan.report import plan_memory, prepare_plan
+    from fsdp_skill.core.plan.search import largest_fitting
+    from fsdp_skill.errors import HarnessError
+
+    flag = f"--max-{key}"
+    plan = prepare_plan(request, command=command)
+    if plan.gpu_memory is None:
+        raise InvalidArgument(f"{flag} needs --gpu-memory SIZE: the memory to fit")
+    if len(plan.settings) != 1:
+        raise InvalidArgument(f"{flag} searches one setting; drop --sweep (or run one search per setting)")
+    if plan.input_factory:
+        raise InvalidArgument(f"{flag} needs the planner's own input (batch x seq tokens); with --input the factory fixes it")
+    deadline = time.monotonic() + plan.timeout
+
+    def run(settings: list[Any]) -> Any:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise HarnessError(f"the {flag} search ran past --timeout {plan.timeout:g} s")
+        starting(len(settings))
+        return plan_memory(
+            settings,
+            transformer=plan.transformer,
+            factory=plan.factory,
+            gpu_memory=plan.gpu_memory,
+            timeout=left,
+            command=plan.command,
+        )
+
+    answer, report = largest_fitting(plan.settings[0], key, plan.gpu_memory, run)  # type: ignore[arg-type]
+    return report.model_copy(update={"largest": answer})
 
 
 def request_from_args(args: argparse.Namespace) -> LocalPlanRequest:
@@ -153,6 +197,14 @@ def add_plan_parser(sub: Any) -> None:
         "reduce-dtype, optimizer, batch, seq, cpu-offload",
     )
     o.add_argument("--timeout", type=float, metavar="S", help=FROM_MODEL)
+    search = o.add_mutually_exclusive_group()
+    search.add_argument(
+        "--max-batch",
+        action="store_true",
+        help="find the largest --batch whose plan fits --gpu-memory (each probe a plan, a few planner runs); "
+        "prints the plan at that value",
+    )
+    search.add_argument("--max-seq", action="store_true", help="the same for --seq (at the given --batch)")
     o.add_argument("--json", action="store_true", help="print the PlanReport as JSON (bytes)")
     o.add_argument("--python", metavar="PATH", help=PYTHON_HELP)
     p.set_defaults(func=cmd_plan)

@@ -96,3 +96,22 @@ def print_plan(report: PlanReport, console: Console | None = None) -> None:
     console.print("[bold]to lower the peak[/bold]:")
     for s in report.suggestions:
         console.print(f"  - {s.text}  [dim](fsdp-skill show {s.section})[/dim]", highlight=False)
+    if report.largest is not None:
+        console.print(largest_line(report), highlight=False)
+
+
+def largest_line(report: PlanReport) -> str:
+    """The answer of ``--max-batch`` / ``--max-seq`` in one line (printed after the plan at its value)."""
+    lf = report.largest
+    assert lf is not None
+    flag = "--batch" if lf.key == "batch" else "--seq"
+    gpu = format_bytes(lf.gpu_memory_bytes)
+    tried = ", ".join(f"{p.value}: {p.status}" for p in lf.probes)
+    if lf.value is None:
+        return f"largest {flag} that fits {gpu}: none, not even {lf.probes[0].value} (planned {tried}; the plan above is at {lf.probes[0].value})"
+    status = {p.value: p.status for p in lf.probes}
+    above = f"{lf.next_value}: {status[lf.next_value]}" if lf.next_value is not None else f"the limit, {lf.limit:,}, fits"
+    return (
+        f"largest {flag} that fits {gpu} (the peak with every estimate at its high end): {lf.value}; {above} "
+        f"(planned {tried}, in {lf.child_runs} planner run(s); the plan above is at {lf.value})"
+    )
