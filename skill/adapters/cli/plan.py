@@ -3,7 +3,7 @@
     fsdp-skill plan (--transformer layers=..,dim=..,heads=..,kv_heads=..,ffn=..,vocab=.. | --model FILE.py:FN | --model pkg.mod:FN)
         [--world-size N | --mesh RxS] [--batch B] [--seq S] [--input FILE.py:FN] [--param-dtype bf16] [--reduce-dtype fp32]
         [--optimizer adamw|adam|sgd] [--activation-checkpointing none|per-block|selective-op|selective-N] [--reshard-after-forward true|false|N]
-        [--cpu-offload] [--gpu-memory 80GiB] [--sweep KEY=V1,V2 ...] [--timeout S] [--max-batch | --max-seq]
+        [--cpu-offload] [--gpu-memory 80GiB] [--sweep KEY=V1,V2 ...] [--timeout S] [--max-batch | --max-seq] [--gpu NAME]
         [--json] [--python PATH]
 
 Exit 0 with a plan (with --gpu-memory: 1 when some row does not fit), 2 for a bad spec or a model that
@@ -39,10 +39,19 @@ def cmd_plan(args: argparse.Namespace) -> int:
     command = shlex.join(["fsdp-skill", *args.argv]) if getattr(args, "argv", None) else ""
     request = request_from_args(args)
     key = "batch" if args.max_batch else "seq" if args.max_seq else None
+    gpu = None
+    if args.gpu is not None:
+        from fsdp_skill.core.plan.steptime import gpu_named
+
+        gpu = gpu_named(args.gpu)
+        if request.transformer is None:
+            raise InvalidArgument("--gpu estimates the step time of the built-in --transformer only (its FLOPs are known)")
     if key is None:
         report = plan_request(request, command=command, on_start=starting)
     else:
         report = _search(request, key, command, starting)
+    if gpu is not None:
+        report = with_step_times(report, gpu)
     if args.json:
         sys.stdout.write(report.model_dump_json() + "\n")
     else:
@@ -50,6 +59,14 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
         print_plan(report)
     return EXIT_FAIL if any(r.fit and r.fit.status == "does not fit" for r in report.rows) else EXIT_OK
+
+
+def with_step_times(report: Any, gpu: Any) -> Any:
+    """``report`` with a step-time estimate on each row (:func:`fsdp_skill.core.plan.steptime.step_time`)."""
+    from fsdp_skill.core.plan.steptime import step_time
+
+    rows = [r.model_copy(update={"step_time": step_time(report.transformer, r.setting, gpu, report.params)}) for r in report.rows]
+    return report.model_copy(update={"rows": rows})
 
 
 def _search(request: LocalPlanRequest, key: str, command: str, starting: Any) -> Any:
@@ -197,6 +214,12 @@ def add_plan_parser(sub: Any) -> None:
         "reduce-dtype, optimizer, batch, seq, cpu-offload",
     )
     o.add_argument("--timeout", type=float, metavar="S", help=FROM_MODEL)
+    o.add_argument(
+        "--gpu",
+        metavar="NAME",
+        help="add a step-time ESTIMATE per row (built-in transformer): FLOPs over the GPU's data-sheet peak at an "
+        "assumed 30-50%% utilisation, collectives over its link bandwidth: a100, h100, h100-pcie, h200",
+    )
     search = o.add_mutually_exclusive_group()
     search.add_argument(
         "--max-batch",

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from fsdp_skill.core.plan.spec import Setting, TransformerSpec
+from fsdp_skill.core.plan.steptime import StepTime
 
 CATEGORY_ORDER = (
     "sharded_param",
@@ -59,6 +60,9 @@ class PlanRow(BaseModel):
     blocks: int = Field(description="Modules given their own fully_shard (the largest nn.ModuleList's children)")
     seconds: float = Field(description="Time to plan this row, seconds")
     fit: Fit | None = Field(None, description="Fit verdict (with gpu_memory)")
+    step_time: StepTime | None = Field(
+        None, description="With --gpu: a step-time estimate from stated peak FLOPs and bandwidth (not measured)"
+    )
 
 
 class Estimate(BaseModel):
