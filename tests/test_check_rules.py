@@ -422,3 +422,18 @@ def test_fsd043_lightning_load_from_checkpoint_needs_a_per_gpu_strategy():
     # a guard that keeps the load to one process
     one = bad.replace("    if args.resume:\n", "    if args.resume and trainer_rank() == 0:\n")
     assert _lines(one.replace("trainer_rank()", "int(os.environ['RANK'])"), "FSD043") == []
+
+
+def test_rank_parity_is_a_side_of_its_own():
+    """``rank % 2 == 0`` selects the even ranks, not rank 0: it pairs with ``rank % 2 == 1`` (or ``!= 0``), never
+    with ``rank != 0``; a half of the ranks alone at a barrier is still reported, in a context manager too."""
+    head = "import torch.distributed as dist\n\n\ndef f(rank):\n"
+    paired = head + "    if rank % 2 == 0:\n        dist.barrier()\n    if rank % 2 != 0:\n        dist.barrier()\n"
+    assert [f.code for f in check_source(paired, "t.py") if f.code == "FSD003"] == []
+    misread = head + "    if rank % 2 == 0:\n        dist.barrier()\n    if rank != 0:\n        dist.barrier()\n"
+    assert [f.line for f in check_source(misread, "t.py") if f.code == "FSD003"] == [6, 8]
+    lone = (
+        "import torch.distributed as dist\n\n\nclass C:\n    def __enter__(self):\n        if self.rank % 2 == 0:\n"
+        "            dist.barrier()\n\n    def __exit__(self, *a):\n        dist.barrier()\n"
+    )
+    assert [f.line for f in check_source(lone, "t.py") if f.code == "FSD003"] == [7]
