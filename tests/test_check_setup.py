@@ -204,6 +204,21 @@ def test_offloaded_module_moved_to_the_gpu(device, offload, want):
     assert _codes(OFFLOAD.format(device=device, offload=offload)) == want
 
 
+@pytest.mark.parametrize(
+    ("bound", "want"),
+    [
+        ("model = torch.nn.Linear(2, 2).to(device)", [(6, "FSD076")]),
+        ("model = build(cfg).cuda()", [(6, "FSD076")]),
+        ('model = torch.nn.Linear(2, 2).to("cpu")', []),
+        ("model = torch.nn.Linear(2, 2).to(torch.bfloat16)", []),
+    ],
+)
+def test_the_wrapped_name_bound_from_a_move_to_the_gpu(bound, want):
+    src = OFFLOAD.format(device='torch.device("cuda", 1)', offload="True")
+    src = src.replace("model = torch.nn.Linear(2, 2)\nmodel = model.to(device)\n", bound + "\n")
+    assert _codes(src) == want
+
+
 def test_a_move_in_the_other_branch_of_an_if_is_not_before_the_wrap():
     src = OFFLOAD.format(device='"cuda"', offload="True").replace(
         "model = model.to(device)\nmodel = FSDP(", "if gpu_only:\n    model = model.to(device)\nelse:\n    model = FSDP("

@@ -21,7 +21,8 @@
   (``set_model_state_dict``, ``load_state_dict``, ``dcp.load``), and for ``sync_module_states=`` not written
   ``False`` or ``**kwargs``. A load into a module already wrapped is FSD071's.
 - **FSD076**: FSDP1 ``cpu_offload=CPUOffload(offload_params=True)`` of a module the same function moved to the GPU
-  before the wrap (``model.cuda()``, ``model.to(device)`` with a CUDA device, ``FSDP(model.cuda(), ...)``). torch's
+  before the wrap (``model.cuda()``, ``model.to(device)`` with a CUDA device, ``FSDP(model.cuda(), ...)``, the name
+  wrapped bound so: ``model = Net().to(device)``). torch's
   FSDP1 flattens and shards each unit on the device it finds it on and only then moves the shard to the CPU
   (``_init_param_handle_from_params``: ``handle.flat_param_to(cpu)``): training still offloads, but the whole
   unsharded model must first fit in each rank's GPU memory, the peak offload was meant to avoid.
@@ -490,6 +491,12 @@ def _moved_before(facts: FileFacts, wrap: ast.Call, module: ast.expr) -> ast.Cal
     if _to_gpu(facts, module):
         assert isinstance(module, ast.Call)
         return module
+    if isinstance(module, ast.Name):
+        # ``model = Net().to(device)`` / ``model = build().cuda()``: the binding the wrap reads moved it
+        _, b = facts.binding(module)
+        if b is not None and b.kind == "assign" and isinstance(b.value, ast.Call) and _to_gpu(facts, b.value):
+            if not facts.exclusive(b.value, wrap):
+                return b.value
     chain = facts.chain(module)
     if chain is None:
         return None
