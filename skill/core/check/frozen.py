@@ -14,6 +14,10 @@ their class) when that scope
 - hands it to a function of the file that does one of these to its parameter (``freeze_backbone(model)``), or
   binds it from a function of the file that returns such a module (``model = build_lora_model(cfg)``).
 
+A parameter of a function (``def wrap(model): return FSDP(model, ...)``) is partly frozen when a call of that
+function in the file passes it such a module: a name partly frozen where the call is, or a call that returns one
+(``wrap(load_lora_model(path))``).
+
 Freezing the whole module (a reference or teacher model: ``ref.requires_grad_(False)``) is uniform and is not
 partial."""
 
@@ -105,6 +109,43 @@ def _returns_partial(facts: FileFacts, value: ast.AST) -> bool:
     return (
         target is not None and target.fn is not None and target.fn is not facts.scope_of(value) and _helper(facts, target.fn)[1]
     )
+
+
+def given_partly_frozen(facts: FileFacts, scope: ast.AST, name: str) -> tuple[bool, bool]:
+    """For ``name``, a parameter of the function ``scope`` that the function does not rebind: (does a call of that
+    function in the file pass it a partly frozen module, is that module a PEFT model)."""
+    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False, False
+    params = [a.arg for a in scope.args.posonlyargs + scope.args.args]
+    if name not in params or any(b.kind != "param" for b in facts.bindings.get((id(scope), name), [])):
+        return False, False
+    index = params.index(name)
+    partial = peft = False
+    for site in _sites(facts, scope):
+        target = callgraph.callee(facts, site)
+        if target is None or target.fn is not scope:
+            continue
+        for i, arg in callgraph.bound_args(site, target):
+            if i != index:
+                continue
+            where = facts.scope_of(site)
+            got = dotted(arg)
+            if got is not None and got in partly_frozen(facts, where):
+                partial, peft = True, peft or got in peft_models(facts, where)
+            elif got is None and _returns_partial(facts, arg):
+                partial, peft = True, peft or _returns_peft(facts, arg)
+    return partial, peft
+
+
+def _sites(facts: FileFacts, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Call]:
+    """The calls in the file by ``fn``'s name (memoised by name: one pass over the calls per name asked)."""
+    memo: dict[str, list[ast.Call]] = facts.cache.setdefault(("frozen", "sites"), {})
+    if not memo:
+        for c in facts.calls():
+            if (n := last_name(c)) is not None:
+                memo.setdefault(n, []).append(c)
+        memo.setdefault("", [])
+    return memo.get(fn.name, [])
 
 
 def peft_models(facts: FileFacts, scope: ast.AST) -> set[str]:
