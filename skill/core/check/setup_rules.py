@@ -19,7 +19,10 @@
   wrapper broadcasts (DDP does): the other ranks shard and train their own weights. Silent when the other ranks load
   too (also in turn: ``for i in range(world): if i == rank:``), when a broadcast follows the load, when every rank loads into the wrapped module afterwards
   (``set_model_state_dict``, ``load_state_dict``, ``dcp.load``), and for ``sync_module_states=`` not written
-  ``False`` or ``**kwargs``. A load into a module already wrapped is FSD071's.
+  ``False`` or ``**kwargs``. Through functions of the file: a loader that returns what it loaded on some ranks
+  (``if rank == 0: return X.from_pretrained(...)``, or a name it ``load_state_dict``-ed on rank 0) and broadcasts
+  none of it, whose result is wrapped (``FSDP(load(name, rank))``, ``model = load(...)``) or handed to a wrapping
+  helper of the file (``def shard(model): return FSDP(model)`` called as ``shard(load(name, rank))``). A load into a module already wrapped is FSD071's.
 - **FSD076**: FSDP1 ``cpu_offload=CPUOffload(offload_params=True)`` of a module the same function moved to the GPU
   before the wrap (``model.cuda()``, ``model.to(device)`` with a CUDA device, ``FSDP(model.cuda(), ...)``, the name
   wrapped bound so: ``model = Net().to(device)``). torch's
@@ -387,6 +390,66 @@ def _loaded_on_some_ranks(facts: FileFacts, wrap: ast.Call, module: ast.expr) ->
             branch = _one_rank(facts, stmt) if stmt is not None else None
             if branch is not None:
                 return value, branch
+        _, b = facts.binding(module)
+        if b is not None and b.kind == "assign" and (got := _returned_rank_load(facts, b.value)) is not None:
+            return got  # model = load_on_rank0(name, rank)
+    return None
+
+
+def _returned_rank_load(facts: FileFacts, value: ast.AST | None) -> tuple[ast.AST, ast.If] | None:
+    """(the load, its rank condition) when ``value`` calls a function of the file that loads weights on some ranks
+    only before it returns (``if rank == 0: return X.from_pretrained(...)``, the others building on ``meta``), and
+    broadcasts none of them there."""
+    if not isinstance(value, ast.Call):
+        return None
+    target = callgraph.callee(facts, value)
+    fn = target.fn if target is not None else None
+    if fn is None or isinstance(fn, ast.Lambda) or fn is facts.scope_of(value):
+        return None
+    returns = [n.value for n in facts.scope_nodes(fn) if isinstance(n, ast.Return) and n.value is not None]
+    returned = {n.id for n in returns if isinstance(n, ast.Name)}
+    for call in facts.calls(fn):
+        if facts.scope_of(call) is not fn or not _is_load(call):
+            continue
+        stmt = facts.parents.get(id(call))
+        if last_name(call) == "load_state_dict":
+            recv = call.func.value if isinstance(call.func, ast.Attribute) else None
+            if (dotted(recv) or ".").split(".")[0] not in returned:
+                continue  # a load into something the function does not return
+        elif not (
+            any(r is call for r in returns)
+            or isinstance(stmt, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id in returned for t in stmt.targets)
+        ):
+            continue
+        branch = _one_rank(facts, stmt if isinstance(stmt, ast.stmt) else call)
+        if branch is not None and not checkpoint_rules._synced_after(facts, branch, fn):
+            return call, branch
+    return None
+
+
+def _given_rank_load(facts: FileFacts, wrap: ast.Call, module: ast.expr) -> tuple[ast.AST, ast.If] | None:
+    """For a wrap of a parameter of its function (``def shard(model): return FSDP(model)``) that the function does
+    not rebind: a call of that function in the file passing it a module loaded on some ranks only (a name bound so
+    in the caller, or a call of a loader such as :func:`_returned_rank_load`'s)."""
+    scope = facts.scope_of(wrap)
+    if not isinstance(module, ast.Name) or not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    params = [a.arg for a in scope.args.posonlyargs + scope.args.args]
+    if module.id not in params or any(b.kind != "param" for b in facts.bindings.get((id(scope), module.id), [])):
+        return None
+    index = params.index(module.id)
+    for site in facts.calls():
+        if last_name(site) != scope.name or (target := callgraph.callee(facts, site)) is None or target.fn is not scope:
+            continue
+        for i, arg in callgraph.bound_args(site, target):
+            if i != index:
+                continue
+            got = _returned_rank_load(facts, arg)
+            if got is None and isinstance(arg, ast.Name):
+                got = _loaded_on_some_ranks(facts, site, arg)
+            if got is not None:
+                return got
     return None
 
 
@@ -430,7 +493,8 @@ def loaded_on_some_ranks_then_sharded(facts: FileFacts) -> Found:
         q = facts.qual(call)
         if q not in (FSDP1, FULLY_SHARD) or not call.args or q == FSDP1 and _sync_flag(call) == "on":
             continue
-        got = _loaded_on_some_ranks(facts, call, call.args[0])
+        got = _loaded_on_some_ranks(facts, call, call.args[0]) or _returned_rank_load(facts, call.args[0])
+        got = got or _given_rank_load(facts, call, call.args[0])
         if got is None or _synced(facts, got[1], call):
             continue
         load, branch = got
