@@ -8,7 +8,7 @@ import pytest
 
 from fsdp_skill.core.check import check_source
 
-CODES = {"FSD013", "FSD074", "FSD075", "FSD076"}
+CODES = {"FSD013", "FSD074", "FSD075", "FSD076", "FSD084"}
 
 
 def _codes(code: str, only: set[str] = CODES) -> list[tuple[int, str]]:
@@ -224,3 +224,66 @@ def test_a_move_in_the_other_branch_of_an_if_is_not_before_the_wrap():
         "model = model.to(device)\nmodel = FSDP(", "if gpu_only:\n    model = model.to(device)\nelse:\n    model = FSDP("
     )
     assert _codes(src) == []
+
+
+SEEDED = """
+import torch
+import torch.distributed as dist
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+from torch.distributed.fsdp import ShardingStrategy
+rank = dist.get_rank()
+{seed}
+model = torch.nn.Linear(2, 2)
+model = FSDP(model, {options})
+"""
+
+
+@pytest.mark.parametrize(
+    ("seed", "options", "want"),
+    [
+        ("torch.manual_seed(0 + rank)", "sharding_strategy=ShardingStrategy.HYBRID_SHARD", [(7, "FSD084")]),
+        ("torch.cuda.manual_seed_all(rank)", "sharding_strategy=ShardingStrategy._HYBRID_SHARD_ZERO2", [(7, "FSD084")]),
+        ("seed = 17 + rank\ntorch.manual_seed(seed)", "sharding_strategy=ShardingStrategy.NO_SHARD", [(8, "FSD084")]),
+        # the flag only for a resumed run leaves training from scratch unsynchronised
+        (
+            "torch.manual_seed(rank)",
+            "sharding_strategy=ShardingStrategy.HYBRID_SHARD, sync_module_states=ckpt is not None",
+            [(7, "FSD084")],
+        ),
+        # silent: a broadcast, a flag the caller sets, no replicas, one seed, numpy's or Python's generator
+        ("torch.manual_seed(rank)", "sharding_strategy=ShardingStrategy.HYBRID_SHARD, sync_module_states=True", []),
+        ("torch.manual_seed(rank)", "sharding_strategy=ShardingStrategy.HYBRID_SHARD, sync_module_states=args.sync", []),
+        ("torch.manual_seed(rank)", "sharding_strategy=ShardingStrategy.FULL_SHARD", []),
+        ("torch.manual_seed(rank)", "sharding_strategy=ShardingStrategy.HYBRID_SHARD, **kwargs", []),
+        ("torch.manual_seed(1234)", "sharding_strategy=ShardingStrategy.HYBRID_SHARD", []),
+        ("np.random.seed(rank)", "sharding_strategy=ShardingStrategy.HYBRID_SHARD", []),
+        ("random.seed(rank)", "sharding_strategy=ShardingStrategy.HYBRID_SHARD", []),
+        ("torch.manual_seed(rank)\ntorch.manual_seed(5)", "sharding_strategy=ShardingStrategy.HYBRID_SHARD", []),
+        ("if rank == 0:\n    torch.manual_seed(rank)", "sharding_strategy=ShardingStrategy.HYBRID_SHARD", []),
+    ],
+)
+def test_rank_seeded_weights_replicated_fsdp1(seed, options, want):
+    src = "import random\nimport numpy as np\n" + SEEDED.format(seed=seed, options=options)
+    assert _codes(src) == [(line + 2, code) for line, code in want]
+
+
+def test_rank_seed_after_the_build_is_for_dropout_not_the_weights():
+    src = SEEDED.format(seed="", options="sharding_strategy=ShardingStrategy.HYBRID_SHARD").replace(
+        "model = FSDP(", "torch.manual_seed(rank)\nmodel = FSDP("
+    )
+    assert _codes(src) == []
+
+
+def test_fully_shard_mesh_shapes():
+    base = (
+        "import torch\nimport torch.distributed as dist\nfrom torch.distributed.device_mesh import init_device_mesh\n"
+        "from torch.distributed.fsdp import fully_shard\n"
+        "torch.manual_seed(dist.get_rank())\nmodel = torch.nn.Linear(2, 2)\n"
+    )
+    two = base + 'mesh = init_device_mesh("cuda", (2, 4), mesh_dim_names=("replicate", "shard"))\nfully_shard(model, mesh=mesh)\n'
+    tp = base + 'mesh = init_device_mesh("cuda", (2, 4), mesh_dim_names=("dp", "tp"))\nfully_shard(model, mesh=mesh["dp"])\n'
+    one = base + 'mesh = init_device_mesh("cuda", (8,))\nfully_shard(model, mesh=mesh)\n'
+    unnamed = base + 'fully_shard(model, mesh=init_device_mesh("cuda", (2, 4)))\n'
+    assert _codes(two) == [(5, "FSD084")]
+    assert _codes(unnamed) == [(5, "FSD084")]
+    assert _codes(tp) == [] and _codes(one) == []

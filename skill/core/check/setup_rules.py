@@ -1,4 +1,4 @@
-"""Rules about how a multi-process script sets the model up before training (FSD074-FSD076).
+"""Rules about how a multi-process script sets the model up before training (FSD074-FSD076, FSD084).
 
 - **FSD074**: a CUDA device written into the code (``"cuda:0"``, ``torch.device("cuda", 0)``, ``.cuda(0)``,
   ``set_device(0)``, ``device_ids=[0]``, ``map_location="cuda:0"``) in a program (it forms the process group, or
@@ -29,6 +29,20 @@
   FSDP1 flattens and shards each unit on the device it finds it on and only then moves the shard to the CPU
   (``_init_param_handle_from_params``: ``handle.flat_param_to(cpu)``): training still offloads, but the whole
   unsharded model must first fit in each rank's GPU memory, the peak offload was meant to avoid.
+- **FSD084**: a seed that differs between ranks (``torch.manual_seed(seed + rank)``, ``torch.cuda.manual_seed_all``,
+  a ``torch.Generator`` seeded so, ``set_seed`` / ``seed_everything``, or a seeding function of the file given
+  ``seed + rank``) before a wrapper that keeps replicas and broadcasts nothing: FSDP1 ``HYBRID_SHARD`` /
+  ``_HYBRID_SHARD_ZERO2`` / ``NO_SHARD`` (its options also read from ``**helper(cfg)`` returning a dict) without
+  ``sync_module_states`` (or with a test there: ``load_path is not None`` is on for a resumed run only) whose module
+  is built after the seeding in the wrap's function (or after a call there of a function that seeds per rank);
+  ``fully_shard`` on a 2-D mesh (``init_device_mesh(..., (r, s))`` unnamed or with a replicate dimension,
+  ``mesh["dp_replicate", "dp_shard"]``) whose module is built after the seeding, or initialised on its shards by a
+  function of the file that seeds per rank and calls ``normal_`` / ``nn.init.*`` / ``reset_parameters``. The
+  replicas start from different weights, the averaged gradients keep them different. Reported at the seeding.
+  Silent for FSDP1 ``FULL_SHARD`` / ``SHARD_GRAD_OP`` and a 1-D mesh (each value has one owner: a patchwork, not
+  diverging replicas), DDP (it broadcasts), a file that broadcasts (or passes ``broadcast_from_rank0``), a common
+  seed set again before the build, a seeding under a rank or one-process condition, ``param_init_fn``, an unread
+  ``**kwargs``, and numpy's and Python's generators.
 """
 
 from __future__ import annotations
@@ -390,8 +404,8 @@ def _loaded_on_some_ranks(facts: FileFacts, wrap: ast.Call, module: ast.expr) ->
             branch = _one_rank(facts, stmt) if stmt is not None else None
             if branch is not None:
                 return value, branch
-        _, b = facts.binding(module)
-        if b is not None and b.kind == "assign" and (got := _returned_rank_load(facts, b.value)) is not None:
+        _, seen = facts.binding(module)
+        if seen is not None and seen.kind == "assign" and (got := _returned_rank_load(facts, seen.value)) is not None:
             return got  # model = load_on_rank0(name, rank)
     return None
 
@@ -414,7 +428,7 @@ def _returned_rank_load(facts: FileFacts, value: ast.AST | None) -> tuple[ast.AS
         stmt = facts.parents.get(id(call))
         if last_name(call) == "load_state_dict":
             recv = call.func.value if isinstance(call.func, ast.Attribute) else None
-            if (dotted(recv) or ".").split(".")[0] not in returned:
+            if recv is None or (dotted(recv) or ".").split(".")[0] not in returned:
                 continue  # a load into something the function does not return
         elif not (
             any(r is call for r in returns)
@@ -584,3 +598,241 @@ def offloaded_module_moved_to_gpu(facts: FileFacts) -> Found:
         moved = _moved_before(facts, call, call.args[0])
         if moved is not None:
             yield moved, f"the module is then wrapped with CPUOffload(offload_params=True) at line {call.lineno}"
+
+
+# --- FSD084: weights drawn from a per-rank seed, then replicated without a broadcast ----------------------------
+
+_SEEDERS = {"torch.manual_seed", "torch.random.manual_seed", "torch.cuda.manual_seed", "torch.cuda.manual_seed_all"}
+_SEED_HELPERS = {"set_seed", "seed_everything"}  # transformers / accelerate / Lightning: they seed torch too
+_INITS = {"normal_", "uniform_", "trunc_normal_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_"}
+_INITS |= {"kaiming_normal_", "orthogonal_", "init_weights", "reset_parameters"}
+_REPLICATING = ("HYBRID_SHARD", "_HYBRID_SHARD_ZERO2", "NO_SHARD")
+
+
+def _seed_arg(facts: FileFacts, call: ast.Call) -> ast.expr | None:
+    """The seed a call gives torch's generator: ``torch.manual_seed(s)``, ``gen.manual_seed(s)`` (a
+    ``torch.Generator``), ``set_seed(s)`` / ``seed_everything(s)``; else None."""
+    q, name = facts.qual(call) or "", last_name(call) or ""
+    if q in _SEEDERS or name in _SEED_HELPERS and not q.startswith(("random.", "numpy.")):
+        return kwarg(call, "seed", 0)
+    if name == "manual_seed" and isinstance(call.func, ast.Attribute) and not q.startswith(("numpy.", "random.")):
+        return kwarg(call, "seed", 0)
+    return None
+
+
+def _rank_seed(facts: FileFacts, call: ast.Call) -> bool:
+    """Does ``call`` seed torch's generator with a value that differs between ranks (``seed + rank``)?"""
+    seed = _seed_arg(facts, call)
+    return seed is not None and (facts.is_rank_expr(seed) or facts.is_rank_expr(facts.resolve(seed) or seed))
+
+
+def _param_seeders(facts: FileFacts) -> dict[int, int]:
+    """Functions of the file that seed torch with one of their parameters (``def set_seed(seed):
+    torch.manual_seed(seed)``): their node id -> that parameter's index, memoised."""
+    memo: dict[int, int] | None = facts.cache.get(("setup", "param-seeders"))
+    if memo is None:
+        memo = {}
+        for c in facts.calls():
+            seed, fn = _seed_arg(facts, c), facts.scope_of(c)
+            if seed is None or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+            used = {n.id for n in ast.walk(seed) if isinstance(n, ast.Name)}
+            for i, name in enumerate(params):
+                if name in used and all(b.kind == "param" for b in facts.bindings.get((id(fn), name), [])):
+                    memo.setdefault(id(fn), i)
+        facts.cache[("setup", "param-seeders")] = memo
+    return memo
+
+
+def _seeds_per_rank(facts: FileFacts, call: ast.Call) -> bool:
+    """Does ``call`` seed torch per rank: itself (``torch.manual_seed(seed + rank)``), or by giving a rank-dependent
+    value to a function of the file that seeds with that parameter (``set_seed(args.seed + rank)``)?"""
+    if _rank_seed(facts, call):
+        return True
+    seeders = _param_seeders(facts)
+    if not seeders:
+        return False
+    target = callgraph.callee(facts, call)
+    if target is None or target.fn is None or id(target.fn) not in seeders:
+        return False
+    index = seeders[id(target.fn)]
+    return any(
+        i == index and (facts.is_rank_expr(arg) or facts.is_rank_expr(facts.resolve(arg) or arg))
+        for i, arg in callgraph.bound_args(call, target)
+    )
+
+
+def _rank_seeders(facts: FileFacts) -> dict[int, ast.Call]:
+    """Functions of the file whose own body seeds torch per rank (their node id -> the seeding call), memoised."""
+    memo: dict[int, ast.Call] | None = facts.cache.get(("setup", "rank-seeders"))
+    if memo is None:
+        memo = {}
+        for c in facts.calls():
+            if _seeds_per_rank(facts, c) and not _guarded(facts, c):
+                memo.setdefault(id(facts.scope_of(c)), c)
+        facts.cache[("setup", "rank-seeders")] = memo
+    return memo
+
+
+def _seeded_before(facts: FileFacts, wrap: ast.Call) -> ast.Call | None:
+    """The per-rank seeding that runs before ``wrap`` in its function (there, at module level, or in a function of
+    the file called there first), with no seeding with a common value between them; else None."""
+    seeders = _rank_seeders(facts)
+    scope = facts.scope_of(wrap)
+    found: ast.Call | None = seeders.get(id(facts.tree)) if scope is not facts.tree else None
+    for c in facts.calls(scope):
+        if facts.scope_of(c) is not scope or start(c) >= start(wrap) or facts.exclusive(c, wrap):
+            continue
+        if _seeds_per_rank(facts, c) and not _guarded(facts, c):
+            found = c
+            continue
+        target = callgraph.callee(facts, c)
+        fn = target.fn if target is not None else None
+        if _seed_arg(facts, c) is not None or fn is not None and id(fn) in _param_seeders(facts):
+            found = None  # seeded again with a common value: the weights built next agree
+            continue
+        if fn is not None and id(fn) in seeders:
+            found = seeders[id(fn)]
+    return found
+
+
+def _built_after(facts: FileFacts, module: ast.expr, seed_at: ast.Call, wrap: ast.Call) -> bool:
+    """Is the wrapped module built after the seeding (its name bound after it, or built in the wrap's call)?"""
+    if isinstance(module, ast.Call):
+        return True
+    if not isinstance(module, ast.Name):
+        return False
+    _, b = facts.binding(module)
+    if b is None or b.kind != "assign":
+        return False
+    if facts.scope_of(seed_at) is not facts.scope_of(wrap):
+        return True  # seeded at module level or in a helper called before the build
+    return b.pos >= end(seed_at)
+
+
+def _fsdp1_options(facts: FileFacts, call: ast.Call) -> dict[str, ast.expr] | None:
+    """The keywords of an ``FSDP(...)`` call, those of a ``**dict(...)`` / ``**{...}`` / ``**helper(cfg)`` (a
+    function of the file returning such a dict) included; None when one ``**`` cannot be read."""
+    out: dict[str, ast.expr] = {}
+    for k in call.keywords:
+        if k.arg is not None:
+            out[k.arg] = k.value
+            continue
+        value = facts.resolve(k.value)
+        if isinstance(value, ast.Call) and not _dict_call(facts, value):
+            target = callgraph.callee(facts, value)
+            fn = target.fn if target is not None else None
+            returned = [] if fn is None else [n.value for n in facts.scope_nodes(fn) if isinstance(n, ast.Return)]
+            value = facts.resolve(returned[0]) if len(returned) == 1 else None
+        got = _dict_items(facts, value)
+        if got is None:
+            return None
+        out.update(got)
+    return out
+
+
+def _dict_call(facts: FileFacts, node: ast.Call) -> bool:
+    return isinstance(node.func, ast.Name) and node.func.id == "dict"
+
+
+def _dict_items(facts: FileFacts, node: ast.AST | None) -> dict[str, ast.expr] | None:
+    if isinstance(node, ast.Call) and _dict_call(facts, node) and not node.args:
+        if any(k.arg is None for k in node.keywords):
+            return None
+        return {k.arg: k.value for k in node.keywords if k.arg is not None}
+    if isinstance(node, ast.Dict) and all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in node.keys):
+        return {str(k.value): v for k, v in zip(node.keys, node.values, strict=True) if isinstance(k, ast.Constant)}
+    return None
+
+
+def _replicates_fsdp1(facts: FileFacts, options: dict[str, ast.expr]) -> str | None:
+    """The replicating strategy (``HYBRID_SHARD``, ``_HYBRID_SHARD_ZERO2``, ``NO_SHARD``) FSDP1 is given, else None."""
+    value = facts.resolve(options.get("sharding_strategy"))
+    name = last_name(value) if isinstance(value, (ast.Attribute, ast.Name)) else None
+    return name if name in _REPLICATING else None
+
+
+def _broadcasts_fsdp1(facts: FileFacts, options: dict[str, ast.expr]) -> bool:
+    """May FSDP1 broadcast rank 0's module: ``sync_module_states`` written and neither ``False`` nor a test (a
+    test such as ``load_path is not None`` turns it on for some runs only)."""
+    value = facts.resolve(options.get("sync_module_states"))
+    if value is None or isinstance(value, ast.Constant) and value.value is False:
+        return False
+    return not isinstance(value, (ast.Compare, ast.BoolOp, ast.UnaryOp, ast.IfExp))
+
+
+def _replicating_mesh(facts: FileFacts, mesh: ast.AST | None, depth: int = 0) -> bool:
+    """Is ``mesh`` a 2-D (replicate, shard) mesh: ``init_device_mesh(type, (r, s), ...)`` or a mesh indexed by two
+    names one of which replicates (``mesh["dp_replicate", "dp_shard"]``), followed through names?"""
+    value = facts.resolve(mesh)
+    if depth > _DEPTH or value is None:
+        return False
+    if isinstance(value, ast.Call) and last_name(value) == "init_device_mesh":
+        shape = kwarg(value, "mesh_shape", 1)
+        names = kwarg(value, "mesh_dim_names", 2)
+        if isinstance(shape, (ast.Tuple, ast.List)) and len(shape.elts) == 2:
+            if not isinstance(names, (ast.Tuple, ast.List)):
+                return True
+            return any("rep" in s or "ddp" in s for e in names.elts for s in facts.strings(e))
+        return False
+    if isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Tuple) and len(value.slice.elts) == 2:
+        return any("rep" in s for e in value.slice.elts for s in facts.strings(e))
+    return False
+
+
+def _inits_weights(facts: FileFacts, fn: ast.AST) -> bool:
+    """Does the function ``fn`` initialise parameters itself (``p.normal_(...)``, ``nn.init.xavier_uniform_``,
+    ``reset_parameters()``)?"""
+    return any(last_name(c) in _INITS for c in facts.calls(fn) if facts.scope_of(c) is fn)
+
+
+def _broadcast_anywhere(facts: FileFacts) -> bool:
+    """A broadcast of module states in the file (by hand, or ``broadcast_from_rank0``)."""
+    return any(
+        last_name(c) in ("broadcast", "broadcast_coalesced", "_broadcast_coalesced", "sync_module_states")
+        or kwarg(c, "broadcast_from_rank0") is not None
+        for c in facts.calls()
+    )
+
+
+@finder("FSD084")
+def rank_seeded_weights_replicated(facts: FileFacts) -> Found:
+    """FSD084: weights drawn from a per-rank seed (``torch.manual_seed(seed + rank)``, a generator seeded so) and
+    then held as replicas that no broadcast makes agree: FSDP1 with a replicating strategy (``HYBRID_SHARD``,
+    ``NO_SHARD``) without ``sync_module_states=True`` built after the seeding, or ``fully_shard`` on a 2-D
+    (replicate, shard) mesh whose module is built after the seeding or initialised by a function of the file that
+    seeds per rank. Reported at the seeding."""
+    if not _rank_seeders(facts) or _broadcast_anywhere(facts):
+        return
+    reported: set[int] = set()
+    for call in facts.calls():
+        q = facts.qual(call)
+        if q not in (FSDP1, FULLY_SHARD) or not call.args:
+            continue
+        if q == FSDP1:
+            options = _fsdp1_options(facts, call)
+            if options is None or _broadcasts_fsdp1(facts, options) or kwarg(call, "param_init_fn") is not None:
+                continue
+            strategy = _replicates_fsdp1(facts, options)
+            if strategy is None:
+                continue
+            how = f"FSDP(..., sharding_strategy={strategy}) without sync_module_states=True at line {call.lineno}"
+        else:
+            if not _replicating_mesh(facts, kwarg(call, "mesh")):
+                continue
+            how = f"fully_shard on a (replicate, shard) mesh at line {call.lineno}"
+        seed = _seeded_before(facts, call)
+        seeds = [seed] if seed is not None and _built_after(facts, call.args[0], seed, call) else []
+        if q == FULLY_SHARD:  # weights initialised on the shards afterwards, by a function that seeds per rank
+            seeds += [c for fn_id, c in _rank_seeders(facts).items() if fn_id != id(facts.tree) and _initialiser(facts, c)]
+        for s in seeds:
+            if id(s) in reported:
+                continue
+            reported.add(id(s))
+            yield s, f"the weights this seed draws differ on every rank, and {how} keeps each replica's own"
+
+
+def _initialiser(facts: FileFacts, seeding: ast.Call) -> bool:
+    fn = facts.scope_of(seeding)
+    return isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and _inits_weights(facts, fn)
