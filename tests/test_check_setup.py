@@ -287,3 +287,44 @@ def test_fully_shard_mesh_shapes():
     assert _codes(two) == [(5, "FSD084")]
     assert _codes(unnamed) == [(5, "FSD084")]
     assert _codes(tp) == [] and _codes(one) == []
+
+
+OPTION = """
+import argparse
+import os
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+p = argparse.ArgumentParser()
+p.add_argument("--device", default={default})
+args = p.parse_args()
+local_rank = int(os.environ["LOCAL_RANK"])
+dist.init_process_group("nccl")
+{extra}
+device = torch.device(args.device)
+torch.cuda.set_device(device)
+model = DDP(torch.nn.Linear(2, 2).to(device), device_ids=[device.index])
+"""
+
+
+@pytest.mark.parametrize(
+    ("default", "extra", "want"),
+    [
+        ('"cuda:0"', "", [(13, "FSD074")]),  # every rank gets the same command line: all on GPU 0
+        ('"cuda:1"', "", [(13, "FSD074")]),
+        # silent: a plain "cuda", the program sets the option itself, or also picks the device from the local rank
+        ('"cuda"', "", []),
+        ('"cuda:0"', 'args.device = f"cuda:{local_rank}"', []),
+        ('"cuda:0"', "torch.cuda.set_device(local_rank)", []),
+        ('"cpu"', "", []),
+    ],
+)
+def test_an_option_whose_default_is_one_gpu(default, extra, want):
+    assert _codes(OPTION.format(default=default, extra=extra)) == want
+
+
+def test_a_tensors_device_attribute_is_not_the_option():
+    src = OPTION.format(default='"cuda:0"', extra="x = torch.ones(1)").replace(
+        "device = torch.device(args.device)", "device = torch.device(x.device)"
+    )
+    assert _codes(src) == []

@@ -7,10 +7,12 @@
   elsewhere. Every rank then lands on that one GPU. Also, in a script that forms its own group and never binds the
   device (no ``set_device``, ``torch.cuda.device``, ``device_id=``, device helper) where FSD013 does not already speak,
   a plain ``"cuda"`` / ``.cuda()``: the current device, GPU 0 on every rank. A name counts when every binding of it
-  before the read holds such a device, ``a if c else b`` when each CUDA alternative does. Silent where the file
+  before the read holds such a device, ``a if c else b`` when each CUDA alternative does; ``args.device`` when
+  the argparse option's default is such a device (``--device``, default ``"cuda:0"``): every rank gets the same
+  command line, so none of them can be given its own GPU there. Silent where the file
   gives each process its own ``CUDA_VISIBLE_DEVICES`` (not a constant), under a rank condition or a condition that
-  may tell single-process runs apart (``if not distributed:``), for a parameter's default and ``args.device`` (the
-  caller may pass another), for a one-process group (``world_size=1``) and where every group is Gloo (processes
+  may tell single-process runs apart (``if not distributed:``), for a parameter's default (the caller may pass
+  another) and an ``args.device`` the program assigns itself, for a one-process group (``world_size=1``) and where every group is Gloo (processes
   sharing a GPU are slow there, not wrong: the RPC examples share GPU 0 on purpose). FSD042 is the global rank as the index.
 - **FSD075**: ``FSDP(module)`` (FSDP1, without ``sync_module_states=True``) or ``fully_shard(module)`` of a module
   whose weights only some ranks loaded just before: ``module.load_state_dict(...)`` (of the module or a part of it)
@@ -138,7 +140,67 @@ def _device(facts: FileFacts, node: ast.AST | None, *, index: bool, depth: int =
         return None
     if isinstance(node, ast.Name):
         return _name_device(facts, node, index=index, depth=depth)
+    if isinstance(node, ast.Attribute):
+        return _option_device(facts, node)
     return None
+
+
+def _option_device(facts: FileFacts, node: ast.Attribute) -> Device | None:
+    """``args.device`` of an argparse option whose default is a numbered CUDA device (``--device cuda:0``) that the
+    program never assigns itself: launched as several ranks, every rank is given the same arguments, so each one
+    reads that same default (or the same value passed on the command line)."""
+    if not _parsed_arguments(facts, node.value):
+        return None  # x.device of a tensor, cfg.device of a config object: not the option
+    defaults = facts.argparse_default(node)
+    if not defaults or not all(_text_device(d) == "hard" for d in defaults) or _rank_device_somewhere(facts):
+        return None
+    return "hard", [node]
+
+
+_ARGS_NAMES = ("args", "opt", "opts", "flags", "cli_args")
+
+
+def _parsed_arguments(facts: FileFacts, base: ast.expr) -> bool:
+    """Is ``base`` the namespace argparse returned: a name bound from ``parse_args()`` / ``parse_known_args()[0]``
+    (through a helper of the file that returns it), or a parameter / ``self.`` attribute named ``args`` / ``opt``?"""
+    if isinstance(base, ast.Attribute):
+        return base.attr in _ARGS_NAMES and isinstance(base.value, ast.Name) and base.value.id == "self"
+    if not isinstance(base, ast.Name):
+        return False
+    _, b = facts.binding(base)
+    if b is None or b.kind == "param":
+        return base.id in _ARGS_NAMES
+    value = b.value
+    if isinstance(value, ast.Subscript):
+        value = value.value
+    if isinstance(value, ast.Call) and last_name(value) in ("parse_args", "parse_known_args"):
+        return True
+    if isinstance(value, ast.Call) and (target := callgraph.callee(facts, value)) is not None and target.fn is not None:
+        returns = [n.value for n in facts.scope_nodes(target.fn) if isinstance(n, ast.Return) and n.value is not None]
+        return any(isinstance(r, ast.Call) and last_name(r) in ("parse_args", "parse_known_args") for r in returns)
+    return False
+
+
+def _rank_device_somewhere(facts: FileFacts) -> bool:
+    """Does the file also pick a device from a rank (``set_device(local_rank)``, ``torch.device("cuda", rank)``,
+    ``.to(local_rank)``, ``f"cuda:{local_rank}"``)? Then an option's device is likely one path of several (memoised)."""
+    key = ("setup", "rank-device")
+    if key not in facts.cache:
+        found = False
+        for c in facts.calls():
+            name = last_name(c) or ""
+            if name in ("set_device", "device", "to", "cuda") and any(facts.is_rank_expr(a) for a in c.args):
+                found = True
+                break
+        if not found:
+            found = any(
+                isinstance(n, ast.JoinedStr)
+                and any(isinstance(v, ast.FormattedValue) and facts.is_rank_expr(v.value) for v in n.values)
+                and any(isinstance(v, ast.Constant) and "cuda" in str(v.value) for v in n.values)
+                for n in facts.nodes
+            )
+        facts.cache[key] = found
+    return bool(facts.cache[key])
 
 
 def _name_device(facts: FileFacts, name: ast.Name, *, index: bool, depth: int) -> Device | None:
@@ -308,6 +370,11 @@ def _fsd074_detail(kind: str, origin: ast.AST, use: ast.Call) -> str:
     where = "" if use.lineno == getattr(origin, "lineno", 0) else f", used at line {use.lineno}"
     if kind == "plain":
         return f"`{text}` is the current CUDA device, GPU 0 on every rank: no torch.cuda.set_device(local_rank) binds it{where}"
+    if isinstance(origin, ast.Attribute):
+        return (
+            f"`{text}` is an option whose default names one GPU, and every rank is launched with the same arguments: "
+            f"they all select that GPU{where}"
+        )
     return f"`{text}` names the same GPU on every rank{where}"
 
 
