@@ -8,7 +8,7 @@ import pytest
 
 from fsdp_skill.core.check import check_source
 
-CODES = {"FSD013", "FSD074", "FSD075", "FSD076", "FSD084"}
+CODES = {"FSD013", "FSD074", "FSD075", "FSD076", "FSD084", "FSD085"}
 
 
 def _codes(code: str, only: set[str] = CODES) -> list[tuple[int, str]]:
@@ -37,7 +37,7 @@ dist.init_process_group({backend})
         ('x = torch.zeros(1, device="cuda:0")', [(9, "FSD074")]),
         ('x = torch.zeros(1, device=torch.device("cuda", 0))', [(9, "FSD074")]),
         ("torch.cuda.set_device(0)", [(9, "FSD074")]),
-        ("model = DDP(torch.nn.Linear(2, 2), device_ids=[0], output_device=0)", [(9, "FSD074")]),
+        ("model = DDP(torch.nn.Linear(2, 2).cuda(), device_ids=[0], output_device=0)", [(9, "FSD074")]),
         ('dev = "cuda:0" if torch.cuda.is_available() else "cpu"\nx = torch.ones(1).to(dev)', [(9, "FSD074")]),
         # the device taken from the local rank, or bound first and then read as the plain "cuda"
         ('model = DDP(torch.nn.Linear(2, 2).to(f"cuda:{local_rank}"))', []),
@@ -328,3 +328,34 @@ def test_a_tensors_device_attribute_is_not_the_option():
         "device = torch.device(args.device)", "device = torch.device(x.device)"
     )
     assert _codes(src) == []
+
+
+DDP_CPU = """
+import torch
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+def main(local_rank):
+    model = nn.Linear(2, 2)
+    {between}
+    return DDP(model, device_ids={ids})
+"""
+
+
+@pytest.mark.parametrize(
+    ("between", "ids", "want"),
+    [
+        ("pass", "[local_rank]", [(8, "FSD085")]),
+        ("pass", "(0,)", [(8, "FSD085")]),
+        ("ids = 1", "[local_rank]", [(8, "FSD085")]),
+        # silent: moved (in place or rebound), handed to a function, ids chosen at run time or absent
+        ("model.to(local_rank)", "[local_rank]", []),
+        ("model = model.cuda()", "[local_rank]", []),
+        ("init_weights(model)", "[local_rank]", []),
+        ("pass", "[local_rank] if torch.cuda.is_available() else None", []),
+        ("pass", "None", []),
+        ("pass", "ids", []),
+        ('torch.set_default_device("cuda")', "[local_rank]", []),
+    ],
+)
+def test_ddp_device_ids_for_a_cpu_module(between, ids, want):
+    assert _codes(DDP_CPU.format(between=between, ids=ids)) == want

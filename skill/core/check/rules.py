@@ -802,10 +802,20 @@ RULES: dict[str, Rule] = {
             "sharding/rank-seeded-init-replicas",
             "sharding/rank-seeded-init-replicas",
         ),
+        _r(
+            "FSD085",
+            "error",
+            "`DDP(module, device_ids=[...])` of a module built on the CPU and never moved to its GPU",
+            'DDP raises "device_ids and output_device arguments only work with single-device/multiple-device GPU '
+            "modules or CPU modules\": move the module to this rank's GPU first (module.to(local_rank)), or leave "
+            "device_ids out for a CPU run",
+            "launch/ddp-device-ids-cpu-module",
+            "launch/ddp-device-ids-cpu-module",
+        ),
     ]
 }
 
 NOT_ANALYSED = "FSD000"  # the file was not analysed (does not parse, or the checker failed on it): a finding, not a rule
-# the rule codes as a range ("FSD001-FSD084"): the check_script tool's description gives it, and a test holds the
+# the rule codes as a range ("FSD001-FSD085"): the check_script tool's description gives it, and a test holds the
 # pre-commit hook's description and README to it
 RULE_RANGE = f"{min(RULES)}-{max(RULES)}"

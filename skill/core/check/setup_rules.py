@@ -1,4 +1,4 @@
-"""Rules about how a multi-process script sets the model up before training (FSD074-FSD076, FSD084).
+"""Rules about how a multi-process script sets the model up before training (FSD074-FSD076, FSD084, FSD085).
 
 - **FSD074**: a CUDA device written into the code (``"cuda:0"``, ``torch.device("cuda", 0)``, ``.cuda(0)``,
   ``set_device(0)``, ``device_ids=[0]``, ``map_location="cuda:0"``) in a program (it forms the process group, or
@@ -45,6 +45,12 @@
   diverging replicas), DDP (it broadcasts), a file that broadcasts (or passes ``broadcast_from_rank0``), a common
   seed set again before the build, a seeding under a rank or one-process condition, ``param_init_fn``, an unread
   ``**kwargs``, and numpy's and Python's generators.
+- **FSD085**: ``DDP(module, device_ids=[...])`` (a list or tuple written there) of a module built on the CPU in the
+  same function (``nn.Linear(...)``, a ``torchvision.models`` constructor, a ``torch.nn`` module class of the file
+  that never moves itself) whose name nothing reads between the build and the wrap: DDP refuses ``device_ids`` for
+  a module on the CPU (ValueError). Silent for a module built under a ``with`` block or given ``device=``, moved
+  (``.to`` / ``.cuda`` in place or rebound) or handed to any call before the wrap, ids chosen at run time
+  (``[rank] if cuda else None``, a name), and in a file that sets a default device.
 """
 
 from __future__ import annotations
@@ -56,7 +62,7 @@ from fsdp_skill.core.check import calls as callgraph
 from fsdp_skill.core.check import calls_rules, checkpoint_rules, divergence, finders
 from fsdp_skill.core.check import rank_conditional as rc
 from fsdp_skill.core.check.calls_rules import _LOCAL_ENV, rank_kind
-from fsdp_skill.core.check.facts import FSDP1, FULLY_SHARD, Chain, FileFacts, dotted, end, is_true, kwarg, last_name, start
+from fsdp_skill.core.check.facts import DDP, FSDP1, FULLY_SHARD, Chain, FileFacts, dotted, end, is_true, kwarg, last_name, start
 from fsdp_skill.core.check.finders import Found, finder
 
 _DEPTH = 4  # how far a device value is followed through names
@@ -520,8 +526,8 @@ def _given_rank_load(facts: FileFacts, wrap: ast.Call, module: ast.expr) -> tupl
     if module.id not in params or any(b.kind != "param" for b in facts.bindings.get((id(scope), module.id), [])):
         return None
     index = params.index(module.id)
-    for site in facts.calls():
-        if last_name(site) != scope.name or (target := callgraph.callee(facts, site)) is None or target.fn is not scope:
+    for site in _calls_named(facts, scope.name):
+        if (target := callgraph.callee(facts, site)) is None or target.fn is not scope:
             continue
         for i, arg in callgraph.bound_args(site, target):
             if i != index:
@@ -532,6 +538,18 @@ def _given_rank_load(facts: FileFacts, wrap: ast.Call, module: ast.expr) -> tupl
             if got is not None:
                 return got
     return None
+
+
+def _calls_named(facts: FileFacts, name: str) -> list[ast.Call]:
+    """The calls of the file whose callee is named ``name`` (``f(...)``, ``obj.f(...)``): one pass, memoised."""
+    memo: dict[str, list[ast.Call]] | None = facts.cache.get(("setup", "calls-by-name"))
+    if memo is None:
+        memo = {}
+        for c in facts.calls():
+            if (n := last_name(c)) is not None:
+                memo.setdefault(n, []).append(c)
+        facts.cache[("setup", "calls-by-name")] = memo
+    return memo.get(name, [])
 
 
 def _synced(facts: FileFacts, branch: ast.If, wrap: ast.Call) -> bool:
@@ -903,3 +921,92 @@ def rank_seeded_weights_replicated(facts: FileFacts) -> Found:
 def _initialiser(facts: FileFacts, seeding: ast.Call) -> bool:
     fn = facts.scope_of(seeding)
     return isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and _inits_weights(facts, fn)
+
+
+# --- FSD085: DDP told device_ids for a module still on the CPU ------------------------------------------------
+
+_MOVES = {"to", "cuda", "to_empty", "xpu", "npu"}
+
+
+def _file_module_class(facts: FileFacts, call: ast.Call) -> ast.ClassDef | None:
+    """The class of the file that ``call`` instantiates, when it subclasses a ``torch.nn`` module (directly or
+    through another class of the file) and never moves itself (``self.cuda()``, ``self.to(...)``)."""
+    if not isinstance(call.func, ast.Name):
+        return None
+    classes = {c.name: c for c in facts.tree.body if isinstance(c, ast.ClassDef)}
+    cls, seen = classes.get(call.func.id), set()
+    first = cls
+    while cls is not None and cls.name not in seen:
+        seen.add(cls.name)
+        if any(isinstance(c, ast.Call) and last_name(c) in _MOVES for c in ast.walk(cls)):
+            return None
+        bases = [facts.qual(b) or dotted(b) or "" for b in cls.bases]
+        if any(b.startswith("torch.nn.") or b in ("nn.Module", "Module") for b in bases):
+            return first
+        cls = next((classes[b] for b in bases if b in classes), None)
+    return None
+
+
+def _cpu_constructor(facts: FileFacts, node: ast.AST | None) -> bool:
+    """Is ``node`` a module built on the CPU right there: ``nn.Linear(...)`` / ``torchvision.models.resnet50()`` or
+    a ``torch.nn.Module`` class of the file, given no ``device=``, outside any ``with`` block (``with
+    torch.device("cuda"):`` builds on the GPU)?"""
+    if not isinstance(node, ast.Call) or kwarg(node, "device") is not None or kwarg(node, "device_map") is not None:
+        return False
+    if any(isinstance(a, (ast.With, ast.AsyncWith)) for a in facts.ancestors(node)):
+        return False
+    if isinstance(node.func, ast.Attribute) and not isinstance(node.func.value, (ast.Name, ast.Attribute)):
+        return False  # nn.Linear(2, 2).cuda(): a method of what was built
+    q = facts.qual(node) or ""
+    torch_module = q.startswith("torch.nn.") and q.rsplit(".", 1)[-1][:1].isupper() and "parallel" not in q
+    return torch_module or q.startswith("torchvision.models.") or _file_module_class(facts, node) is not None
+
+
+def _unmoved_cpu_module(facts: FileFacts, wrap: ast.Call, module: ast.expr) -> ast.Call | None:
+    """The constructor of the module ``wrap`` is given, when it was built on the CPU in the wrap's function and
+    nothing touched the name between the build and the wrap (no ``.to()``, no call it is passed to)."""
+    if _cpu_constructor(facts, module):
+        assert isinstance(module, ast.Call)
+        return module
+    if not isinstance(module, ast.Name):
+        return None
+    _, b = facts.binding(module)
+    scope = facts.scope_of(wrap)
+    value = b.value if b is not None and b.kind == "assign" else None
+    if not isinstance(value, ast.Call) or not _cpu_constructor(facts, value) or facts.scope_of(value) is not scope:
+        return None
+    built, used = end(value), start(wrap)
+    for n in facts.scope_nodes(scope):
+        if (
+            isinstance(n, ast.Name)
+            and isinstance(n.ctx, ast.Load)
+            and n.id == module.id
+            and n is not module
+            and built <= start(n) < used
+        ):
+            return None
+    return value
+
+
+@finder("FSD085")
+def ddp_device_ids_for_cpu_module(facts: FileFacts) -> Found:
+    """FSD085: ``DDP(module, device_ids=[...])`` (or ``output_device=``) of a module built on the CPU in the same
+    function and never moved: DDP raises "device_ids and output_device arguments only work with
+    single-device/multiple-device GPU modules or CPU modules". Silent where the file sets a default device
+    (``torch.set_default_device``), the ids are not a list written there (``[rank] if cuda else None``), the module
+    is built inside a ``with`` block, given ``device=``, or its name is used between the build and the wrap."""
+    if any(last_name(c) in ("set_default_device", "set_default_tensor_type") for c in facts.calls()):
+        return
+    for call in facts.calls():
+        if facts.qual(call) != DDP or not call.args:
+            continue
+        ids = facts.resolve(kwarg(call, "device_ids", 1))
+        if not (isinstance(ids, (ast.List, ast.Tuple)) and ids.elts):
+            continue
+        built = _unmoved_cpu_module(facts, call, call.args[0])
+        if built is not None:
+            yield (
+                call,
+                f"`{ast.unparse(call.args[0])}` was built on the CPU at line {built.lineno} and never moved, and "
+                f"DDP is given device_ids={ast.unparse(ids)}",
+            )
