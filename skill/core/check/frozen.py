@@ -16,7 +16,8 @@ their class) when that scope
 
 A parameter of a function (``def wrap(model): return FSDP(model, ...)``) is partly frozen when a call of that
 function in the file passes it such a module: a name partly frozen where the call is, or a call that returns one
-(``wrap(load_lora_model(path))``).
+(``wrap(load_lora_model(path))``); so is a ``self.`` attribute a method binds from such a parameter
+(``def __init__(self, model): self.model = model``, the class called as ``Trainer(lora_model)``).
 
 Freezing the whole module (a reference or teacher model: ``ref.requires_grad_(False)``) is uniform and is not
 partial."""
@@ -116,6 +117,8 @@ def given_partly_frozen(facts: FileFacts, scope: ast.AST, name: str) -> tuple[bo
     function in the file pass it a partly frozen module, is that module a PEFT model)."""
     if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return False, False
+    if name.startswith("self.") and name.count(".") == 1:
+        return _given_to_class(facts, scope, name)
     params = [a.arg for a in scope.args.posonlyargs + scope.args.args]
     if name not in params or any(b.kind != "param" for b in facts.bindings.get((id(scope), name), [])):
         return False, False
@@ -137,14 +140,35 @@ def given_partly_frozen(facts: FileFacts, scope: ast.AST, name: str) -> tuple[bo
     return partial, peft
 
 
+def _given_to_class(facts: FileFacts, scope: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> tuple[bool, bool]:
+    """For ``self.model`` in a method: a method of the class (``__init__``) binds it from one of its parameters
+    (``self.model = model``) that a call of the file passes a partly frozen module (``Trainer(lora_model)``)."""
+    cls = facts.parents.get(id(scope))
+    if not isinstance(cls, ast.ClassDef):
+        return False, False
+    for fn in cls.body:
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for n in facts.scope_nodes(fn):
+            if isinstance(n, ast.Assign) and isinstance(n.value, ast.Name) and any(dotted(t) == name for t in n.targets):
+                got = given_partly_frozen(facts, fn, n.value.id)
+                if got[0]:
+                    return got
+    return False, False
+
+
 def _sites(facts: FileFacts, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Call]:
-    """The calls in the file by ``fn``'s name (memoised by name: one pass over the calls per name asked)."""
+    """The calls in the file by ``fn``'s name, a class's name for its ``__init__`` (memoised by name: one pass over
+    the calls per name asked)."""
     memo: dict[str, list[ast.Call]] = facts.cache.setdefault(("frozen", "sites"), {})
     if not memo:
         for c in facts.calls():
             if (n := last_name(c)) is not None:
                 memo.setdefault(n, []).append(c)
         memo.setdefault("", [])
+    cls = facts.parents.get(id(fn))
+    if fn.name == "__init__" and isinstance(cls, ast.ClassDef):
+        return memo.get(cls.name, [])
     return memo.get(fn.name, [])
 
 

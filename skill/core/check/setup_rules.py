@@ -27,7 +27,8 @@
   helper of the file (``def shard(model): return FSDP(model)`` called as ``shard(load(name, rank))``). A load into a module already wrapped is FSD071's.
 - **FSD076**: FSDP1 ``cpu_offload=CPUOffload(offload_params=True)`` of a module the same function moved to the GPU
   before the wrap (``model.cuda()``, ``model.to(device)`` with a CUDA device, ``FSDP(model.cuda(), ...)``, the name
-  wrapped bound so: ``model = Net().to(device)``). torch's
+  wrapped bound so: ``model = Net().to(device)``), or, for a wrapping helper given the module, moved by a caller of
+  the file before the call (``shard(model.cuda())``). torch's
   FSDP1 flattens and shards each unit on the device it finds it on and only then moves the shard to the CPU
   (``_init_param_handle_from_params``: ``handle.flat_param_to(cpu)``): training still offloads, but the whole
   unsharded model must first fit in each rank's GPU memory, the peak offload was meant to avoid.
@@ -680,9 +681,29 @@ def offloaded_module_moved_to_gpu(facts: FileFacts) -> Found:
     for call in facts.calls():
         if facts.qual(call) != FSDP1 or not call.args or not _offloads_params(facts, kwarg(call, "cpu_offload")):
             continue
-        moved = _moved_before(facts, call, call.args[0])
+        moved = _moved_before(facts, call, call.args[0]) or _moved_by_caller(facts, call, call.args[0])
         if moved is not None:
             yield moved, f"the module is then wrapped with CPUOffload(offload_params=True) at line {call.lineno}"
+
+
+def _moved_by_caller(facts: FileFacts, wrap: ast.Call, module: ast.expr) -> ast.Call | None:
+    """For a wrap of a parameter of its function that the function does not rebind (``def shard(model): return
+    FSDP(model, cpu_offload=...)``): the move to the GPU of what a call of that function in the file passes it
+    (``shard(model.cuda())``, or ``model.to(device)`` before ``shard(model)`` in the caller)."""
+    scope = facts.scope_of(wrap)
+    if not isinstance(module, ast.Name) or not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    params = [a.arg for a in scope.args.posonlyargs + scope.args.args]
+    if module.id not in params or any(b.kind != "param" for b in facts.bindings.get((id(scope), module.id), [])):
+        return None
+    index = params.index(module.id)
+    for site in _calls_named(facts, scope.name):
+        if (target := callgraph.callee(facts, site)) is None or target.fn is not scope:
+            continue
+        for i, arg in callgraph.bound_args(site, target):
+            if i == index and facts.scope_of(site) is not scope and (moved := _moved_before(facts, site, arg)) is not None:
+                return moved
+    return None
 
 
 # --- FSD084: weights drawn from a per-rank seed, then replicated without a broadcast ----------------------------

@@ -74,3 +74,16 @@ def main(name, local_rank):
     probe = build_probe()
     probe.backbone.requires_grad_(False)
     return model, shard(probe)
+
+
+class LoraTrainer:
+    def __init__(self, model, local_rank):
+        self.model = model
+        self.local_rank = local_rank
+
+    def setup(self):
+        self.model = FSDP(self.model, device_id=self.local_rank)  # <- FSD031
+
+
+def fit(name):
+    LoraTrainer(load_lora(name), 0).setup()

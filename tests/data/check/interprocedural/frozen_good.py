@@ -86,3 +86,16 @@ def main(name, local_rank):
 def teacher_copy(model):
     model.requires_grad_(False)
     return model
+
+
+class PlainTrainer:
+    def __init__(self, model, local_rank):
+        self.model = model
+        self.local_rank = local_rank
+
+    def setup(self):
+        self.model = FSDP(self.model, device_id=self.local_rank)
+
+
+def fit(name):
+    PlainTrainer(AutoModelForCausalLM.from_pretrained(name), 0).setup()
