@@ -791,10 +791,31 @@ RULES: dict[str, Rule] = {
             "debugging/ddp-no-sync-accumulation",
             "debugging/ddp-no-sync-accumulation",
         ),
+        _r(
+            "FSD084",
+            "error",
+            "weights drawn from a per-rank seed (`manual_seed(seed + rank)`), then replicated without a broadcast (FSDP1 `HYBRID_SHARD` / `NO_SHARD` without `sync_module_states=True`, `fully_shard` on a (replicate, shard) mesh)",
+            "the replicas start from different weights and nothing broadcasts them: the averaged gradients give each "
+            "replica the same update, so they never agree and each trains its own model; draw the weights from one "
+            "seed on every rank (reseed per rank afterwards for dropout or augmentation) or, with FSDP1, pass "
+            "sync_module_states=True",
+            "sharding/rank-seeded-init-replicas",
+            "sharding/rank-seeded-init-replicas",
+        ),
+        _r(
+            "FSD085",
+            "error",
+            "`DDP(module, device_ids=[...])` of a module built on the CPU and never moved to its GPU",
+            'DDP raises "device_ids and output_device arguments only work with single-device/multiple-device GPU '
+            "modules or CPU modules\": move the module to this rank's GPU first (module.to(local_rank)), or leave "
+            "device_ids out for a CPU run",
+            "launch/ddp-device-ids-cpu-module",
+            "launch/ddp-device-ids-cpu-module",
+        ),
     ]
 }
 
 NOT_ANALYSED = "FSD000"  # the file was not analysed (does not parse, or the checker failed on it): a finding, not a rule
-# the rule codes as a range ("FSD001-FSD083"): the check_script tool's description gives it, and a test holds the
+# the rule codes as a range ("FSD001-FSD085"): the check_script tool's description gives it, and a test holds the
 # pre-commit hook's description and README to it
 RULE_RANGE = f"{min(RULES)}-{max(RULES)}"
