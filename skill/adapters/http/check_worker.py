@@ -8,8 +8,8 @@ with ``spawn``: the server has threads, and a fork of a threaded process is unsa
 pipe. The worker is started on the first check and kept; it exits by itself when the server process is gone (it polls
 its parent), and :meth:`CheckWorker.close` stops it at shutdown.
 
-The checker's own budget (``FSDP_SKILL_CHECK_BUDGET`` CPU seconds a file, :func:`fsdp_skill.core.check.engine.check_budget`)
-still bounds one analysis; :data:`RESULT_GRACE_S` beyond it the worker is taken as stuck, killed, and the request
+The checker's own budget (``FSDP_SKILL_CHECK_BUDGET`` CPU seconds a file, :func:`fsdp_skill.core.check.engine.check_budget`,
+read in the server at each request and handed to the worker) still bounds one analysis; :data:`RESULT_GRACE_S` beyond it the worker is taken as stuck, killed, and the request
 gets a 503 ``harness_error``; the next check starts a fresh worker.
 """
 
@@ -49,10 +49,14 @@ def _watch_parent(parent: int) -> None:
     threading.Thread(target=watch, name="fsdp-skill-check-parent", daemon=True).start()
 
 
-def _run_check(code: str, path: str, select: Sequence[str] | None, ignore: Sequence[str] | None) -> CheckReport:
-    """In the worker: :func:`fsdp_skill.core.check.check_code` (its errors, e.g. InvalidArgument, travel back)."""
+def _run_check(code: str, path: str, select: Sequence[str] | None, ignore: Sequence[str] | None, budget: float) -> CheckReport:
+    """In the worker: :func:`fsdp_skill.core.check.check_code` under the server's budget of ``budget`` seconds (read
+    in the server at the request, as a check in the server's own process would; the worker's environment is the
+    one it started with). Its errors, e.g. InvalidArgument, travel back."""
     from fsdp_skill.core.check import check_code
+    from fsdp_skill.runtime import knobs
 
+    os.environ[knobs.CHECK_BUDGET] = repr(budget)
     return check_code(code, path, select=select, ignore=ignore)
 
 
@@ -96,8 +100,9 @@ class CheckWorker:
         """The check report for ``code`` (named ``path`` in findings), analysed in the worker process."""
         from fsdp_skill.core.check.engine import check_budget
 
-        limit = check_budget() + RESULT_GRACE_S
-        args = (code, path, list(select) if select else None, list(ignore) if ignore else None)
+        budget = check_budget()  # InvalidArgument (400) for a bad FSDP_SKILL_CHECK_BUDGET, before anything starts
+        limit = budget + RESULT_GRACE_S
+        args = (code, path, list(select) if select else None, list(ignore) if ignore else None, budget)
         pool = self._current()
         try:
             try:
