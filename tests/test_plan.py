@@ -329,6 +329,8 @@ def test_plan_user_factory_and_its_errors(tmp_path, capsys, monkeypatch):
     row = json.loads(capsys.readouterr().out)["rows"][0]
     assert row["blocks"] == 3
     assert row["sharded_param_bytes"] == 3 * (64 * 64 + 64) * 4 // 2
+    assert main(["plan", "--model", "net.py:make", "--input", "net.py:inputs", "--world-size", "2", "--embedding-groups"]) == 2
+    assert "has no such modules" in capsys.readouterr().err
     assert main(["plan", "--model", "net.py:broken", "--world-size", "2"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1] == "fsdp-skill: error: net.py:broken() failed: RuntimeError: no weights here"

@@ -162,8 +162,9 @@ def test_the_mcp_door_keeps_what_was_given():
         ["--model", "pkg.mod:build", "--activation-checkpointing", "per-block", "--timeout", "0.5"],
         ["--transformer", SMALL, "--activation-checkpointing", "selective-op"],
         ["--transformer", SMALL, "--activation-checkpointing", "selective-3", "--world-size", "4"],
+        ["--transformer", SMALL, "--embedding-groups", "--world-size", "4"],
     ],
-    ids=["defaults", "hsdp-every-knob", "offload-GB-timeout", "factory-input", "module-factory", "sac-op", "sac-3"],
+    ids=["defaults", "hsdp-every-knob", "offload-GB-timeout", "factory-input", "module-factory", "sac-op", "sac-3", "emb"],
 )
 def test_the_command_line_round_trips_through_the_cli_parser(argv):
     request = cli_request(argv)

@@ -202,6 +202,7 @@ def add_plan_parser(sub: Any) -> None:
     r.add_argument("--activation-checkpointing", metavar="none|per-block|selective-op|selective-N", help=FROM_MODEL)
     r.add_argument("--reshard-after-forward", metavar="true|false|N", help=FROM_MODEL)
     r.add_argument("--cpu-offload", action="store_true", default=None, help=FROM_MODEL)
+    r.add_argument("--embedding-groups", action="store_true", default=None, help=FROM_MODEL)
     o = p.add_argument_group("output")
     o.add_argument(
         "--gpu-memory", metavar="SIZE", help="GPU memory for a fit verdict, e.g. 80GiB (exit 1 when a row does not fit)"
@@ -211,7 +212,7 @@ def add_plan_parser(sub: Any) -> None:
         action="append",
         metavar="KEY=V1,V2",
         help="one row per value (repeatable: every combination): world-size, mesh, ac, reshard, dtype, "
-        "reduce-dtype, optimizer, batch, seq, cpu-offload",
+        "reduce-dtype, optimizer, batch, seq, cpu-offload, embedding-groups",
     )
     o.add_argument("--timeout", type=float, metavar="S", help=FROM_MODEL)
     o.add_argument(

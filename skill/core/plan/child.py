@@ -21,7 +21,7 @@ Request (stdin JSON)::
     {"model": {"transformer": {"layers": 2, ...}} | {"factory": "path.py:fn" | "pkg.mod:fn", "input": null | "..."},
      "settings": [{"mesh": [8] | [2, 4], "reshard_after_forward": true | false | 2, "param_dtype": "bf16" | null,
                    "reduce_dtype": "fp32" | null, "optimizer": "adamw", "activation_checkpointing": "per-block",
-                   "cpu_offload": false, "batch": 1, "seq": 2048, "rank": 0}, ...]}
+                   "cpu_offload": false, "embedding_groups": false, "batch": 1, "seq": 2048, "rank": 0}, ...]}
 
 Each result line is ``{"ok": true, ...figures...}`` or ``{"ok": false, "kind": "model" | "setting" |
 "torch", "error": "one line"}`` (then the child exits 3), after ``@fsdp-skill-result:NONCE `` when run with
@@ -157,8 +157,19 @@ def shard(model: Any, mesh: Any, setting: dict[str, Any]) -> list[Any]:
         )
     blocks = apply_ac(model, blocks, ac)
     reshard = setting.get("reshard_after_forward", True)
+    groups = setting.get("embedding_groups")
+    if groups and not all(hasattr(model, name) for name in ("tok_embeddings", "norm", "output")):
+        raise PlanFailure(
+            "setting",
+            "embedding_groups shards the built-in transformer's tok_embeddings and norm + output as groups of their "
+            "own; this model has no such modules (call fully_shard on yours in your own factory instead)",
+        )
+    if groups:
+        fully_shard(model.tok_embeddings, mesh=mesh, mp_policy=mp, offload_policy=offload, reshard_after_forward=reshard)
     for block in blocks:
         fully_shard(block, mesh=mesh, mp_policy=mp, offload_policy=offload, reshard_after_forward=reshard)
+    if groups:  # gathered last in forward, first in backward: kept unsharded in between, as torchtitan does
+        fully_shard([model.norm, model.output], mesh=mesh, mp_policy=mp, offload_policy=offload, reshard_after_forward=False)
     fully_shard(model, mesh=mesh, mp_policy=mp, offload_policy=offload)
     return blocks
 

@@ -106,6 +106,12 @@ class RunKnobs(BaseModel):
     cpu_offload: bool = Field(
         False, description="CPUOffloadPolicy: sharded parameters, gradients and optimizer state in host memory"
     )
+    embedding_groups: bool = Field(
+        False,
+        description="Built-in transformer: fully_shard the token embedding, and the final norm with the output "
+        "projection, as groups of their own (the embedding resharded after forward as the blocks are, the "
+        "norm + output group not: torchtitan's wrapping), not as part of the root's",
+    )
 
     @field_validator("activation_checkpointing", mode="before")
     @classmethod
@@ -172,7 +178,7 @@ class Setting(RunKnobs):
             self.optimizer,
         ]
         parts += [f"ac={self.activation_checkpointing}", f"reshard={str(self.reshard_after_forward).lower()}"]
-        return " ".join(parts + (["cpu-offload"] if self.cpu_offload else []))
+        return " ".join(parts + (["cpu-offload"] if self.cpu_offload else []) + (["emb-groups"] if self.embedding_groups else []))
 
 
 def parse_bytes(text: str) -> int:
@@ -280,6 +286,7 @@ SWEEP_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "batch": ("batch", _positive),
     "seq": ("seq", _positive),
     "cpu-offload": ("cpu_offload", _flag),
+    "embedding-groups": ("embedding_groups", _flag),
 }
 
 
