@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import subprocess
 import sys
@@ -438,3 +439,29 @@ def test_rank_parity_is_a_side_of_its_own():
         "            dist.barrier()\n\n    def __exit__(self, *a):\n        dist.barrier()\n"
     )
     assert [f.line for f in check_source(lone, "t.py") if f.code == "FSD003"] == [7]
+
+
+def test_cli_refuses_an_endless_stdin_and_walks_a_deep_tree(tmp_path, monkeypatch, capsys):
+    """``check -`` reads at most files.MAX_STDIN_BYTES of standard input (an endless stream is refused, not read until
+    memory runs out); a directory 1,100 folders deep is walked (pathlib's rglob raised RecursionError there)."""
+    import io
+
+    from fsdp_skill.core.check import files
+
+    monkeypatch.setattr(files, "MAX_STDIN_BYTES", 64)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"x = 1\n" * 100)))
+    assert main(["check", "-"]) == 2
+    assert "standard input holds more than" in capsys.readouterr().err
+    deep = tmp_path / "deep"
+    deep.mkdir()
+    monkeypatch.chdir(deep)
+    for _ in range(1100):
+        os.mkdir("d")
+        os.chdir("d")
+    Path("t.py").write_text(BARRIER.format(""))
+    (Path("..") / ".hidden").mkdir()
+    (Path("..") / ".hidden" / "u.py").write_text(BARRIER.format(""))  # hidden folders are skipped, as before
+    monkeypatch.chdir(tmp_path)
+    assert main(["check", "--select", "FSD003", "deep"]) == 1
+    out = capsys.readouterr().out
+    assert out.count("FSD003") == 1 and "/d/t.py:3:5: FSD003" in out

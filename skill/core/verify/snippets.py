@@ -135,9 +135,9 @@ def _read_script(path: str) -> str:
     cookie, else UTF-8: :func:`fsdp_skill.core.check.files.read_source`); raises InvalidArgument when it is not a
     readable regular file Python could decode. Opened without blocking and checked on the open descriptor: a FIFO
     (or a device) named like a script is refused at once, not read forever."""
-    from fsdp_skill.core.check.files import UndecodableSource, read_source
-
     import stat
+
+    from fsdp_skill.core.check.files import UndecodableSource, read_source
 
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
