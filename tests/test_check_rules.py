@@ -455,13 +455,36 @@ def test_cli_refuses_an_endless_stdin_and_walks_a_deep_tree(tmp_path, monkeypatc
     deep = tmp_path / "deep"
     deep.mkdir()
     monkeypatch.chdir(deep)
-    for _ in range(1100):
-        os.mkdir("d")
+    try:
+        for _ in range(1100):
+            os.mkdir("d")
+            os.chdir("d")
+        Path("t.py").write_text(BARRIER.format(""))
+        (Path("..") / ".hidden").mkdir()
+        (Path("..") / ".hidden" / "u.py").write_text(BARRIER.format(""))  # hidden folders are skipped, as before
+        os.chdir(tmp_path)
+        assert main(["check", "--select", "FSD003", "deep"]) == 1
+        out = capsys.readouterr().out
+        assert out.count("FSD003") == 1 and "/d/t.py:3:5: FSD003" in out
+    finally:
+        _remove_deep(deep)
+
+
+def _remove_deep(root: Path) -> None:
+    """Remove a tree of nested ``d`` folders bottom-up without recursion (shutil.rmtree, and pytest's clean-up of old
+    temporary folders, recurse once a level and fail on 1,100 of them)."""
+    os.chdir(root)
+    depth = 0
+    while os.path.isdir("d"):
         os.chdir("d")
-    Path("t.py").write_text(BARRIER.format(""))
-    (Path("..") / ".hidden").mkdir()
-    (Path("..") / ".hidden" / "u.py").write_text(BARRIER.format(""))  # hidden folders are skipped, as before
-    monkeypatch.chdir(tmp_path)
-    assert main(["check", "--select", "FSD003", "deep"]) == 1
-    out = capsys.readouterr().out
-    assert out.count("FSD003") == 1 and "/d/t.py:3:5: FSD003" in out
+        depth += 1
+    for _ in range(depth + 1):
+        for name in os.listdir("."):
+            if os.path.isdir(name) and not os.path.islink(name):
+                for inner in os.listdir(name):
+                    os.remove(os.path.join(name, inner))
+                os.rmdir(name)
+            else:
+                os.remove(name)
+        os.chdir("..")
+    os.rmdir(root)
