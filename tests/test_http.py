@@ -13,6 +13,7 @@ import json
 import os
 import pickle
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -626,3 +627,64 @@ def test_the_read_deadline_class_pickles_by_name_into_a_fresh_process():
     out = subprocess.run([sys.executable, "-c", code], input=data, capture_output=True, check=True).stdout
     assert out.decode().split() == ["ReadDeadlineH11Protocol_2500000us", "2.5"]
     assert pickle.loads(data) is protocol_class(2.5)
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every process below ``pid`` (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    out, todo = set(), [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.add(c)
+            todo.append(c)
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return (Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]) not in ("Z", "X")
+    except OSError:
+        return False
+
+
+@pytest.mark.slow
+def test_serve_workers_end_when_the_supervisor_is_killed(tmp_path):
+    """``serve --workers 2`` SIGKILLed: its uvicorn workers (and their check workers) end and free the port instead of
+    serving on with PPID 1 (probe 29 N3)."""
+    port = _free_port()
+    env = {**os.environ, "FSDP_SKILL_HOME": str(tmp_path / "home")}
+    proc = subprocess.Popen(
+        [str(EXE), "serve", "--port", str(port), "--workers", "2", "--log-level", "warning"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    left: set[int] = set()
+    try:
+        base = f"http://127.0.0.1:{port}"
+        _wait_until_up(proc, base)
+        assert httpx.post(f"{base}/v1/check", json={"code": "import torch\n"}, timeout=60).status_code == 200
+        below = _descendants(proc.pid)
+        assert len(below) >= 2, below  # the workers (one with its check worker), the resource tracker
+        proc.kill()
+        proc.wait(timeout=10)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and (left := {p for p in below if _alive(p)}):
+            time.sleep(0.2)
+        assert not left, f"left running after the supervisor's SIGKILL: {sorted(left)}"
+        with pytest.raises(httpx.TransportError):
+            httpx.get(f"{base}/healthz", timeout=2)
+    finally:
+        for p in left:
+            with contextlib.suppress(OSError):
+                os.kill(p, signal.SIGKILL)
+        proc.kill()
+        proc.communicate(timeout=30)

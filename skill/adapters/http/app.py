@@ -263,6 +263,7 @@ def create_app(verifier=None) -> FastAPI:
         from fsdp_skill.core.routing.router import get_router
 
         get_router(load_knowledge())  # fail at startup on a bad card; build the index once
+        _exit_with_supervisor()
         yield
         check_worker.close()
 
@@ -444,10 +445,31 @@ def create_app(verifier=None) -> FastAPI:
     return app
 
 
+def _exit_with_supervisor() -> None:
+    """In a worker of ``serve --workers N`` (a process uvicorn's supervisor started with multiprocessing): once the
+    supervisor is gone (a SIGKILL gives it no time to stop its workers), stop this worker's runs, plans and check
+    worker and shut down as on SIGTERM, rather than serve on with nobody owning it (probe 29 N3). A no-op in a
+    process that multiprocessing did not start (``serve`` without workers, a test client)."""
+    import multiprocessing
+
+    parent = multiprocessing.parent_process()
+    if parent is None or parent.sentinel is None:
+        return
+
+    def watch() -> None:
+        from multiprocessing.connection import wait
+
+        wait([parent.sentinel])  # readable once the supervisor has exited
+        _stop_all()
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="fsdp-skill-supervisor-watch", daemon=True).start()
+
+
 def _stop_all() -> None:
     """Stop the verification runs and the plans in flight (their requests get the harness error), for a shutdown."""
     stop_runs()
-    close_checks()
+    close_checks()  # a check in flight gets a 503
     runner = sys.modules.get("fsdp_skill.core.plan.runner")  # loaded only once a plan ran: nothing to stop otherwise
     if runner is not None:
         runner.abort_all()
