@@ -95,8 +95,9 @@ def validate(job: Job, launcher: str) -> None:
     """Raise InvalidArgument (one line) for an unknown launcher or a job whose arguments cannot run: a
     timeout outside (0, MAX_TIMEOUT_S] seconds, a world_size outside 1..MAX_WORLD_SIZE, code that is not a
     str, node settings with the warm launcher or that do not go together, a filename that is not ``*.py``,
-    script arguments that are not strings (or hold NUL) or are given without a script run in place, an unknown
-    dry run or one with NCCL or several nodes."""
+    script arguments that are not strings (or hold NUL) or are given without a script run in place, environment
+    variables no environment can hold (a name with ``=`` or NUL, a value with NUL), an unknown dry run or one with
+    NCCL or several nodes."""
     if launcher not in LAUNCHERS:
         raise InvalidArgument(f"launcher must be one of {', '.join(LAUNCHERS)}, not {launcher!r}")
     if not isinstance(job.timeout, (int, float)) or not 0 < job.timeout <= MAX_TIMEOUT_S:
@@ -122,7 +123,20 @@ def validate(job: Job, launcher: str) -> None:
         raise InvalidArgument("script arguments must be a list of strings without NUL characters")
     if job.args and not job.path:
         raise InvalidArgument("script arguments are only for a script run in place (a PATH.py)")
+    _validate_env(job.env)
     _validate_dry_run(job)
+
+
+def _validate_env(env: object) -> None:
+    """InvalidArgument for variables no process environment can hold: a name that is empty or holds ``=`` or NUL, a
+    value that holds NUL (os.environ refuses them in the rank, which then failed as if the script had)."""
+    if not isinstance(env, Mapping):
+        raise InvalidArgument("env must be a mapping of variable names to values")
+    for name, value in env.items():
+        if not isinstance(name, str) or not name or "=" in name or "\0" in name:
+            raise InvalidArgument(f"environment variable name {name!r} cannot be set: it must be non-empty, without '=' or NUL")
+        if not isinstance(value, str) or "\0" in value:
+            raise InvalidArgument(f"environment variable {name}: its value must be a string without NUL characters")
 
 
 def _validate_dry_run(job: Job) -> None:

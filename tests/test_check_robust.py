@@ -420,3 +420,11 @@ def test_http_check_takes_a_display_name_and_refuses_one_that_is_not_unicode(fak
         assert r.status_code == 422 and r.json()["code"] == "invalid_request" and "body.path" in r.json()["error"]
         r = client.post("/v1/check", json={"code": code, "path": "café.py"})
         assert r.status_code == 200 and [(f["path"], f["code"]) for f in r.json()["findings"]] == [("café.py", "FSD003")]
+
+
+def test_a_display_name_with_nul_keeps_the_codes_findings():
+    """``/v1/check`` and MCP take ``path`` as a display name; one holding NUL (ast.parse refuses it as a filename)
+    gave one FSD000 and hid the code's findings (probe 29 N9)."""
+    src = HEAD + BARRIER
+    assert codes(check_code(src, "a\0b.py").findings) == [("FSD003", barrier_line(src))]
+    assert {f.path for f in check_code(src, "a\0b.py").findings} == {"a\0b.py"}

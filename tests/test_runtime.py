@@ -367,6 +367,28 @@ def test_bad_arguments_raise_value_error():
         runtime.verify_code("x = 1", timeout=0)
 
 
+@pytest.mark.parametrize(
+    "env, message",
+    [
+        ({"A=B": "x"}, "name 'A=B' cannot be set"),
+        ({"": "x"}, "name '' cannot be set"),
+        ({"A\0B": "x"}, "cannot be set: it must be non-empty, without '=' or NUL"),
+        ({"X": "a\0b"}, "environment variable X: its value must be a string without NUL"),
+    ],
+    ids=["equals", "empty", "nul-name", "nul-value"],
+)
+def test_an_environment_no_process_can_hold_is_refused_before_the_run(env, message, tmp_path):
+    """A variable os.environ would refuse in the rank (which then failed, exit 70, as if the script had: probe 29
+    N22) is one InvalidArgument before anything starts."""
+    from fsdp_skill.runtime.job import validate
+
+    script = tmp_path / "train.py"
+    script.write_text("print(1)\n")
+    job = runtime.Job(code="print(1)\n", path=str(script), filename="train.py", env=env)
+    with pytest.raises(InvalidArgument, match=message):
+        validate(job, "warm")
+
+
 def test_torchrun_launcher_passes_and_fails():
     good = verify("allreduce_env.py", launcher="torchrun")
     assert good.status == "passed", good.reason + "\n" + "\n".join(r.output_tail for r in good.ranks)

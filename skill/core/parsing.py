@@ -26,8 +26,8 @@ _RACE = "recursion depth mismatch"
 def _parse(source: str, filename: str, mode: str) -> ast.AST:
     for attempt in range(ATTEMPTS):
         try:
-            with _LOCK:
-                return ast.parse(source, filename=filename, mode=mode)
+            with _LOCK:  # a NUL in a display name (any str a client sends) is no reason to refuse the code itself
+                return ast.parse(source, filename=filename.replace("\x00", "\\x00"), mode=mode)
         except SystemError as exc:
             if _RACE not in str(exc) or attempt == ATTEMPTS - 1:
                 raise
