@@ -479,6 +479,13 @@ def test_plan_memory_tool_and_http_route_plan_the_same():
         ("用4张4090微调7B，显存够吗", "--world-size 4 --seq 4096 --gpu-memory 24GiB"),
         ("70B on 16 nodes of 8 H100, will it fit?", "--world-size 128"),
         ("7B on one T4, will it fit?", "--world-size 1 --seq 4096 --gpu-memory 16GiB"),
+        # the user's own numbers: a total beside its nodes x GPUs is not counted twice, seq and HSDP are read
+        (
+            "Llama-3 8B on 16 A100-40GB (2 nodes x 8), seq 4096: full shard or HSDP, will it fit?",
+            "--mesh 1x16 --sweep mesh=1x16,2x8 --seq 4096 --gpu-memory 40GiB",
+        ),
+        ("用2机8卡A800训练70B模型，序列长度8192，显存够吗", "--world-size 16 --seq 8192 --gpu-memory 80GiB"),
+        ("14B with 8k context on 8 A100 40GB, will it fit?", "--world-size 8 --seq 8192 --gpu-memory 40GiB"),
     ],
 )
 def test_ask_points_fit_questions_at_plan(question, expect):

@@ -186,6 +186,7 @@ def test_ask_s_plan_commands_are_requests_the_cli_takes():
     from fsdp_skill.core.plan.hint import PRESETS, plan_command
 
     questions = [f"Will a {b:g}B model fit on 8 GPUs with FSDP?" for b in PRESETS] + ["用4张4090微调7B，显存够吗"]
+    questions += ["Llama-3 8B on 16 A100-40GB (2 nodes x 8), seq 4096: full shard or HSDP, will it fit?"]
     for question in questions:
         line = plan_command(question)
         assert line, question

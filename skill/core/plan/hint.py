@@ -60,6 +60,18 @@ _ACCELERATOR = r"(?:gpus?|cards?|devices?|" + _NAMES + r"s?)"
 _GPUS = _Lazy(_A + r"(\d+)\s*(?:x|×|\*|张|块|台)?\s*(?:\d+\s*G(?:i?B)?\s+)?(?:" + _ACCELERATOR + _Z + r"|卡|张)", re.I)
 _ONE_GPU = _Lazy(r"\b(a|one|single)\s+(single\s+)?(gpus?|" + _NAMES + r")" + _Z + r"|单卡|一张卡", re.I)
 _NODES = _Lazy(_A + r"(\d+)\s*(?:nodes?|machines?|hosts?|节点|台机器)", re.I)
+# a node count that carries its own GPUs per node: "2 nodes x 8", "2 nodes of 8 GPUs", "2 nodes with 8 each", "2机8卡"
+_NODES_OF = _Lazy(
+    _A + r"(\d+)\s*(?:nodes?|machines?|hosts?)\s*(?:x|×|\*|of|with|each with)\s*(\d+)" + _Z + r"|"
+    + _A + r"(\d+)\s*(?:机|台机器|节点)\s*(?:x|×|\*|每台|每机|各)?\s*(\d+)\s*(?:卡|张)",
+    re.I,
+)
+_SEQ = _Lazy(
+    r"(?:seq(?:uence)?(?:[ _-]?len(?:gth)?)?|context(?:[ _-]?len(?:gth)?)?|序列长度|上下文长度?)\s*(?:=|:|of|is)?\s*"
+    r"(\d+)\s*(k)?" + _Z + r"|" + _A + r"(\d+)\s*(k)?\s*(?:tokens?|context|seq(?:uence)?s?)" + _Z,
+    re.I,
+)
+_HYBRID = _Lazy(r"\bHSDP\b|hybrid[ _-]?shard|\bfull[ _-]?shard\b.*\bor\b|混合分片", re.I)
 _GPU_MEM = _Lazy(_A + r"(\d+)\s*(?:GB|GiB|G)" + _Z, re.I)
 # memory of common accelerators (GiB, the largest variant) when the question names one and no size
 _KNOWN_GPUS = (
@@ -80,12 +92,35 @@ _KNOWN_GPUS = (
 )
 
 
-def _world_size(question: str) -> int:
-    """GPUs per node from ``N GPUs`` / ``8xH100`` / ``4张4090`` / ``a single GPU``, times ``N nodes``; default 8."""
+def _nodes_and_gpus(question: str) -> tuple[int, int]:
+    """(nodes, GPUs per node): a node count with its own per-node count (``2 nodes x 8``, ``2机8卡``) wins, so that
+    ``16 A100s (2 nodes x 8)`` is 16 GPUs, not 32; else GPUs from ``N GPUs`` / ``8xH100`` / ``4张4090`` / ``a single
+    GPU`` (default 8) per each of ``N nodes`` (default 1)."""
+    both = _NODES_OF.search(question)
+    if both:
+        n, g = (both.group(1), both.group(2)) if both.group(1) else (both.group(3), both.group(4))
+        if int(n) >= 1 and int(g) >= 1:
+            return int(n), int(g)
     gpus = _GPUS.search(question)
     per_node = int(gpus.group(1)) if gpus and int(gpus.group(1)) >= 1 else 1 if _ONE_GPU.search(question) else 8
     nodes = _NODES.search(question)
-    return per_node * int(nodes.group(1)) if nodes and gpus and int(nodes.group(1)) >= 1 else per_node
+    return (int(nodes.group(1)), per_node) if nodes and gpus and int(nodes.group(1)) >= 1 else (1, per_node)
+
+
+def _world_size(question: str) -> int:
+    """The GPUs of the run (:func:`_nodes_and_gpus`: nodes x GPUs per node)."""
+    nodes, per_node = _nodes_and_gpus(question)
+    return nodes * per_node
+
+
+def _seq(question: str) -> int:
+    """The sequence length the question names (``seq 4096``, ``8k context``, ``序列长度 2048``), else 4096."""
+    m = _SEQ.search(question)
+    if not m:
+        return 4096
+    digits, k = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+    value = int(digits) * (1024 if k else 1)
+    return value if 16 <= value <= 10_000_000 else 4096
 
 
 def _gpu_memory(question: str) -> str:
@@ -99,7 +134,10 @@ def plan_command(question: str) -> str | None:
     """The plan command line for a "will it fit / how much memory" question, else None.
 
     Model size: the preset nearest (in ratio) to an ``NNB`` in the question (default 8B); world size from
-    ``N GPUs`` / ``N H100s`` / ``8x A100`` / ``8 张卡`` / ``a single GPU``, times ``N nodes`` (default 8);
+    ``N GPUs`` / ``N H100s`` / ``8x A100`` / ``8 张卡`` / ``a single GPU``, times ``N nodes`` (default 8), or a node
+    count with its own (``2 nodes x 8``, ``2机8卡``); with several nodes and HSDP named (``full shard or HSDP``), a
+    sweep of the full-shard mesh beside the one-replica-a-node HSDP mesh; ``--seq`` from ``seq 4096`` / ``8k
+    context`` (default 4096);
     ``--gpu-memory`` from ``NN GB``, else from a GPU it names (RTX 4090: 24), else 80GiB (vendors' "GB" are
     taken as GiB, as nvidia-smi shows them).
     """
@@ -118,7 +156,14 @@ def plan_command(question: str) -> str | None:
         return None
     billions = float(size.group(1)) if size and float(size.group(1)) > 0 else 8.0
     preset = min(PRESETS, key=lambda b: abs(math.log(b / billions)))
+    nodes, per_node = _nodes_and_gpus(question)
+    world = nodes * per_node
+    shards = (
+        f"--world-size {world}"
+        if not (nodes > 1 and _HYBRID.search(question))
+        else f"--mesh 1x{world} --sweep mesh=1x{world},{nodes}x{per_node}"  # full shard beside HSDP, one replica a node
+    )
     return (
-        f"fsdp-skill plan --transformer {PRESETS[preset]} --world-size {_world_size(question)} "
-        f"--seq 4096 --gpu-memory {_gpu_memory(question)}GiB --sweep ac=none,per-block"
+        f"fsdp-skill plan --transformer {PRESETS[preset]} {shards} --seq {_seq(question)} "
+        f"--gpu-memory {_gpu_memory(question)}GiB --sweep ac=none,selective-op,per-block"
     )
