@@ -62,8 +62,12 @@ _ONE_GPU = _Lazy(r"\b(a|one|single)\s+(single\s+)?(gpus?|" + _NAMES + r")" + _Z 
 _NODES = _Lazy(_A + r"(\d+)\s*(?:nodes?|machines?|hosts?|节点|台机器)", re.I)
 # a node count that carries its own GPUs per node: "2 nodes x 8", "2 nodes of 8 GPUs", "2 nodes with 8 each", "2机8卡"
 _NODES_OF = _Lazy(
-    _A + r"(\d+)\s*(?:nodes?|machines?|hosts?)\s*(?:x|×|\*|of|with|each with)\s*(\d+)" + _Z + r"|"
-    + _A + r"(\d+)\s*(?:机|台机器|节点)\s*(?:x|×|\*|每台|每机|各)?\s*(\d+)\s*(?:卡|张)",
+    _A
+    + r"(\d+)\s*(?:nodes?|machines?|hosts?)\s*(?:x|×|\*|of|with|each with)\s*(\d+)"
+    + _Z
+    + r"|"
+    + _A
+    + r"(\d+)\s*(?:机|台机器|节点)\s*(?:x|×|\*|每台|每机|各)?\s*(\d+)\s*(?:卡|张)",
     re.I,
 )
 _SEQ = _Lazy(
