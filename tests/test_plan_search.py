@@ -124,3 +124,23 @@ def test_cli_max_seq_on_the_built_in_transformer(capsys):
     assert row["setting"]["seq"] == lf["value"] and row["fit"]["status"] == "fits"
     statuses = {p["value"]: p["status"] for p in lf["probes"]}
     assert statuses[lf["next_value"]] != "fits" and lf["child_runs"] <= MAX_ROUNDS
+
+
+def test_the_sweep_is_drawn_as_stacked_bars_with_the_gpu_marked():
+    """The terminal's picture of a sweep: one bar per row, its length the row's peak over the largest of the peaks
+    and the GPU's memory (60 characters), a legend of the categories drawn, the GPU's memory marked."""
+    import io
+
+    from rich.console import Console
+
+    from fsdp_skill.adapters.cli.plan_render import BAR_WIDTH, print_bars
+
+    report = fake_planner(lambda b: b * 10 * GIB, 80 * GIB, [])([Setting(mesh=[8], batch=b) for b in (2, 4)])
+    out = io.StringIO()
+    print_bars(report, Console(file=out, width=120, color_system=None))
+    lines = out.getvalue().splitlines()
+    bars = [ln for ln in lines if ln.startswith("#")]
+    assert [b.count("█") for b in bars] == [BAR_WIDTH * 20 // 80, BAR_WIDTH * 40 // 80]
+    assert all(b.rstrip().split()[-1] in ("20.00", "40.00") for b in bars)
+    assert all(b.index("|") == bars[0].index("|") for b in bars)  # the GPU's memory, at the same column
+    assert "activations" in lines[-1] and "80.00 GiB GPU" in lines[-1]

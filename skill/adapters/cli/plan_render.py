@@ -80,6 +80,8 @@ def print_plan(report: PlanReport, console: Console | None = None) -> None:
     for c in cats:
         by_cat.add_row(_SHORT[c], *(_num((r.device_peak_by_category or r.peak_by_category).get(c, 0), unit) for r in report.rows))
     console.print(by_cat)
+    if len(report.rows) > 1:
+        print_bars(report, console)
     for i, r in enumerate(report.rows, 1):
         where = "in host memory (cpu-offload)" if r.device_peak_by_category else "per rank"
         console.print(
@@ -115,6 +117,57 @@ def print_plan(report: PlanReport, console: Console | None = None) -> None:
         console.print(table)
         for line in timed[0][1].basis:
             console.print(f"  - {line}", highlight=False)
+
+
+# one colour per category, in CATEGORY_ORDER (the legend's order too)
+_COLOURS = {
+    "sharded_param": "blue",
+    "unsharded_param": "cyan",
+    "buffer": "bright_black",
+    "sharded_grad": "magenta",
+    "unsharded_grad": "bright_magenta",
+    "activation": "green",
+    "temp": "yellow",
+    "all_gather": "bright_cyan",
+    "reduce_scatter": "bright_blue",
+    "optimizer_state": "red",
+    "inputs": "white",
+}
+BAR_WIDTH = 60  # characters for the largest of the rows' peaks and the GPU's memory
+
+
+def print_bars(report: PlanReport, console: Console) -> None:
+    """The rows as stacked bars of memory by category (one character is 1/BAR_WIDTH of the largest peak, or of the
+    GPU's memory when that is larger, marked with a ``|``), with a legend; a category under half a character is
+    left out of its bar."""
+    from rich.text import Text
+
+    rows = report.rows
+    top = max(max(r.device_peak_bytes for r in rows), report.gpu_memory_bytes or 0)
+    unit = _unit(report)
+    name = dict(BYTE_UNITS).get(unit, "B")
+    console.print(f"memory by category at each row's peak ({name}; one character = {top / BAR_WIDTH / unit:.3g} {name})")
+    gpu_at = round(report.gpu_memory_bytes / top * BAR_WIDTH) if report.gpu_memory_bytes else None
+    for i, r in enumerate(rows, 1):
+        cats = r.device_peak_by_category or r.peak_by_category
+        bar = Text(f"#{i:<3}")
+        used = 0
+        for cat in CATEGORY_ORDER:
+            n = round(cats.get(cat, 0) / top * BAR_WIDTH)
+            bar.append("█" * n, style=_COLOURS[cat])
+            used += n
+        if gpu_at is not None and gpu_at > used:
+            bar.append(" " * (gpu_at - used - 1) + "|")
+        bar.append(f" {_num(r.device_peak_bytes, unit)}")
+        console.print(bar)
+    legend = Text("    ")
+    for cat in CATEGORY_ORDER:
+        if any((r.device_peak_by_category or r.peak_by_category).get(cat) for r in rows):
+            legend.append("█ ", style=_COLOURS[cat])
+            legend.append(f"{_SHORT[cat]}  ")
+    if gpu_at is not None:
+        legend.append(f"| {format_bytes(report.gpu_memory_bytes)} GPU")
+    console.print(legend)
 
 
 def largest_line(report: PlanReport) -> str:
