@@ -100,23 +100,29 @@ def print_plan(report: PlanReport, console: Console | None = None) -> None:
         console.print(f"  - {s.text}  [dim](fsdp-skill show {s.section})[/dim]", highlight=False)
     if report.largest is not None:
         console.print(largest_line(report), highlight=False)
+    print_step_times(report, console)
+
+
+def print_step_times(report: PlanReport, console: Console) -> None:
+    """With ``--gpu``: the step-time estimate of each row, and where its figures come from."""
     timed = [(i, r.step_time) for i, r in enumerate(report.rows, 1) if r.step_time is not None]
-    if timed:
-        table = Table(title=f"step time — an ESTIMATE, not measured ({timed[0][1].gpu})", title_justify="left")
-        for col in ("#", "compute s", "collectives s", "step s", "tokens/s per GPU", "recompute share"):
-            table.add_column(col, justify="right")
-        for i, st in timed:
-            table.add_row(
-                str(i),
-                f"{st.compute_seconds[0]:.3g}–{st.compute_seconds[1]:.3g}",
-                f"{st.comm_seconds[0]:.3g}–{st.comm_seconds[1]:.3g}",
-                f"{st.step_seconds[0]:.3g}–{st.step_seconds[1]:.3g}",
-                f"{st.tokens_per_second[0]:,.0f}–{st.tokens_per_second[1]:,.0f}",
-                f"{st.recompute_flops / (st.model_flops + st.recompute_flops):.0%}",
-            )
-        console.print(table)
-        for line in timed[0][1].basis:
-            console.print(f"  - {line}", highlight=False)
+    if not timed:
+        return
+    table = Table(title=f"step time — an ESTIMATE, not measured ({timed[0][1].gpu})", title_justify="left")
+    for col in ("#", "compute s", "collectives s", "step s", "tokens/s per GPU", "recompute share"):
+        table.add_column(col, justify="right")
+    for i, st in timed:
+        table.add_row(
+            str(i),
+            f"{st.compute_seconds[0]:.3g}–{st.compute_seconds[1]:.3g}",
+            f"{st.comm_seconds[0]:.3g}–{st.comm_seconds[1]:.3g}",
+            f"{st.step_seconds[0]:.3g}–{st.step_seconds[1]:.3g}",
+            f"{st.tokens_per_second[0]:,.0f}–{st.tokens_per_second[1]:,.0f}",
+            f"{st.recompute_flops / (st.model_flops + st.recompute_flops):.0%}",
+        )
+    console.print(table)
+    for line in timed[0][1].basis:
+        console.print(f"  - {line}", highlight=False)
 
 
 # one colour per category, in CATEGORY_ORDER (the legend's order too)
@@ -165,7 +171,7 @@ def print_bars(report: PlanReport, console: Console) -> None:
         if any((r.device_peak_by_category or r.peak_by_category).get(cat) for r in rows):
             legend.append("█ ", style=_COLOURS[cat])
             legend.append(f"{_SHORT[cat]}  ")
-    if gpu_at is not None:
+    if report.gpu_memory_bytes:
         legend.append(f"| {format_bytes(report.gpu_memory_bytes)} GPU")
     console.print(legend)
 
