@@ -129,3 +129,20 @@ def test_rank_sized_gather_edges(value, before, want):
 def test_all_gather_object_of_a_masked_selection_is_silent():
     src = "import torch.distributed as dist\n\ndef f(x, m, out):\n    dist.all_gather_object(out, x[m > 0])\n"
     assert _codes(src, "FSD092") == []
+
+
+@pytest.mark.parametrize(
+    ("use", "want"),
+    [
+        ('    if res["acc"] > best:\n        best = res["acc"]\n', [18]),
+        ("    scheduler.step(res)\n", [18]),
+        ("    optimizer.step()\n    print(res)\n", []),  # printed on every rank: each rank says its own
+    ],
+)
+def test_shard_metric_uses(use, want):
+    src = EVAL.format(tail="", sampler="DistributedSampler(ds)", between="").replace(
+        "    acc = evaluate(model, loader)\n\n    if acc > best:\n        best = acc\n",
+        "    res = evaluate(model, loader)\n" + use,
+    )
+    assert "res = evaluate" in src
+    assert _codes(src, "FSD090") == want

@@ -6,7 +6,8 @@
   collective, no framework collective, no call of a method named like one: ``meter.all_reduce()``,
   ``metric.compute()`` of torchmetrics, which syncs, ``aggregate()``, ``gather``, ``sync``), whose result the caller
   then uses as the job's number: compares it with a best value (``if acc > best_acc:``, ``is_best = loss < best``,
-  ``max(acc, best_acc)``: checkpoint selection) or reports it under a rank condition (``if rank == 0:
+  ``max(acc, best_acc)``: checkpoint selection; an item of it, ``metrics["acc"] > best``), steps a scheduler on it
+  (``scheduler.step(val_loss)``: each rank's ``ReduceLROnPlateau`` on its own value) or reports it under a rank condition (``if rank == 0:
   print(acc)``, a logger, ``wandb.log``, ``writer.add_scalar``). Each rank's value covers its own shard only, so the
   best checkpoint is chosen (and the number printed) on rank 0's shard. Silent when the caller hands the result to a
   collective (or to a function of the file that reaches one) before that use, or rebinds it; silent on a loader
@@ -128,15 +129,27 @@ def _best_name(node: ast.AST) -> bool:
 
 
 def _selection(facts: FileFacts, use: ast.Name) -> str | None:
-    """'compared with <best>' when ``use`` is compared with (or max/min-ed against) a best value."""
+    """'compared with <best>' when ``use`` (or an item of it: ``metrics["acc"]``, ``res.acc``) is compared with (or
+    kept by max() / min() against) a best value, or handed to a scheduler's ``step()`` (``ReduceLROnPlateau``)."""
+    node: ast.AST = use
     parent = facts.parents.get(id(use))
+    while isinstance(parent, (ast.Subscript, ast.Attribute)) and getattr(parent, "value", None) is node:
+        node, parent = parent, facts.parents.get(id(parent))
+    if (
+        isinstance(parent, ast.Call)
+        and isinstance(parent.func, ast.Attribute)
+        and parent.func.attr == "step"
+        and node in parent.args
+        and "sched" in (dotted(parent.func.value) or "").lower()
+    ):
+        return f"handed to {dotted(parent.func.value)}.step() (each rank's scheduler steps on its own value)"
     if isinstance(parent, ast.Compare):
         others = [parent.left, *parent.comparators]
-        best = next((o for o in others if o is not use and _best_name(o)), None)
+        best = next((o for o in others if o is not node and _best_name(o)), None)
         if best is not None:
             return f"compared with `{dotted(best)}` (the best checkpoint is chosen on it)"
     if isinstance(parent, ast.Call) and last_name(parent) in ("max", "min") and isinstance(parent.func, ast.Name):
-        best = next((a for a in parent.args if a is not use and _best_name(a)), None)
+        best = next((a for a in parent.args if a is not node and _best_name(a)), None)
         if best is not None:
             return f"kept in `{dotted(best)}` by {parent.func.id}() (the best value is chosen on it)"
     return None
