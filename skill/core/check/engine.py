@@ -24,6 +24,7 @@ import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+import fsdp_skill.core.check.accelerate_rules  # noqa: F401 - registers the finders of FSD093, FSD094
 import fsdp_skill.core.check.accum_rules  # noqa: F401 - registers the finder of FSD083
 import fsdp_skill.core.check.calls_rules  # noqa: F401 - registers the finders of FSD039, FSD041, FSD042, FSD044
 import fsdp_skill.core.check.checkpoint_rules  # noqa: F401 - registers the finders of FSD069-FSD072

@@ -822,10 +822,31 @@ RULES: dict[str, Rule] = {
             "data/gather-uneven-sizes",
             "data/gather-uneven-sizes",
         ),
+        _r(
+            "FSD093",
+            "warning",
+            "`with accelerator.accumulate(model):` around the whole batch loop instead of around each step",
+            "the context decides once, when it is entered, whether this step syncs the gradients and steps the "
+            "optimizer: entered once around the loop it decides the same for every batch (no accumulation, or no step "
+            "at all); enter it inside the loop, around one batch's forward, backward and step",
+            "debugging/ddp-no-sync-accumulation",
+            "debugging/ddp-no-sync-accumulation",
+        ),
+        _r(
+            "FSD094",
+            "error",
+            "model `from_pretrained` inside `accelerator.main_process_first()` under DeepSpeed ZeRO-3",
+            "under ZeRO-3 from_pretrained builds the model inside deepspeed.zero.Init, whose partitioning is "
+            "collective, while main_process_first holds the other ranks in a barrier until the main process leaves "
+            "the block: its collectives have no peers and the job hangs; load the model on every rank at once and keep "
+            "main_process_first for the dataset's preprocessing",
+            "debugging/framework-collective-on-rank-zero",
+            "debugging/framework-gather-every-rank",
+        ),
     ]
 }
 
 NOT_ANALYSED = "FSD000"  # the file was not analysed (does not parse, or the checker failed on it): a finding, not a rule
-# the rule codes as a range ("FSD001-FSD092"): the check_script tool's description gives it, and a test holds the
+# the rule codes as a range ("FSD001-FSD094"): the check_script tool's description gives it, and a test holds the
 # pre-commit hook's description and README to it
 RULE_RANGE = f"{min(RULES)}-{max(RULES)}"
