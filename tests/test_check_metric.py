@@ -146,3 +146,18 @@ def test_shard_metric_uses(use, want):
     )
     assert "res = evaluate" in src
     assert _codes(src, "FSD090") == want
+
+
+def test_monitored_metric_silent_where_the_file_also_runs_a_single_process_trainer():
+    src = LIGHTNING.format(extra="", trainer="devices=2", monitor="val_loss") + "other = L.Trainer(devices=1)\n"
+    assert _codes(src, "FSD091") == []
+
+
+def test_monitored_metric_needs_the_callback_given_to_the_trainer():
+    src = (
+        LIGHTNING.format(extra="", trainer="devices=2", monitor="val_loss").replace(
+            'callbacks=[ModelCheckpoint(monitor="val_loss")]', "callbacks=[]"
+        )
+        + 'unused = ModelCheckpoint(monitor="val_loss")\n'
+    )
+    assert _codes(src, "FSD091") == []

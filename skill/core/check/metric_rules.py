@@ -14,8 +14,10 @@
   without a ``DistributedSampler`` (every rank scores the whole set and the value is everybody's).
 - **FSD091**: a Lightning ``self.log(name, value)`` / ``self.log_dict({name: value})`` without ``sync_dist=True``
   of a metric that a ``ModelCheckpoint(monitor=name)``, ``EarlyStopping(monitor=name)`` or an LR scheduler's
-  ``"monitor": name`` of the same file watches, in a file whose ``Trainer(...)`` runs several processes (``devices``
-  above one or ``-1``, ``num_nodes`` above one, a ``ddp`` / ``fsdp`` / ``deepspeed`` strategy). Each process logs
+  ``"monitor": name`` in the module's class watches (the callbacks given to the file's ``Trainer(...)``: in its
+  ``callbacks`` list, or named there), in a file whose every ``Trainer(...)`` runs several processes (``devices``
+  above one or ``-1``, ``num_nodes`` above one, a ``ddp`` / ``fsdp`` / ``deepspeed`` strategy; a file that also
+  builds a single-process Trainer, a test or a demo, does not say which one fits the module). Each process logs
   the mean over its own validation shard, so every rank's callback sees a different value: ranks keep different
   top-k checkpoints and step their schedulers differently. Silent with ``sync_dist=True`` (any value but a literal
   False), ``rank_zero_only=True``, a logged ``self.`` attribute in a file that imports torchmetrics (a ``Metric``
@@ -243,20 +245,13 @@ def _str(node: ast.AST | None) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
-def _monitored(facts: FileFacts) -> dict[str, int]:
-    """Metric name -> line of what watches it: ``ModelCheckpoint(monitor=...)``, ``EarlyStopping(monitor=...)`` (or
-    its first argument), a ``{"monitor": name}`` dict (a scheduler's configuration)."""
-    out: dict[str, int] = {}
-    for node in facts.nodes:
-        if isinstance(node, ast.Call) and last_name(node) in _MONITORS:
-            name = _str(kwarg(node, "monitor", 0 if last_name(node) == "EarlyStopping" else None))
-            if name is not None:
-                out.setdefault(name, node.lineno)
-        elif isinstance(node, ast.Dict):
-            for k, v in zip(node.keys, node.values, strict=True):
-                if _str(k) == "monitor" and (name := _str(v)) is not None:
-                    out.setdefault(name, node.lineno)
-    return out
+def _trainers(facts: FileFacts) -> list[ast.Call]:
+    """The Lightning ``Trainer(...)`` calls of the file."""
+    return [
+        c
+        for c in facts.calls()
+        if last_name(c) == "Trainer" and (facts.qual(c) or "").startswith(("lightning", "pytorch_lightning"))
+    ]
 
 
 def _many(node: ast.AST | None) -> bool:
@@ -271,23 +266,50 @@ def _many(node: ast.AST | None) -> bool:
         if isinstance(v, int):
             return v > 1
         if isinstance(v, str):
-            return v.strip() == "-1" or v.strip().isdigit() and int(v) > 1 or v.count(",") >= 1 and v.strip(", ") != ""
+            t = v.strip()
+            return t == "-1" or t.isdigit() and int(t) > 1 or "," in t and t.strip(", ") != ""
     if isinstance(node, (ast.List, ast.Tuple)):
         return len(node.elts) > 1
     return False
 
 
-def _multi_process_trainer(facts: FileFacts) -> ast.Call | None:
-    """A Lightning ``Trainer(...)`` of the file that runs several processes (see the module docstring), else None."""
-    for call in facts.calls():
-        q = facts.qual(call) or ""
-        if last_name(call) != "Trainer" or not q.startswith(("lightning", "pytorch_lightning")):
+def _multi_process(call: ast.Call) -> bool:
+    strategy = kwarg(call, "strategy")
+    text = (_str(strategy) or (last_name(strategy) if isinstance(strategy, ast.Call) else "") or "").lower()
+    return any(w in text for w in _STRATEGY_WORDS) or any(_many(kwarg(call, k)) for k in ("devices", "num_nodes", "gpus"))
+
+
+def _callback_monitors(facts: FileFacts, trainer: ast.Call) -> dict[str, int]:
+    """Metric name -> line of the ``ModelCheckpoint`` / ``EarlyStopping`` given to ``trainer``'s ``callbacks``
+    (a list there, or a name bound to one, or names of the callbacks in it)."""
+    out: dict[str, int] = {}
+    given = kwarg(trainer, "callbacks")
+    todo = [given] if given is not None else []
+    seen = 0
+    while todo and seen < 32:
+        node = todo.pop()
+        seen += 1
+        if node is None:
             continue
-        strategy = kwarg(call, "strategy")
-        text = (_str(strategy) or (last_name(strategy) if isinstance(strategy, ast.Call) else "") or "").lower()
-        if any(w in text for w in _STRATEGY_WORDS) or any(_many(kwarg(call, k)) for k in ("devices", "num_nodes", "gpus")):
-            return call
-    return None
+        value = facts.resolve(node) if isinstance(node, ast.Name) else node
+        if isinstance(value, (ast.List, ast.Tuple)):
+            todo += list(value.elts)
+        elif isinstance(value, ast.Call) and last_name(value) in _MONITORS:
+            name = _str(kwarg(value, "monitor", 0 if last_name(value) == "EarlyStopping" else None))
+            if name is not None:
+                out.setdefault(name, value.lineno)
+    return out
+
+
+def _scheduler_monitors(facts: FileFacts, cls: ast.ClassDef) -> dict[str, int]:
+    """Metric name -> line of a ``{"monitor": name}`` dict in the methods of ``cls`` (configure_optimizers)."""
+    out: dict[str, int] = {}
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Dict):
+            for k, v in zip(node.keys, node.values, strict=True):
+                if _str(k) == "monitor" and (name := _str(v)) is not None:
+                    out.setdefault(name, node.lineno)
+    return out
 
 
 def _logged(call: ast.Call) -> list[tuple[str, ast.AST]]:
@@ -327,12 +349,13 @@ def monitored_metric_not_synced(facts: FileFacts) -> Found:
     Trainer (see the module docstring)."""
     if not flow_rules._imports_lightning(facts):
         return
-    monitored = _monitored(facts)
-    if not monitored:
-        return
-    trainer = _multi_process_trainer(facts)
-    if trainer is None:
-        return
+    trainers = _trainers(facts)
+    if not trainers or not all(_multi_process(t) for t in trainers):
+        return  # a file that also runs a single-process Trainer (a test, a demo) does not say which one fits the module
+    watched: dict[str, int] = {}
+    for t in trainers:
+        for name, line in _callback_monitors(facts, t).items():
+            watched.setdefault(name, line)
     for call in facts.calls():
         if not (isinstance(call.func, ast.Attribute) and call.func.attr in ("log", "log_dict")):
             continue
@@ -343,11 +366,13 @@ def monitored_metric_not_synced(facts: FileFacts) -> Found:
             continue
         if is_true(kwarg(call, "rank_zero_only")) or _method_combines(facts, call):
             continue
+        cls = next((a for a in facts.ancestors(call) if isinstance(a, ast.ClassDef)), None)
+        monitored = {**(_scheduler_monitors(facts, cls) if cls is not None else {}), **watched}
         for name, value in _logged(call):
             if name in monitored and not _syncs_itself(facts, value):
                 yield (
                     call,
-                    f"`{name}` is watched at line {monitored[name]} and the Trainer at line {trainer.lineno} runs "
+                    f"`{name}` is watched at line {monitored[name]} and the Trainer at line {trainers[0].lineno} runs "
                     "several processes; logged here without sync_dist=True",
                 )
                 break
