@@ -161,3 +161,29 @@ def test_monitored_metric_needs_the_callback_given_to_the_trainer():
         + 'unused = ModelCheckpoint(monitor="val_loss")\n'
     )
     assert _codes(src, "FSD091") == []
+
+
+COND = """import torch
+import torch.distributed as dist
+
+
+def f(boxes, world):
+    kept = []
+    for b in boxes:
+        {line}
+    t = torch.tensor(kept)
+    out = [torch.empty_like(t) for _ in range(world)]
+    dist.all_gather(out, t)
+"""
+
+
+@pytest.mark.parametrize(
+    ("line", "want"),
+    [
+        ("if b.score > 0.5:\n            kept.append(b.score)", [12]),  # how many pass is the data's
+        ("kept.append(b.score)", []),  # one per box: the boxes' count
+        ("if dist.get_rank() == 0:\n            kept.append(b.score)", []),  # a rank test: other rules' business
+    ],
+)
+def test_gather_of_a_list_appended_on_a_condition(line, want):
+    assert _codes(COND.format(line=line), "FSD092") == want

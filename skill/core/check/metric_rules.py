@@ -28,7 +28,8 @@
   ``self.all_gather(t)`` (``pl_module`` / ``fabric``), Accelerate's ``accelerator.gather(t)`` /
   ``gather_for_metrics(t)``, directly or through a function of the file that hands its parameter to one
   (``concat_all_gather(t)``, a method ``self.enqueue(t)`` calling it). "Depends on this rank's data": ``t`` is (or
-  is bound from, or is ``torch.cat`` of a list the file appends) a boolean-mask selection (``x[y != -100]``,
+  is bound from, or is ``torch.cat`` / ``stack`` / ``tensor`` of a list the file appends such items to, or appends
+  to under an ``if`` inside a loop) a boolean-mask selection (``x[y != -100]``,
   ``x[mask]`` with ``mask`` a comparison), ``masked_select`` / ``nonzero`` / ``unique`` / one-argument
   ``torch.where``, or a slice whose bound is read from the data (``x[:, :int(lengths.max())]``, ``.item()``,
   ``.sum()``). The ranks then send tensors of different sizes: Gloo aborts ("Received data size doesn't match
@@ -438,7 +439,7 @@ def _rank_sized(facts: FileFacts, node: ast.AST | None, depth: int = 0) -> str |
         q = facts.qual(value) or ""
         if name in _SIZED_BY_DATA or q == "torch.where" and len(value.args) == 1:
             return f"{name}() (line {value.lineno})"
-        if name in ("cat", "concatenate") and value.args:
+        if name in ("cat", "concatenate", "stack", "tensor", "as_tensor") and value.args and q.startswith("torch"):
             return _appended_sized(facts, value.args[0], depth)
         if isinstance(value.func, ast.Attribute) and name in (
             "to",
@@ -465,9 +466,26 @@ def _appended_sized(facts: FileFacts, seq: ast.AST, depth: int) -> str | None:
         f = call.func
         if isinstance(f, ast.Attribute) and f.attr == "append" and dotted(f.value) == target and call.args:
             if target.startswith("self.") or facts.scope_of(call) is facts.scope_of(seq):
-                got = _rank_sized(facts, call.args[0], depth + 1)
+                got = _rank_sized(facts, call.args[0], depth + 1) or _appended_on_condition(facts, call)
                 if got is not None:
                     return got
+    return None
+
+
+def _appended_on_condition(facts: FileFacts, append: ast.Call) -> str | None:
+    """'a list appended under a condition in a loop' when ``append`` sits under an ``if`` inside a loop of its
+    function (``for box in boxes: if box.score > t: kept.append(box)``): how many items it gets is the data's."""
+    scope = facts.scope_of(append)
+    under_if = None
+    for anc in facts.ancestors(append):
+        if anc is scope:
+            break
+        if isinstance(anc, ast.If) and under_if is None:
+            under_if = anc
+        if isinstance(anc, (ast.For, ast.AsyncFor, ast.While)):
+            if under_if is not None and not facts.is_rank_test(under_if.test):
+                return f"a list appended under a condition in a loop (line {append.lineno})"
+            return None
     return None
 
 
