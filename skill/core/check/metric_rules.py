@@ -11,7 +11,10 @@
   print(acc)``, a logger, ``wandb.log``, ``writer.add_scalar``). Each rank's value covers its own shard only, so the
   best checkpoint is chosen (and the number printed) on rank 0's shard. Silent when the caller hands the result to a
   collective (or to a function of the file that reaches one) before that use, or rebinds it; silent on a loader
-  without a ``DistributedSampler`` (every rank scores the whole set and the value is everybody's).
+  without a ``DistributedSampler`` (every rank scores the whole set and the value is everybody's). The same inline: an
+  evaluation loop over a sharded loader that sums into names (``correct += ...``), and, after it in the same
+  function, one of them or a name derived from them (``acc = correct / total``) used the same way, with nothing in
+  that function from the loop on that combines values across the ranks.
 - **FSD091**: a Lightning ``self.log(name, value)`` / ``self.log_dict({name: value})`` without ``sync_dist=True``
   of a metric that a ``ModelCheckpoint(monitor=name)``, ``EarlyStopping(monitor=name)`` or an LR scheduler's
   ``"monitor": name`` in the module's class watches (the callbacks given to the file's ``Trainer(...)``: in its
@@ -193,6 +196,7 @@ def _handed_between(facts: FileFacts, scope: ast.AST, name: str, after: tuple[in
 def shard_metric_used_as_the_jobs(facts: FileFacts) -> Found:
     """FSD090: the result of an evaluation over this rank's shard compared with a best value or reported on some
     ranks, never combined (see the module docstring)."""
+    yield from _inline_evaluations(facts)
     evaluators = _shard_evaluators(facts)
     if not evaluators:
         return
@@ -234,6 +238,64 @@ def shard_metric_used_as_the_jobs(facts: FileFacts) -> Found:
                 f"{how}",
             )
             done = True
+
+
+def _inline_evaluations(facts: FileFacts) -> Found:
+    """FSD090's inline shape: an evaluation loop over a sharded loader in the function that then compares or reports
+    what the loop summed (``correct += ...`` ... ``acc = correct / total`` ... ``if rank == 0: print(acc)``), with
+    nothing after the loop's start in that function that combines values across the ranks."""
+    if not any((facts.qual(c) or "").endswith("DistributedSampler") for c in facts.calls()):
+        return
+    done: set[int] = set()
+    for loop in facts.nodes:
+        if not isinstance(loop, (ast.For, ast.AsyncFor)) or step_rules._trains(loop):
+            continue
+        scope = facts.scope_of(loop)
+        if id(scope) in done or not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        summed = step_rules._accumulated(loop)
+        if not summed:
+            continue
+        sampler = _sharded_loader(facts, loop.iter)
+        if sampler is None:
+            continue
+        after = [n for n in facts.scope_nodes(scope) if isinstance(n, (ast.expr, ast.stmt)) and start(n) > end(loop)]
+        if any(
+            _combining_call(facts, n) for n in facts.scope_nodes(scope) if isinstance(n, ast.Call) and start(n) >= start(loop)
+        ):
+            continue
+        local = set(summed)
+        for n in after:  # names derived from the sums after the loop, in source order
+            if isinstance(n, ast.Assign) and any(isinstance(m, ast.Name) and m.id in local for m in ast.walk(n.value)):
+                local |= {t.id for t in n.targets if isinstance(t, ast.Name)}
+        for n in after:
+            if not (isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in local):
+                continue
+            how = _selection(facts, n) or _report(facts, n)
+            if how is None:
+                continue
+            done.add(id(scope))
+            yield (
+                n,
+                f"`{n.id}` comes from the loop at line {loop.lineno}, which reads a DistributedSampler (line "
+                f"{sampler.lineno}): this rank's shard only, combined with no other rank's; {how}",
+            )
+            break
+
+
+def _combining_call(facts: FileFacts, node: ast.Call) -> bool:
+    """Does ``node`` combine values across the ranks (a collective, a framework's, a function of the file reaching
+    one, or a call named like one)?"""
+    q = facts.qual(node) or ""
+    name = (last_name(node) or "").lower()
+    if q.startswith("torch.distributed.") and q.rsplit(".", 1)[-1] in rc.COLLECTIVES:
+        return True
+    if flow_rules.framework_collective(facts, node) or any(w in name for w in _COMBINING_WORDS):
+        return True
+    if "accelerator" in (dotted(node.func) or "").lower():
+        return True
+    fn = divergence.reach_of(facts).callee(node)
+    return fn is not None and _combines(facts, fn)
 
 
 # --- FSD091: a monitored Lightning metric logged without sync_dist ----------------------------------------------
