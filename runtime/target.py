@@ -205,23 +205,43 @@ def _probe(path: str, source: str) -> dict:
 def _run_bounded(argv: list[str]):  # -> subprocess.CompletedProcess[bytes]
     """Run ``argv`` (an interpreter probe) in a session of its own for at most the probe limit (seconds); on the
     timeout its whole process group is killed and reaped (a wrapper script's own children too, not only the
-    interpreter), then TimeoutExpired is raised."""
+    interpreter), then TimeoutExpired is raised.
+
+    While it runs this process is a child subreaper (:func:`fsdp_skill.runtime.orphans.watching`), and the probe is
+    held (:func:`~fsdp_skill.runtime.orphans.start`: no concurrent sweep takes it for an orphan): a descendant that
+    left the probe's session (``setsid``) and kept its stdout is reparented here and swept once the probe is done or
+    past its limit, so its open pipe can neither hold the read forever nor outlive the probe. A probe that answered
+    and exited while such a descendant held the pipe open still gives its answer."""
     import signal
     import subprocess
 
-    with subprocess.Popen(
-        argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
-    ) as proc:
-        try:
-            out, err = proc.communicate(timeout=_probe_limit[0])
-        except BaseException as exc:  # the timeout, or an interrupt: the whole group goes
+    from fsdp_skill.runtime import orphans
+
+    def spawn() -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+        )
+
+    with orphans.watching():
+        with orphans.start(spawn) as proc:
             try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except OSError:
-                pass
-            if isinstance(exc, subprocess.TimeoutExpired):
-                proc.communicate()
-            raise
+                out, err = proc.communicate(timeout=_probe_limit[0])
+            except BaseException as exc:  # the timeout, or an interrupt: the whole group goes, and what escaped it
+                answered = proc.poll() is not None  # it exited; something it started still holds the pipe
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                orphans.sweep()
+                if not isinstance(exc, subprocess.TimeoutExpired):
+                    raise
+                try:
+                    out, err = proc.communicate(timeout=5)
+                except subprocess.TimeoutExpired:  # no subreaper here (not Linux): the pipe's holder is out of reach
+                    raise exc from None
+                if not answered:
+                    raise
+        orphans.sweep()  # a descendant that left the probe's session and let the pipe go: not left behind either
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 

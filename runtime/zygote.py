@@ -711,6 +711,8 @@ def preload(modules: tuple[str, ...] = PRELOAD) -> tuple[str, list[str]]:
     # torch.cuda.is_available() through NVML, not the CUDA runtime: a CUDA driver initialized before
     # fork() is unusable in the children (torch documents this variable for exactly that case).
     os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
+    inductor_dir = _default_inductor_dir()
+    had_inductor_dir = inductor_dir is not None and os.path.exists(inductor_dir)
     missing = []
     for name in modules:
         try:
@@ -721,7 +723,30 @@ def preload(modules: tuple[str, ...] = PRELOAD) -> tuple[str, list[str]]:
             missing.append(name)
     import torch
 
+    if inductor_dir is not None and not had_inductor_dir:
+        # importing torch._dynamo makes inductor's default cache folder ($TMPDIR/torchinductor_<user>); a run that
+        # compiles makes it again (its cache_dir() creates it on each use), so an empty one is not left behind
+        try:
+            os.rmdir(inductor_dir)
+        except OSError:
+            pass
     return torch.__version__, missing
+
+
+def _default_inductor_dir() -> str | None:
+    """Inductor's default cache folder, ``<tempdir>/torchinductor_<user>`` as torch names it (None where
+    ``TORCHINDUCTOR_CACHE_DIR`` chooses one: the user's own, left alone)."""
+    if os.environ.get("TORCHINDUCTOR_CACHE_DIR"):
+        return None
+    import getpass
+    import re
+    import tempfile
+
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid: torch names the folder by the uid
+        user = f"uid_{os.getuid()}"
+    return os.path.join(tempfile.gettempdir(), "torchinductor_" + re.sub(r'[\\/:*?"<>|]', "_", user))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -443,3 +443,36 @@ def test_two_files_of_a_package(tmp_path, decide, test, step, want):
     (tmp_path / "train.py").write_text(TRAIN.format(step=step))
     found = {(Path(f.path).relative_to(tmp_path).as_posix(), f.line, f.code) for f in check_paths([str(tmp_path)])}
     assert found == want
+
+
+CLOCK_ON_AN_ATTRIBUTE = """
+import time
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def train(model, loader, opt, state, total):
+    model = DDP(model)
+    last = time.time()
+    for batch in loader:
+        done = state.seen >= total
+        now = time.time()
+        state.elapsed += now - last
+        {stop}
+        model(batch).sum().backward()
+        opt.step()
+        state.seen += len(batch)
+"""
+
+
+@pytest.mark.parametrize(
+    ("stop", "want"),
+    [
+        ("if done:\n            break", []),  # done reads state.seen: every rank's count, not the clock
+        ("if state.elapsed > 3600:\n            break", [(13, "FSD058")]),  # the attribute the clock fed
+    ],
+    ids=["other-attribute", "clocked-attribute"],
+)
+def test_a_clock_fed_attribute_is_local_not_its_whole_object(stop, want):
+    """`state.elapsed += time.time() - last` makes state.elapsed this rank's own value, not every attribute of
+    `state` (a public training loop stopped on `state.cur_nimg >= stop` was reported as clocked)."""
+    code = CLOCK_ON_AN_ATTRIBUTE.format(stop=stop)
+    assert [c for c in _codes(code) if c[1] == "FSD058"] == want

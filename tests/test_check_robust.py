@@ -297,14 +297,15 @@ class RacyParse:
 
 
 def test_concurrent_http_checks_never_parse_at_once(monkeypatch, fake_verifier):
-    """Eight /v1/check requests at once (FastAPI runs them in worker threads): each one's findings, no 500. Without a
-    lock around the checker's parses they overlap, which CPython 3.11.7 answers with a SystemError for valid code."""
+    """Eight /v1/check requests at once (FastAPI runs them in worker threads): each one's findings, no 500. Parses
+    that overlap in one interpreter meet CPython 3.11.7's SystemError for valid code; /v1/check parses in its one
+    worker process, one check at a time (the parses of the server's own threads, e.g. ask's fenced code and MCP's
+    check_script, keep the lock that test_threads_of_one_interpreter_never_parse_at_once checks)."""
     from fastapi.testclient import TestClient
 
+    from fsdp_skill.adapters.http import check_worker
     from fsdp_skill.adapters.http.app import create_app
 
-    racy = RacyParse(ast.parse)
-    patch_parse(monkeypatch, racy)
     src = HEAD + BARRIER
     start = threading.Barrier(8)
     with TestClient(create_app(verifier=fake_verifier)) as client:
@@ -316,9 +317,29 @@ def test_concurrent_http_checks_never_parse_at_once(monkeypatch, fake_verifier):
 
         with concurrent.futures.ThreadPoolExecutor(8) as pool:
             got = list(pool.map(post, range(8)))
+        workers = [w for w in list(check_worker._LIVE) if w.pids()]
+        assert len(workers) == 1 and len(workers[0].pids()) == 1  # one process, one check at a time
     ok = [g for g in got if g[0] == 200]
     assert ok and ok == [(200, [("FSD003", barrier_line(src))])] * len(ok)
     assert all(g[0] == 429 and "queue_full" in g[1] for g in got if g[0] != 200)  # the gate's overflow (next test)
+
+
+def test_threads_of_one_interpreter_never_parse_at_once(monkeypatch):
+    """Eight threads checking code at once in one interpreter (MCP's check_script, ask's fenced code in the HTTP
+    server's threads): each gets its findings; a lock around the checker's parses keeps them from overlapping, which
+    CPython 3.11.7 answers with a SystemError for valid code (RacyParse)."""
+    racy = RacyParse(ast.parse)
+    patch_parse(monkeypatch, racy)
+    src = HEAD + BARRIER
+    start = threading.Barrier(8)
+
+    def run(_: int) -> list:
+        start.wait()
+        return codes(check_code(src).findings)
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(run, range(8)))
+    assert got == [[("FSD003", barrier_line(src))]] * 8
     assert racy.most == 1  # never two parses at once
 
 
@@ -329,17 +350,17 @@ def test_http_checks_run_one_at_a_time_and_the_overflow_is_429_at_once(monkeypat
     from fastapi.testclient import TestClient
 
     from fsdp_skill.adapters.http import app as http_app
-    from fsdp_skill.core import check
+    from fsdp_skill.adapters.http.check_worker import CheckWorker
 
     entered, release = threading.Event(), threading.Event()
-    real = check.check_code
+    real = CheckWorker.check  # the queue's job: it waits for the worker process's answer in a server thread
 
-    def slow_check(*args, **kwargs):
+    def slow_check(self, *args, **kwargs):
         entered.set()
         assert release.wait(30)
-        return real(*args, **kwargs)
+        return real(self, *args, **kwargs)
 
-    monkeypatch.setattr(check, "check_code", slow_check)
+    monkeypatch.setattr(CheckWorker, "check", slow_check)
     monkeypatch.setattr(http_app, "CHECK_WAITING", 0)
     src = HEAD + BARRIER
     with TestClient(http_app.create_app(verifier=fake_verifier)) as client:
@@ -358,10 +379,8 @@ def test_http_checks_run_one_at_a_time_and_the_overflow_is_429_at_once(monkeypat
 
 def test_the_parser_race_is_retried_then_a_finding_never_a_500(monkeypatch, fake_verifier):
     """A parse that still meets the race (another library parsing outside the lock) is tried again; one that meets it
-    every time is one FSD000 naming the SystemError, through check_source, /v1/check and ask's fenced code."""
-    from fastapi.testclient import TestClient
-
-    from fsdp_skill.adapters.http.app import create_app
+    every time is one FSD000 naming the SystemError, through check_source and ask's fenced code (/v1/check parses in
+    its worker process, one check at a time: test_check_worker.py)."""
     from fsdp_skill.core.code_blocks import code_blocks
 
     real, calls = ast.parse, []
@@ -383,9 +402,6 @@ def test_the_parser_race_is_retried_then_a_finding_never_a_500(monkeypatch, fake
     (f,) = check_source(src, "train.py")
     assert (f.code, f.severity, f.line) == ("FSD000", "error", 1)
     assert "parser failed on it (SystemError: AST constructor recursion depth mismatch" in f.message
-    with TestClient(create_app(verifier=fake_verifier)) as client:
-        r = client.post("/v1/check", json={"code": src})
-    assert r.status_code == 200 and [x["code"] for x in r.json()["findings"]] == ["FSD000"], r.text
     assert code_blocks(f"why does this hang?\n```python\n{src}```\n") == []  # not taken for code, and no traceback
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import subprocess
 import sys
@@ -153,6 +154,7 @@ def test_knowledge_snippets_only_flag_their_deliberate_mistakes():
         ("model/ac-reentrant-vs-nonreentrant", "FSD027"),
         ("parallelism/tp-fsdp2-2d", "FSD029"),
         ("sharding/bottom-up-order", "FSD015"),
+        ("sharding/rank-seeded-init-replicas", "FSD084"),  # the per-rank seed its first half shows
     }
     kb = load_knowledge()
     found = {
@@ -422,3 +424,67 @@ def test_fsd043_lightning_load_from_checkpoint_needs_a_per_gpu_strategy():
     # a guard that keeps the load to one process
     one = bad.replace("    if args.resume:\n", "    if args.resume and trainer_rank() == 0:\n")
     assert _lines(one.replace("trainer_rank()", "int(os.environ['RANK'])"), "FSD043") == []
+
+
+def test_rank_parity_is_a_side_of_its_own():
+    """``rank % 2 == 0`` selects the even ranks, not rank 0: it pairs with ``rank % 2 == 1`` (or ``!= 0``), never
+    with ``rank != 0``; a half of the ranks alone at a barrier is still reported, in a context manager too."""
+    head = "import torch.distributed as dist\n\n\ndef f(rank):\n"
+    paired = head + "    if rank % 2 == 0:\n        dist.barrier()\n    if rank % 2 != 0:\n        dist.barrier()\n"
+    assert [f.code for f in check_source(paired, "t.py") if f.code == "FSD003"] == []
+    misread = head + "    if rank % 2 == 0:\n        dist.barrier()\n    if rank != 0:\n        dist.barrier()\n"
+    assert [f.line for f in check_source(misread, "t.py") if f.code == "FSD003"] == [6, 8]
+    lone = (
+        "import torch.distributed as dist\n\n\nclass C:\n    def __enter__(self):\n        if self.rank % 2 == 0:\n"
+        "            dist.barrier()\n\n    def __exit__(self, *a):\n        dist.barrier()\n"
+    )
+    assert [f.line for f in check_source(lone, "t.py") if f.code == "FSD003"] == [7]
+
+
+def test_cli_refuses_an_endless_stdin_and_walks_a_deep_tree(tmp_path, monkeypatch, capsys):
+    """``check -`` reads at most files.MAX_STDIN_BYTES of standard input (an endless stream is refused, not read until
+    memory runs out); a directory 1,100 folders deep is walked (pathlib's rglob raised RecursionError there)."""
+    import io
+
+    from fsdp_skill.core.check import files
+
+    monkeypatch.setattr(files, "MAX_STDIN_BYTES", 64)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"x = 1\n" * 100)))
+    assert main(["check", "-"]) == 2
+    assert "standard input holds more than" in capsys.readouterr().err
+    deep = tmp_path / "deep"
+    deep.mkdir()
+    monkeypatch.chdir(deep)
+    try:
+        for _ in range(1100):
+            os.mkdir("d")
+            os.chdir("d")
+        Path("t.py").write_text(BARRIER.format(""))
+        (Path("..") / ".hidden").mkdir()
+        (Path("..") / ".hidden" / "u.py").write_text(BARRIER.format(""))  # hidden folders are skipped, as before
+        os.chdir(tmp_path)
+        assert main(["check", "--select", "FSD003", "deep"]) == 1
+        out = capsys.readouterr().out
+        assert out.count("FSD003") == 1 and "/d/t.py:3:5: FSD003" in out
+    finally:
+        _remove_deep(deep)
+
+
+def _remove_deep(root: Path) -> None:
+    """Remove a tree of nested ``d`` folders bottom-up without recursion (shutil.rmtree, and pytest's clean-up of old
+    temporary folders, recurse once a level and fail on 1,100 of them)."""
+    os.chdir(root)
+    depth = 0
+    while os.path.isdir("d"):
+        os.chdir("d")
+        depth += 1
+    for _ in range(depth + 1):
+        for name in os.listdir("."):
+            if os.path.isdir(name) and not os.path.islink(name):
+                for inner in os.listdir(name):
+                    os.remove(os.path.join(name, inner))
+                os.rmdir(name)
+            else:
+                os.remove(name)
+        os.chdir("..")
+    os.rmdir(root)

@@ -8,7 +8,7 @@ import pytest
 
 from fsdp_skill.core.check import check_source
 
-CODES = {"FSD013", "FSD074", "FSD075", "FSD076"}
+CODES = {"FSD013", "FSD074", "FSD075", "FSD076", "FSD084", "FSD085"}
 
 
 def _codes(code: str, only: set[str] = CODES) -> list[tuple[int, str]]:
@@ -37,7 +37,7 @@ dist.init_process_group({backend})
         ('x = torch.zeros(1, device="cuda:0")', [(9, "FSD074")]),
         ('x = torch.zeros(1, device=torch.device("cuda", 0))', [(9, "FSD074")]),
         ("torch.cuda.set_device(0)", [(9, "FSD074")]),
-        ("model = DDP(torch.nn.Linear(2, 2), device_ids=[0], output_device=0)", [(9, "FSD074")]),
+        ("model = DDP(torch.nn.Linear(2, 2).cuda(), device_ids=[0], output_device=0)", [(9, "FSD074")]),
         ('dev = "cuda:0" if torch.cuda.is_available() else "cpu"\nx = torch.ones(1).to(dev)', [(9, "FSD074")]),
         # the device taken from the local rank, or bound first and then read as the plain "cuda"
         ('model = DDP(torch.nn.Linear(2, 2).to(f"cuda:{local_rank}"))', []),
@@ -204,8 +204,158 @@ def test_offloaded_module_moved_to_the_gpu(device, offload, want):
     assert _codes(OFFLOAD.format(device=device, offload=offload)) == want
 
 
+@pytest.mark.parametrize(
+    ("bound", "want"),
+    [
+        ("model = torch.nn.Linear(2, 2).to(device)", [(6, "FSD076")]),
+        ("model = build(cfg).cuda()", [(6, "FSD076")]),
+        ('model = torch.nn.Linear(2, 2).to("cpu")', []),
+        ("model = torch.nn.Linear(2, 2).to(torch.bfloat16)", []),
+    ],
+)
+def test_the_wrapped_name_bound_from_a_move_to_the_gpu(bound, want):
+    src = OFFLOAD.format(device='torch.device("cuda", 1)', offload="True")
+    src = src.replace("model = torch.nn.Linear(2, 2)\nmodel = model.to(device)\n", bound + "\n")
+    assert _codes(src) == want
+
+
 def test_a_move_in_the_other_branch_of_an_if_is_not_before_the_wrap():
     src = OFFLOAD.format(device='"cuda"', offload="True").replace(
         "model = model.to(device)\nmodel = FSDP(", "if gpu_only:\n    model = model.to(device)\nelse:\n    model = FSDP("
     )
     assert _codes(src) == []
+
+
+SEEDED = """
+import torch
+import torch.distributed as dist
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+from torch.distributed.fsdp import ShardingStrategy
+rank = dist.get_rank()
+{seed}
+model = torch.nn.Linear(2, 2)
+model = FSDP(model, {options})
+"""
+
+
+@pytest.mark.parametrize(
+    ("seed", "options", "want"),
+    [
+        ("torch.manual_seed(0 + rank)", "sharding_strategy=ShardingStrategy.HYBRID_SHARD", [(7, "FSD084")]),
+        ("torch.cuda.manual_seed_all(rank)", "sharding_strategy=ShardingStrategy._HYBRID_SHARD_ZERO2", [(7, "FSD084")]),
+        ("seed = 17 + rank\ntorch.manual_seed(seed)", "sharding_strategy=ShardingStrategy.NO_SHARD", [(8, "FSD084")]),
+        # the flag only for a resumed run leaves training from scratch unsynchronised
+        (
+            "torch.manual_seed(rank)",
+            "sharding_strategy=ShardingStrategy.HYBRID_SHARD, sync_module_states=ckpt is not None",
+            [(7, "FSD084")],
+        ),
+        # silent: a broadcast, a flag the caller sets, no replicas, one seed, numpy's or Python's generator
+        ("torch.manual_seed(rank)", "sharding_strategy=ShardingStrategy.HYBRID_SHARD, sync_module_states=True", []),
+        ("torch.manual_seed(rank)", "sharding_strategy=ShardingStrategy.HYBRID_SHARD, sync_module_states=args.sync", []),
+        ("torch.manual_seed(rank)", "sharding_strategy=ShardingStrategy.FULL_SHARD", []),
+        ("torch.manual_seed(rank)", "sharding_strategy=ShardingStrategy.HYBRID_SHARD, **kwargs", []),
+        ("torch.manual_seed(1234)", "sharding_strategy=ShardingStrategy.HYBRID_SHARD", []),
+        ("np.random.seed(rank)", "sharding_strategy=ShardingStrategy.HYBRID_SHARD", []),
+        ("random.seed(rank)", "sharding_strategy=ShardingStrategy.HYBRID_SHARD", []),
+        ("torch.manual_seed(rank)\ntorch.manual_seed(5)", "sharding_strategy=ShardingStrategy.HYBRID_SHARD", []),
+        ("if rank == 0:\n    torch.manual_seed(rank)", "sharding_strategy=ShardingStrategy.HYBRID_SHARD", []),
+    ],
+)
+def test_rank_seeded_weights_replicated_fsdp1(seed, options, want):
+    src = "import random\nimport numpy as np\n" + SEEDED.format(seed=seed, options=options)
+    assert _codes(src) == [(line + 2, code) for line, code in want]
+
+
+def test_rank_seed_after_the_build_is_for_dropout_not_the_weights():
+    src = SEEDED.format(seed="", options="sharding_strategy=ShardingStrategy.HYBRID_SHARD").replace(
+        "model = FSDP(", "torch.manual_seed(rank)\nmodel = FSDP("
+    )
+    assert _codes(src) == []
+
+
+def test_fully_shard_mesh_shapes():
+    base = (
+        "import torch\nimport torch.distributed as dist\nfrom torch.distributed.device_mesh import init_device_mesh\n"
+        "from torch.distributed.fsdp import fully_shard\n"
+        "torch.manual_seed(dist.get_rank())\nmodel = torch.nn.Linear(2, 2)\n"
+    )
+    two = base + 'mesh = init_device_mesh("cuda", (2, 4), mesh_dim_names=("replicate", "shard"))\nfully_shard(model, mesh=mesh)\n'
+    tp = base + 'mesh = init_device_mesh("cuda", (2, 4), mesh_dim_names=("dp", "tp"))\nfully_shard(model, mesh=mesh["dp"])\n'
+    one = base + 'mesh = init_device_mesh("cuda", (8,))\nfully_shard(model, mesh=mesh)\n'
+    unnamed = base + 'fully_shard(model, mesh=init_device_mesh("cuda", (2, 4)))\n'
+    assert _codes(two) == [(5, "FSD084")]
+    assert _codes(unnamed) == [(5, "FSD084")]
+    assert _codes(tp) == [] and _codes(one) == []
+
+
+OPTION = """
+import argparse
+import os
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+p = argparse.ArgumentParser()
+p.add_argument("--device", default={default})
+args = p.parse_args()
+local_rank = int(os.environ["LOCAL_RANK"])
+dist.init_process_group("nccl")
+{extra}
+device = torch.device(args.device)
+torch.cuda.set_device(device)
+model = DDP(torch.nn.Linear(2, 2).to(device), device_ids=[device.index])
+"""
+
+
+@pytest.mark.parametrize(
+    ("default", "extra", "want"),
+    [
+        ('"cuda:0"', "", [(13, "FSD074")]),  # every rank gets the same command line: all on GPU 0
+        ('"cuda:1"', "", [(13, "FSD074")]),
+        # silent: a plain "cuda", the program sets the option itself, or also picks the device from the local rank
+        ('"cuda"', "", []),
+        ('"cuda:0"', 'args.device = f"cuda:{local_rank}"', []),
+        ('"cuda:0"', "torch.cuda.set_device(local_rank)", []),
+        ('"cpu"', "", []),
+    ],
+)
+def test_an_option_whose_default_is_one_gpu(default, extra, want):
+    assert _codes(OPTION.format(default=default, extra=extra)) == want
+
+
+def test_a_tensors_device_attribute_is_not_the_option():
+    src = OPTION.format(default='"cuda:0"', extra="x = torch.ones(1)").replace(
+        "device = torch.device(args.device)", "device = torch.device(x.device)"
+    )
+    assert _codes(src) == []
+
+
+DDP_CPU = """
+import torch
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+def main(local_rank):
+    model = nn.Linear(2, 2)
+    {between}
+    return DDP(model, device_ids={ids})
+"""
+
+
+@pytest.mark.parametrize(
+    ("between", "ids", "want"),
+    [
+        ("pass", "[local_rank]", [(8, "FSD085")]),
+        ("pass", "(0,)", [(8, "FSD085")]),
+        ("ids = 1", "[local_rank]", [(8, "FSD085")]),
+        # silent: moved (in place or rebound), handed to a function, ids chosen at run time or absent
+        ("model.to(local_rank)", "[local_rank]", []),
+        ("model = model.cuda()", "[local_rank]", []),
+        ("init_weights(model)", "[local_rank]", []),
+        ("pass", "[local_rank] if torch.cuda.is_available() else None", []),
+        ("pass", "None", []),
+        ("pass", "ids", []),
+        ('torch.set_default_device("cuda")', "[local_rank]", []),
+    ],
+)
+def test_ddp_device_ids_for_a_cpu_module(between, ids, want):
+    assert _codes(DDP_CPU.format(between=between, ids=ids)) == want

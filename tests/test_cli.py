@@ -374,3 +374,11 @@ def test_ask_says_what_the_record_holds_before_a_snippet_runs(capsys, fake_verif
     capsys.readouterr()
     assert main(["ask", "--json", "how do I use the Join context manager with uneven inputs?"], verifier=verifier) == 0
     assert "compatibility record" not in capsys.readouterr().err and len(seen) == 1  # all cached: nothing runs
+
+
+def test_ask_dash_refuses_an_endless_stdin(tmp_path):
+    """``ask -`` reads at most 4 bytes per character of the question's limit: more is one line, exit 2, not a read
+    to the end of an endless stream."""
+    env = {**os.environ, "FSDP_SKILL_HOME": str(tmp_path)}
+    p = subprocess.run([str(EXE), "ask", "--no-verify", "-"], input=b"a" * 200_000, capture_output=True, env=env, timeout=120)
+    assert p.returncode == 2 and b"Traceback" not in p.stderr and b"more than a question's 32,768 characters" in p.stderr

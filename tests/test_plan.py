@@ -7,6 +7,7 @@ import json
 import os
 
 import pytest
+from pydantic import ValidationError
 
 from fsdp_skill.core.knowledge.cards import load_knowledge
 from fsdp_skill.core.plan.advice import suggestions
@@ -153,6 +154,12 @@ def test_mesh_and_sweep():
         (16, "none"),
         (16, "per-block"),
     ]
+    # torchtitan's spellings of its activation-checkpointing options read as the planner's
+    rows = settings_for({"mesh": [8]}, ["ac=full,op,2,selective-4,none"])
+    assert [s.activation_checkpointing for s in rows] == ["per-block", "selective-op", "selective-2", "selective-4", "none"]
+    assert Setting(mesh=[8], activation_checkpointing="op").activation_checkpointing == "selective-op"
+    with pytest.raises(ValidationError, match="selective-N"):
+        Setting(mesh=[8], activation_checkpointing="selective-0")
     with pytest.raises(InvalidArgument, match="at most 16"):
         settings_for({"mesh": [8]}, ["world-size=" + ",".join(map(str, range(1, 18)))])
     with pytest.raises(InvalidArgument, match=r"reshard_after_forward\(3\) must be a positive divisor of the shard size\(8\)"):
@@ -229,6 +236,29 @@ def test_plan_small_transformer_json(capsys):
     assert any("estimate" in e["name"] for e in report["estimates"])
 
 
+@pytest.mark.torch
+def test_selective_checkpointing_keeps_part_of_the_activations():
+    """selective-N checkpoints every N-th block, selective-op every block but keeps its matmul and attention outputs:
+    the peak falls in that order between no checkpointing and every block checkpointed, and selective-1 is
+    per-block. (What selective-op keeps is held in the checkpoint's own cache, outside autograd's saved tensors:
+    FSDPMemTracker counts it as temporaries, so its "activation" category alone is below per-block's.)"""
+    from fsdp_skill.core.plan.report import plan_memory
+    from fsdp_skill.core.plan.spec import TransformerSpec
+
+    acs = ["none", "selective-2", "selective-op", "per-block", "selective-1"]
+    rows = plan_memory(
+        [Setting(mesh=[4], batch=2, seq=256, activation_checkpointing=ac) for ac in acs],
+        transformer=TransformerSpec(layers=4, dim=256, heads=4, kv_heads=2, ffn=768, vocab=1000),
+    ).rows
+    acts = {ac: r.peak_by_category["activation"] for ac, r in zip(acs, rows, strict=True)}
+    peaks = {ac: r.peak_bytes for ac, r in zip(acs, rows, strict=True)}
+    assert peaks["none"] > peaks["selective-2"] > peaks["selective-op"] > peaks["per-block"], peaks
+    assert acts["none"] > acts["selective-2"] > acts["per-block"], acts
+    assert peaks["selective-1"] == peaks["per-block"] and acts["selective-1"] == acts["per-block"]
+    # the shards do not depend on what is recomputed
+    assert len({(r.sharded_param_bytes, r.sharded_grad_bytes, r.optimizer_state_bytes) for r in rows}) == 1
+
+
 MODEL_FILE = """
 import torch
 from torch import nn
@@ -299,6 +329,8 @@ def test_plan_user_factory_and_its_errors(tmp_path, capsys, monkeypatch):
     row = json.loads(capsys.readouterr().out)["rows"][0]
     assert row["blocks"] == 3
     assert row["sharded_param_bytes"] == 3 * (64 * 64 + 64) * 4 // 2
+    assert main(["plan", "--model", "net.py:make", "--input", "net.py:inputs", "--world-size", "2", "--embedding-groups"]) == 2
+    assert "has no such modules" in capsys.readouterr().err
     assert main(["plan", "--model", "net.py:broken", "--world-size", "2"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1] == "fsdp-skill: error: net.py:broken() failed: RuntimeError: no weights here"
@@ -528,7 +560,8 @@ def test_an_abstained_fit_question_prints_the_plan_command_its_reason_points_at(
 def test_a_meta_device_or_parameterless_model_is_told_what_to_do(tmp_path, capsys, monkeypatch):
     (tmp_path / "odd.py").write_text(
         "import torch\n\n\ndef meta():\n    with torch.device('meta'):\n        return torch.nn.Linear(8, 8)\n\n\n"
-        "def empty():\n    return torch.nn.Sequential(torch.nn.ReLU())\n"
+        "def empty():\n    return torch.nn.Sequential(torch.nn.ReLU())\n\n\n"
+        "def moved():\n    return torch.nn.Linear(8, 8).to('meta')\n"
     )
     monkeypatch.chdir(tmp_path)
     assert main(["plan", "--model", "odd.py:meta", "--world-size", "2"]) == 2
@@ -537,6 +570,10 @@ def test_a_meta_device_or_parameterless_model_is_told_what_to_do(tmp_path, capsy
     assert main(["plan", "--model", "odd.py:empty", "--world-size", "2"]) == 2
     err = capsys.readouterr().err
     assert "returned a Sequential with no parameters" in err and "--transformer SPEC" in err and "--model a factory" in err
+    # a module moved after it was built (.to('meta'), .cuda()) fails inside the factory under FakeTensorMode
+    assert main(["plan", "--model", "odd.py:moved", "--world-size", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "odd.py:moved() failed" in err and "moves a built module to a device" in err and "default device" in err
 
 
 NOISY_FACTORY = """

@@ -5,7 +5,8 @@ real CPU run (issue 15), counting every allocation but gloo's own staging copy o
 gloo copies a reduce-scatter's whole input before reducing it; NCCL, which the plan is made for, reduces
 in place into the output. ``tests/helpers/plan_real.py`` counts the storages the tracker first sees inside
 ``dist.reduce_scatter_single`` as that copy. Without them the plan has equalled the real peak to the byte
-in every setting below, idle or under load (the 10% asserted is against that figure); with them the plan
+in every setting below but ws4-emb-groups (3.3% under it there), idle or under load (the 10% asserted is against
+that figure); with them the plan
 was 0-14% below the real peak on this tiny model, where one block's gradients are a large share, and the
 copy's lifetime depends on gloo's worker thread.
 Uneven shards on purpose (vocab 499, ffn 250 do not divide by 4)."""
@@ -24,6 +25,9 @@ SETTINGS = {
     "ws2": {"mesh": [2], **MP},
     "ws4": {"mesh": [4], **MP},
     "ws2-ac": {"mesh": [2], "activation_checkpointing": "per-block", **MP},
+    "ws2-sac-2": {"mesh": [2], "activation_checkpointing": "selective-2", **MP},  # the 2nd block of 2
+    "ws2-sac-op": {"mesh": [2], "activation_checkpointing": "selective-op", **MP},  # every block, matmuls kept
+    "ws4-emb-groups": {"mesh": [4], "embedding_groups": True, **MP},  # embedding, norm + output: groups of their own
     "hsdp-2x2": {"mesh": [2, 2], **MP},
     "ws4-reshard2-sgd": {"mesh": [4], "reshard_after_forward": 2, "optimizer": "sgd", "param_dtype": "bf16"},
     "ws2-cpu-offload": {"mesh": [2], "cpu_offload": True, **MP},  # one device type: the offload code path, same bytes

@@ -160,8 +160,11 @@ def test_the_mcp_door_keeps_what_was_given():
         ["--transformer", SMALL, "--world-size", "64", "--cpu-offload", "--gpu-memory", "80GB", "--timeout", "120"],
         ["--model", "net.py:make", "--input", "net.py:inputs", "--world-size", "2", "--gpu-memory", "0.001GiB"],
         ["--model", "pkg.mod:build", "--activation-checkpointing", "per-block", "--timeout", "0.5"],
+        ["--transformer", SMALL, "--activation-checkpointing", "selective-op"],
+        ["--transformer", SMALL, "--activation-checkpointing", "selective-3", "--world-size", "4"],
+        ["--transformer", SMALL, "--embedding-groups", "--world-size", "4"],
     ],
-    ids=["defaults", "hsdp-every-knob", "offload-GB-timeout", "factory-input", "module-factory"],
+    ids=["defaults", "hsdp-every-knob", "offload-GB-timeout", "factory-input", "module-factory", "sac-op", "sac-3", "emb"],
 )
 def test_the_command_line_round_trips_through_the_cli_parser(argv):
     request = cli_request(argv)
@@ -288,8 +291,11 @@ def test_a_served_plan_is_bounded_by_its_size_and_a_cli_plan_is_not():
         (["--gpu-memory", "5TiB"], "--gpu-memory: Input should be less than or equal to 4096"),
         (["--sweep", "a=1"] * 5, "--sweep: List should have at most 4 items"),
         (["--model", "net.py:make"], "give exactly one model"),
+        (["--activation-checkpointing", "selective-0"], "is not none, per-block, selective-op or selective-N"),
+        (["--sweep", "ac=none,sometimes"], "'sometimes' is not none, per-block, selective-op or selective-N"),
     ],
-    ids=["ws-0", "ws-over", "timeout-0", "timeout-over-a-day", "reshard-long", "reshard-text", "dtype", "gpu", "sweep", "two"],
+    ids=["ws-0", "ws-over", "timeout-0", "timeout-over-a-day", "reshard-long", "reshard-text", "dtype", "gpu", "sweep", "two"]
+    + ["ac-0", "ac-sweep"],
 )
 def test_the_cli_names_the_option_in_one_line(argv, message, capsys):
     assert main(["plan", "--transformer", SMALL, *argv]) == 2

@@ -8,6 +8,7 @@ is the hang bound (timeout + 5 s).
 from __future__ import annotations
 
 import dataclasses
+import getpass
 import json
 import os
 import signal
@@ -800,3 +801,24 @@ def test_ranks_draw_different_random_numbers_as_fresh_processes_do(launcher):
     assert v.status == "passed", v.reason
     draws = [next(line.split()[2:] for line in r.output_tail.splitlines() if line.startswith("draw")) for r in v.ranks]
     assert len({d[0] for d in draws}) == 2 and len({d[1] for d in draws}) == 2 and len({d[2] for d in draws}) == 2, draws
+
+
+PRELOAD_PROBE = """\
+import os, sys
+from fsdp_skill.runtime import zygote
+zygote.preload(("torch", "torch._dynamo"))
+print(sorted(os.listdir(os.environ["TMPDIR"])))
+"""
+
+
+def test_the_zygotes_preload_leaves_no_empty_inductor_folder_in_tmpdir(tmp_path):
+    """Importing torch._dynamo makes $TMPDIR/torchinductor_<user>; the warm launcher's preload removes it again when
+    it made it and it is empty, and leaves alone one that was there before (a user's cache)."""
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    env.pop("TORCHINDUCTOR_CACHE_DIR", None)
+    run = subprocess.run([sys.executable, "-c", PRELOAD_PROBE], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip() == "[]", run.stdout
+    (tmp_path / f"torchinductor_{getpass.getuser()}").mkdir()
+    run = subprocess.run([sys.executable, "-c", PRELOAD_PROBE], env=env, capture_output=True, text=True, timeout=300)
+    assert run.stdout.strip() == f"['torchinductor_{getpass.getuser()}']", run.stdout + run.stderr[-2000:]

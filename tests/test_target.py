@@ -429,3 +429,40 @@ def test_a_hanging_python_is_given_up_after_the_commands_own_timeout(command, tm
         time.sleep(0.01)
     else:
         raise AssertionError(f"the probe's grandchild {sleeper} is still running")
+
+
+def _gone_or_zombie(pid: int) -> bool:
+    for _ in range(500):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.01)
+    return False
+
+
+@pytest.mark.parametrize("answers", [False, True], ids=["hangs", "answers"])
+def test_a_python_whose_child_leaves_its_session_with_the_pipe_is_not_waited_for(answers, tmp_path, capsys):
+    """A ``--python`` wrapper whose child starts a session of its own (``setsid``) and keeps the probe's stdout open:
+    the probe is given up after ``--timeout`` (it was waited for forever: the pipe never closed), or, when the
+    interpreter answered and exited, its answer is used; the escaped child is killed either way (probe 29 N18)."""
+    pid_file = tmp_path / "escaped.pid"
+    wrapper = tmp_path / "python-wrapper"
+    last = f'exec "{sys.executable}" "$@"' if answers else "sleep 300"
+    wrapper.write_text(f"#!/bin/sh\nsetsid sh -c 'echo $$ > {pid_file}; exec sleep 300' &\nsleep 0.2\n{last}\n")
+    wrapper.chmod(0o755)
+    script = tmp_path / "train.py"
+    script.write_text("print('hello')\n")
+    started = time.monotonic()
+    try:
+        code, out, err = _run(["check", "--run", str(script), "--timeout", "3", "--python", str(wrapper)], capsys)
+    finally:
+        target.limit_probes(None)
+    if answers:
+        assert "no answer within" not in err, err
+    else:
+        assert code == 2 and "no answer within 3 s to a probe script" in err, err
+    assert time.monotonic() - started < 60
+    assert _gone_or_zombie(int(pid_file.read_text())), "the child that left the probe's session is still running"

@@ -324,3 +324,18 @@ def test_read_run_file_offset_is_bounded(tmp_path, fake_verifier, offset, messag
     (tmp_path / "default" / "a.txt").write_text("abc")
     (res,) = _call(tmp_path, fake_verifier, [("read_run_file", {"path": "a.txt", "offset": offset})])
     assert res.is_error and message in res.content[0].text, res.content[0].text
+
+
+def test_a_script_in_its_coding_cookies_encoding_is_read_as_python_reads_it(tmp_path):
+    """``verify lat.py`` of a Latin-1 file with ``# -*- coding: latin-1 -*-`` (which ``python lat.py`` runs) is the
+    text Python reads, not a UTF-8 decoding error; bytes its encoding cannot hold are a one-line InvalidArgument."""
+    from fsdp_skill.core.verify.snippets import script_job
+    from fsdp_skill.errors import InvalidArgument
+
+    lat = tmp_path / "lat.py"
+    lat.write_bytes(b'# -*- coding: latin-1 -*-\nprint("caf\xe9")\n')
+    assert 'print("caf\u00e9")' in script_job(str(lat)).code
+    bad = tmp_path / "bad.py"
+    bad.write_bytes(b'print("caf\xe9")\n')  # no cookie: UTF-8, where 0xe9 alone is invalid
+    with pytest.raises(InvalidArgument, match=r"cannot read .*bad.py: byte 0xe9 at line 1 is not valid utf-8"):
+        script_job(str(bad))

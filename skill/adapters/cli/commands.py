@@ -18,10 +18,15 @@ def _read_question(words: list[str]) -> str:
     if words == ["-"]:
         if sys.stdin is None:  # started with stdin closed (``ask - <&-``)
             raise UsageError("'-' reads the question from standard input, which is closed")
+        from fsdp_skill.core.answer import MAX_QUESTION_CHARS
+
+        limit = 4 * MAX_QUESTION_CHARS  # bytes: UTF-8 holds a character in at most 4
         try:
-            data = sys.stdin.buffer.read()
+            data = sys.stdin.buffer.read(limit + 1)  # an endless stream is refused past the limit, not read to the end
         except (OSError, ValueError) as exc:
             raise UsageError(f"cannot read the question from standard input: {exc}") from None
+        if len(data) > limit:
+            raise QueryError(f"standard input holds more than a question's {MAX_QUESTION_CHARS:,} characters")
         try:
             return data.decode("utf-8")
         except UnicodeDecodeError:

@@ -2,8 +2,9 @@
 
     fsdp-skill plan (--transformer layers=..,dim=..,heads=..,kv_heads=..,ffn=..,vocab=.. | --model FILE.py:FN | --model pkg.mod:FN)
         [--world-size N | --mesh RxS] [--batch B] [--seq S] [--input FILE.py:FN] [--param-dtype bf16] [--reduce-dtype fp32]
-        [--optimizer adamw|adam|sgd] [--activation-checkpointing none|per-block] [--reshard-after-forward true|false|N]
-        [--cpu-offload] [--gpu-memory 80GiB] [--sweep KEY=V1,V2 ...] [--timeout S] [--json] [--python PATH]
+        [--optimizer adamw|adam|sgd] [--activation-checkpointing none|per-block|selective-op|selective-N] [--reshard-after-forward true|false|N]
+        [--cpu-offload] [--gpu-memory 80GiB] [--sweep KEY=V1,V2 ...] [--timeout S] [--max-batch | --max-seq] [--gpu NAME]
+        [--json] [--python PATH]
 
 Exit 0 with a plan (with --gpu-memory: 1 when some row does not fit), 2 for a bad spec or a model that
 cannot be planned (one line on stderr), 1 when the planner could not run (no torch, crash, timeout).
@@ -36,7 +37,21 @@ def cmd_plan(args: argparse.Namespace) -> int:
         print(f"planning {n} setting(s) in a child process (fake process group, fake tensors)…", file=sys.stderr)
 
     command = shlex.join(["fsdp-skill", *args.argv]) if getattr(args, "argv", None) else ""
-    report = plan_request(request_from_args(args), command=command, on_start=starting)
+    request = request_from_args(args)
+    key = "batch" if args.max_batch else "seq" if args.max_seq else None
+    gpu = None
+    if args.gpu is not None:
+        from fsdp_skill.core.plan.steptime import gpu_named
+
+        gpu = gpu_named(args.gpu)
+        if request.transformer is None:
+            raise InvalidArgument("--gpu estimates the step time of the built-in --transformer only (its FLOPs are known)")
+    if key is None:
+        report = plan_request(request, command=command, on_start=starting)
+    else:
+        report = _search(request, key, command, starting)
+    if gpu is not None:
+        report = with_step_times(report, gpu)
     if args.json:
         sys.stdout.write(report.model_dump_json() + "\n")
     else:
@@ -44,6 +59,52 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
         print_plan(report)
     return EXIT_FAIL if any(r.fit and r.fit.status == "does not fit" for r in report.rows) else EXIT_OK
+
+
+def with_step_times(report: Any, gpu: Any) -> Any:
+    """``report`` with a step-time estimate on each row (:func:`fsdp_skill.core.plan.steptime.step_time`)."""
+    from fsdp_skill.core.plan.steptime import step_time
+
+    rows = [r.model_copy(update={"step_time": step_time(report.transformer, r.setting, gpu, report.params)}) for r in report.rows]
+    return report.model_copy(update={"rows": rows})
+
+
+def _search(request: LocalPlanRequest, key: str, command: str, starting: Any) -> Any:
+    """``--max-batch`` / ``--max-seq``: the largest value that fits ``--gpu-memory`` (:mod:`fsdp_skill.core.plan.search`),
+    each probe a plan, all within ``--timeout``; the report is the plan at that value with the search's answer.
+    Raises InvalidArgument where the search does not apply (no --gpu-memory, a sweep, an input factory)."""
+    import time
+
+    from fsdp_skill.core.plan.report import plan_memory, prepare_plan
+    from fsdp_skill.core.plan.search import largest_fitting
+    from fsdp_skill.errors import HarnessError
+
+    flag = f"--max-{key}"
+    plan = prepare_plan(request, command=command)
+    if plan.gpu_memory is None:
+        raise InvalidArgument(f"{flag} needs --gpu-memory SIZE: the memory to fit")
+    if len(plan.settings) != 1:
+        raise InvalidArgument(f"{flag} searches one setting; drop --sweep (or run one search per setting)")
+    if plan.input_factory:
+        raise InvalidArgument(f"{flag} needs the planner's own input (batch x seq tokens); with --input the factory fixes it")
+    deadline = time.monotonic() + plan.timeout
+
+    def run(settings: list[Any]) -> Any:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise HarnessError(f"the {flag} search ran past --timeout {plan.timeout:g} s")
+        starting(len(settings))
+        return plan_memory(
+            settings,
+            transformer=plan.transformer,
+            factory=plan.factory,
+            gpu_memory=plan.gpu_memory,
+            timeout=left,
+            command=plan.command,
+        )
+
+    answer, report = largest_fitting(plan.settings[0], key, plan.gpu_memory, run)  # type: ignore[arg-type]
+    return report.model_copy(update={"largest": answer})
 
 
 def request_from_args(args: argparse.Namespace) -> LocalPlanRequest:
@@ -138,9 +199,10 @@ def add_plan_parser(sub: Any) -> None:
     r.add_argument("--param-dtype", help=FROM_MODEL)
     r.add_argument("--reduce-dtype", help=FROM_MODEL)
     r.add_argument("--optimizer", help=FROM_MODEL)
-    r.add_argument("--activation-checkpointing", help=FROM_MODEL)
+    r.add_argument("--activation-checkpointing", metavar="none|per-block|selective-op|selective-N", help=FROM_MODEL)
     r.add_argument("--reshard-after-forward", metavar="true|false|N", help=FROM_MODEL)
     r.add_argument("--cpu-offload", action="store_true", default=None, help=FROM_MODEL)
+    r.add_argument("--embedding-groups", action="store_true", default=None, help=FROM_MODEL)
     o = p.add_argument_group("output")
     o.add_argument(
         "--gpu-memory", metavar="SIZE", help="GPU memory for a fit verdict, e.g. 80GiB (exit 1 when a row does not fit)"
@@ -150,9 +212,23 @@ def add_plan_parser(sub: Any) -> None:
         action="append",
         metavar="KEY=V1,V2",
         help="one row per value (repeatable: every combination): world-size, mesh, ac, reshard, dtype, "
-        "reduce-dtype, optimizer, batch, seq, cpu-offload",
+        "reduce-dtype, optimizer, batch, seq, cpu-offload, embedding-groups",
     )
     o.add_argument("--timeout", type=float, metavar="S", help=FROM_MODEL)
+    o.add_argument(
+        "--gpu",
+        metavar="NAME",
+        help="add a step-time ESTIMATE per row (built-in transformer): FLOPs over the GPU's data-sheet peak at an "
+        "assumed 30-50%% utilisation, collectives over its link bandwidth: a100, h100, h100-pcie, h200",
+    )
+    search = o.add_mutually_exclusive_group()
+    search.add_argument(
+        "--max-batch",
+        action="store_true",
+        help="find the largest --batch whose plan fits --gpu-memory (each probe a plan, a few planner runs); "
+        "prints the plan at that value",
+    )
+    search.add_argument("--max-seq", action="store_true", help="the same for --seq (at the given --batch)")
     o.add_argument("--json", action="store_true", help="print the PlanReport as JSON (bytes)")
     o.add_argument("--python", metavar="PATH", help=PYTHON_HELP)
     p.set_defaults(func=cmd_plan)

@@ -96,3 +96,39 @@ def print_plan(report: PlanReport, console: Console | None = None) -> None:
     console.print("[bold]to lower the peak[/bold]:")
     for s in report.suggestions:
         console.print(f"  - {s.text}  [dim](fsdp-skill show {s.section})[/dim]", highlight=False)
+    if report.largest is not None:
+        console.print(largest_line(report), highlight=False)
+    timed = [(i, r.step_time) for i, r in enumerate(report.rows, 1) if r.step_time is not None]
+    if timed:
+        table = Table(title=f"step time — an ESTIMATE, not measured ({timed[0][1].gpu})", title_justify="left")
+        for col in ("#", "compute s", "collectives s", "step s", "tokens/s per GPU", "recompute share"):
+            table.add_column(col, justify="right")
+        for i, st in timed:
+            table.add_row(
+                str(i),
+                f"{st.compute_seconds[0]:.3g}–{st.compute_seconds[1]:.3g}",
+                f"{st.comm_seconds[0]:.3g}–{st.comm_seconds[1]:.3g}",
+                f"{st.step_seconds[0]:.3g}–{st.step_seconds[1]:.3g}",
+                f"{st.tokens_per_second[0]:,.0f}–{st.tokens_per_second[1]:,.0f}",
+                f"{st.recompute_flops / (st.model_flops + st.recompute_flops):.0%}",
+            )
+        console.print(table)
+        for line in timed[0][1].basis:
+            console.print(f"  - {line}", highlight=False)
+
+
+def largest_line(report: PlanReport) -> str:
+    """The answer of ``--max-batch`` / ``--max-seq`` in one line (printed after the plan at its value)."""
+    lf = report.largest
+    assert lf is not None
+    flag = "--batch" if lf.key == "batch" else "--seq"
+    gpu = format_bytes(lf.gpu_memory_bytes)
+    tried = ", ".join(f"{p.value}: {p.status}" for p in lf.probes)
+    if lf.value is None:
+        return f"largest {flag} that fits {gpu}: none, not even {lf.probes[0].value} (planned {tried}; the plan above is at {lf.probes[0].value})"
+    status = {p.value: p.status for p in lf.probes}
+    above = f"{lf.next_value}: {status[lf.next_value]}" if lf.next_value is not None else f"the limit, {lf.limit:,}, fits"
+    return (
+        f"largest {flag} that fits {gpu} (the peak with every estimate at its high end): {lf.value}; {above} "
+        f"(planned {tried}, in {lf.child_runs} planner run(s); the plan above is at {lf.value})"
+    )

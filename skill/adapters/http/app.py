@@ -11,7 +11,8 @@
     GET  /docs, /openapi.json             OpenAPI
 
 Ids contain one '/' (``topic/slug``).  Only knowledge snippets are ever executed: ``/v1/check`` parses the
-code it is sent (:func:`fsdp_skill.core.check.check_code`) and never imports or runs it.
+code it is sent (:func:`fsdp_skill.core.check.check_code`) and never imports or runs it; the analysis runs in a worker
+process (:mod:`fsdp_skill.adapters.http.check_worker`), so a large check does not hold the server's interpreter lock.
 Routes run the core in worker threads (FastAPI's threadpool; at most ``ASK_CONCURRENCY`` answers are
 computed at once, the rest wait on a semaphore), so verification never blocks the event loop, except
 ``/v1/plan``: it checks the body at once and awaits the plan queue, which holds no thread while a plan waits; concurrent requests needing
@@ -25,7 +26,8 @@ unpaired surrogate); ``k`` outside 1..20; ``/v1/check``: ``code`` empty or over 
 a question (whitespace-only, binary) or names an unknown rule code prefix, 404 ``not_found`` (unknown id or route), 405 ``method_not_allowed``, 409
 ``not_verified`` (export of a snippet that did not pass), 413 ``body_too_large`` (request body over 256 KiB),
 429 ``queue_full`` with ``Retry-After`` (``/v1/plan``: the plan queue, :mod:`fsdp_skill.core.plan.queue`, has no
-place; ``/v1/check``: one check runs at a time and ``CHECK_WAITING`` wait, without a thread each; nothing was started), 500 ``knowledge_error`` / ``state_error`` / ``internal_error``, 503 ``harness_error``.
+place; ``/v1/check``: one check runs at a time and ``CHECK_WAITING`` wait, without a thread each; nothing was started), 500 ``knowledge_error`` / ``state_error`` / ``internal_error``, 503 ``harness_error`` (also a check whose worker
+process died or ran past the checker's budget).
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ from starlette.convertors import Convertor, register_url_convertor
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from fsdp_skill.adapters.http.check_worker import CheckWorker
+from fsdp_skill.adapters.http.check_worker import close_all as close_checks
 from fsdp_skill.core.answer import MAX_QUESTION_CHARS
 from fsdp_skill.core.check import CheckReport
 from fsdp_skill.core.models import Answer, SectionOut
@@ -71,9 +75,9 @@ MAX_BODY_BYTES = 256 * 1024
 # Requests beyond this wait on a semaphore (blocked threads do not compete for the GIL).
 ASK_CONCURRENCY = max(4, 2 * (os.cpu_count() or 1))
 KEEP_ALIVE_S = 30  # uvicorn's default 5 s races with busy clients reusing a connection (reset on read)
-# /v1/check: analysis is CPU-bound Python under one interpreter lock; several at once only share it (each takes as
-# long as all together) and starve the event loop (a probe saw /healthz at 1 s behind 4 heavy checks). One runs at a
-# time, a few wait without holding a thread, the rest get 429 at once.
+# /v1/check: analysis is CPU-bound; it runs in one worker process (check_worker), off this interpreter's lock, which
+# it held for whole seconds in a thread (a probe saw /healthz at 0.8 s behind one large check). One runs at a time
+# (on a 2-core host more would only share the cores), a few wait without holding a thread, the rest get 429 at once.
 CHECK_CONCURRENCY = 1
 CHECK_WAITING = 4
 
@@ -260,6 +264,7 @@ def create_app(verifier=None) -> FastAPI:
 
         get_router(load_knowledge())  # fail at startup on a bad card; build the index once
         yield
+        check_worker.close()
 
     app = FastAPI(
         title="fsdp-skill",
@@ -301,6 +306,7 @@ def create_app(verifier=None) -> FastAPI:
     from fsdp_skill.core.plan.queue import PlanQueue  # the bounded queue plans use, here for checks
 
     check_queue = PlanQueue(running=CHECK_CONCURRENCY, waiting=CHECK_WAITING, label="check", knob=None)
+    check_worker = CheckWorker()  # the analysis runs in its process: the server's threads only wait on a pipe
 
     @app.post(
         "/v1/ask",
@@ -323,9 +329,9 @@ def create_app(verifier=None) -> FastAPI:
         summary="Find FSDP / torch.distributed mistakes in code, statically (the code is parsed, never run)",
     )
     async def check_route(body: CheckRequest) -> CheckReport:
-        from fsdp_skill.core.check import check_code
-
-        return await check_queue.run(functools.partial(check_code, body.code, body.path, select=body.select, ignore=body.ignore))
+        return await check_queue.run(
+            functools.partial(check_worker.check, body.code, body.path, select=body.select, ignore=body.ignore)
+        )
 
     # Plans go through the process's plan queue (fsdp_skill.core.plan.queue, shared with the MCP tool): one
     # measured at a time, a few waiting as entries (no thread each), the rest refused at once.
@@ -441,6 +447,7 @@ def create_app(verifier=None) -> FastAPI:
 def _stop_all() -> None:
     """Stop the verification runs and the plans in flight (their requests get the harness error), for a shutdown."""
     stop_runs()
+    close_checks()
     runner = sys.modules.get("fsdp_skill.core.plan.runner")  # loaded only once a plan ran: nothing to stop otherwise
     if runner is not None:
         runner.abort_all()

@@ -17,7 +17,9 @@ re-exports the public names (each loads its module on first use); what lives whe
   :mod:`.calls_rules` (framework saves, device ordinals, FSDP1 ``generate``), :mod:`.divergence` (rank-divergent control
   flow, DDP misuse), :mod:`.flow_rules` (the same in frameworks' and training loops' shapes, FSD054-FSD060), :mod:`.data_rules` (what each rank trains on, reductions, the step around the wrapper: FSD061-FSD068; the rank given to ``init_process_group``: FSD073), :mod:`.checkpoint_rules` (checkpoint save / load
   mistakes, FSD069-FSD072), :mod:`.setup_rules` (how a script sets the model up: a hard-coded CUDA device, weights
-  loaded on some ranks then sharded without a broadcast, CPU offload of a module moved to the GPU: FSD074-FSD076),
+  loaded on some ranks then sharded without a broadcast, CPU offload of a module moved to the GPU: FSD074-FSD076;
+  weights drawn from a per-rank seed, then replicated without a broadcast: FSD084; DDP given device_ids for a
+  module on the CPU: FSD085),
   :mod:`.step_rules` (what the ranks do differently step to step, FSD077-FSD080), :mod:`.metric_rules` (metrics and
   results of this rank's share of the data: FSD090-FSD092), :mod:`.accelerate_rules` (Accelerate contexts around the
   wrong code: FSD093, FSD094) and

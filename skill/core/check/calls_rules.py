@@ -351,6 +351,29 @@ def _save_summaries_cached(facts: FileFacts) -> dict[str, tuple[str, int]]:
     return cached
 
 
+_SHARDED_BACKEND = ("deepspeed", "fsdp", "fully_sharded", "zero3", "zero_3", "megatron")
+
+
+def _backend_lets_every_rank_in(facts: FileFacts, branch: ast.stmt, call: ast.Call) -> bool:
+    """``if accelerator.distributed_type == DistributedType.DEEPSPEED or accelerator.is_main_process: save_state()``:
+    the condition's other part names the sharded backend under which the save is every rank's work, and lets every
+    rank in there; on the other backends one process saves a replicated model (the fix the frameworks' docs give)."""
+    if not (isinstance(branch, ast.If) and isinstance(branch.test, ast.BoolOp) and isinstance(branch.test.op, ast.Or)):
+        return False
+    if facts.block_of(call, branch) != "body":
+        return False
+    for part in branch.test.values:
+        if facts.is_rank_test(part):
+            continue
+        try:
+            text = ast.unparse(part).lower()
+        except (RecursionError, MemoryError, ValueError):
+            continue
+        if any(word in text for word in _SHARDED_BACKEND):
+            return True
+    return False
+
+
 @finder("FSD039")
 def framework_save_on_some_ranks(facts: FileFacts) -> Found:
     """FSD039: a framework save that is collective under FSDP (or always, for Lightning) on some ranks only."""
@@ -362,7 +385,7 @@ def framework_save_on_some_ranks(facts: FileFacts) -> Found:
         if label is None:
             continue
         branch = _unbalanced(facts, call, label)
-        if branch is None:
+        if branch is None or _backend_lets_every_rank_in(facts, branch, call):
             continue
         via = None if framework_save(facts, call) is not None else _save_via(facts, call)
         what = f"{via.replace('.<locals>.', '.')}(), which calls {label} at line {summaries[via][1]}," if via else label

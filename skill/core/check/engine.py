@@ -32,7 +32,7 @@ import fsdp_skill.core.check.deepspeed_rules  # noqa: F401 - registers the finde
 import fsdp_skill.core.check.device_rules  # noqa: F401 - registers the finders of FSD047-FSD053 (and narrows FSD027)
 import fsdp_skill.core.check.group_rules  # noqa: F401 - registers FSD009's finder of rank-built new_group lists
 import fsdp_skill.core.check.metric_rules  # noqa: F401 - registers the finders of FSD090-FSD092
-import fsdp_skill.core.check.setup_rules  # noqa: F401 - registers the finders of FSD074-FSD076
+import fsdp_skill.core.check.setup_rules  # noqa: F401 - registers the finders of FSD074-FSD076, FSD084 and FSD085
 from fsdp_skill.core.check import data_rules as _data_rules  # noqa: F401 - registers FSD061-FSD068, FSD073
 from fsdp_skill.core.check import divergence  # noqa: F401 - registers FSD037, FSD038, FSD040, FSD045 in FINDERS
 from fsdp_skill.core.check import flow_rules as _flow_rules  # noqa: F401 - registers FSD054-FSD060

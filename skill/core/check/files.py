@@ -60,11 +60,7 @@ def python_files(path: str) -> list[Path]:
     ``*.py`` under a directory in path order, hidden and build folders skipped; InvalidArgument otherwise."""
     p = Path(path)
     if p.is_dir():
-        return sorted(
-            f
-            for f in p.rglob("*.py")
-            if f.is_file() and not any(part.startswith(".") or part in _SKIP_DIRS for part in f.relative_to(p).parts[:-1])
-        )
+        return sorted(_walk_py(p))
     if not p.exists():
         raise InvalidArgument(f"{path}: no such file or directory")
     if not p.is_file():
@@ -72,6 +68,35 @@ def python_files(path: str) -> list[Path]:
     if p.suffix not in (".py", ".pyw") and not _python_shebang(p):
         raise InvalidArgument(f"{path}: not a Python file (expected a .py script)")
     return [p]
+
+
+def _walk_py(root: Path) -> Iterator[Path]:
+    """Every ``*.py`` file below ``root``, hidden and build folders skipped; a walk with its own stack (not a
+    recursion: a tree 1,000 folders deep is walked like any other) that follows a linked folder once (a link back
+    up the tree is not a loop)."""
+    import os
+
+    seen: set[tuple[int, int]] = set()
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            st = folder.stat()
+            if (st.st_dev, st.st_ino) in seen:
+                continue
+            seen.add((st.st_dev, st.st_ino))
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue  # unreadable, or gone meanwhile: as rglob, left out
+        for entry in entries:
+            try:
+                if entry.is_dir():
+                    if not (entry.name.startswith(".") or entry.name in _SKIP_DIRS):
+                        stack.append(Path(entry.path))
+                elif entry.name.endswith(".py") and entry.is_file():
+                    yield Path(entry.path)
+            except OSError:
+                continue
 
 
 def _python_shebang(p: Path) -> bool:
@@ -83,12 +108,22 @@ def _python_shebang(p: Path) -> bool:
     return first.startswith(b"#!") and b"python" in first
 
 
+MAX_STDIN_BYTES = 64 * 2**20  # a script read from standard input: more is refused, not read to the end
+
+
 def read_input(p: Path | None, label: str) -> bytes:
-    """The bytes of file ``p``, or of standard input when None; InvalidArgument naming ``label`` when unreadable."""
+    """The bytes of file ``p``, or of standard input when None (at most :data:`MAX_STDIN_BYTES`: an endless stream
+    is refused once past it, not read until memory runs out); InvalidArgument naming ``label`` when unreadable or
+    over the limit."""
     try:
-        return sys.stdin.buffer.read() if p is None else p.read_bytes()
+        if p is not None:
+            return p.read_bytes()
+        data = sys.stdin.buffer.read(MAX_STDIN_BYTES + 1)
     except (OSError, ValueError, AttributeError) as exc:
         raise InvalidArgument(f"{label}: cannot read: {exc}") from exc
+    if len(data) > MAX_STDIN_BYTES:
+        raise InvalidArgument(f"{label}: standard input holds more than {MAX_STDIN_BYTES // 2**20} MiB; check a file instead")
+    return data
 
 
 class UndecodableSource(ValueError):

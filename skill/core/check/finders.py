@@ -982,7 +982,8 @@ def gradient_sync_never_turned_back_on(facts: FileFacts) -> Found:
 @finder("FSD031")
 def fsdp1_frozen_params_without_orig_params(facts: FileFacts) -> Found:
     """FSD031: FSDP1 wrapping a partly frozen module as one unit without ``use_orig_params=True`` (the module's
-    freezing followed by :mod:`~fsdp_skill.core.check.frozen`). With an ``auto_wrap_policy`` only a PEFT model is
+    freezing followed by :mod:`~fsdp_skill.core.check.frozen`; a helper's parameter is partly frozen when a caller of
+    the file passes it such a module, ``wrap(load_lora_model(path))``, and a ``self.`` attribute bound from one). With an ``auto_wrap_policy`` only a PEFT model is
     judged, and only under a policy that keeps each adapter in the unit of the layer it adapts (the transformer-layer,
     size-based and module-class policies; a lambda policy may wrap the adapters apart)."""
     for call in facts.calls():
@@ -994,10 +995,15 @@ def fsdp1_frozen_params_without_orig_params(facts: FileFacts) -> Found:
         ):
             continue
         name, scope = dotted(call.args[0]), facts.scope_of(call)
-        if name is None or name not in frozen.partly_frozen(facts, scope):
+        if name is None:
+            continue
+        partial, peft = name in frozen.partly_frozen(facts, scope), name in frozen.peft_models(facts, scope)
+        if not partial and (isinstance(call.args[0], ast.Name) or name.startswith("self.")):
+            partial, peft = frozen.given_partly_frozen(facts, scope, name)
+        if not partial:
             continue
         policy = kwarg(call, "auto_wrap_policy")
-        if policy is None or name in frozen.peft_models(facts, scope) and _mixes_adapters(facts, policy):
+        if policy is None or peft and _mixes_adapters(facts, policy):
             yield call, None
 
 

@@ -790,7 +790,7 @@ def _local_metrics(facts: FileFacts, loop: ast.AST) -> dict[str, str]:
 
     for st in stmts:
         targets = st.targets if isinstance(st, ast.Assign) else [st.target]
-        names = [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+        names = [k for t in targets for k in _bound_keys(t)]
         value = st.value
         if value is None or not names:
             continue
@@ -806,19 +806,15 @@ def _local_metrics(facts: FileFacts, loop: ast.AST) -> dict[str, str]:
                 break
         if source is None:
             here = start(st)
-            used = [n.id for n in ast.walk(value) if isinstance(n, ast.Name) and local(n.id, here)]
+            used = [k for k in _read_keys(value) if local(k, here)]
             guard = next(
-                (
-                    a
-                    for a in facts.ancestors(st)
-                    if isinstance(a, ast.If) and any(isinstance(n, ast.Name) and local(n.id, here) for n in ast.walk(a.test))
-                ),
+                (a for a in facts.ancestors(st) if isinstance(a, ast.If) and any(local(k, here) for k in _read_keys(a.test))),
                 None,
             )
             if used:
                 source = f"derived from `{used[0]}`, " + out[used[0]].split(", derived from ")[-1].split(", counted on ")[-1]
             elif guard is not None:
-                first = next(n.id for n in ast.walk(guard.test) if isinstance(n, ast.Name) and local(n.id, here))
+                first = next(k for k in _read_keys(guard.test) if local(k, here))
                 source = f"counted on `{first}`, " + out[first].split(", derived from ")[-1].split(", counted on ")[-1]
         if source is not None:
             for name in names:
@@ -829,6 +825,33 @@ def _local_metrics(facts: FileFacts, loop: ast.AST) -> dict[str, str]:
     return out
 
 
+def _bound_keys(target: ast.AST) -> list[str]:
+    """What an assignment to ``target`` makes this rank's own: a name (``best``), each name it unpacks to, an
+    attribute path (``state.elapsed``: that attribute, not the whole ``state``), or the container a subscript
+    writes into (``metrics["loss"] = ...``: ``metrics``)."""
+    todo, out = [target], []
+    while todo:
+        t = todo.pop()
+        if isinstance(t, ast.Name):
+            out.append(t.id)
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            todo += reversed(t.elts)
+        elif isinstance(t, ast.Starred):
+            todo.append(t.value)
+        elif isinstance(t, ast.Attribute):
+            if (d := dotted(t)) is not None:
+                out.append(d)
+        elif isinstance(t, ast.Subscript):
+            if (d := dotted(t.value)) is not None:
+                out.append(d)
+    return out
+
+
+def _read_keys(expr: ast.AST) -> list[str]:
+    """The names and attribute paths (``state.elapsed``, and ``state`` itself) that ``expr`` reads, in walk order."""
+    return [d for n in ast.walk(expr) if isinstance(n, (ast.Name, ast.Attribute)) and (d := dotted(n)) is not None]
+
+
 def _handed_to_collectives(facts: FileFacts, loop: ast.AST) -> dict[str, list[Pos]]:
     """Name -> where the body of ``loop`` hands it to a collective (torch's or a framework's): from there on the
     ranks hold the combined value (``dist.all_reduce(stats)``, then ``acc = stats[0] / stats[1]``)."""
@@ -837,9 +860,8 @@ def _handed_to_collectives(facts: FileFacts, loop: ast.AST) -> dict[str, list[Po
         q = facts.qual(call) or ""
         if q.startswith("torch.distributed.") and q.rsplit(".", 1)[-1] in rc.COLLECTIVES or framework_collective(facts, call):
             for a in [*call.args, *(k.value for k in call.keywords)]:
-                for n in ast.walk(a):
-                    if isinstance(n, ast.Name):
-                        handed.setdefault(n.id, []).append(start(call))
+                for key in _read_keys(a):
+                    handed.setdefault(key, []).append(start(call))
     return handed
 
 
@@ -861,7 +883,7 @@ def early_stop_on_local_metric(facts: FileFacts) -> Found:
         if id(loop) not in memo:
             memo[id(loop)] = _local_metrics(facts, loop)
         metrics = memo[id(loop)]
-        name = next((n.id for n in ast.walk(branch.test) if isinstance(n, ast.Name) and n.id in metrics), None)
+        name = next((k for k in _read_keys(branch.test) if k in metrics), None)
         clock = _clock_in(facts, branch.test) if name is None else None
         if name is None and clock is None:
             continue

@@ -14,6 +14,11 @@ their class) when that scope
 - hands it to a function of the file that does one of these to its parameter (``freeze_backbone(model)``), or
   binds it from a function of the file that returns such a module (``model = build_lora_model(cfg)``).
 
+A parameter of a function (``def wrap(model): return FSDP(model, ...)``) is partly frozen when a call of that
+function in the file passes it such a module: a name partly frozen where the call is, or a call that returns one
+(``wrap(load_lora_model(path))``); so is a ``self.`` attribute a method binds from such a parameter
+(``def __init__(self, model): self.model = model``, the class called as ``Trainer(lora_model)``).
+
 Freezing the whole module (a reference or teacher model: ``ref.requires_grad_(False)``) is uniform and is not
 partial."""
 
@@ -105,6 +110,66 @@ def _returns_partial(facts: FileFacts, value: ast.AST) -> bool:
     return (
         target is not None and target.fn is not None and target.fn is not facts.scope_of(value) and _helper(facts, target.fn)[1]
     )
+
+
+def given_partly_frozen(facts: FileFacts, scope: ast.AST, name: str) -> tuple[bool, bool]:
+    """For ``name``, a parameter of the function ``scope`` that the function does not rebind: (does a call of that
+    function in the file pass it a partly frozen module, is that module a PEFT model)."""
+    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False, False
+    if name.startswith("self.") and name.count(".") == 1:
+        return _given_to_class(facts, scope, name)
+    params = [a.arg for a in scope.args.posonlyargs + scope.args.args]
+    if name not in params or any(b.kind != "param" for b in facts.bindings.get((id(scope), name), [])):
+        return False, False
+    index = params.index(name)
+    partial = peft = False
+    for site in _sites(facts, scope):
+        target = callgraph.callee(facts, site)
+        if target is None or target.fn is not scope:
+            continue
+        for i, arg in callgraph.bound_args(site, target):
+            if i != index:
+                continue
+            where = facts.scope_of(site)
+            got = dotted(arg)
+            if got is not None and got in partly_frozen(facts, where):
+                partial, peft = True, peft or got in peft_models(facts, where)
+            elif got is None and _returns_partial(facts, arg):
+                partial, peft = True, peft or _returns_peft(facts, arg)
+    return partial, peft
+
+
+def _given_to_class(facts: FileFacts, scope: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> tuple[bool, bool]:
+    """For ``self.model`` in a method: a method of the class (``__init__``) binds it from one of its parameters
+    (``self.model = model``) that a call of the file passes a partly frozen module (``Trainer(lora_model)``)."""
+    cls = facts.parents.get(id(scope))
+    if not isinstance(cls, ast.ClassDef):
+        return False, False
+    for fn in cls.body:
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for n in facts.scope_nodes(fn):
+            if isinstance(n, ast.Assign) and isinstance(n.value, ast.Name) and any(dotted(t) == name for t in n.targets):
+                got = given_partly_frozen(facts, fn, n.value.id)
+                if got[0]:
+                    return got
+    return False, False
+
+
+def _sites(facts: FileFacts, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Call]:
+    """The calls in the file by ``fn``'s name, a class's name for its ``__init__`` (memoised by name: one pass over
+    the calls per name asked)."""
+    memo: dict[str, list[ast.Call]] = facts.cache.setdefault(("frozen", "sites"), {})
+    if not memo:
+        for c in facts.calls():
+            if (n := last_name(c)) is not None:
+                memo.setdefault(n, []).append(c)
+        memo.setdefault("", [])
+    cls = facts.parents.get(id(fn))
+    if fn.name == "__init__" and isinstance(cls, ast.ClassDef):
+        return memo.get(cls.name, [])
+    return memo.get(fn.name, [])
 
 
 def peft_models(facts: FileFacts, scope: ast.AST) -> set[str]:

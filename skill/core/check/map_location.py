@@ -221,17 +221,27 @@ def _saved_on_cpu(facts: FileFacts) -> dict[str, bool]:
         for c in facts.calls():
             if facts.qual(c) == "torch.save":
                 cpu = _on_cpu(facts, kwarg(c, "obj", 0))
-                for name in _file_names(facts, kwarg(c, "f", 1)):
+                for name in _path_keys(facts, c, kwarg(c, "f", 1)):
                     out[name] = out.get(name, True) and cpu
         facts.cache[key] = out
     saved: dict[str, bool] = facts.cache[key]
     return saved
 
 
+def _path_keys(facts: FileFacts, call: ast.Call, path: ast.AST | None) -> set[str]:
+    """What names the file ``call`` saves or loads: the file names its path spells (:func:`_file_names`), and, for a
+    path that is a plain name the file cannot spell (a parameter), that name in ``call``'s function: PixArt's
+    ``get_null_embed(npz_file)`` loads ``npz_file`` when it exists and otherwise makes it with ``torch.save``."""
+    keys = _file_names(facts, path)
+    if isinstance(path, ast.Name) and not keys:
+        keys = {f"{path.id}@{id(facts.scope_of(call))}"}
+    return keys
+
+
 def _reads_cpu_save(facts: FileFacts, call: ast.Call) -> bool:
     """Does ``call`` load a file that the same file saves only from the CPU?"""
     saved = _saved_on_cpu(facts)
-    names = _file_names(facts, kwarg(call, "f", 0)) if saved else set()
+    names = _path_keys(facts, call, kwarg(call, "f", 0)) if saved else set()
     return bool(names) and all(saved.get(n, False) for n in names)
 
 

@@ -682,6 +682,8 @@ def _plain_side(facts: FileFacts, test: ast.AST) -> Side | None:
     """:func:`_side` of a test that is not a ``not``."""
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and facts.is_rank_expr(test.left):
         op, right = test.ops[0], test.comparators[0]
+        if isinstance(test.left, ast.BinOp):  # arithmetic of the rank: only its parity is a simple side
+            return _parity_side(test.left, op, right)
         values = right.elts if isinstance(right, (ast.List, ast.Tuple, ast.Set)) else [right]
         if not all(
             isinstance(v, ast.Constant) or isinstance(v, ast.UnaryOp) and isinstance(v.operand, ast.Constant) for v in values
@@ -708,6 +710,22 @@ def _plain_side(facts: FileFacts, test: ast.AST) -> Side | None:
     return None
 
 
+def _parity_side(left: ast.BinOp, op: ast.cmpop, right: ast.expr) -> Side | None:
+    """``rank % 2 == 0`` -> ('in', {'even'}); ``rank % 2 == 1`` / ``!= 0`` -> ('notin', {'even'}) (the odd ranks):
+    the two halves of a staggered start. Other arithmetic of the rank -> None."""
+    if not (
+        isinstance(left.op, ast.Mod)
+        and isinstance(left.right, ast.Constant)
+        and left.right.value == 2
+        and isinstance(right, ast.Constant)
+        and right.value in (0, 1)
+        and isinstance(op, (ast.Eq, ast.NotEq))
+    ):
+        return None
+    even = (right.value == 0) == isinstance(op, ast.Eq)
+    return ("in" if even else "notin", frozenset({"even"}))
+
+
 def _negate(side: Side) -> Side:
     """The ranks the other branch of ``side``'s test selects."""
     return ("notin" if side[0] == "in" else "in", *side[1:])
@@ -726,25 +744,53 @@ def _node_side(facts: FileFacts, branch: ast.AST, node: ast.AST) -> Side | None:
 def _paired(facts: FileFacts, branches: Branches, summaries: Summaries) -> set[tuple[int, str]]:
     """(scope, collective) found under complementary rank conditions of one function (``local_rank not in [-1, 0]``
     and ``local_rank == 0``): the "first process works, the others wait" pattern, where every rank reaches one side."""
-    seen: dict[tuple[int, str], list[tuple[int, Side | None]]] = {}
+    seen: dict[tuple[int, str], list[tuple[int, Side, frozenset[str]]]] = {}
     for call in facts.calls():
         enclosing = branches.get(id(call))
         if not enclosing:
             continue
         kind = collective_reached(facts, call, summaries)
-        if kind is not None:
-            seen.setdefault((id(facts.scope_of(call)), kind[1]), []).append(
-                (id(enclosing[-1]), _node_side(facts, enclosing[-1], call))
-            )
+        side = _node_side(facts, enclosing[-1], call) if kind is not None else None
+        if kind is not None and side is not None:
+            holds = frozenset(node_text(c) for c in _conditions_of(facts, call, None) if not facts.is_rank_test(c))
+            seen.setdefault((id(pairing_scope(facts, call)), kind[1]), []).append((id(enclosing[-1]), side, holds))
     out = set()
     for key, sides in seen.items():
-        by_side: dict[Side, set[int]] = {}  # side -> the branches with a call on it
-        for i, s in sides:
-            if s is not None:
-                by_side.setdefault(s, set()).add(i)
-        if any(s is not None and (by_side.get(_negate(s), set()) - {i}) for i, s in sides):
+        # a side pairs with the negated side of another branch when the conditions each adds to its rank test
+        # (``world_size > 1 and rank % 2 == 0``) hold where the other runs (an outer ``if world_size > 1:``)
+        if any(
+            i != j and _core(b) == _negate(_core(a)) and _rest(a) <= hb and _rest(b) <= ha
+            for i, a, ha in sides
+            for j, b, hb in sides
+        ):
             out.add(key)
     return out
+
+
+def _core(side: Side) -> Side:
+    return side[:2]
+
+
+def _rest(side: Side) -> frozenset[object]:
+    """The conditions (as text) a side's test adds to its rank part: ``world_size > 1`` of ``world_size > 1 and rank
+    % 2 == 0`` (:func:`_plain_side` keeps them as a tuple)."""
+    rest = side[2] if len(side) > 2 else ()
+    return frozenset(rest) if isinstance(rest, tuple) else frozenset()
+
+
+def pairing_scope(facts: FileFacts, node: ast.AST) -> ast.AST:
+    """Where calls under complementary rank conditions pair up: ``node``'s function, or, in a context manager's
+    ``__enter__`` / ``__exit__`` (``__aenter__`` / ``__aexit__``), its class: every ``with`` runs both, so a barrier
+    the even ranks pass on entering and the odd ranks on leaving is every rank's (a staggered start)."""
+    scope = facts.scope_of(node)
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and scope.name in _CONTEXT_METHODS:
+        parent = facts.parents.get(id(scope))
+        if isinstance(parent, ast.ClassDef):
+            return parent
+    return scope
+
+
+_CONTEXT_METHODS = frozenset({"__enter__", "__exit__", "__aenter__", "__aexit__"})
 
 
 def not_distributed_side(facts: FileFacts, branch: ast.AST, node: ast.AST) -> bool:
@@ -907,7 +953,7 @@ def rank_findings(facts: FileFacts) -> Iterator[tuple[str, Located, str]]:
         if any(not_distributed_side(facts, branch, call) for branch in enclosing):
             continue  # under `if local_rank == -1:` no process group exists: the job is not distributed there
         for depth, branch in enumerate(reversed(enclosing)):
-            if depth == 0 and (id(facts.scope_of(call)), label) in paired:
+            if depth == 0 and (id(pairing_scope(facts, call)), label) in paired:
                 continue
             when = _guards_through(facts, call, guards) if via else None
             if guarded_by_the_rest(facts, branch, call, when) or _other_path_references(facts, branch, call, label, summaries):

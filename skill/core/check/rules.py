@@ -792,6 +792,27 @@ RULES: dict[str, Rule] = {
             "debugging/ddp-no-sync-accumulation",
         ),
         _r(
+            "FSD084",
+            "error",
+            "weights drawn from a per-rank seed (`manual_seed(seed + rank)`), then replicated without a broadcast (FSDP1 `HYBRID_SHARD` / `NO_SHARD` without `sync_module_states=True`, `fully_shard` on a (replicate, shard) mesh)",
+            "the replicas start from different weights and nothing broadcasts them: the averaged gradients give each "
+            "replica the same update, so they never agree and each trains its own model; draw the weights from one "
+            "seed on every rank (reseed per rank afterwards for dropout or augmentation) or, with FSDP1, pass "
+            "sync_module_states=True",
+            "sharding/rank-seeded-init-replicas",
+            "sharding/rank-seeded-init-replicas",
+        ),
+        _r(
+            "FSD085",
+            "error",
+            "`DDP(module, device_ids=[...])` of a module built on the CPU and never moved to its GPU",
+            'DDP raises "device_ids and output_device arguments only work with single-device/multiple-device GPU '
+            "modules or CPU modules\": move the module to this rank's GPU first (module.to(local_rank)), or leave "
+            "device_ids out for a CPU run",
+            "launch/ddp-device-ids-cpu-module",
+            "launch/ddp-device-ids-cpu-module",
+        ),
+        _r(
             "FSD090",
             "warning",
             "validation metric computed over this rank's `DistributedSampler` shard, then compared with a best value or reported on rank 0, never reduced",

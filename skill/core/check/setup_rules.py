@@ -1,4 +1,4 @@
-"""Rules about how a multi-process script sets the model up before training (FSD074-FSD076).
+"""Rules about how a multi-process script sets the model up before training (FSD074-FSD076, FSD084, FSD085).
 
 - **FSD074**: a CUDA device written into the code (``"cuda:0"``, ``torch.device("cuda", 0)``, ``.cuda(0)``,
   ``set_device(0)``, ``device_ids=[0]``, ``map_location="cuda:0"``) in a program (it forms the process group, or
@@ -7,10 +7,12 @@
   elsewhere. Every rank then lands on that one GPU. Also, in a script that forms its own group and never binds the
   device (no ``set_device``, ``torch.cuda.device``, ``device_id=``, device helper) where FSD013 does not already speak,
   a plain ``"cuda"`` / ``.cuda()``: the current device, GPU 0 on every rank. A name counts when every binding of it
-  before the read holds such a device, ``a if c else b`` when each CUDA alternative does. Silent where the file
+  before the read holds such a device, ``a if c else b`` when each CUDA alternative does; ``args.device`` when
+  the argparse option's default is such a device (``--device``, default ``"cuda:0"``): every rank gets the same
+  command line, so none of them can be given its own GPU there. Silent where the file
   gives each process its own ``CUDA_VISIBLE_DEVICES`` (not a constant), under a rank condition or a condition that
-  may tell single-process runs apart (``if not distributed:``), for a parameter's default and ``args.device`` (the
-  caller may pass another), for a one-process group (``world_size=1``) and where every group is Gloo (processes
+  may tell single-process runs apart (``if not distributed:``), for a parameter's default (the caller may pass
+  another) and an ``args.device`` the program assigns itself, for a one-process group (``world_size=1``) and where every group is Gloo (processes
   sharing a GPU are slow there, not wrong: the RPC examples share GPU 0 on purpose). FSD042 is the global rank as the index.
 - **FSD075**: ``FSDP(module)`` (FSDP1, without ``sync_module_states=True``) or ``fully_shard(module)`` of a module
   whose weights only some ranks loaded just before: ``module.load_state_dict(...)`` (of the module or a part of it)
@@ -19,12 +21,37 @@
   wrapper broadcasts (DDP does): the other ranks shard and train their own weights. Silent when the other ranks load
   too (also in turn: ``for i in range(world): if i == rank:``), when a broadcast follows the load, when every rank loads into the wrapped module afterwards
   (``set_model_state_dict``, ``load_state_dict``, ``dcp.load``), and for ``sync_module_states=`` not written
-  ``False`` or ``**kwargs``. A load into a module already wrapped is FSD071's.
+  ``False`` or ``**kwargs``. Through functions of the file: a loader that returns what it loaded on some ranks
+  (``if rank == 0: return X.from_pretrained(...)``, or a name it ``load_state_dict``-ed on rank 0) and broadcasts
+  none of it, whose result is wrapped (``FSDP(load(name, rank))``, ``model = load(...)``) or handed to a wrapping
+  helper of the file (``def shard(model): return FSDP(model)`` called as ``shard(load(name, rank))``). A load into a module already wrapped is FSD071's.
 - **FSD076**: FSDP1 ``cpu_offload=CPUOffload(offload_params=True)`` of a module the same function moved to the GPU
-  before the wrap (``model.cuda()``, ``model.to(device)`` with a CUDA device, ``FSDP(model.cuda(), ...)``). torch's
+  before the wrap (``model.cuda()``, ``model.to(device)`` with a CUDA device, ``FSDP(model.cuda(), ...)``, the name
+  wrapped bound so: ``model = Net().to(device)``), or, for a wrapping helper given the module, moved by a caller of
+  the file before the call (``shard(model.cuda())``). torch's
   FSDP1 flattens and shards each unit on the device it finds it on and only then moves the shard to the CPU
   (``_init_param_handle_from_params``: ``handle.flat_param_to(cpu)``): training still offloads, but the whole
   unsharded model must first fit in each rank's GPU memory, the peak offload was meant to avoid.
+- **FSD084**: a seed that differs between ranks (``torch.manual_seed(seed + rank)``, ``torch.cuda.manual_seed_all``,
+  a ``torch.Generator`` seeded so, ``set_seed`` / ``seed_everything``, or a seeding function of the file given
+  ``seed + rank``) before a wrapper that keeps replicas and broadcasts nothing: FSDP1 ``HYBRID_SHARD`` /
+  ``_HYBRID_SHARD_ZERO2`` / ``NO_SHARD`` (its options also read from ``**helper(cfg)`` returning a dict) without
+  ``sync_module_states`` (or with a test there: ``load_path is not None`` is on for a resumed run only) whose module
+  is built after the seeding in the wrap's function (or after a call there of a function that seeds per rank);
+  ``fully_shard`` on a 2-D mesh (``init_device_mesh(..., (r, s))`` unnamed or with a replicate dimension,
+  ``mesh["dp_replicate", "dp_shard"]``) whose module is built after the seeding, or initialised on its shards by a
+  function of the file that seeds per rank and calls ``normal_`` / ``nn.init.*`` / ``reset_parameters``. The
+  replicas start from different weights, the averaged gradients keep them different. Reported at the seeding.
+  Silent for FSDP1 ``FULL_SHARD`` / ``SHARD_GRAD_OP`` and a 1-D mesh (each value has one owner: a patchwork, not
+  diverging replicas), DDP (it broadcasts), a file that broadcasts (or passes ``broadcast_from_rank0``), a common
+  seed set again before the build, a seeding under a rank or one-process condition, ``param_init_fn``, an unread
+  ``**kwargs``, and numpy's and Python's generators.
+- **FSD085**: ``DDP(module, device_ids=[...])`` (a list or tuple written there) of a module built on the CPU in the
+  same function (``nn.Linear(...)``, a ``torchvision.models`` constructor, a ``torch.nn`` module class of the file
+  that never moves itself) whose name nothing reads between the build and the wrap: DDP refuses ``device_ids`` for
+  a module on the CPU (ValueError). Silent for a module built under a ``with`` block or given ``device=``, moved
+  (``.to`` / ``.cuda`` in place or rebound) or handed to any call before the wrap, ids chosen at run time
+  (``[rank] if cuda else None``, a name), and in a file that sets a default device.
 """
 
 from __future__ import annotations
@@ -36,7 +63,7 @@ from fsdp_skill.core.check import calls as callgraph
 from fsdp_skill.core.check import calls_rules, checkpoint_rules, divergence, finders
 from fsdp_skill.core.check import rank_conditional as rc
 from fsdp_skill.core.check.calls_rules import _LOCAL_ENV, rank_kind
-from fsdp_skill.core.check.facts import FSDP1, FULLY_SHARD, Chain, FileFacts, dotted, end, is_true, kwarg, last_name, start
+from fsdp_skill.core.check.facts import DDP, FSDP1, FULLY_SHARD, Chain, FileFacts, dotted, end, is_true, kwarg, last_name, start
 from fsdp_skill.core.check.finders import Found, finder
 
 _DEPTH = 4  # how far a device value is followed through names
@@ -120,7 +147,67 @@ def _device(facts: FileFacts, node: ast.AST | None, *, index: bool, depth: int =
         return None
     if isinstance(node, ast.Name):
         return _name_device(facts, node, index=index, depth=depth)
+    if isinstance(node, ast.Attribute):
+        return _option_device(facts, node)
     return None
+
+
+def _option_device(facts: FileFacts, node: ast.Attribute) -> Device | None:
+    """``args.device`` of an argparse option whose default is a numbered CUDA device (``--device cuda:0``) that the
+    program never assigns itself: launched as several ranks, every rank is given the same arguments, so each one
+    reads that same default (or the same value passed on the command line)."""
+    if not _parsed_arguments(facts, node.value):
+        return None  # x.device of a tensor, cfg.device of a config object: not the option
+    defaults = facts.argparse_default(node)
+    if not defaults or not all(_text_device(d) == "hard" for d in defaults) or _rank_device_somewhere(facts):
+        return None
+    return "hard", [node]
+
+
+_ARGS_NAMES = ("args", "opt", "opts", "flags", "cli_args")
+
+
+def _parsed_arguments(facts: FileFacts, base: ast.expr) -> bool:
+    """Is ``base`` the namespace argparse returned: a name bound from ``parse_args()`` / ``parse_known_args()[0]``
+    (through a helper of the file that returns it), or a parameter / ``self.`` attribute named ``args`` / ``opt``?"""
+    if isinstance(base, ast.Attribute):
+        return base.attr in _ARGS_NAMES and isinstance(base.value, ast.Name) and base.value.id == "self"
+    if not isinstance(base, ast.Name):
+        return False
+    _, b = facts.binding(base)
+    if b is None or b.kind == "param":
+        return base.id in _ARGS_NAMES
+    value = b.value
+    if isinstance(value, ast.Subscript):
+        value = value.value
+    if isinstance(value, ast.Call) and last_name(value) in ("parse_args", "parse_known_args"):
+        return True
+    if isinstance(value, ast.Call) and (target := callgraph.callee(facts, value)) is not None and target.fn is not None:
+        returns = [n.value for n in facts.scope_nodes(target.fn) if isinstance(n, ast.Return) and n.value is not None]
+        return any(isinstance(r, ast.Call) and last_name(r) in ("parse_args", "parse_known_args") for r in returns)
+    return False
+
+
+def _rank_device_somewhere(facts: FileFacts) -> bool:
+    """Does the file also pick a device from a rank (``set_device(local_rank)``, ``torch.device("cuda", rank)``,
+    ``.to(local_rank)``, ``f"cuda:{local_rank}"``)? Then an option's device is likely one path of several (memoised)."""
+    key = ("setup", "rank-device")
+    if key not in facts.cache:
+        found = False
+        for c in facts.calls():
+            name = last_name(c) or ""
+            if name in ("set_device", "device", "to", "cuda") and any(facts.is_rank_expr(a) for a in c.args):
+                found = True
+                break
+        if not found:
+            found = any(
+                isinstance(n, ast.JoinedStr)
+                and any(isinstance(v, ast.FormattedValue) and facts.is_rank_expr(v.value) for v in n.values)
+                and any(isinstance(v, ast.Constant) and "cuda" in str(v.value) for v in n.values)
+                for n in facts.nodes
+            )
+        facts.cache[key] = found
+    return bool(facts.cache[key])
 
 
 def _name_device(facts: FileFacts, name: ast.Name, *, index: bool, depth: int) -> Device | None:
@@ -290,6 +377,11 @@ def _fsd074_detail(kind: str, origin: ast.AST, use: ast.Call) -> str:
     where = "" if use.lineno == getattr(origin, "lineno", 0) else f", used at line {use.lineno}"
     if kind == "plain":
         return f"`{text}` is the current CUDA device, GPU 0 on every rank: no torch.cuda.set_device(local_rank) binds it{where}"
+    if isinstance(origin, ast.Attribute):
+        return (
+            f"`{text}` is an option whose default names one GPU, and every rank is launched with the same arguments: "
+            f"they all select that GPU{where}"
+        )
     return f"`{text}` names the same GPU on every rank{where}"
 
 
@@ -386,7 +478,79 @@ def _loaded_on_some_ranks(facts: FileFacts, wrap: ast.Call, module: ast.expr) ->
             branch = _one_rank(facts, stmt) if stmt is not None else None
             if branch is not None:
                 return value, branch
+        _, seen = facts.binding(module)
+        if seen is not None and seen.kind == "assign" and (got := _returned_rank_load(facts, seen.value)) is not None:
+            return got  # model = load_on_rank0(name, rank)
     return None
+
+
+def _returned_rank_load(facts: FileFacts, value: ast.AST | None) -> tuple[ast.AST, ast.If] | None:
+    """(the load, its rank condition) when ``value`` calls a function of the file that loads weights on some ranks
+    only before it returns (``if rank == 0: return X.from_pretrained(...)``, the others building on ``meta``), and
+    broadcasts none of them there."""
+    if not isinstance(value, ast.Call):
+        return None
+    target = callgraph.callee(facts, value)
+    fn = target.fn if target is not None else None
+    if fn is None or isinstance(fn, ast.Lambda) or fn is facts.scope_of(value):
+        return None
+    returns = [n.value for n in facts.scope_nodes(fn) if isinstance(n, ast.Return) and n.value is not None]
+    returned = {n.id for n in returns if isinstance(n, ast.Name)}
+    for call in facts.calls(fn):
+        if facts.scope_of(call) is not fn or not _is_load(call):
+            continue
+        stmt = facts.parents.get(id(call))
+        if last_name(call) == "load_state_dict":
+            recv = call.func.value if isinstance(call.func, ast.Attribute) else None
+            if recv is None or (dotted(recv) or ".").split(".")[0] not in returned:
+                continue  # a load into something the function does not return
+        elif not (
+            any(r is call for r in returns)
+            or isinstance(stmt, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id in returned for t in stmt.targets)
+        ):
+            continue
+        branch = _one_rank(facts, stmt if isinstance(stmt, ast.stmt) else call)
+        if branch is not None and not checkpoint_rules._synced_after(facts, branch, fn):
+            return call, branch
+    return None
+
+
+def _given_rank_load(facts: FileFacts, wrap: ast.Call, module: ast.expr) -> tuple[ast.AST, ast.If] | None:
+    """For a wrap of a parameter of its function (``def shard(model): return FSDP(model)``) that the function does
+    not rebind: a call of that function in the file passing it a module loaded on some ranks only (a name bound so
+    in the caller, or a call of a loader such as :func:`_returned_rank_load`'s)."""
+    scope = facts.scope_of(wrap)
+    if not isinstance(module, ast.Name) or not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    params = [a.arg for a in scope.args.posonlyargs + scope.args.args]
+    if module.id not in params or any(b.kind != "param" for b in facts.bindings.get((id(scope), module.id), [])):
+        return None
+    index = params.index(module.id)
+    for site in _calls_named(facts, scope.name):
+        if (target := callgraph.callee(facts, site)) is None or target.fn is not scope:
+            continue
+        for i, arg in callgraph.bound_args(site, target):
+            if i != index:
+                continue
+            got = _returned_rank_load(facts, arg)
+            if got is None and isinstance(arg, ast.Name):
+                got = _loaded_on_some_ranks(facts, site, arg)
+            if got is not None:
+                return got
+    return None
+
+
+def _calls_named(facts: FileFacts, name: str) -> list[ast.Call]:
+    """The calls of the file whose callee is named ``name`` (``f(...)``, ``obj.f(...)``): one pass, memoised."""
+    memo: dict[str, list[ast.Call]] | None = facts.cache.get(("setup", "calls-by-name"))
+    if memo is None:
+        memo = {}
+        for c in facts.calls():
+            if (n := last_name(c)) is not None:
+                memo.setdefault(n, []).append(c)
+        facts.cache[("setup", "calls-by-name")] = memo
+    return memo.get(name, [])
 
 
 def _synced(facts: FileFacts, branch: ast.If, wrap: ast.Call) -> bool:
@@ -429,7 +593,8 @@ def loaded_on_some_ranks_then_sharded(facts: FileFacts) -> Found:
         q = facts.qual(call)
         if q not in (FSDP1, FULLY_SHARD) or not call.args or q == FSDP1 and _sync_flag(call) == "on":
             continue
-        got = _loaded_on_some_ranks(facts, call, call.args[0])
+        got = _loaded_on_some_ranks(facts, call, call.args[0]) or _returned_rank_load(facts, call.args[0])
+        got = got or _given_rank_load(facts, call, call.args[0])
         if got is None or _synced(facts, got[1], call):
             continue
         load, branch = got
@@ -490,6 +655,12 @@ def _moved_before(facts: FileFacts, wrap: ast.Call, module: ast.expr) -> ast.Cal
     if _to_gpu(facts, module):
         assert isinstance(module, ast.Call)
         return module
+    if isinstance(module, ast.Name):
+        # ``model = Net().to(device)`` / ``model = build().cuda()``: the binding the wrap reads moved it
+        _, b = facts.binding(module)
+        if b is not None and b.kind == "assign" and isinstance(b.value, ast.Call) and _to_gpu(facts, b.value):
+            if not facts.exclusive(b.value, wrap):
+                return b.value
     chain = facts.chain(module)
     if chain is None:
         return None
@@ -510,6 +681,353 @@ def offloaded_module_moved_to_gpu(facts: FileFacts) -> Found:
     for call in facts.calls():
         if facts.qual(call) != FSDP1 or not call.args or not _offloads_params(facts, kwarg(call, "cpu_offload")):
             continue
-        moved = _moved_before(facts, call, call.args[0])
+        moved = _moved_before(facts, call, call.args[0]) or _moved_by_caller(facts, call, call.args[0])
         if moved is not None:
             yield moved, f"the module is then wrapped with CPUOffload(offload_params=True) at line {call.lineno}"
+
+
+def _moved_by_caller(facts: FileFacts, wrap: ast.Call, module: ast.expr) -> ast.Call | None:
+    """For a wrap of a parameter of its function that the function does not rebind (``def shard(model): return
+    FSDP(model, cpu_offload=...)``): the move to the GPU of what a call of that function in the file passes it
+    (``shard(model.cuda())``, or ``model.to(device)`` before ``shard(model)`` in the caller)."""
+    scope = facts.scope_of(wrap)
+    if not isinstance(module, ast.Name) or not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    params = [a.arg for a in scope.args.posonlyargs + scope.args.args]
+    if module.id not in params or any(b.kind != "param" for b in facts.bindings.get((id(scope), module.id), [])):
+        return None
+    index = params.index(module.id)
+    for site in _calls_named(facts, scope.name):
+        if (target := callgraph.callee(facts, site)) is None or target.fn is not scope:
+            continue
+        for i, arg in callgraph.bound_args(site, target):
+            if i == index and facts.scope_of(site) is not scope and (moved := _moved_before(facts, site, arg)) is not None:
+                return moved
+    return None
+
+
+# --- FSD084: weights drawn from a per-rank seed, then replicated without a broadcast ----------------------------
+
+_SEEDERS = {"torch.manual_seed", "torch.random.manual_seed", "torch.cuda.manual_seed", "torch.cuda.manual_seed_all"}
+_SEED_HELPERS = {"set_seed", "seed_everything"}  # transformers / accelerate / Lightning: they seed torch too
+_INITS = {"normal_", "uniform_", "trunc_normal_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_"}
+_INITS |= {"kaiming_normal_", "orthogonal_", "init_weights", "reset_parameters"}
+_REPLICATING = ("HYBRID_SHARD", "_HYBRID_SHARD_ZERO2", "NO_SHARD")
+
+
+def _seed_arg(facts: FileFacts, call: ast.Call) -> ast.expr | None:
+    """The seed a call gives torch's generator: ``torch.manual_seed(s)``, ``gen.manual_seed(s)`` (a
+    ``torch.Generator``), ``set_seed(s)`` / ``seed_everything(s)``; else None."""
+    q, name = facts.qual(call) or "", last_name(call) or ""
+    if q in _SEEDERS or name in _SEED_HELPERS and not q.startswith(("random.", "numpy.")):
+        return kwarg(call, "seed", 0)
+    if name == "manual_seed" and isinstance(call.func, ast.Attribute) and not q.startswith(("numpy.", "random.")):
+        return kwarg(call, "seed", 0)
+    return None
+
+
+def _rank_seed(facts: FileFacts, call: ast.Call) -> bool:
+    """Does ``call`` seed torch's generator with a value that differs between ranks (``seed + rank``)?"""
+    seed = _seed_arg(facts, call)
+    return seed is not None and (facts.is_rank_expr(seed) or facts.is_rank_expr(facts.resolve(seed) or seed))
+
+
+def _param_seeders(facts: FileFacts) -> dict[int, int]:
+    """Functions of the file that seed torch with one of their parameters (``def set_seed(seed):
+    torch.manual_seed(seed)``): their node id -> that parameter's index, memoised."""
+    memo: dict[int, int] | None = facts.cache.get(("setup", "param-seeders"))
+    if memo is None:
+        memo = {}
+        for c in facts.calls():
+            seed, fn = _seed_arg(facts, c), facts.scope_of(c)
+            if seed is None or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+            used = {n.id for n in ast.walk(seed) if isinstance(n, ast.Name)}
+            for i, name in enumerate(params):
+                if name in used and all(b.kind == "param" for b in facts.bindings.get((id(fn), name), [])):
+                    memo.setdefault(id(fn), i)
+        facts.cache[("setup", "param-seeders")] = memo
+    return memo
+
+
+def _seeds_per_rank(facts: FileFacts, call: ast.Call) -> bool:
+    """Does ``call`` seed torch per rank: itself (``torch.manual_seed(seed + rank)``), or by giving a rank-dependent
+    value to a function of the file that seeds with that parameter (``set_seed(args.seed + rank)``)?"""
+    if _rank_seed(facts, call):
+        return True
+    seeders = _param_seeders(facts)
+    if not seeders:
+        return False
+    target = callgraph.callee(facts, call)
+    if target is None or target.fn is None or id(target.fn) not in seeders:
+        return False
+    index = seeders[id(target.fn)]
+    return any(
+        i == index and (facts.is_rank_expr(arg) or facts.is_rank_expr(facts.resolve(arg) or arg))
+        for i, arg in callgraph.bound_args(call, target)
+    )
+
+
+def _rank_seeders(facts: FileFacts) -> dict[int, ast.Call]:
+    """Functions of the file whose own body seeds torch per rank (their node id -> the seeding call), memoised."""
+    memo: dict[int, ast.Call] | None = facts.cache.get(("setup", "rank-seeders"))
+    if memo is None:
+        memo = {}
+        for c in facts.calls():
+            if _seeds_per_rank(facts, c) and not _guarded(facts, c):
+                memo.setdefault(id(facts.scope_of(c)), c)
+        facts.cache[("setup", "rank-seeders")] = memo
+    return memo
+
+
+def _seeded_before(facts: FileFacts, wrap: ast.Call) -> ast.Call | None:
+    """The per-rank seeding that runs before ``wrap`` in its function (there, at module level, or in a function of
+    the file called there first), with no seeding with a common value between them; else None."""
+    seeders = _rank_seeders(facts)
+    scope = facts.scope_of(wrap)
+    found: ast.Call | None = seeders.get(id(facts.tree)) if scope is not facts.tree else None
+    for c in facts.calls(scope):
+        if facts.scope_of(c) is not scope or start(c) >= start(wrap) or facts.exclusive(c, wrap):
+            continue
+        if _seeds_per_rank(facts, c) and not _guarded(facts, c):
+            found = c
+            continue
+        target = callgraph.callee(facts, c)
+        fn = target.fn if target is not None else None
+        if _seed_arg(facts, c) is not None or fn is not None and id(fn) in _param_seeders(facts):
+            found = None  # seeded again with a common value: the weights built next agree
+            continue
+        if fn is not None and id(fn) in seeders:
+            found = seeders[id(fn)]
+    return found
+
+
+def _built_after(facts: FileFacts, module: ast.expr, seed_at: ast.Call, wrap: ast.Call) -> bool:
+    """Is the wrapped module built after the seeding (its name bound after it, or built in the wrap's call)?"""
+    if isinstance(module, ast.Call):
+        return True
+    if not isinstance(module, ast.Name):
+        return False
+    _, b = facts.binding(module)
+    if b is None or b.kind != "assign":
+        return False
+    if facts.scope_of(seed_at) is not facts.scope_of(wrap):
+        return True  # seeded at module level or in a helper called before the build
+    return b.pos >= end(seed_at)
+
+
+def _fsdp1_options(facts: FileFacts, call: ast.Call) -> dict[str, ast.expr] | None:
+    """The keywords of an ``FSDP(...)`` call, those of a ``**dict(...)`` / ``**{...}`` / ``**helper(cfg)`` (a
+    function of the file returning such a dict) included; None when one ``**`` cannot be read."""
+    out: dict[str, ast.expr] = {}
+    for k in call.keywords:
+        if k.arg is not None:
+            out[k.arg] = k.value
+            continue
+        value = facts.resolve(k.value)
+        if isinstance(value, ast.Call) and not _dict_call(facts, value):
+            target = callgraph.callee(facts, value)
+            fn = target.fn if target is not None else None
+            returned = [] if fn is None else [n.value for n in facts.scope_nodes(fn) if isinstance(n, ast.Return)]
+            value = facts.resolve(returned[0]) if len(returned) == 1 else None
+        got = _dict_items(facts, value)
+        if got is None:
+            return None
+        out.update(got)
+    return out
+
+
+def _dict_call(facts: FileFacts, node: ast.Call) -> bool:
+    return isinstance(node.func, ast.Name) and node.func.id == "dict"
+
+
+def _dict_items(facts: FileFacts, node: ast.AST | None) -> dict[str, ast.expr] | None:
+    if isinstance(node, ast.Call) and _dict_call(facts, node) and not node.args:
+        if any(k.arg is None for k in node.keywords):
+            return None
+        return {k.arg: k.value for k in node.keywords if k.arg is not None}
+    if isinstance(node, ast.Dict) and all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in node.keys):
+        return {str(k.value): v for k, v in zip(node.keys, node.values, strict=True) if isinstance(k, ast.Constant)}
+    return None
+
+
+def _replicates_fsdp1(facts: FileFacts, options: dict[str, ast.expr]) -> str | None:
+    """The replicating strategy (``HYBRID_SHARD``, ``_HYBRID_SHARD_ZERO2``, ``NO_SHARD``) FSDP1 is given, else None."""
+    value = facts.resolve(options.get("sharding_strategy"))
+    name = last_name(value) if isinstance(value, (ast.Attribute, ast.Name)) else None
+    return name if name in _REPLICATING else None
+
+
+def _broadcasts_fsdp1(facts: FileFacts, options: dict[str, ast.expr]) -> bool:
+    """May FSDP1 broadcast rank 0's module: ``sync_module_states`` written and neither ``False`` nor a test (a
+    test such as ``load_path is not None`` turns it on for some runs only)."""
+    value = facts.resolve(options.get("sync_module_states"))
+    if value is None or isinstance(value, ast.Constant) and value.value is False:
+        return False
+    return not isinstance(value, (ast.Compare, ast.BoolOp, ast.UnaryOp, ast.IfExp))
+
+
+def _replicating_mesh(facts: FileFacts, mesh: ast.AST | None, depth: int = 0) -> bool:
+    """Is ``mesh`` a 2-D (replicate, shard) mesh: ``init_device_mesh(type, (r, s), ...)`` or a mesh indexed by two
+    names one of which replicates (``mesh["dp_replicate", "dp_shard"]``), followed through names?"""
+    value = facts.resolve(mesh)
+    if depth > _DEPTH or value is None:
+        return False
+    if isinstance(value, ast.Call) and last_name(value) == "init_device_mesh":
+        shape = kwarg(value, "mesh_shape", 1)
+        names = kwarg(value, "mesh_dim_names", 2)
+        if isinstance(shape, (ast.Tuple, ast.List)) and len(shape.elts) == 2:
+            if not isinstance(names, (ast.Tuple, ast.List)):
+                return True
+            return any("rep" in s or "ddp" in s for e in names.elts for s in facts.strings(e))
+        return False
+    if isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Tuple) and len(value.slice.elts) == 2:
+        return any("rep" in s for e in value.slice.elts for s in facts.strings(e))
+    return False
+
+
+def _inits_weights(facts: FileFacts, fn: ast.AST) -> bool:
+    """Does the function ``fn`` initialise parameters itself (``p.normal_(...)``, ``nn.init.xavier_uniform_``,
+    ``reset_parameters()``)?"""
+    return any(last_name(c) in _INITS for c in facts.calls(fn) if facts.scope_of(c) is fn)
+
+
+def _broadcast_anywhere(facts: FileFacts) -> bool:
+    """A broadcast of module states in the file (by hand, or ``broadcast_from_rank0``)."""
+    return any(
+        last_name(c) in ("broadcast", "broadcast_coalesced", "_broadcast_coalesced", "sync_module_states")
+        or kwarg(c, "broadcast_from_rank0") is not None
+        for c in facts.calls()
+    )
+
+
+@finder("FSD084")
+def rank_seeded_weights_replicated(facts: FileFacts) -> Found:
+    """FSD084: weights drawn from a per-rank seed (``torch.manual_seed(seed + rank)``, a generator seeded so) and
+    then held as replicas that no broadcast makes agree: FSDP1 with a replicating strategy (``HYBRID_SHARD``,
+    ``NO_SHARD``) without ``sync_module_states=True`` built after the seeding, or ``fully_shard`` on a 2-D
+    (replicate, shard) mesh whose module is built after the seeding or initialised by a function of the file that
+    seeds per rank. Reported at the seeding."""
+    if not _rank_seeders(facts) or _broadcast_anywhere(facts):
+        return
+    reported: set[int] = set()
+    for call in facts.calls():
+        q = facts.qual(call)
+        if q not in (FSDP1, FULLY_SHARD) or not call.args:
+            continue
+        if q == FSDP1:
+            options = _fsdp1_options(facts, call)
+            if options is None or _broadcasts_fsdp1(facts, options) or kwarg(call, "param_init_fn") is not None:
+                continue
+            strategy = _replicates_fsdp1(facts, options)
+            if strategy is None:
+                continue
+            how = f"FSDP(..., sharding_strategy={strategy}) without sync_module_states=True at line {call.lineno}"
+        else:
+            if not _replicating_mesh(facts, kwarg(call, "mesh")):
+                continue
+            how = f"fully_shard on a (replicate, shard) mesh at line {call.lineno}"
+        seed = _seeded_before(facts, call)
+        seeds = [seed] if seed is not None and _built_after(facts, call.args[0], seed, call) else []
+        if q == FULLY_SHARD:  # weights initialised on the shards afterwards, by a function that seeds per rank
+            seeds += [c for fn_id, c in _rank_seeders(facts).items() if fn_id != id(facts.tree) and _initialiser(facts, c)]
+        for s in seeds:
+            if id(s) in reported:
+                continue
+            reported.add(id(s))
+            yield s, f"the weights this seed draws differ on every rank, and {how} keeps each replica's own"
+
+
+def _initialiser(facts: FileFacts, seeding: ast.Call) -> bool:
+    fn = facts.scope_of(seeding)
+    return isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and _inits_weights(facts, fn)
+
+
+# --- FSD085: DDP told device_ids for a module still on the CPU ------------------------------------------------
+
+_MOVES = {"to", "cuda", "to_empty", "xpu", "npu"}
+
+
+def _file_module_class(facts: FileFacts, call: ast.Call) -> ast.ClassDef | None:
+    """The class of the file that ``call`` instantiates, when it subclasses a ``torch.nn`` module (directly or
+    through another class of the file) and never moves itself (``self.cuda()``, ``self.to(...)``)."""
+    if not isinstance(call.func, ast.Name):
+        return None
+    classes = {c.name: c for c in facts.tree.body if isinstance(c, ast.ClassDef)}
+    cls, seen = classes.get(call.func.id), set()
+    first = cls
+    while cls is not None and cls.name not in seen:
+        seen.add(cls.name)
+        if any(isinstance(c, ast.Call) and last_name(c) in _MOVES for c in ast.walk(cls)):
+            return None
+        bases = [facts.qual(b) or dotted(b) or "" for b in cls.bases]
+        if any(b.startswith("torch.nn.") or b in ("nn.Module", "Module") for b in bases):
+            return first
+        cls = next((classes[b] for b in bases if b in classes), None)
+    return None
+
+
+def _cpu_constructor(facts: FileFacts, node: ast.AST | None) -> bool:
+    """Is ``node`` a module built on the CPU right there: ``nn.Linear(...)`` / ``torchvision.models.resnet50()`` or
+    a ``torch.nn.Module`` class of the file, given no ``device=``, outside any ``with`` block (``with
+    torch.device("cuda"):`` builds on the GPU)?"""
+    if not isinstance(node, ast.Call) or kwarg(node, "device") is not None or kwarg(node, "device_map") is not None:
+        return False
+    if any(isinstance(a, (ast.With, ast.AsyncWith)) for a in facts.ancestors(node)):
+        return False
+    if isinstance(node.func, ast.Attribute) and not isinstance(node.func.value, (ast.Name, ast.Attribute)):
+        return False  # nn.Linear(2, 2).cuda(): a method of what was built
+    q = facts.qual(node) or ""
+    torch_module = q.startswith("torch.nn.") and q.rsplit(".", 1)[-1][:1].isupper() and "parallel" not in q
+    return torch_module or q.startswith("torchvision.models.") or _file_module_class(facts, node) is not None
+
+
+def _unmoved_cpu_module(facts: FileFacts, wrap: ast.Call, module: ast.expr) -> ast.Call | None:
+    """The constructor of the module ``wrap`` is given, when it was built on the CPU in the wrap's function and
+    nothing touched the name between the build and the wrap (no ``.to()``, no call it is passed to)."""
+    if _cpu_constructor(facts, module):
+        assert isinstance(module, ast.Call)
+        return module
+    if not isinstance(module, ast.Name):
+        return None
+    _, b = facts.binding(module)
+    scope = facts.scope_of(wrap)
+    value = b.value if b is not None and b.kind == "assign" else None
+    if not isinstance(value, ast.Call) or not _cpu_constructor(facts, value) or facts.scope_of(value) is not scope:
+        return None
+    built, used = end(value), start(wrap)
+    for n in facts.scope_nodes(scope):
+        if (
+            isinstance(n, ast.Name)
+            and isinstance(n.ctx, ast.Load)
+            and n.id == module.id
+            and n is not module
+            and built <= start(n) < used
+        ):
+            return None
+    return value
+
+
+@finder("FSD085")
+def ddp_device_ids_for_cpu_module(facts: FileFacts) -> Found:
+    """FSD085: ``DDP(module, device_ids=[...])`` (or ``output_device=``) of a module built on the CPU in the same
+    function and never moved: DDP raises "device_ids and output_device arguments only work with
+    single-device/multiple-device GPU modules or CPU modules". Silent where the file sets a default device
+    (``torch.set_default_device``), the ids are not a list written there (``[rank] if cuda else None``), the module
+    is built inside a ``with`` block, given ``device=``, or its name is used between the build and the wrap."""
+    if any(last_name(c) in ("set_default_device", "set_default_tensor_type") for c in facts.calls()):
+        return
+    for call in facts.calls():
+        if facts.qual(call) != DDP or not call.args:
+            continue
+        ids = facts.resolve(kwarg(call, "device_ids", 1))
+        if not (isinstance(ids, (ast.List, ast.Tuple)) and ids.elts):
+            continue
+        built = _unmoved_cpu_module(facts, call, call.args[0])
+        if built is not None:
+            yield (
+                call,
+                f"`{ast.unparse(call.args[0])}` was built on the CPU at line {built.lineno} and never moved, and "
+                f"DDP is given device_ids={ast.unparse(ids)}",
+            )

@@ -45,11 +45,27 @@ RESHARD_INT_NOTE = (
 )
 
 
+SAC_OP_NOTE = (
+    "selective-op: the outputs the policy keeps (matmuls but every second one, the attention kernel's, "
+    "reduce-scatters') are held in the checkpoint's own cache, outside autograd's saved tensors, so "
+    "FSDPMemTracker counts them under temp, not activation; the plan runs the CPU attention kernel "
+    "(aten._scaled_dot_product_flash_attention_for_cpu) where a GPU runs flash or memory-efficient attention, "
+    "whose kept outputs (the output and a log-sum-exp per query) are of about the same sizes (the memory-efficient "
+    "kernel pads the log-sum-exp to a multiple of 32 positions)"
+)
+
+
 def not_measured(rows: list[PlanRow]) -> list[str]:
     """The honesty lines of a plan of ``rows``: NOT_MEASURED, plus a note on categories a setting shifts."""
     ints = any(not isinstance(r.setting.reshard_after_forward, bool) for r in rows)
     offload = any(r.setting.cpu_offload for r in rows)
-    return NOT_MEASURED + ([RESHARD_INT_NOTE] if ints else []) + ([OFFLOAD_NOTE] if offload else [])
+    sac_op = any(r.setting.activation_checkpointing == "selective-op" for r in rows)
+    return (
+        NOT_MEASURED
+        + ([RESHARD_INT_NOTE] if ints else [])
+        + ([OFFLOAD_NOTE] if offload else [])
+        + ([SAC_OP_NOTE] if sac_op else [])
+    )
 
 
 def estimates(row: PlanRow) -> list[Estimate]:
@@ -151,8 +167,9 @@ def suggestions(rows: list[PlanRow], custom_input: bool = False) -> list[Suggest
     elif s.activation_checkpointing == "none" and acts:
         out.append(
             Suggestion(
-                text=f"activation checkpointing per block (--activation-checkpointing per-block): "
-                f"activations and temporaries are {_gib(acts)} of the peak",
+                text=f"activation checkpointing per block (--activation-checkpointing per-block; selective-op or "
+                f"selective-2 keep part of the activations for less recomputation, --sweep ac=none,selective-op,"
+                f"selective-2,per-block compares them): activations and temporaries are {_gib(acts)} of the peak",
                 section="model/ac-fsdp2",
             )
         )

@@ -3,7 +3,8 @@
 #   one-line PlanFailure naming the torch): torch.distributed._tools.fsdp2_mem_tracker.FSDPMemTracker and its
 #   _update_peak_stats / _curr_mem_snap / _peak_mem / _peak_mem_snap (checked with hasattr; the stock tracker otherwise),
 #   DTensor._local_tensor, torch._subclasses.fake_tensor.FakeTensorMode, torch.testing._internal.distributed.fake_pg.FakeStore,
-#   torch.distributed._composable.checkpoint
+#   torch.distributed._composable.checkpoint, torch.distributed.algorithms._checkpoint.checkpoint_wrapper (with
+#   torch.utils.checkpoint.create_selective_checkpoint_contexts for selective-op)
 """The planner's child process: ``python child.py [--frame NONCE] [--request FILE] [< request.json]`` prints one JSON
 line per setting (the request read from FILE, else from stdin).
 
@@ -20,7 +21,7 @@ Request (stdin JSON)::
     {"model": {"transformer": {"layers": 2, ...}} | {"factory": "path.py:fn" | "pkg.mod:fn", "input": null | "..."},
      "settings": [{"mesh": [8] | [2, 4], "reshard_after_forward": true | false | 2, "param_dtype": "bf16" | null,
                    "reduce_dtype": "fp32" | null, "optimizer": "adamw", "activation_checkpointing": "per-block",
-                   "cpu_offload": false, "batch": 1, "seq": 2048, "rank": 0}, ...]}
+                   "cpu_offload": false, "embedding_groups": false, "batch": 1, "seq": 2048, "rank": 0}, ...]}
 
 Each result line is ``{"ok": true, ...figures...}`` or ``{"ok": false, "kind": "model" | "setting" |
 "torch", "error": "one line"}`` (then the child exits 3), after ``@fsdp-skill-result:NONCE `` when run with
@@ -118,15 +119,18 @@ def _line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0] if text else ''}".strip()
 
 
-def blocks_of(model: Any) -> list[Any]:
-    """The model's blocks: the children of its largest ``nn.ModuleList`` (e.g. ``model.layers``), or []."""
+def _block_list(model: Any) -> Any:
+    """The model's largest ``nn.ModuleList`` (e.g. ``model.layers``), or None."""
     from torch import nn
 
     lists = [m for m in model.modules() if isinstance(m, nn.ModuleList)]
-    if not lists:
-        return []
-    largest: Any = max(lists, key=len)
-    return list(largest)
+    return max(lists, key=len) if lists else None
+
+
+def blocks_of(model: Any) -> list[Any]:
+    """The model's blocks: the children of its largest ``nn.ModuleList`` (e.g. ``model.layers``), or []."""
+    holder = _block_list(model)
+    return [] if holder is None else list(holder)
 
 
 def dtype(name: str | None) -> Any:
@@ -144,22 +148,86 @@ def shard(model: Any, mesh: Any, setting: dict[str, Any]) -> list[Any]:
     mp = MixedPrecisionPolicy(param_dtype=dtype(setting.get("param_dtype")), reduce_dtype=dtype(setting.get("reduce_dtype")))
     offload = CPUOffloadPolicy(pin_memory=False) if setting.get("cpu_offload") else OffloadPolicy()
     blocks = blocks_of(model)
-    if setting.get("activation_checkpointing") == "per-block" and not blocks:
+    ac = setting.get("activation_checkpointing") or "none"
+    if ac != "none" and not blocks:
         raise PlanFailure(
             "setting",
-            "activation checkpointing per block needs blocks, and the model has no "
+            f"activation checkpointing {'per block' if ac == 'per-block' else f'({ac})'} needs blocks, and the model has no "
             "nn.ModuleList (the planner checkpoints and shards the children of the largest one)",
         )
-    if setting.get("activation_checkpointing") == "per-block":
-        from torch.distributed._composable import checkpoint
-
-        for block in blocks:
-            checkpoint(block)
+    blocks = apply_ac(model, blocks, ac)
     reshard = setting.get("reshard_after_forward", True)
+    groups = setting.get("embedding_groups")
+    if groups and not all(hasattr(model, name) for name in ("tok_embeddings", "norm", "output")):
+        raise PlanFailure(
+            "setting",
+            "embedding_groups shards the built-in transformer's tok_embeddings and norm + output as groups of their "
+            "own; this model has no such modules (call fully_shard on yours in your own factory instead)",
+        )
+    if groups:
+        fully_shard(model.tok_embeddings, mesh=mesh, mp_policy=mp, offload_policy=offload, reshard_after_forward=reshard)
     for block in blocks:
         fully_shard(block, mesh=mesh, mp_policy=mp, offload_policy=offload, reshard_after_forward=reshard)
+    if groups:  # gathered last in forward, first in backward: kept unsharded in between, as torchtitan does
+        fully_shard([model.norm, model.output], mesh=mesh, mp_policy=mp, offload_policy=offload, reshard_after_forward=False)
     fully_shard(model, mesh=mesh, mp_policy=mp, offload_policy=offload)
     return blocks
+
+
+def apply_ac(model: Any, blocks: list[Any], ac: str) -> list[Any]:
+    """Activation checkpointing of ``blocks`` (the children of the model's largest ``nn.ModuleList``) as ``ac``
+    names it; returns the blocks to shard.  ``none``; ``per-block`` (every block) and ``selective-N`` (the N-th,
+    2N-th, ... block counted from 1, as torchtitan's layer-level selective AC picks them), both with
+    torch.distributed._composable.checkpoint (non-reentrant) on the block; ``selective-op``: every block
+    replaced by ``checkpoint_wrapper(block, context_fn=...)`` under the selective policy :func:`op_sac_policy`,
+    as torchtitan applies it (the wrapper keeps fully_shard's hooks, on the wrapper, outside the checkpointed
+    region: with the composable checkpoint, SAC sees the hooks' ops in the recompute only and refuses them)."""
+    if ac == "none":
+        return blocks
+    from torch.distributed._composable import checkpoint
+
+    if ac == "selective-op":
+        from functools import partial
+
+        from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+        from torch.utils.checkpoint import create_selective_checkpoint_contexts
+
+        def contexts() -> Any:
+            return create_selective_checkpoint_contexts(partial(op_sac_policy, {"forward": 0, "recompute": 0}))
+
+        holder = _block_list(model)
+        for i, block in enumerate(blocks):
+            holder[i] = checkpoint_wrapper(block, context_fn=contexts, preserve_rng_state=False)
+        return list(holder)
+    if ac == "per-block":
+        chosen = blocks
+    elif ac.startswith("selective-") and ac[len("selective-") :].isdigit():
+        every = int(ac[len("selective-") :])
+        chosen = [b for i, b in enumerate(blocks, start=1) if i % every == 0]
+    else:
+        raise PlanFailure("setting", f"unknown activation checkpointing {ac!r}")
+    for block in chosen:
+        checkpoint(block)
+    return blocks
+
+
+def op_sac_policy(counts: dict[str, int], ctx: Any, func: Any, *args: Any, **kwargs: Any) -> Any:
+    """The op-level selective policy (torchtitan's ``selective_ac_option = "op"`` in the form its benchmark tables
+    used): the outputs of the matmuls (``aten.mm``) and of the attention kernel (``aten._scaled_dot_product_*``,
+    whichever backend SDPA picked: flash, efficient, cuDNN or the CPU flash kernel the planner's CPU trace runs)
+    and of a reduce-scatter are saved for backward, except every second matmul (counted per block and per pass,
+    forward and recompute apart); everything else is recomputed.  ``counts`` is the block's matmul count per pass."""
+    import torch
+    from torch.utils.checkpoint import CheckpointPolicy
+
+    mode = "recompute" if ctx.is_recompute else "forward"
+    if func is torch.ops.aten.mm.default:
+        counts[mode] += 1
+        return CheckpointPolicy.PREFER_RECOMPUTE if counts[mode] % 2 == 0 else CheckpointPolicy.MUST_SAVE
+    name = getattr(func, "__name__", "")
+    if name.startswith("_scaled_dot_product_") or "reduce_scatter_tensor" in name:
+        return CheckpointPolicy.MUST_SAVE
+    return CheckpointPolicy.PREFER_RECOMPUTE
 
 
 def make_optimizer(model: Any, name: str) -> Any:
@@ -237,7 +305,15 @@ def _call_factory(ref: str) -> Any:
     except PlanFailure:
         raise
     except BaseException as exc:
-        raise PlanFailure("model", f"{ref}() failed: {_line(exc)}") from exc
+        hint = ""
+        if isinstance(exc, RuntimeError) and "Couldn't swap" in str(exc):
+            # nn.Module._apply swaps each parameter for the moved one; a fake tensor cannot be swapped that way
+            hint = (
+                ": the factory moves a built module to a device (.to('meta'), .to('cuda'), .cuda(), ...), which "
+                "fails under the FakeTensorMode factories are called in; return the model where it was built "
+                "(the default device) and leave the placement to the planner: nothing is allocated either way"
+            )
+        raise PlanFailure("model", f"{ref}() failed: {_line(exc)}{hint}") from exc
 
 
 def build_model(spec: dict[str, Any]) -> Any:

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from fsdp_skill.core.plan.spec import Setting, TransformerSpec
+from fsdp_skill.core.plan.steptime import StepTime
 
 CATEGORY_ORDER = (
     "sharded_param",
@@ -59,6 +60,9 @@ class PlanRow(BaseModel):
     blocks: int = Field(description="Modules given their own fully_shard (the largest nn.ModuleList's children)")
     seconds: float = Field(description="Time to plan this row, seconds")
     fit: Fit | None = Field(None, description="Fit verdict (with gpu_memory)")
+    step_time: StepTime | None = Field(
+        None, description="With --gpu: a step-time estimate from stated peak FLOPs and bandwidth (not measured)"
+    )
 
 
 class Estimate(BaseModel):
@@ -77,6 +81,28 @@ class Suggestion(BaseModel):
     section: str = Field(description="Knowledge section id (fsdp-skill show ID)")
 
 
+class Probe(BaseModel):
+    """One value a largest-fit search planned (:mod:`fsdp_skill.core.plan.search`)."""
+
+    value: int = Field(description="The batch or sequence length planned")
+    device_peak_bytes: int = Field(description="The planned GPU peak at that value, bytes")
+    status: Literal["fits", "tight", "does not fit"] = Field(description="Its fit verdict")
+
+
+class LargestFit(BaseModel):
+    """The answer of ``plan --max-batch`` / ``--max-seq``: the largest value whose plan fits, from measured rows."""
+
+    key: Literal["batch", "seq"] = Field(description="What was searched: the micro-batch per rank or the sequence length")
+    value: int | None = Field(description="The largest value that fits (None: not even the lowest fits)")
+    next_value: int | None = Field(
+        description="The smallest value above it that was planned and does not fit (None: value is the limit)"
+    )
+    gpu_memory_bytes: int = Field(description="The GPU memory the search fitted to, bytes")
+    limit: int = Field(description="The highest value the search may try (the request's own limit)")
+    probes: list[Probe] = Field(description="Every value planned, in order")
+    child_runs: int = Field(description="Planner child runs the search took")
+
+
 class PlanReport(BaseModel):
     """``fsdp-skill plan --json`` / ``POST /v1/plan`` / MCP ``plan_memory``."""
 
@@ -91,3 +117,6 @@ class PlanReport(BaseModel):
     suggestions: list[Suggestion] = Field(description="Knobs that lower the peak, each with its knowledge section")
     command: str = Field(description="The fsdp-skill plan command line that reproduces this plan")
     torch_version: str = Field(description="torch that ran the plan (FSDP2 as implemented there)")
+    largest: LargestFit | None = Field(
+        None, description="With --max-batch / --max-seq: the search's answer (the rows are the plan at its value)"
+    )

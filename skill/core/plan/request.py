@@ -289,6 +289,7 @@ def command_line(
         str(setting.reshard_after_forward).lower(),
     ]
     parts += [flag("cpu_offload")] if setting.cpu_offload else []
+    parts += [flag("embedding_groups")] if setting.embedding_groups else []
     parts += [flag("gpu_memory_gib"), format_size(gpu_memory)] if gpu_memory else []
     return shlex.join(parts)
 

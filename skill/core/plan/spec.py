@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from fsdp_skill.errors import InvalidArgument
 
@@ -68,6 +68,24 @@ class TransformerSpec(BaseModel):
         return ",".join(f"{k}={v}" for k, v in self.model_dump().items())
 
 
+# activation checkpointing: none, per-block, selective-op or selective-N (N >= 1, at most 4 digits)
+AC_PATTERN = r"^(none|per-block|selective-op|selective-[1-9][0-9]{0,3})$"
+
+
+def parse_ac(text: str) -> str:
+    """``none`` / ``per-block`` / ``selective-op`` / ``selective-N`` (also ``full`` for per-block, ``op`` and ``N``
+    as torchtitan's ``selective_ac_option`` writes them) -> the setting's form; raises InvalidArgument."""
+    value = text.strip().lower()
+    value = {"full": "per-block", "op": "selective-op"}.get(value, value)
+    if value.isdigit():
+        value = f"selective-{value}"
+    if not re.fullmatch(AC_PATTERN, value):
+        raise InvalidArgument(
+            f"activation checkpointing {text!r} is not none, per-block, selective-op or selective-N (N a positive integer)"
+        )
+    return value
+
+
 class RunKnobs(BaseModel):
     """The knobs of one run that a :class:`Setting` and a plan request hold in the same form (their type, default,
     limit and description, written once); both subclasses add the knobs whose forms differ."""
@@ -77,10 +95,34 @@ class RunKnobs(BaseModel):
     optimizer: Literal["adamw", "adam", "sgd"] = Field(
         "adamw", description="adamw/adam: two fp32 states per parameter; sgd: momentum 0.9, one"
     )
-    activation_checkpointing: Literal["none", "per-block"] = Field("none", description="Checkpoint every block")
+    activation_checkpointing: str = Field(
+        "none",
+        pattern=AC_PATTERN,
+        description="none; per-block (every block recomputed in backward); selective-N (every N-th block, counted "
+        "from 1 as torchtitan's layer-level selective AC counts: blocks N, 2N, ...); selective-op (every block, "
+        "keeping the outputs of its matmuls and attention kernel but every second matmul's, and recomputing the "
+        "rest: torchtitan's op-level selective AC policy)",
+    )
     cpu_offload: bool = Field(
         False, description="CPUOffloadPolicy: sharded parameters, gradients and optimizer state in host memory"
     )
+    embedding_groups: bool = Field(
+        False,
+        description="Built-in transformer: fully_shard the token embedding, and the final norm with the output "
+        "projection, as groups of their own (the embedding resharded after forward as the blocks are, the "
+        "norm + output group not: torchtitan's wrapping), not as part of the root's",
+    )
+
+    @field_validator("activation_checkpointing", mode="before")
+    @classmethod
+    def _ac_forms(cls, value: Any) -> Any:
+        """torchtitan's spellings too (``full``, ``op``, ``2``); a value of no form is the field's validation error."""
+        if not isinstance(value, str):
+            return value
+        try:
+            return parse_ac(value)
+        except InvalidArgument as exc:
+            raise ValueError(str(exc)) from None
 
 
 class Setting(RunKnobs):
@@ -136,7 +178,7 @@ class Setting(RunKnobs):
             self.optimizer,
         ]
         parts += [f"ac={self.activation_checkpointing}", f"reshard={str(self.reshard_after_forward).lower()}"]
-        return " ".join(parts + (["cpu-offload"] if self.cpu_offload else []))
+        return " ".join(parts + (["cpu-offload"] if self.cpu_offload else []) + (["emb-groups"] if self.embedding_groups else []))
 
 
 def parse_bytes(text: str) -> int:
@@ -236,7 +278,7 @@ def _positive(text: str) -> int:
 SWEEP_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "world-size": ("mesh", lambda v: [_positive(v)]),
     "mesh": ("mesh", parse_mesh),
-    "ac": ("activation_checkpointing", lambda v: {"none": "none", "per-block": "per-block"}.get(v.strip(), v)),
+    "ac": ("activation_checkpointing", parse_ac),
     "reshard": ("reshard_after_forward", parse_reshard),
     "dtype": ("param_dtype", _dtype),
     "reduce-dtype": ("reduce_dtype", _dtype),
@@ -244,6 +286,7 @@ SWEEP_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "batch": ("batch", _positive),
     "seq": ("seq", _positive),
     "cpu-offload": ("cpu_offload", _flag),
+    "embedding-groups": ("embedding_groups", _flag),
 }
 
 

@@ -107,7 +107,8 @@ def script_job(
     ``dry_run`` 'cpu': a CUDA script run on gloo ranks with CUDA placement mapped to the CPU
     (:mod:`fsdp_skill.runtime.dryrun`).
 
-    Raises InvalidArgument when ``path`` is not a readable UTF-8 ``.py`` file.
+    Raises InvalidArgument when ``path`` is not a readable ``.py`` file Python could decode (UTF-8, or its coding
+    cookie's encoding).
     """
     if not path.endswith(".py"):
         raise InvalidArgument(f"{path} is not a Python script (.py); give a snippet id or a PATH.py")
@@ -130,10 +131,13 @@ def script_job(
 
 
 def _read_script(path: str) -> str:
-    """The text of the script file ``path``; raises InvalidArgument when it is not a readable UTF-8 regular file.
-    Opened without blocking and checked on the open descriptor: a FIFO (or a device) named like a script is refused
-    at once, not read forever."""
+    """The text of the script file ``path``, decoded as Python decodes a source file (a UTF-8 BOM, a PEP 263 coding
+    cookie, else UTF-8: :func:`fsdp_skill.core.check.files.read_source`); raises InvalidArgument when it is not a
+    readable regular file Python could decode. Opened without blocking and checked on the open descriptor: a FIFO
+    (or a device) named like a script is refused at once, not read forever."""
     import stat
+
+    from fsdp_skill.core.check.files import UndecodableSource, read_source
 
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
@@ -144,9 +148,11 @@ def _read_script(path: str) -> str:
         raise InvalidArgument(f"cannot read {path}: not a regular file (a directory, FIFO or device); give a PATH.py file")
     with os.fdopen(fd, "rb") as f:
         try:
-            return f.read().decode("utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InvalidArgument(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+            return read_source(f.read())
+        except OSError as exc:
+            raise InvalidArgument(f"cannot read {path}: {exc.strerror or exc}") from None
+        except UndecodableSource as exc:
+            raise InvalidArgument(f"cannot read {path}: {exc}") from None
 
 
 def select_snippets(

@@ -1,7 +1,8 @@
 """FSDP1 wrapping a partly frozen model without use_orig_params=True, in the shapes fine-tuning code takes: a PEFT
 LoRA model under the transformer-layer policy (each layer's unit holds its frozen base weights and its trainable
 adapters), a backbone frozen in a loop over named_parameters(), freezing done in a helper, a Trainer freezing in
-__init__ and wrapping in setup(), everything frozen then the head turned back on. FSDP1 raises "Must flatten tensors
+__init__ and wrapping in setup(), everything frozen then the head turned back on, a wrapping helper given the PEFT
+model its caller built (``wrap(load_lora(name), rank)``) or a model its caller froze. FSDP1 raises "Must flatten tensors
 with uniform requires_grad when use_orig_params=False" (PEFT / transformers issues on FSDP with LoRA)."""
 
 import functools
@@ -52,3 +53,37 @@ class Trainer:
     def setup(self):
         self.model = FSDP(self.model)  # <- FSD031
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=1e-4)
+
+
+def load_lora(name):
+    model = AutoModelForCausalLM.from_pretrained(name)
+    return get_peft_model(model, LoraConfig(r=8, target_modules=["q_proj", "v_proj"]))
+
+
+def wrap(model, local_rank):
+    policy = functools.partial(transformer_auto_wrap_policy, transformer_layer_cls={LlamaDecoderLayer})
+    return FSDP(model, auto_wrap_policy=policy, device_id=local_rank)  # <- FSD031
+
+
+def shard(net):
+    return FSDP(net)  # <- FSD031
+
+
+def main(name, local_rank):
+    model = wrap(load_lora(name), local_rank)
+    probe = build_probe()
+    probe.backbone.requires_grad_(False)
+    return model, shard(probe)
+
+
+class LoraTrainer:
+    def __init__(self, model, local_rank):
+        self.model = model
+        self.local_rank = local_rank
+
+    def setup(self):
+        self.model = FSDP(self.model, device_id=self.local_rank)  # <- FSD031
+
+
+def fit(name):
+    LoraTrainer(load_lora(name), 0).setup()

@@ -1,5 +1,6 @@
 """FSD076, the same shapes fixed: the module stays on the CPU (device_id places the computation), a move to the GPU
-without offload, and offload_params=False."""
+without offload, offload_params=False, and a wrapping helper whose caller keeps the module on the CPU (and moves
+another module, which it does not wrap)."""
 import os
 
 import torch
@@ -22,3 +23,14 @@ class Trainer:
         self.local_rank = int(os.environ["LOCAL_RANK"])
         net.to(torch.float32)
         self.model = FSDP(net, cpu_offload=CPUOffload(True), device_id=self.local_rank)
+
+
+def offload(module):
+    return FSDP(module, cpu_offload=OFFLOAD, device_id=torch.cuda.current_device())
+
+
+def run(local_rank):
+    net = torch.nn.Linear(8, 8)
+    head = torch.nn.Linear(8, 8)
+    head.to(torch.device("cuda", local_rank))
+    return offload(net), head

@@ -1,6 +1,7 @@
 """FSD075 in the shapes real code takes: the low-CPU-memory recipe (from_pretrained on rank 0, meta elsewhere)
 without sync_module_states, a helper that loads into the module it is given on rank 0, a Trainer that loads a part
-of the model on the main process, and fully_shard after a rank-0 load."""
+of the model on the main process, fully_shard after a rank-0 load, and a loader that returns the rank-0 load whose
+result a wrapping helper is given (``shard(load_on_rank0(name, rank))``) or its caller binds."""
 import torch
 import torch.distributed as dist
 from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
@@ -46,3 +47,28 @@ def main(path):
     build_llm(rank, "gpt2")
     Trainer(torch.nn.Transformer(), rank == 0)
     dist.destroy_process_group()
+
+
+def load_on_rank0(name, rank):
+    if rank == 0:
+        return AutoModelForCausalLM.from_pretrained(name)
+    with torch.device("meta"):
+        return AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(name))
+
+
+def shard(model):
+    return FSDP(model, device_id=torch.cuda.current_device())  # <- FSD075
+
+
+def restore(path, rank):
+    net = torch.nn.Linear(8, 8)
+    if rank == 0:
+        net.load_state_dict(torch.load(path, map_location="cpu"))
+    return net
+
+
+def run(name, path):
+    rank = dist.get_rank()
+    shard(load_on_rank0(name, rank))
+    net = restore(path, rank)
+    return FSDP(net)  # <- FSD075

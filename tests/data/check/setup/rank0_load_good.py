@@ -1,5 +1,7 @@
 """FSD075, the same shapes fixed: sync_module_states=True (also from a flag), every rank loading, a broadcast after
-the rank-0 load, and, for fully_shard, the full state dict broadcast from rank 0 after the shard."""
+the rank-0 load, and, for fully_shard, the full state dict broadcast from rank 0 after the shard; a loader that
+returns the rank-0 load given to a wrap with sync_module_states=True, a loader every rank loads in, or one that
+broadcasts before it returns."""
 import torch
 import torch.distributed as dist
 from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
@@ -52,3 +54,40 @@ def main(path):
     build_llm(rank, "gpt2", True)
     Trainer(torch.nn.Transformer(), rank == 0)
     dist.destroy_process_group()
+
+
+def load_on_rank0(name, rank):
+    if rank == 0:
+        return AutoModelForCausalLM.from_pretrained(name)
+    with torch.device("meta"):
+        return AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(name))
+
+
+def load_everywhere(name, rank):
+    if rank == 0:
+        print("loading", name)
+    return AutoModelForCausalLM.from_pretrained(name)
+
+
+def restore(path, rank):
+    net = torch.nn.Linear(8, 8)
+    if rank == 0:
+        net.load_state_dict(torch.load(path, map_location="cpu"))
+    for p in net.parameters():
+        dist.broadcast(p.data, src=0)
+    return net
+
+
+def shard(model):
+    return FSDP(model, device_id=torch.cuda.current_device(), sync_module_states=True)
+
+
+def plain_shard(model):
+    return FSDP(model, device_id=torch.cuda.current_device())
+
+
+def run(name, path):
+    rank = dist.get_rank()
+    shard(load_on_rank0(name, rank))
+    plain_shard(load_everywhere(name, rank))
+    return FSDP(restore(path, rank))
