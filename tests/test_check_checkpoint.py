@@ -238,3 +238,34 @@ def main(path):
 )
 def test_fsd071_a_load_after_the_function_refuses_an_fsdp_module_never_meets_one(guard, want):
     assert _codes(UNSHARDED.format(guard=guard)) == want
+
+
+_INTO_WRAPPER = """import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def run(net, args):
+    model = DDP(net)
+    model.load_state_dict(torch.load({path}))
+{save}
+"""
+
+
+@pytest.mark.parametrize(
+    ("path", "save", "want"),
+    [
+        ("args.pretrained", "", [7]),  # pretrained weights: a bare model's keys
+        ("args.resume", "", []),  # where the file came from is not shown
+        ("args.resume", "    torch.save(model.module.state_dict(), args.out)", [7]),  # the file's own saves are bare
+        ("args.resume", "    torch.save(model.state_dict(), args.out)", []),  # saved from the wrapper: keys match
+        ("args.pretrained", "    torch.save(model.state_dict(), args.out)", []),
+    ],
+)
+def test_load_into_the_wrapper_of_an_unmatched_file(path, save, want):
+    src = _INTO_WRAPPER.format(path=path, save=save)
+    assert [f.line for f in check_source(src, "t.py") if f.code == "FSD069"] == want
+
+
+def test_prefix_handled_anywhere_silences_the_load_into_the_wrapper():
+    src = _INTO_WRAPPER.format(path="args.pretrained", save='    print("module.")')
+    assert [f for f in check_source(src, "t.py") if f.code == "FSD069"] == []

@@ -9,6 +9,9 @@
   file handles the prefix anywhere (a string holding ``module.``, ``consume_prefix_in_state_dict_if_present``, a
   ``k[7:]`` slice) and where either side is not known to be a wrapper or a bare module. ``strict=False`` is no fix:
   with every key prefixed (or none) nothing matches, so nothing is loaded and nothing is said; the finding says so.
+  A load into the wrapper (a name bound to it there) of a file no save of this file names counts too where the file's own saves are all of the
+  bare module (its checkpoints have no ``module.`` keys), or where the file saves no state dict and the path names
+  pretrained weights (``torch.load(args.pretrain_weights)``: a bare model's keys).
 - **FSD070**: ``torch.save`` / ``safetensors.torch.save_file`` / ``save_pretrained`` (not of a tokenizer or config)
   that every rank runs, to a path that does not name the rank, in a file that does distributed work. "Every rank
   runs it": it is under no rank condition (nor after ``if rank != 0: return``), and, inside a function, some call
@@ -237,8 +240,9 @@ def module_prefix_mismatch(facts: FileFacts) -> Found:
         for key, owner, path, call, via in saved
         for kind in _module_kinds(facts, owner) - {None}
     ]
-    if not saves:
+    if not saves and not loaded:
         return
+    saved_kinds = {skind for _, skind, _, _, _ in saves}
     for key, module, path, call, via in loaded:
         kinds = _module_kinds(facts, module) - {None}
         if len(kinds) != 1:
@@ -247,10 +251,33 @@ def module_prefix_mismatch(facts: FileFacts) -> Found:
         if kind is None:
             continue
         texts = _path_texts(facts, path)
+        matched = False
         for skey, skind, stexts, save, svia in saves:
-            if skey == key and skind != kind and stexts & texts:
-                yield call, _prefix_message(skind, kind, save, svia, via, _not_strict(call))
-                break
+            if skey == key and stexts & texts:
+                matched = True
+                if skind != kind:
+                    yield call, _prefix_message(skind, kind, save, svia, via, _not_strict(call))
+                    break
+        if matched or kind != "wrapper" or not (isinstance(module, ast.Name) and _kind(facts, module) == "wrapper"):
+            continue  # a name bound to the wrapper where it is read (a `self.` attribute may be wrapped only later)
+        if saved_kinds == {"bare"}:  # the file's own checkpoints are bare; this one goes into the wrapper
+            save = next(c for _, _, _, c, _ in saves)
+            yield (
+                call,
+                _into_wrapper_message(
+                    f"the file's own checkpoints hold the bare module's keys (saved at line {save.lineno})", call
+                ),
+            )
+        elif not saves and any("pretrain" in t.lower() for t in texts):
+            yield call, _into_wrapper_message(f"`{ast.unparse(path)}` names pretrained weights, a bare module's keys", call)
+
+
+def _into_wrapper_message(why: str, call: ast.Call) -> str:
+    lax = "; strict=False does not fix it: no key matches and nothing is loaded" if _not_strict(call) else ""
+    return (
+        f"{why}, loaded here into the DDP/DataParallel wrapper, whose keys are `module.<name>`{lax}; load into "
+        "the module (model.module.load_state_dict, or before wrapping)"
+    )
 
 
 def _prefix_message(saved: str, into: str, save: ast.Call, save_via: str | None, load_via: str | None, lax: bool) -> str:

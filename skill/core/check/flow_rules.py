@@ -649,6 +649,29 @@ def read_after_one_rank_write(facts: FileFacts) -> Found:
         if hit is not None:
             shown = access or paths.Access(folder or write.func, exact=False, line=write.lineno)
             yield hit[0], _handoff_message(write, branch, shown, hit[1])
+    yield from _helper_guarded_writes(facts, branches)
+
+
+def _helper_guarded_writes(facts: FileFacts, branches: dict[int, list[ast.stmt]]) -> Found:
+    """FSD055 through a helper whose own body writes under a rank condition (``save_state(d, model)`` with ``if
+    dist.get_rank() == 0: torch.save(...)`` inside), called on every rank, then the file read on every rank."""
+    for call in facts.calls():
+        if branches.get(id(call)):
+            continue
+        access = paths.guarded_writes(facts, call)
+        if access is None:
+            continue
+        stmt = next((a for a in facts.ancestors(call) if isinstance(a, ast.stmt)), None)
+        if stmt is None:
+            continue
+        hit = _unsynchronised_use(facts, stmt, call, access, None)
+        if hit is not None:
+            name = dotted(access.path) or ast.unparse(access.path)
+            yield (
+                hit[0],
+                f"`{name}` is written on some ranks only by {access.helper}() (its rank condition around line "
+                f"{access.line}, called at line {call.lineno}) and {hit[1]} with no barrier between",
+            )
 
 
 def _unsynchronised_use(

@@ -90,6 +90,59 @@ def writes(facts: FileFacts, call: ast.Call) -> Access | None:
     return _through(facts, call, "writes")
 
 
+def guarded_writes(facts: FileFacts, call: ast.Call) -> Access | None:
+    """The file ``call`` writes through a function of the file that writes it under a rank condition of its own
+    body (``def save(d, m): if dist.get_rank() == 0: torch.save(m.state_dict(), os.path.join(d, "m.pt"))``), given
+    by one of its parameters, and synchronises nothing after that condition; else None (FSD055)."""
+    target = callgraph.callee(facts, call)
+    if target is None or target.fn is None or target.fn is facts.scope_of(call):
+        return None
+    summary = facts.cache.get(("paths", "guarded"))
+    if summary is None:
+        summary = facts.cache[("paths", "guarded")] = _guarded_summary(facts)
+    if target.key is None or target.key not in summary:
+        return None
+    index, exact, line, name = summary[target.key]
+    arg = dict(callgraph.bound_args(call, target)).get(index)
+    return Access(arg, exact=exact, helper=name, line=line) if arg is not None else None
+
+
+def _guarded_summary(facts: FileFacts) -> _Summary:
+    """Function key -> the parameter whose file it writes under a rank condition of its own body, when nothing in the
+    function after that condition is a call (a barrier or anything else that may synchronise)."""
+    out: _Summary = {}
+    branches = facts.rank_branches()
+    for fkey, fn in callgraph.local_functions(facts).items():
+        params = _params(fn)
+        for node in facts.scope_nodes(fn):
+            if not isinstance(node, ast.Call):
+                continue
+            inner = [b for b in branches.get(id(node), []) if isinstance(b, ast.If) and facts.scope_of(b) is fn]
+            if not inner:
+                continue
+            path = written_path(facts, node)
+            got = _param_of(facts, fn, path, params) if path is not None else None
+            if got is None:
+                continue
+            last = (inner[0].end_lineno or inner[0].lineno, inner[0].end_col_offset or 0)
+            if any(
+                isinstance(n, ast.Call) and (n.lineno, n.col_offset) > last and not _plain(facts, n)
+                for n in facts.scope_nodes(fn)
+            ):
+                break  # something after the guarded write may make the others wait
+            out[fkey] = (got[0], got[1] and last_name(node) not in _FOLDERS, node.lineno, _shown(fkey))
+            break
+    return out
+
+
+_PLAIN = {"print", "len", "str", "int", "float", "format", "join", "dirname", "basename", "exists", "info", "debug"}
+
+
+def _plain(facts: FileFacts, call: ast.Call) -> bool:
+    """Is ``call`` one that cannot synchronise the ranks (``print``, ``os.path.join``, a logger's ``info``)?"""
+    return (last_name(call) or "") in _PLAIN
+
+
 def reads(facts: FileFacts, call: ast.Call) -> Access | None:
     """The file ``call`` reads: itself, or through a function of the file (see the module docstring); else None."""
     path = read_path(facts, call)
@@ -204,12 +257,36 @@ def _is_param(facts: FileFacts, fn: callgraph.Function, name: ast.Name, params: 
 
 
 def _texts(facts: FileFacts, node: ast.expr) -> set[str]:
-    """The texts of ``node`` and of the value it was last assigned (a name followed a few steps)."""
+    """The texts of ``node`` and of the value it was last assigned (a name followed a few steps); a value returned
+    by a function of the file that returns one of its parameters (``d = save_state(os.path.join(root, name), m)``
+    with ``return run_dir``) is the argument given for it too."""
     out = {rc.node_text(node)}
     value = facts.resolve(node)
     if value is not None and value is not node:
         out.add(rc.node_text(value))
+        if isinstance(value, ast.Call):
+            handed = _returned_argument(facts, value)
+            if handed is not None:
+                out |= {rc.node_text(handed), rc.node_text(facts.resolve(handed) or handed)}
     return out
+
+
+def _returned_argument(facts: FileFacts, call: ast.Call) -> ast.expr | None:
+    """The argument of ``call`` that its function (of this file) returns as it is: every ``return`` of the function
+    gives the same parameter, unrebound; else None."""
+    target = callgraph.callee(facts, call)
+    if target is None or target.fn is None:
+        return None
+    params = _params(target.fn)
+    returned = {
+        n.value.id
+        for n in facts.scope_nodes(target.fn)
+        if isinstance(n, ast.Return) and isinstance(n.value, ast.Name) and _is_param(facts, target.fn, n.value, params)
+    }
+    returns = [n for n in facts.scope_nodes(target.fn) if isinstance(n, ast.Return)]
+    if len(returned) != 1 or not all(isinstance(n.value, ast.Name) and n.value.id in returned for n in returns):
+        return None
+    return dict(callgraph.bound_args(call, target)).get(params.index(returned.pop()))
 
 
 def _below(facts: FileFacts, folder: ast.expr, path: ast.expr) -> bool:

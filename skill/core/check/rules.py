@@ -812,10 +812,62 @@ RULES: dict[str, Rule] = {
             "launch/ddp-device-ids-cpu-module",
             "launch/ddp-device-ids-cpu-module",
         ),
+        _r(
+            "FSD090",
+            "warning",
+            "validation metric computed over this rank's `DistributedSampler` shard, then compared with a best value or reported on rank 0, never reduced",
+            "each rank's evaluation loop saw only its own shard of the validation set, so this value is one rank's "
+            "metric, not the job's: the best checkpoint is chosen (and the number printed) on rank 0's share of the "
+            "data; all-reduce the sums and counts (dist.all_reduce(torch.tensor([correct, total], device=device))) "
+            "and divide before comparing or reporting",
+            "data/reduce-a-metric",
+            "data/reduce-a-metric",
+        ),
+        _r(
+            "FSD091",
+            "warning",
+            "Lightning `self.log(name, ...)` without `sync_dist=True` of the metric a `ModelCheckpoint` / `EarlyStopping` / scheduler monitors, under a multi-process Trainer",
+            "each process logs the mean over its own validation shard, so every rank's callback watches a different "
+            "value: the ranks can keep different top-k checkpoints and step their schedulers at different epochs; "
+            "pass sync_dist=True (or log a torchmetrics Metric object, which syncs itself)",
+            "data/reduce-a-metric",
+            "data/reduce-a-metric",
+        ),
+        _r(
+            "FSD092",
+            "error",
+            "all-gather (`dist.all_gather`, `all_gather_into_tensor`, Lightning `self.all_gather`, `accelerator.gather`) of a tensor whose size depends on this rank's data (a mask selection, a data-bound slice), sizes never exchanged",
+            'these gathers need the same shape on every rank: with sizes that differ Gloo aborts ("Received data size '
+            "doesn't match expected size\") and NCCL hangs or returns garbage; gather the sizes first, pad to the "
+            "largest, gather and cut each part back (accelerator.pad_across_processes), or use all_gather_object",
+            "data/gather-uneven-sizes",
+            "data/gather-uneven-sizes",
+        ),
+        _r(
+            "FSD093",
+            "warning",
+            "`with accelerator.accumulate(model):` around the whole batch loop instead of around each step",
+            "the context decides once, when it is entered, whether this step syncs the gradients and steps the "
+            "optimizer: entered once around the loop it decides the same for every batch (no accumulation, or no step "
+            "at all); enter it inside the loop, around one batch's forward, backward and step",
+            "debugging/ddp-no-sync-accumulation",
+            "debugging/ddp-no-sync-accumulation",
+        ),
+        _r(
+            "FSD094",
+            "error",
+            "model `from_pretrained` inside `accelerator.main_process_first()` under DeepSpeed ZeRO-3",
+            "under ZeRO-3 from_pretrained builds the model inside deepspeed.zero.Init, whose partitioning is "
+            "collective, while main_process_first holds the other ranks in a barrier until the main process leaves "
+            "the block: its collectives have no peers and the job hangs; load the model on every rank at once and keep "
+            "main_process_first for the dataset's preprocessing",
+            "debugging/framework-collective-on-rank-zero",
+            "debugging/framework-gather-every-rank",
+        ),
     ]
 }
 
 NOT_ANALYSED = "FSD000"  # the file was not analysed (does not parse, or the checker failed on it): a finding, not a rule
-# the rule codes as a range ("FSD001-FSD085"): the check_script tool's description gives it, and a test holds the
+# the rule codes as a range ("FSD001-FSD094"): the check_script tool's description gives it, and a test holds the
 # pre-commit hook's description and README to it
 RULE_RANGE = f"{min(RULES)}-{max(RULES)}"

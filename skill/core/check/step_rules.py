@@ -30,10 +30,11 @@
   loop, a part first cut to a multiple of the world size (``data[: len(data) // world * world]``), and for equal
   slices (``data[rank * n:(rank + 1) * n]``).
 - **FSD080**: a Hugging Face ``generate()`` (the file imports ``transformers``) without ``synced_gpus`` (nor
-  ``**kwargs``) on a model whose parameters are still sharded while it generates, so each step's forward all-gathers:
+  ``**kwargs`` that could hold it: a tokenizer's or processor's output, ``**tok(prompts, ...).to(device)``, cannot) on a model whose parameters are still sharded while it generates, so each step's forward all-gathers:
   an FSDP2 module (``fully_shard``) with ``generate`` registered by ``register_fsdp_forward_method`` (unregistered
   is FSD021's), unless the file passes ``reshard_after_forward=False``; an FSDP1 root inside ``summon_full_params``
-  (outside it is FSD044's) when the file wraps nested units (``auto_wrap_policy=``, or several ``FSDP(...)``) and
+  (outside it is FSD044's; the root followed through the parameters of the file's functions and the values its helpers
+  return) when the file wraps nested units (``auto_wrap_policy=``, or several ``FSDP(...)``) and
   no ``SHARD_GRAD_OP`` / ``NO_SHARD``: the nested units reshard after each forward and all-gather again at the next
   step (every step with ``recurse=False``); a DeepSpeed engine (or its ``.module``, or the model given to
   ``deepspeed.initialize``) with ZeRO stage 3 written in the file and no ``HfDeepSpeedConfig`` (with it, transformers
@@ -862,6 +863,12 @@ def _deepspeed_model(facts: FileFacts, node: ast.AST) -> bool:
     return False
 
 
+def _fsdp1_value(facts: FileFacts, node: ast.AST) -> bool:
+    """Is ``node`` an ``FSDP(...)`` root reached through the parameters of the file's functions and the values its
+    helpers return (``tok, model = load(name)`` ... ``answer(tok, model, prompts)``)?"""
+    return any(isinstance(v, ast.Call) and facts.qual(v) == FSDP1 for v in _values(facts, node))
+
+
 def _sharded_during_generate(facts: FileFacts, call: ast.Call, recv: ast.AST) -> str | None:
     root = recv.value if isinstance(recv, ast.Attribute) and recv.attr == "module" else recv
     if not isinstance(root, (ast.Name, ast.Attribute)):
@@ -869,11 +876,26 @@ def _sharded_during_generate(facts: FileFacts, call: ast.Call, recv: ast.AST) ->
     if facts.is_fsdp2(root) and root is recv:
         lazy = any(_false(kwarg(c, "reshard_after_forward")) for c in facts.calls() if facts.qual(c) == FULLY_SHARD)
         return "an FSDP2 module" if dotted(root) in _registered_generate(facts) and not lazy else None
-    if facts.is_fsdp1(root):
+    if facts.is_fsdp1(root) or _fsdp1_value(facts, root):
         return "an FSDP1 model with nested units" if _summoned(facts, call) and _fsdp1_nested(facts) else None
     if _zero3(facts) and _deepspeed_model(facts, root):
         return "a DeepSpeed ZeRO-3 model"
     return None
+
+
+_ENCODERS = ("tok", "processor", "encode")
+
+
+def _may_hold_options(facts: FileFacts, node: ast.AST) -> bool:
+    """Can ``**node`` in a ``generate()`` call carry ``synced_gpus``? Not when it is a tokenizer's (or processor's)
+    output: ``batch = tok(prompts, return_tensors="pt").to("cuda")`` ... ``generate(**batch)``."""
+    value = facts.resolve(node) or node
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in ("to", "cuda"):
+        value = facts.resolve(value.func.value) or value.func.value
+    if isinstance(value, ast.Call):
+        name = (dotted(value.func) or "").lower()
+        return not any(w in name.rsplit(".", 1)[-1] or w in name for w in _ENCODERS)
+    return True
 
 
 @finder("FSD080")
@@ -884,7 +906,9 @@ def generate_without_synced_gpus(facts: FileFacts) -> Found:
     for call in facts.calls():
         if not (isinstance(call.func, ast.Attribute) and call.func.attr == "generate"):
             continue
-        if kwarg(call, "synced_gpus") is not None or any(k.arg is None for k in call.keywords):
+        if kwarg(call, "synced_gpus") is not None or any(
+            k.arg is None and _may_hold_options(facts, k.value) for k in call.keywords
+        ):
             continue
         kind = _sharded_during_generate(facts, call, call.func.value)
         if kind is not None:
