@@ -1,4 +1,4 @@
-"""FSD093, FSD094 (``skill/core/check/accelerate_rules.py``): Accelerate contexts around the wrong code. The marked
+"""FSD089, FSD090 (``skill/core/check/accelerate_rules.py``): Accelerate contexts around the wrong code. The marked
 fixtures are in ``tests/data/check/accelerate/`` (``test_check_marked.py``); these are the edges."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ accelerator = Accelerator(gradient_accumulation_steps=4)
     ],
 )
 def test_accumulate_edges(body, want):
-    assert _lines(ACCUM.format(body=body), "FSD093") == want
+    assert _lines(ACCUM.format(body=body), "FSD089") == want
 
 
 FIRST = """from transformers import AutoModelForCausalLM, AutoConfig
@@ -51,4 +51,4 @@ with accelerator.main_process_first():
     ],
 )
 def test_zero3_load_edges(config, load, want):
-    assert _lines(FIRST.format(config=config, load=load), "FSD094") == want
+    assert _lines(FIRST.format(config=config, load=load), "FSD090") == want

@@ -31,8 +31,8 @@ FAMILIES = {
     "checkpoint": {"FSD069", "FSD070", "FSD071", "FSD072"},  # checkpoint_rules.py
     "step": {"FSD077", "FSD078", "FSD079", "FSD080"},  # step_rules.py
     "setup": {"FSD074", "FSD075", "FSD076", "FSD084", "FSD085"},  # setup_rules.py
-    "metric": {"FSD090", "FSD091", "FSD092"},  # metric_rules.py
-    "accelerate": {"FSD093", "FSD094"},  # accelerate_rules.py
+    "metric": {"FSD086", "FSD087", "FSD088"},  # metric_rules.py
+    "accelerate": {"FSD089", "FSD090"},  # accelerate_rules.py
 }
 FIXTURES = [path for family in FAMILIES for path in sorted((DATA / family).glob("*.py"))]
 

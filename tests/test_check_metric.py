@@ -1,4 +1,4 @@
-"""FSD090-FSD092 (``skill/core/check/metric_rules.py``): metrics and results of this rank's share of the data. The
+"""FSD086-FSD088 (``skill/core/check/metric_rules.py``): metrics and results of this rank's share of the data. The
 marked fixtures are in ``tests/data/check/metric/`` (``test_check_marked.py``); these are the edges."""
 
 from __future__ import annotations
@@ -51,11 +51,11 @@ def main(model, ds):
     ],
 )
 def test_shard_metric_edges(tail, sampler, between, want):
-    assert _codes(EVAL.format(tail=tail, sampler=sampler, between=between), "FSD090") == want
+    assert _codes(EVAL.format(tail=tail, sampler=sampler, between=between), "FSD086") == want
 
 
 def test_shard_metric_message_names_the_function_loop_and_sampler():
-    (f,) = [f for f in check_source((DATA / "FSD090_bad.py").read_text(), "t.py") if f.code == "FSD090"]
+    (f,) = [f for f in check_source((DATA / "FSD086_bad.py").read_text(), "t.py") if f.code == "FSD086"]
     assert "evaluate() (line 10)" in f.message and "loop at line 14" in f.message and "(line 24)" in f.message
 
 
@@ -88,12 +88,12 @@ trainer = L.Trainer({trainer}, callbacks=[ModelCheckpoint(monitor="{monitor}")])
     ],
 )
 def test_monitored_metric_edges(extra, trainer, monitor, want):
-    assert _codes(LIGHTNING.format(extra=extra, trainer=trainer, monitor=monitor), "FSD091") == want
+    assert _codes(LIGHTNING.format(extra=extra, trainer=trainer, monitor=monitor), "FSD087") == want
 
 
 def test_monitored_metric_silent_without_lightning():
     src = LIGHTNING.format(extra="", trainer="devices=2", monitor="val_loss").replace("lightning", "mylib")
-    assert _codes(src, "FSD091") == []
+    assert _codes(src, "FSD087") == []
 
 
 GATHER = """import torch
@@ -123,12 +123,12 @@ def f(logits, labels, world):
     ],
 )
 def test_rank_sized_gather_edges(value, before, want):
-    assert _codes(GATHER.format(value=value, before=before), "FSD092") == want
+    assert _codes(GATHER.format(value=value, before=before), "FSD088") == want
 
 
 def test_all_gather_object_of_a_masked_selection_is_silent():
     src = "import torch.distributed as dist\n\ndef f(x, m, out):\n    dist.all_gather_object(out, x[m > 0])\n"
-    assert _codes(src, "FSD092") == []
+    assert _codes(src, "FSD088") == []
 
 
 @pytest.mark.parametrize(
@@ -145,12 +145,12 @@ def test_shard_metric_uses(use, want):
         "    res = evaluate(model, loader)\n" + use,
     )
     assert "res = evaluate" in src
-    assert _codes(src, "FSD090") == want
+    assert _codes(src, "FSD086") == want
 
 
 def test_monitored_metric_silent_where_the_file_also_runs_a_single_process_trainer():
     src = LIGHTNING.format(extra="", trainer="devices=2", monitor="val_loss") + "other = L.Trainer(devices=1)\n"
-    assert _codes(src, "FSD091") == []
+    assert _codes(src, "FSD087") == []
 
 
 def test_monitored_metric_needs_the_callback_given_to_the_trainer():
@@ -160,7 +160,7 @@ def test_monitored_metric_needs_the_callback_given_to_the_trainer():
         )
         + 'unused = ModelCheckpoint(monitor="val_loss")\n'
     )
-    assert _codes(src, "FSD091") == []
+    assert _codes(src, "FSD087") == []
 
 
 COND = """import torch
@@ -186,4 +186,4 @@ def f(boxes, world):
     ],
 )
 def test_gather_of_a_list_appended_on_a_condition(line, want):
-    assert _codes(COND.format(line=line), "FSD092") == want
+    assert _codes(COND.format(line=line), "FSD088") == want

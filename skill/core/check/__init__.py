@@ -21,8 +21,8 @@ re-exports the public names (each loads its module on first use); what lives whe
   weights drawn from a per-rank seed, then replicated without a broadcast: FSD084; DDP given device_ids for a
   module on the CPU: FSD085),
   :mod:`.step_rules` (what the ranks do differently step to step, FSD077-FSD080), :mod:`.metric_rules` (metrics and
-  results of this rank's share of the data: FSD090-FSD092), :mod:`.accelerate_rules` (Accelerate contexts around the
-  wrong code: FSD093, FSD094) and
+  results of this rank's share of the data: FSD086-FSD088), :mod:`.accelerate_rules` (Accelerate contexts around the
+  wrong code: FSD089, FSD090) and
   :mod:`.rank_conditional`: the code that finds each rule's mistake (:data:`FINDERS` maps code -> finder);
   :mod:`.facts`: what the finders know about one parsed file; :mod:`.paths`: which files a call writes or reads,
   directly or through a function of the file given the path (FSD055); :mod:`.frozen`: which modules are partly

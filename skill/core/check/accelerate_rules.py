@@ -1,11 +1,11 @@
-"""Rules about Accelerate's context managers put around the wrong code (FSD093, FSD094).
+"""Rules about Accelerate's context managers put around the wrong code (FSD089, FSD090).
 
-- **FSD093**: ``with accelerator.accumulate(model):`` around a loop whose body runs the backward (``for step, batch
+- **FSD089**: ``with accelerator.accumulate(model):`` around a loop whose body runs the backward (``for step, batch
   in enumerate(loader): ... accelerator.backward(loss)``) instead of inside it around one step. The context decides
   once, when it is entered, whether this is a step that syncs the gradients and steps the optimizer; entered once per
   epoch it makes the same decision for every batch of the loop: no accumulation at all, or an optimizer that never
   steps. Silent for a loop that runs no backward and for a context entered in the loop's body.
-- **FSD094**: ``from_pretrained`` of a model (not a tokenizer, config or processor) inside ``with
+- **FSD090**: ``from_pretrained`` of a model (not a tokenizer, config or processor) inside ``with
   accelerator.main_process_first():`` (``local_main_process_first``, ``training_args.main_process_first``) in a
   file that configures DeepSpeed ZeRO stage 3 (``DeepSpeedPlugin(zero_stage=3)``, a ``{"stage": 3}`` config):
   under ZeRO-3, ``from_pretrained`` builds the model inside ``deepspeed.zero.Init``, whose parameter partitioning
@@ -48,9 +48,9 @@ def _accelerator(facts: FileFacts, node: ast.AST) -> bool:
     return isinstance(value, ast.Call) and (facts.qual(value) or "").endswith("Accelerator")
 
 
-@finder("FSD093")
+@finder("FSD089")
 def accumulate_around_the_loop(facts: FileFacts) -> Found:
-    """FSD093: ``accelerator.accumulate(model)`` entered once around a loop that runs the backward."""
+    """FSD089: ``accelerator.accumulate(model)`` entered once around a loop that runs the backward."""
     for node in facts.nodes:
         if not isinstance(node, (ast.With, ast.AsyncWith)):
             continue
@@ -102,9 +102,9 @@ def _model_load(call: ast.Call) -> bool:
     return bool(_MODEL_CLASS.search(tail)) and not any(w in owner.lower() for w in _NOT_WEIGHTS)
 
 
-@finder("FSD094")
+@finder("FSD090")
 def zero3_load_in_main_process_first(facts: FileFacts) -> Found:
-    """FSD094: a ZeRO-3 ``from_pretrained`` inside ``main_process_first()`` (see the module docstring)."""
+    """FSD090: a ZeRO-3 ``from_pretrained`` inside ``main_process_first()`` (see the module docstring)."""
     if not _zero3(facts):
         return
     for node in facts.nodes:

@@ -24,14 +24,14 @@ import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-import fsdp_skill.core.check.accelerate_rules  # noqa: F401 - registers the finders of FSD093, FSD094
+import fsdp_skill.core.check.accelerate_rules  # noqa: F401 - registers the finders of FSD089, FSD090
 import fsdp_skill.core.check.accum_rules  # noqa: F401 - registers the finder of FSD083
 import fsdp_skill.core.check.calls_rules  # noqa: F401 - registers the finders of FSD039, FSD041, FSD042, FSD044
 import fsdp_skill.core.check.checkpoint_rules  # noqa: F401 - registers the finders of FSD069-FSD072
 import fsdp_skill.core.check.deepspeed_rules  # noqa: F401 - registers the finder of FSD082
 import fsdp_skill.core.check.device_rules  # noqa: F401 - registers the finders of FSD047-FSD053 (and narrows FSD027)
 import fsdp_skill.core.check.group_rules  # noqa: F401 - registers FSD009's finder of rank-built new_group lists
-import fsdp_skill.core.check.metric_rules  # noqa: F401 - registers the finders of FSD090-FSD092
+import fsdp_skill.core.check.metric_rules  # noqa: F401 - registers the finders of FSD086-FSD088
 import fsdp_skill.core.check.setup_rules  # noqa: F401 - registers the finders of FSD074-FSD076, FSD084 and FSD085
 from fsdp_skill.core.check import data_rules as _data_rules  # noqa: F401 - registers FSD061-FSD068, FSD073
 from fsdp_skill.core.check import divergence  # noqa: F401 - registers FSD037, FSD038, FSD040, FSD045 in FINDERS

@@ -1,6 +1,6 @@
-"""Rules about metrics and results each rank computes on its own share of the data (FSD090-FSD092).
+"""Rules about metrics and results each rank computes on its own share of the data (FSD086-FSD088).
 
-- **FSD090**: a function of the file whose loop evaluates (no ``backward`` / ``step`` in it) over a ``DataLoader``
+- **FSD086**: a function of the file whose loop evaluates (no ``backward`` / ``step`` in it) over a ``DataLoader``
   with a ``DistributedSampler`` (followed through names, parameters and helpers, so the loader may be built by the
   caller and handed in), that returns a value and combines nothing across the ranks (no ``torch.distributed``
   collective, no framework collective, no call of a method named like one: ``meter.all_reduce()``,
@@ -15,7 +15,7 @@
   evaluation loop over a sharded loader that sums into names (``correct += ...``), and, after it in the same
   function, one of them or a name derived from them (``acc = correct / total``) used the same way, with nothing in
   that function from the loop on that combines values across the ranks.
-- **FSD091**: a Lightning ``self.log(name, value)`` / ``self.log_dict({name: value})`` without ``sync_dist=True``
+- **FSD087**: a Lightning ``self.log(name, value)`` / ``self.log_dict({name: value})`` without ``sync_dist=True``
   of a metric that a ``ModelCheckpoint(monitor=name)``, ``EarlyStopping(monitor=name)`` or an LR scheduler's
   ``"monitor": name`` in the module's class watches (the callbacks given to the file's ``Trainer(...)``: in its
   ``callbacks`` list, or named there), in a file whose every ``Trainer(...)`` runs several processes (``devices``
@@ -26,7 +26,7 @@
   False), ``rank_zero_only=True``, a logged ``self.`` attribute in a file that imports torchmetrics (a ``Metric``
   object syncs itself), a method that already runs a collective, and where no Trainer of the file is known to run
   several processes.
-- **FSD092**: a tensor whose size depends on this rank's data handed to an all-gather that needs the same shape on
+- **FSD088**: a tensor whose size depends on this rank's data handed to an all-gather that needs the same shape on
   every rank: ``dist.all_gather(out, t)``, ``all_gather_into_tensor(out, t)``, ``dist.gather(t, ...)``, Lightning's
   ``self.all_gather(t)`` (``pl_module`` / ``fabric``), Accelerate's ``accelerator.gather(t)`` /
   ``gather_for_metrics(t)``, directly or through a function of the file that hands its parameter to one
@@ -53,7 +53,7 @@ from fsdp_skill.core.check.finders import Found, finder
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
-# --- FSD090: a metric over this rank's shard used as the job's ------------------------------------------------
+# --- FSD086: a metric over this rank's shard used as the job's ------------------------------------------------
 
 # words of a call that combines values across the processes (or a metric object that syncs itself)
 _COMBINING_WORDS = ("reduce", "gather", "sync", "broadcast", "compute", "aggregate", "accumulate_metric")
@@ -192,9 +192,9 @@ def _handed_between(facts: FileFacts, scope: ast.AST, name: str, after: tuple[in
     return False
 
 
-@finder("FSD090")
+@finder("FSD086")
 def shard_metric_used_as_the_jobs(facts: FileFacts) -> Found:
-    """FSD090: the result of an evaluation over this rank's shard compared with a best value or reported on some
+    """FSD086: the result of an evaluation over this rank's shard compared with a best value or reported on some
     ranks, never combined (see the module docstring)."""
     yield from _inline_evaluations(facts)
     evaluators = _shard_evaluators(facts)
@@ -241,7 +241,7 @@ def shard_metric_used_as_the_jobs(facts: FileFacts) -> Found:
 
 
 def _inline_evaluations(facts: FileFacts) -> Found:
-    """FSD090's inline shape: an evaluation loop over a sharded loader in the function that then compares or reports
+    """FSD086's inline shape: an evaluation loop over a sharded loader in the function that then compares or reports
     what the loop summed (``correct += ...`` ... ``acc = correct / total`` ... ``if rank == 0: print(acc)``), with
     nothing after the loop's start in that function that combines values across the ranks."""
     if not any((facts.qual(c) or "").endswith("DistributedSampler") for c in facts.calls()):
@@ -298,7 +298,7 @@ def _combining_call(facts: FileFacts, node: ast.Call) -> bool:
     return fn is not None and _combines(facts, fn)
 
 
-# --- FSD091: a monitored Lightning metric logged without sync_dist ----------------------------------------------
+# --- FSD087: a monitored Lightning metric logged without sync_dist ----------------------------------------------
 
 _MONITORS = {"ModelCheckpoint", "EarlyStopping"}
 _STRATEGY_WORDS = ("ddp", "fsdp", "deepspeed")
@@ -406,9 +406,9 @@ def _method_combines(facts: FileFacts, call: ast.Call) -> bool:
     return False
 
 
-@finder("FSD091")
+@finder("FSD087")
 def monitored_metric_not_synced(facts: FileFacts) -> Found:
-    """FSD091: a monitored metric logged by a LightningModule without ``sync_dist=True`` under a multi-process
+    """FSD087: a monitored metric logged by a LightningModule without ``sync_dist=True`` under a multi-process
     Trainer (see the module docstring)."""
     if not flow_rules._imports_lightning(facts):
         return
@@ -441,7 +441,7 @@ def monitored_metric_not_synced(facts: FileFacts) -> Found:
                 break
 
 
-# --- FSD092: an all-gather of a tensor whose size is this rank's ------------------------------------------------
+# --- FSD088: an all-gather of a tensor whose size is this rank's ------------------------------------------------
 
 _SIZED_BY_DATA = {"masked_select", "nonzero", "unique", "unique_consecutive", "argwhere"}
 _DATA_BOUNDS = {"max", "sum", "item", "count_nonzero", "nonzero"}
@@ -629,9 +629,9 @@ def _gathering_params(facts: FileFacts) -> dict[int, tuple[int, str, int]]:
     return out
 
 
-@finder("FSD092")
+@finder("FSD088")
 def rank_sized_all_gather(facts: FileFacts) -> Found:
-    """FSD092: a tensor of this rank's own size handed to an all-gather that needs one shape (module docstring)."""
+    """FSD088: a tensor of this rank's own size handed to an all-gather that needs one shape (module docstring)."""
     if any(last_name(c) == "pad_across_processes" for c in facts.calls()):
         return
     helpers = _gathering_params(facts)

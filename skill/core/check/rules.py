@@ -806,14 +806,14 @@ RULES: dict[str, Rule] = {
             "FSD085",
             "error",
             "`DDP(module, device_ids=[...])` of a module built on the CPU and never moved to its GPU",
-            'DDP raises "device_ids and output_device arguments only work with single-device/multiple-device GPU '
-            "modules or CPU modules\": move the module to this rank's GPU first (module.to(local_rank)), or leave "
-            "device_ids out for a CPU run",
+            "DDP raises a ValueError at the wrap (device_ids and output_device work only with a module whose "
+            "parameters are on one or more GPUs, or with a CPU module given no device_ids): move the module to "
+            "this rank's GPU first (module.to(local_rank)), or leave device_ids out for a CPU run",
             "launch/ddp-device-ids-cpu-module",
             "launch/ddp-device-ids-cpu-module",
         ),
         _r(
-            "FSD090",
+            "FSD086",
             "warning",
             "validation metric computed over this rank's `DistributedSampler` shard, then compared with a best value or reported on rank 0, never reduced",
             "each rank's evaluation loop saw only its own shard of the validation set, so this value is one rank's "
@@ -824,7 +824,7 @@ RULES: dict[str, Rule] = {
             "data/reduce-a-metric",
         ),
         _r(
-            "FSD091",
+            "FSD087",
             "warning",
             "Lightning `self.log(name, ...)` without `sync_dist=True` of the metric a `ModelCheckpoint` / `EarlyStopping` / scheduler monitors, under a multi-process Trainer",
             "each process logs the mean over its own validation shard, so every rank's callback watches a different "
@@ -834,7 +834,7 @@ RULES: dict[str, Rule] = {
             "data/reduce-a-metric",
         ),
         _r(
-            "FSD092",
+            "FSD088",
             "error",
             "all-gather (`dist.all_gather`, `all_gather_into_tensor`, Lightning `self.all_gather`, `accelerator.gather`) of a tensor whose size depends on this rank's data (a mask selection, a data-bound slice), sizes never exchanged",
             'these gathers need the same shape on every rank: with sizes that differ Gloo aborts ("Received data size '
@@ -844,7 +844,7 @@ RULES: dict[str, Rule] = {
             "data/gather-uneven-sizes",
         ),
         _r(
-            "FSD093",
+            "FSD089",
             "warning",
             "`with accelerator.accumulate(model):` around the whole batch loop instead of around each step",
             "the context decides once, when it is entered, whether this step syncs the gradients and steps the "
@@ -854,7 +854,7 @@ RULES: dict[str, Rule] = {
             "debugging/ddp-no-sync-accumulation",
         ),
         _r(
-            "FSD094",
+            "FSD090",
             "error",
             "model `from_pretrained` inside `accelerator.main_process_first()` under DeepSpeed ZeRO-3",
             "under ZeRO-3 from_pretrained builds the model inside deepspeed.zero.Init, whose partitioning is "
@@ -868,6 +868,6 @@ RULES: dict[str, Rule] = {
 }
 
 NOT_ANALYSED = "FSD000"  # the file was not analysed (does not parse, or the checker failed on it): a finding, not a rule
-# the rule codes as a range ("FSD001-FSD094"): the check_script tool's description gives it, and a test holds the
+# the rule codes as a range ("FSD001-FSD090"): the check_script tool's description gives it, and a test holds the
 # pre-commit hook's description and README to it
 RULE_RANGE = f"{min(RULES)}-{max(RULES)}"

@@ -1012,8 +1012,8 @@ def _unmoved_cpu_module(facts: FileFacts, wrap: ast.Call, module: ast.expr) -> a
 @finder("FSD085")
 def ddp_device_ids_for_cpu_module(facts: FileFacts) -> Found:
     """FSD085: ``DDP(module, device_ids=[...])`` (or ``output_device=``) of a module built on the CPU in the same
-    function and never moved: DDP raises "device_ids and output_device arguments only work with
-    single-device/multiple-device GPU modules or CPU modules". Silent where the file sets a default device
+    function and never moved: DDP raises a ValueError at the wrap (device_ids and output_device work only with a
+    module on one or more GPUs, or a CPU module given none). Silent where the file sets a default device
     (``torch.set_default_device``), the ids are not a list written there (``[rank] if cuda else None``), the module
     is built inside a ``with`` block, given ``device=``, or its name is used between the build and the wrap."""
     if any(last_name(c) in ("set_default_device", "set_default_tensor_type") for c in facts.calls()):

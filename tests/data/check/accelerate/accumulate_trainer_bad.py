@@ -14,7 +14,7 @@ class Trainer:
 
     def epoch(self):
         it = iter(self.loader)
-        with self.accelerator.accumulate(self.model):  # <- FSD093
+        with self.accelerator.accumulate(self.model):  # <- FSD089
             for _ in range(self.steps):
                 batch = next(it)
                 self.accelerator.backward(self.model(**batch).loss)
@@ -23,5 +23,5 @@ class Trainer:
 
 def load(training_args, name, adapter):
     with training_args.main_process_first(desc="load"):
-        base = AutoModelForSeq2SeqLM.from_pretrained(name)  # <- FSD094
-        return PeftModel.from_pretrained(base, adapter)  # <- FSD094
+        base = AutoModelForSeq2SeqLM.from_pretrained(name)  # <- FSD090
+        return PeftModel.from_pretrained(base, adapter)  # <- FSD090

@@ -8,7 +8,7 @@ import torch.distributed as dist
 def gather_fixed(ids, lengths, world):
     ids = ids[:, : lengths.max().item()]
     out = [torch.empty_like(ids) for _ in range(world)]
-    dist.all_gather(out, ids)  # <- FSD092
+    dist.all_gather(out, ids)  # <- FSD088
     return out
 
 
@@ -17,7 +17,7 @@ def gather_with_mask(logits, labels, world):
     preds = logits.argmax(-1)[mask]
     out_p = [torch.empty_like(preds) for _ in range(world)]
     out_m = [torch.empty_like(mask) for _ in range(world)]
-    dist.all_gather(out_p, preds)  # <- FSD092
+    dist.all_gather(out_p, preds)  # <- FSD088
     dist.all_gather(out_m, mask)
     return torch.cat(out_p)[torch.cat(out_m)]
 

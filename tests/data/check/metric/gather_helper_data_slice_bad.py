@@ -25,10 +25,10 @@ class Queue(torch.nn.Module):
     def forward(self, ids, lengths):
         longest = int(lengths.max())
         ids = ids[:, :longest]
-        self.enqueue(ids)  # <- FSD092
+        self.enqueue(ids)  # <- FSD088
         return ids
 
 
 def hits(accelerator, scores):
     found = (scores > 0.5).nonzero()
-    return accelerator.gather(found)  # <- FSD092
+    return accelerator.gather(found)  # <- FSD088

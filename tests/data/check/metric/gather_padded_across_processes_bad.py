@@ -3,4 +3,4 @@
 
 def gather_padded(accelerator, scores):
     found = (scores > 0.5).nonzero()
-    return accelerator.gather(found)  # <- FSD092
+    return accelerator.gather(found)  # <- FSD088

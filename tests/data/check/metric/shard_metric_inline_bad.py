@@ -17,6 +17,6 @@ def fit(model, val_ds, epochs):
                 total += y.numel()
         acc = correct / total
         if dist.get_rank() == 0:
-            print(epoch, acc)  # <- FSD090
+            print(epoch, acc)  # <- FSD086
         if acc > best:
             best = acc

@@ -24,11 +24,11 @@ def main(model, val_ds):
     whole = DataLoader(val_ds, batch_size=8)
     best_loss = float("inf")
     loss = evaluate(model, sharded)
-    if loss < best_loss:  # <- FSD090
+    if loss < best_loss:  # <- FSD086
         best_loss = reduce_mean(loss)
     full = evaluate(model, whole)
     if dist.get_rank() == 0:
         print("whole-set loss", full.item())
     val = evaluate(model, sharded)
     if dist.get_rank() == 0:
-        print("val", val.item())  # <- FSD090
+        print("val", val.item())  # <- FSD086

@@ -35,4 +35,4 @@ class Trainer:
     def run(self, epochs):
         for _ in range(epochs):
             top1 = self.validate()
-            self.best_top1 = max(top1, self.best_top1)  # <- FSD090
+            self.best_top1 = max(top1, self.best_top1)  # <- FSD086

@@ -9,7 +9,7 @@ def train(model, optimizer, loader, epochs):
     accelerator = Accelerator(gradient_accumulation_steps=8)
     model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
     for _ in range(epochs):
-        with accelerator.accumulate(model):  # <- FSD093
+        with accelerator.accumulate(model):  # <- FSD089
             for x, y in loader:
                 loss = torch.nn.functional.cross_entropy(model(x), y)
                 accelerator.backward(loss)

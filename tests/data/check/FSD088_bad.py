@@ -15,5 +15,5 @@ def gather_predictions(model, loader, device):
         labels.append(y[keep].to(device))
     preds = torch.cat(preds)
     out = [torch.empty_like(preds) for _ in range(dist.get_world_size())]
-    dist.all_gather(out, preds)  # <- FSD092
+    dist.all_gather(out, preds)  # <- FSD088
     return torch.cat(out)

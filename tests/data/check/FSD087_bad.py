@@ -20,8 +20,8 @@ class Regressor(L.LightningModule):
     def validation_step(self, batch, batch_idx):
         x, y = batch
         loss = torch.nn.functional.mse_loss(self.net(x), y)
-        self.log("val_loss", loss, on_epoch=True, prog_bar=True)  # <- FSD091
-        self.log_dict({"val_mae": (self.net(x) - y).abs().mean()}, on_epoch=True)  # <- FSD091
+        self.log("val_loss", loss, on_epoch=True, prog_bar=True)  # <- FSD087
+        self.log_dict({"val_mae": (self.net(x) - y).abs().mean()}, on_epoch=True)  # <- FSD087
 
     def configure_optimizers(self):
         return torch.optim.Adam(self.parameters(), lr=1e-3)
