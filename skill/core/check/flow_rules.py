@@ -686,7 +686,7 @@ def _unsynchronised_use(
     for call in calls[bisect.bisect_left(positions, end(outer)) :][:_SCAN]:
         if _synchronises(facts, call, reach):
             return None
-        if branches.get(id(call)):
+        if branches.get(id(call)) or _exclusive(facts, write, call):
             continue
         if access is not None:
             read = paths.reads(facts, call)
@@ -701,6 +701,17 @@ def _unsynchronised_use(
             if inner is not None and paths.same_file(facts, paths.Access(folder, exact=False), inner):
                 return call, _via("written below it here", inner)
     return None
+
+
+def _exclusive(facts: FileFacts, a: ast.AST, b: ast.AST) -> bool:
+    """Are ``a`` and ``b`` on the two sides of one ``if`` (one in its body, the other in its ``else``), so that no run
+    reaches both? (axolotl: the folder made under ``if self.quantized:``, ``save_pretrained`` in its ``else``.)"""
+    inside_b = {id(x) for x in facts.ancestors(b)}
+    for anc in facts.ancestors(a):
+        if isinstance(anc, ast.If) and id(anc) in inside_b:
+            side_a, side_b = facts.block_of(a, anc), facts.block_of(b, anc)
+            return side_a is not None and side_b is not None and side_a != side_b
+    return False
 
 
 def _via(what: str, access: paths.Access) -> str:
