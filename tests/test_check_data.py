@@ -122,6 +122,9 @@ def test_a_distributed_sampler_beside_shuffle(sampler, shuffle, want):
         ("loss.detach()", []),
         ("loss.float()", []),  # a tensor method, not the builtin
         ("torch.tensor([loss.item()])", []),
+        ("sum(l.item() for l in losses)", [(4, "FSD064")]),
+        ("sum(g.norm() ** 2 for g in grads)", []),  # the builtin sum of tensors is a tensor (EVA-CLIP's fp16 utils)
+        ("round(loss)", []),  # of a tensor: a tensor
     ],
 )
 def test_a_collective_needs_a_tensor(value, want):
@@ -278,3 +281,14 @@ def test_fsd061_points_at_the_loader_once_and_names_the_loop():
     found = [f for f in check_source(code, "t.py") if f.code == "FSD061"]
     assert [(f.line, f.col) for f in found] == [(4, 12)]
     assert found[0].message.startswith("fit() trains on this DataLoader (passed at line 15) in its loop at line 6")
+
+
+def test_a_parameter_named_local_rank_is_what_its_callers_pass():
+    """``make_loader(ds, local_rank)`` called in the file with ``accelerator.process_index`` (the global rank; a
+    public VLM's data helpers) gives the sampler the global rank: no FSD063; a helper nobody in the file calls keeps
+    its name's word."""
+    head = "from torch.utils.data import DistributedSampler\nfrom accelerate import Accelerator\n\n\n"
+    helper = "def make_loader(ds, local_rank):\n    return DistributedSampler(ds, rank=local_rank, num_replicas=8)\n"
+    called = head + helper + "\n\ndef main(ds):\n    a = Accelerator()\n    return make_loader(ds, a.process_index)\n"
+    assert [c for c in _codes(called) if c[1] == "FSD063"] == []
+    assert [c for c in _codes(head + helper) if c[1] == "FSD063"] == [(6, "FSD063")]

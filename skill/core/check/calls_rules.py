@@ -439,7 +439,7 @@ def rank_kind(facts: FileFacts, node: ast.AST, depth: int = 0) -> str | None:
             return rank_kind(facts, value, depth + 1)
         _, b = facts.binding(node)
         if b is not None and b.kind == "param" and "local" in node.id.lower():
-            return "local"
+            return _passed_kind(facts, node, depth)
         return None
     if isinstance(node, ast.Attribute):
         attr = node.attr.lower()
@@ -462,6 +462,31 @@ def _unpacked_position(facts: FileFacts, name: ast.Name, value: ast.AST | None) 
         return None
     found = [i for i, e in enumerate(elts) if isinstance(e, ast.Name) and e.id == name.id]
     return found[0] if len(found) == 1 else None
+
+
+def _passed_kind(facts: FileFacts, param: ast.Name, depth: int) -> str | None:
+    """The kind of a parameter named like a local rank (``local_rank``): 'local' unless a call of its function in
+    the checked code passes it something else (Show-o's data helpers take ``local_rank`` and are given
+    ``accelerator.process_index``, the global rank); None then, the name alone not being the value."""
+    fn = param_scope = facts.scope_of(param)
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return "local"
+    memo: dict[tuple[int, str], str | None] = facts.cache.setdefault(("calls_rules", "passed-kind"), {})
+    key = (id(param_scope), param.id)
+    if key in memo:
+        return memo[key]
+    memo[key] = "local"  # a recursion back here: the name's word
+    kinds: set[str | None] = set()
+    for call in facts.calls():
+        target = calls.callee(facts, call)
+        if target is None or target.fn is not fn:
+            continue
+        given = {target.summary.params[i]: arg for i, arg in calls.bound_args(call, target)}
+        given |= {k.arg: k.value for k in call.keywords if k.arg is not None}
+        if param.id in given:
+            kinds.add(rank_kind(facts, given[param.id], depth + 1))
+    memo[key] = "local" if kinds <= {"local"} else None
+    return memo[key]
 
 
 def _returned_kind(facts: FileFacts, call: ast.Call, position: int | None, depth: int) -> str | None:

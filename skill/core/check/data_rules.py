@@ -372,8 +372,9 @@ def _numpy(facts: FileFacts, node: ast.AST) -> bool:
 
 def _python_value(facts: FileFacts, node: ast.AST) -> bool:
     """Surely a Python number or a list / tuple of them: a numeric constant, ``x.item()``, ``x.tolist()``, the
-    builtins ``float(...)`` / ``int(...)`` / ``len(...)`` / ``sum(...)``, arithmetic of those, or a local name every
-    binding of which (``total = 0.0``, ``total += loss.item()``) is one. ``x.float()`` is a tensor method: not one."""
+    builtins ``float(...)`` / ``int(...)`` / ``len(...)``, ``sum(...)`` / ``round(...)`` of such values (of tensors they
+    are tensors), arithmetic of those, or a local name every binding of which (``total = 0.0``,
+    ``total += loss.item()``) is one. ``x.float()`` is a tensor method: not one."""
     todo, seen = [node], 0
     while todo:
         n = todo.pop()
@@ -395,8 +396,19 @@ def _python_value(facts: FileFacts, node: ast.AST) -> bool:
             todo.append(n.operand)
         elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("item", "tolist") and not n.args:
             continue
-        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("float", "int", "len", "sum", "round"):
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("float", "int", "len"):
             continue
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("sum", "round") and n.args:
+            # sum(...) / round(x) are numbers only of numbers: sum(norm ** 2 for norm in norms) of tensors is a tensor
+            arg = n.args[0]
+            if n.func.id == "sum" and isinstance(arg, (ast.GeneratorExp, ast.ListComp)):
+                todo.append(arg.elt)
+            elif n.func.id == "sum" and isinstance(arg, (ast.List, ast.Tuple)):
+                todo += arg.elts
+            elif n.func.id == "round":
+                todo.append(arg)
+            else:
+                return False
         else:
             return False
     return True

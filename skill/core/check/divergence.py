@@ -1030,7 +1030,8 @@ def _no_buffer_broadcast(facts: FileFacts, recv: ast.AST) -> bool:
 
 
 def _built_without_buffer_broadcast(facts: FileFacts, key: tuple[int, str] | None) -> bool:
-    """Every DDP(...) bound to ``key`` has ``broadcast_buffers=False``; for a variable the file binds to no DDP(...)
+    """Every DDP(...) bound to ``key`` has ``broadcast_buffers=False`` or wraps a module with no buffer
+    (:func:`_buffer_free`); for a variable the file binds to no DDP(...)
     of its own (a parameter or return value the wrapper reaches through calls, :mod:`~fsdp_skill.core.check.calls`): every DDP(...) of the
     file has it."""
     built = [
@@ -1043,7 +1044,97 @@ def _built_without_buffer_broadcast(facts: FileFacts, key: tuple[int, str] | Non
         for n in built
         if any(((id(facts.scope_of(n)), t.id) if isinstance(t, ast.Name) else facts._variable_key(t)) == key for t in n.targets)
     ] or [n.value for n in built]
-    return bool(made) and all(_no_forward_sync(m) for m in made if isinstance(m, ast.Call))
+    return bool(made) and all(
+        _no_forward_sync(m) or (m.args and _buffer_free(facts, m.args[0], 0)) for m in made if isinstance(m, ast.Call)
+    )
+
+
+# torch.nn modules that hold no buffer (so DDP has none to broadcast in forward); containers hold what they are given
+_NO_BUFFERS = frozenset(
+    {"Linear", "Bilinear", "Embedding", "LayerNorm", "RMSNorm", "GroupNorm", "Dropout", "Dropout1d", "Dropout2d"}
+    | {"Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "MultiheadAttention", "Identity"}
+    | {"ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LeakyReLU", "Mish", "Flatten", "Unflatten"}
+)
+_CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})
+_MOVES = frozenset({"to", "cuda", "cpu", "half", "bfloat16", "float", "double", "train", "eval", "requires_grad_"})
+
+
+def _buffer_free(facts: FileFacts, expr: ast.AST | None, depth: int) -> bool:
+    """Is the module ``expr`` builds provably free of buffers (FSD045: a DDP forward then runs no collective): a
+    torch.nn module of :data:`_NO_BUFFERS`, a container of such, or a class of this file none of whose methods
+    registers a buffer and each of whose ``self.x = ...`` is such a module or a plain value; through ``.to(...)``,
+    ``torch.compile(m)`` and names bound to them (rasbt's GPT: embeddings, linear layers, layer norms, dropout)."""
+    if depth > 12 or expr is None:
+        return False
+    expr = facts.resolve(expr)
+    if isinstance(expr, ast.Starred):
+        return _buffer_free(facts, expr.value, depth + 1)
+    if isinstance(expr, (ast.List, ast.Tuple)):
+        return all(_buffer_free(facts, e, depth + 1) for e in expr.elts)
+    if isinstance(expr, (ast.ListComp, ast.GeneratorExp)):
+        return _buffer_free(facts, expr.elt, depth + 1)
+    if not isinstance(expr, ast.Call):
+        return False
+    func = expr.func
+    if isinstance(func, ast.Attribute) and func.attr in _MOVES:
+        return _buffer_free(facts, func.value, depth + 1)
+    q = facts.qual(expr) or ""
+    if q == "torch.compile":
+        return bool(expr.args) and _buffer_free(facts, expr.args[0], depth + 1)
+    name = last_name(expr) or ""
+    if q.startswith("torch.nn.") and name in _NO_BUFFERS:
+        return True
+    if q.startswith("torch.nn.") and name in _CONTAINERS:
+        return all(_buffer_free(facts, a, depth + 1) for a in expr.args) and not expr.keywords
+    cls = _file_class(facts, func)
+    return cls is not None and _class_buffer_free(facts, cls, depth + 1)
+
+
+def _file_class(facts: FileFacts, func: ast.expr) -> ast.ClassDef | None:
+    """The class of this file's module level that ``func`` (a plain name) names, else None."""
+    if not isinstance(func, ast.Name):
+        return None
+    return next((n for n in facts.tree.body if isinstance(n, ast.ClassDef) and n.name == func.id), None)
+
+
+def _class_buffer_free(facts: FileFacts, cls: ast.ClassDef, depth: int) -> bool:
+    """No ``register_buffer`` in ``cls`` (nor a base other than ``nn.Module``), and every ``self.x = value`` in it a
+    buffer-free module (:func:`_buffer_free`) or a plain value: a constant, arithmetic, a config item
+    (``cfg["drop_rate"]``), a parameter with a constant default, or a tensor built by a torch function."""
+    if any((dotted(b) or "").rsplit(".", 1)[-1] != "Module" for b in cls.bases):
+        return False
+    called = {  # self.x(...) somewhere in the class: x is used as a module
+        n.func.attr
+        for n in ast.walk(cls)
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and isinstance(n.func.value, ast.Name)
+        and n.func.value.id == "self"
+    }
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Call) and last_name(node) == "register_buffer":
+            return False
+        if not isinstance(node, ast.Assign):
+            continue
+        own = [t for t in node.targets if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"]
+        if own and not _plain_or_free(facts, node.value, depth, any(t.attr in called for t in own)):
+            return False
+    return True
+
+
+def _plain_or_free(facts: FileFacts, value: ast.expr, depth: int, called: bool) -> bool:
+    """Is ``value`` (assigned to ``self.x``; ``called``: ``self.x(...)`` appears in the class) a buffer-free module or
+    a plain value? A name is a plain value when ``self.x`` is never called (a module is: it is run in forward)."""
+    if isinstance(value, (ast.Constant, ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.Subscript)):
+        return not called or isinstance(value, ast.Constant)
+    if isinstance(value, (ast.Name, ast.Attribute)):
+        return not called
+    if isinstance(value, ast.Call):
+        q = facts.qual(value) or ""
+        if q.startswith("torch.") and not q.startswith("torch.nn."):
+            return True  # a plain tensor attribute (torch.zeros, torch.triu): not a buffer, not broadcast
+        return _buffer_free(facts, value, depth)
+    return False
 
 
 def _no_forward_sync(ddp: ast.Call) -> bool:
