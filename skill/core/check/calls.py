@@ -310,6 +310,33 @@ def _external(facts: FileFacts, qualname: str) -> Callee | None:
     return Callee(summary, offset=offset, qualname=qualname)
 
 
+def calls_named(facts: FileFacts, name: str) -> list[ast.Call]:
+    """The calls of the file whose callee is named ``name`` (``f(...)``, ``obj.f(...)``): one pass, memoised."""
+    memo: dict[str, list[ast.Call]] | None = facts.cache.get(("calls", "by-name"))
+    if memo is None:
+        memo = {}
+        for c in facts.calls():
+            if (n := last_name(c)) is not None:
+                memo.setdefault(n, []).append(c)
+        facts.cache[("calls", "by-name")] = memo
+    return memo.get(name, [])
+
+
+def arguments_for(facts: FileFacts, fn: ast.FunctionDef | ast.AsyncFunctionDef, param: str) -> list[tuple[ast.Call, ast.expr]]:
+    """(call, argument) for every call in the file of ``fn`` (a function of the file) that gives its parameter
+    ``param`` a value, by position or by keyword, in source order."""
+    out: list[tuple[ast.Call, ast.expr]] = []
+    for call in calls_named(facts, fn.name):
+        target = callee(facts, call)
+        if target is None or target.fn is not fn:
+            continue
+        given = {target.summary.params[i]: arg for i, arg in bound_args(call, target)}
+        given |= {k.arg: k.value for k in call.keywords if k.arg is not None}
+        if param in given:
+            out.append((call, given[param]))
+    return out
+
+
 def bound_args(call: ast.Call, target: Callee) -> list[tuple[int, ast.expr]]:
     """(parameter index, argument) for each argument of ``call`` that binds a named positional parameter."""
     params = target.summary.params

@@ -468,23 +468,15 @@ def _passed_kind(facts: FileFacts, param: ast.Name, depth: int) -> str | None:
     """The kind of a parameter named like a local rank (``local_rank``): 'local' unless a call of its function in
     the checked code passes it something else (Show-o's data helpers take ``local_rank`` and are given
     ``accelerator.process_index``, the global rank); None then, the name alone not being the value."""
-    fn = param_scope = facts.scope_of(param)
+    fn = facts.scope_of(param)
     if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return "local"
     memo: dict[tuple[int, str], str | None] = facts.cache.setdefault(("calls_rules", "passed-kind"), {})
-    key = (id(param_scope), param.id)
+    key = (id(fn), param.id)
     if key in memo:
         return memo[key]
     memo[key] = "local"  # a recursion back here: the name's word
-    kinds: set[str | None] = set()
-    for call in facts.calls():
-        target = calls.callee(facts, call)
-        if target is None or target.fn is not fn:
-            continue
-        given = {target.summary.params[i]: arg for i, arg in calls.bound_args(call, target)}
-        given |= {k.arg: k.value for k in call.keywords if k.arg is not None}
-        if param.id in given:
-            kinds.add(rank_kind(facts, given[param.id], depth + 1))
+    kinds = {rank_kind(facts, arg, depth + 1) for _, arg in calls.arguments_for(facts, fn, param.id)}
     memo[key] = "local" if kinds <= {"local"} else None
     return memo[key]
 

@@ -520,37 +520,28 @@ def _given_rank_load(facts: FileFacts, wrap: ast.Call, module: ast.expr) -> tupl
     """For a wrap of a parameter of its function (``def shard(model): return FSDP(model)``) that the function does
     not rebind: a call of that function in the file passing it a module loaded on some ranks only (a name bound so
     in the caller, or a call of a loader such as :func:`_returned_rank_load`'s)."""
+    scope = _unrebound_param(facts, wrap, module)
+    if scope is None:
+        return None
+    assert isinstance(module, ast.Name)
+    for site, arg in callgraph.arguments_for(facts, scope, module.id):
+        got = _returned_rank_load(facts, arg)
+        if got is None and isinstance(arg, ast.Name):
+            got = _loaded_on_some_ranks(facts, site, arg)
+        if got is not None:
+            return got
+    return None
+
+
+def _unrebound_param(facts: FileFacts, wrap: ast.Call, module: ast.expr) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The function of ``wrap`` when ``module`` is one of its parameters that it never rebinds, else None."""
     scope = facts.scope_of(wrap)
     if not isinstance(module, ast.Name) or not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return None
     params = [a.arg for a in scope.args.posonlyargs + scope.args.args]
     if module.id not in params or any(b.kind != "param" for b in facts.bindings.get((id(scope), module.id), [])):
         return None
-    index = params.index(module.id)
-    for site in _calls_named(facts, scope.name):
-        if (target := callgraph.callee(facts, site)) is None or target.fn is not scope:
-            continue
-        for i, arg in callgraph.bound_args(site, target):
-            if i != index:
-                continue
-            got = _returned_rank_load(facts, arg)
-            if got is None and isinstance(arg, ast.Name):
-                got = _loaded_on_some_ranks(facts, site, arg)
-            if got is not None:
-                return got
-    return None
-
-
-def _calls_named(facts: FileFacts, name: str) -> list[ast.Call]:
-    """The calls of the file whose callee is named ``name`` (``f(...)``, ``obj.f(...)``): one pass, memoised."""
-    memo: dict[str, list[ast.Call]] | None = facts.cache.get(("setup", "calls-by-name"))
-    if memo is None:
-        memo = {}
-        for c in facts.calls():
-            if (n := last_name(c)) is not None:
-                memo.setdefault(n, []).append(c)
-        facts.cache[("setup", "calls-by-name")] = memo
-    return memo.get(name, [])
+    return scope
 
 
 def _synced(facts: FileFacts, branch: ast.If, wrap: ast.Call) -> bool:
@@ -690,19 +681,13 @@ def _moved_by_caller(facts: FileFacts, wrap: ast.Call, module: ast.expr) -> ast.
     """For a wrap of a parameter of its function that the function does not rebind (``def shard(model): return
     FSDP(model, cpu_offload=...)``): the move to the GPU of what a call of that function in the file passes it
     (``shard(model.cuda())``, or ``model.to(device)`` before ``shard(model)`` in the caller)."""
-    scope = facts.scope_of(wrap)
-    if not isinstance(module, ast.Name) or not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+    scope = _unrebound_param(facts, wrap, module)
+    if scope is None:
         return None
-    params = [a.arg for a in scope.args.posonlyargs + scope.args.args]
-    if module.id not in params or any(b.kind != "param" for b in facts.bindings.get((id(scope), module.id), [])):
-        return None
-    index = params.index(module.id)
-    for site in _calls_named(facts, scope.name):
-        if (target := callgraph.callee(facts, site)) is None or target.fn is not scope:
-            continue
-        for i, arg in callgraph.bound_args(site, target):
-            if i == index and facts.scope_of(site) is not scope and (moved := _moved_before(facts, site, arg)) is not None:
-                return moved
+    assert isinstance(module, ast.Name)
+    for site, arg in callgraph.arguments_for(facts, scope, module.id):
+        if facts.scope_of(site) is not scope and (moved := _moved_before(facts, site, arg)) is not None:
+            return moved
     return None
 
 
