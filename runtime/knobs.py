@@ -98,8 +98,8 @@ KNOBS: tuple[Knob, ...] = (
         "`10`: seconds",
         "CPU seconds of analysis `check` gives one file (CLI, `POST /v1/check`, MCP `check_script`, flake8 plugin); a file "
         "that needs more is one `FSD000` finding naming the budget, and the other files are still checked; not a "
-        "positive number: exit 2 (HTTP: 400)",
-        ("skill/core/check/engine.py",),
+        "positive number: exit 2 (HTTP: 400; read by the server at each request and handed to its check worker)",
+        ("skill/adapters/http/check_worker.py", "skill/core/check/engine.py"),
     ),
     Knob(
         PLAN_QUEUE,
