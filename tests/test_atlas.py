@@ -85,6 +85,11 @@ class Holder:
         else:
             warnings.warn("empty holder constructed without items")
         raise ValueError(f"{n}")
+
+class Wrapper:
+    def __init__(self, ids):
+        if ids:
+            self._log_and_throw(ValueError, "device_ids only work with a module on one GPU, " f"but got device_ids {ids}")
 """
 
 
@@ -133,6 +138,14 @@ def test_python_sites_templates_conditions(fake_torch):
     assert by_line[25].message == "key * is missing from the holder"
     assert by_line[29].exception == "UserWarning" and by_line[29].condition == "not (n)"
     assert 30 not in by_line  # f"{n}": no literal text
+    thrown = by_line[35]  # DDP's self._log_and_throw(ValueError, msg): logged, then raised
+    assert (thrown.via, thrown.exception, thrown.message, thrown.condition, thrown.function) == (
+        "raise",
+        "ValueError",
+        "device_ids only work with a module on one GPU, but got device_ids *",
+        "ids",
+        "Wrapper.__init__",
+    )
     assert any(e.path == "torch/nn/parallel/par.py" and e.function is None for e in entries)
 
 
@@ -260,6 +273,12 @@ def test_ordinary_questions_match_nothing(real, question):
     "message, kind",
     [
         ("Default process group has not been initialized, please make sure to call init_process_group.", "python"),
+        (
+            "DistributedDataParallel device_ids and output_device arguments only work with single-device/multiple-device "
+            "GPU modules or CPU modules, but got device_ids [0], output_device None, and module parameters "
+            "{device(type='cpu')}.",
+            "python",
+        ),
         ("use_libuv was requested but PyTorch was built without libuv support, run with USE_LIBUV=0 to disable it.", "native"),
         (
             (

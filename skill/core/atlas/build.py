@@ -23,7 +23,7 @@ from typing import Any, Literal
 from fsdp_skill.core.check.facts import last_name  # the same ast helper as the checker's
 from fsdp_skill.core.parsing import parse_module
 
-FORMAT = 2  # bump whenever the builder or the stored layout changes
+FORMAT = 3  # bump whenever the builder or the stored layout changes
 # Where Python messages are catalogued (relative to the torch package): the distributed stack, plus the
 # few files outside it whose messages FSDP users meet (activation checkpointing, SyncBatchNorm, AMP,
 # DistributedSampler).
@@ -252,6 +252,9 @@ class _Module:
             if len(args) > 1:
                 parts = _sub_fields(parts, _PCT, {"%%": "%"})
             self._add_parts(parts, "log", None, call, qual, guard, func)
+        elif attr == "_log_and_throw" and len(args) >= 2:
+            # DistributedDataParallel raises through self._log_and_throw(ValueError, "..."): logged, then raised
+            self._add(args[1], "raise", last_name(args[0]), call, qual, guard, func)
         elif attr in _CHECKS or attr == "_check_with":
             exc = _CHECK_EXC.get(attr)
             if attr == "_check_with":
