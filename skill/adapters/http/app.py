@@ -49,7 +49,7 @@ from starlette.convertors import Convertor, register_url_convertor
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from fsdp_skill.adapters.http.check_worker import CheckWorker
+from fsdp_skill.adapters.http.check_worker import CheckWorker, on_parent_exit
 from fsdp_skill.adapters.http.check_worker import close_all as close_checks
 from fsdp_skill.core.answer import MAX_QUESTION_CHARS
 from fsdp_skill.core.check import CheckReport
@@ -450,20 +450,12 @@ def _exit_with_supervisor() -> None:
     supervisor is gone (a SIGKILL gives it no time to stop its workers), stop this worker's runs, plans and check
     worker and shut down as on SIGTERM, rather than serve on with nobody owning it (probe 29 N3). A no-op in a
     process that multiprocessing did not start (``serve`` without workers, a test client)."""
-    import multiprocessing
 
-    parent = multiprocessing.parent_process()
-    if parent is None or parent.sentinel is None:
-        return
-
-    def watch() -> None:
-        from multiprocessing.connection import wait
-
-        wait([parent.sentinel])  # readable once the supervisor has exited
+    def stop() -> None:
         _stop_all()
         os.kill(os.getpid(), signal.SIGTERM)
 
-    threading.Thread(target=watch, name="fsdp-skill-supervisor-watch", daemon=True).start()
+    on_parent_exit(stop, "fsdp-skill-supervisor-watch")
 
 
 def _stop_all() -> None:

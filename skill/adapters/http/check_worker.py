@@ -5,8 +5,8 @@ file on this kind of machine), and the checker's own walks are pure Python; run 
 holds up the event loop, so ``/healthz`` and ``/v1/ask`` wait behind a large check (a probe measured a 0.8 s
 ``/healthz`` during one). In a separate process (:class:`concurrent.futures.ProcessPoolExecutor`, one worker, started
 with ``spawn``: the server has threads, and a fork of a threaded process is unsafe) the server's threads only wait on a
-pipe. The worker is started on the first check and kept; it exits by itself when the server process is gone (it polls
-its parent), and :meth:`CheckWorker.close` stops it at shutdown.
+pipe. The worker is started on the first check and kept; it exits by itself when the server process is gone
+(:func:`on_parent_exit`: multiprocessing's parent sentinel), and :meth:`CheckWorker.close` stops it at shutdown.
 
 The checker's own budget (``FSDP_SKILL_CHECK_BUDGET`` CPU seconds a file, :func:`fsdp_skill.core.check.engine.check_budget`,
 read in the server at each request and handed to the worker) still bounds one analysis; :data:`RESULT_GRACE_S` beyond it the worker is taken as stuck, killed, and the request
@@ -18,9 +18,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 import threading
-import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
@@ -31,22 +30,35 @@ from fsdp_skill.errors import HarnessError
 if TYPE_CHECKING:
     from fsdp_skill.core.check import CheckReport
 
-PARENT_POLL_S = 0.5  # how often the worker looks whether the server that started it still exists (seconds)
 RESULT_GRACE_S = 30.0  # seconds past the checker's budget before a check is taken as stuck and its worker killed
 _LIVE: weakref.WeakSet[CheckWorker] = weakref.WeakSet()  # every CheckWorker of this process, for close_all()
 
 
-def _watch_parent(parent: int) -> None:
-    """Worker initializer: end this process (quietly, at once) once ``parent`` is no longer its parent, e.g. after a
-    SIGKILL of the server; a worker must not outlive the process it works for."""
+def on_parent_exit(action: Callable[[], object], name: str) -> bool:
+    """In a process multiprocessing started (a check worker, a worker of ``serve --workers N``): run ``action`` in a
+    daemon thread ``name`` once the parent has exited (multiprocessing's parent sentinel becomes readable, e.g.
+    after a SIGKILL that gave the parent no time to stop it). Returns False, doing nothing, in a process that
+    multiprocessing did not start."""
+    import multiprocessing
+    from multiprocessing.connection import wait
+
+    parent = multiprocessing.parent_process()
+    if parent is None or parent.sentinel is None:
+        return False
+    sentinel = parent.sentinel
 
     def watch() -> None:
-        while True:
-            time.sleep(PARENT_POLL_S)
-            if os.getppid() != parent:
-                os._exit(0)
+        wait([sentinel])
+        action()
 
-    threading.Thread(target=watch, name="fsdp-skill-check-parent", daemon=True).start()
+    threading.Thread(target=watch, name=name, daemon=True).start()
+    return True
+
+
+def _watch_parent() -> None:
+    """Worker initializer: end this process (quietly, at once) once the server that started it is gone; a worker
+    must not outlive the process it works for."""
+    on_parent_exit(lambda: os._exit(0), "fsdp-skill-check-parent")
 
 
 def _run_check(code: str, path: str, select: Sequence[str] | None, ignore: Sequence[str] | None, budget: float) -> CheckReport:
@@ -83,7 +95,6 @@ class CheckWorker:
                     max_workers=1,
                     mp_context=multiprocessing.get_context("spawn"),
                     initializer=_watch_parent,
-                    initargs=(os.getpid(),),
                 )
             return self._pool
 
