@@ -18,6 +18,7 @@ from fsdp_skill.adapters.http.app import create_app
 from fsdp_skill.adapters.http.check_worker import CheckWorker
 from fsdp_skill.core.check import check_code
 from fsdp_skill.errors import HarnessError, InvalidArgument
+from fsdp_skill.runtime import procfs
 
 CHECK_DATA = Path(__file__).resolve().parent / "data" / "check"
 
@@ -26,11 +27,7 @@ def gone(pid: int, within: float = 15.0) -> bool:
     """Whether process ``pid`` ends (or is left a zombie, with nobody to reap it) within ``within`` seconds."""
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (FileNotFoundError, ProcessLookupError):
-            return True
-        if state in ("Z", "X"):
+        if not procfs.alive(pid):
             return True
         time.sleep(0.1)
     return False
@@ -126,16 +123,6 @@ def test_the_worker_ends_when_its_owner_is_killed(tmp_path):
 
 
 def _spawned_children(pid: int) -> list[int]:
-    """Process ids of multiprocessing's spawned workers whose parent is ``pid`` (from /proc; its resource tracker,
-    also a child, is not one)."""
-    out = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-                cmdline = (entry / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid and b"spawn_main" in cmdline:
-                out.append(int(entry.name))
-    return out
+    """Process ids of multiprocessing's spawned workers whose parent is ``pid`` (its resource tracker, also a child,
+    is not one)."""
+    return [c for c in procfs.children(pid) if any("spawn_main" in a for a in procfs.cmdline(c) or [])]

@@ -28,6 +28,7 @@ from fsdp_skill.adapters.http.app import MAX_BODY_BYTES, create_app
 from fsdp_skill.core.knowledge.cards import load_knowledge
 from fsdp_skill.core.verify.export import split_script
 from fsdp_skill.core.verify.snippets import in_flight
+from fsdp_skill.runtime import procfs
 
 HAVE_TORCH = importlib.util.find_spec("torch") is not None
 # the installed torch's release as its package metadata says it ('2.13.0' of '2.13.0+cpu', '2.14.1' of the CUDA wheel)
@@ -629,31 +630,6 @@ def test_the_read_deadline_class_pickles_by_name_into_a_fresh_process():
     assert pickle.loads(data) is protocol_class(2.5)
 
 
-def _descendants(pid: int) -> set[int]:
-    """Every process below ``pid`` (from /proc)."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            children.setdefault(ppid, []).append(int(entry.name))
-    out, todo = set(), [pid]
-    while todo:
-        for c in children.get(todo.pop(), []):
-            out.add(c)
-            todo.append(c)
-    return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return (Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]) not in ("Z", "X")
-    except OSError:
-        return False
-
-
 @pytest.mark.slow
 def test_serve_workers_end_when_the_supervisor_is_killed(tmp_path):
     """``serve --workers 2`` SIGKILLed: its uvicorn workers (and their check workers) end and free the port instead of
@@ -672,12 +648,12 @@ def test_serve_workers_end_when_the_supervisor_is_killed(tmp_path):
         base = f"http://127.0.0.1:{port}"
         _wait_until_up(proc, base)
         assert httpx.post(f"{base}/v1/check", json={"code": "import torch\n"}, timeout=60).status_code == 200
-        below = _descendants(proc.pid)
+        below = set(procfs.descendants(proc.pid))
         assert len(below) >= 2, below  # the workers (one with its check worker), the resource tracker
         proc.kill()
         proc.wait(timeout=10)
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and (left := {p for p in below if _alive(p)}):
+        while time.monotonic() < deadline and (left := {p for p in below if procfs.alive(p)}):
             time.sleep(0.2)
         assert not left, f"left running after the supervisor's SIGKILL: {sorted(left)}"
         with pytest.raises(httpx.TransportError):

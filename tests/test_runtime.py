@@ -23,7 +23,7 @@ import pytest
 
 import fsdp_skill.runtime as runtime
 from fsdp_skill.errors import InvalidArgument
-from fsdp_skill.runtime import Job, Verdict, cache, host, launch, warm
+from fsdp_skill.runtime import Job, Verdict, cache, host, launch, procfs, warm
 from fsdp_skill.runtime import report as runtime_report
 from fsdp_skill.runtime.report import blocked_at
 
@@ -849,16 +849,7 @@ def test_the_zygotes_preload_leaves_no_empty_inductor_folder_in_tmpdir(tmp_path)
 
 
 def _resource_trackers() -> set[int]:
-    """Pids of multiprocessing resource trackers among this process's children (from /proc)."""
-    out = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            cmdline = (entry / "cmdline").read_bytes()
-        except (OSError, ValueError, IndexError):
-            continue
-        if ppid == os.getpid() and b"multiprocessing.resource_tracker" in cmdline:
-            out.add(int(entry.name))
-    return out
+    """Pids of multiprocessing resource trackers among this process's children."""
+    return {
+        c for c in procfs.children(os.getpid()) if any("multiprocessing.resource_tracker" in a for a in procfs.cmdline(c) or [])
+    }

@@ -19,7 +19,7 @@ from fastapi.testclient import TestClient
 from fsdp_skill.adapters.http.app import create_app
 from fsdp_skill.errors import InvalidArgument
 from fsdp_skill.main import main
-from fsdp_skill.runtime import cache, framing, knobs, probe, target
+from fsdp_skill.runtime import cache, framing, knobs, probe, procfs, target
 
 RUNTIME = Path(target.__file__).resolve().parent
 NO_TORCH = (
@@ -418,26 +418,14 @@ def test_a_hanging_python_is_given_up_after_the_commands_own_timeout(command, tm
     finally:
         target.limit_probes(None)
     assert target._probe_limit[0] == target.PROBE_TIMEOUT_S
-    sleeper = int(pid_file.read_text())
-    for _ in range(500):  # killed at once; reaped by init or a subreaper shortly after
-        try:
-            with open(f"/proc/{sleeper}/stat") as f:
-                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
-                    break
-        except FileNotFoundError:
-            break
-        time.sleep(0.01)
-    else:
-        raise AssertionError(f"the probe's grandchild {sleeper} is still running")
+    sleeper = int(pid_file.read_text())  # killed at once; reaped by init or a subreaper shortly after
+    assert _gone_or_zombie(sleeper), f"the probe's grandchild {sleeper} is still running"
 
 
 def _gone_or_zombie(pid: int) -> bool:
+    """Whether ``pid`` is gone, or a zombie (killed; reaped by init or a subreaper shortly after), within 5 s."""
     for _ in range(500):
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
-                    return True
-        except FileNotFoundError:
+        if not procfs.alive(pid):
             return True
         time.sleep(0.01)
     return False
