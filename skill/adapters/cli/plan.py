@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from fsdp_skill.adapters.exitcodes import EXIT_FAIL, EXIT_OK
 from fsdp_skill.adapters.options import PYTHON_HELP
@@ -38,7 +38,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     command = shlex.join(["fsdp-skill", *args.argv]) if getattr(args, "argv", None) else ""
     request = request_from_args(args)
-    key = "batch" if args.max_batch else "seq" if args.max_seq else None
+    key: Literal["batch", "seq"] | None = "batch" if args.max_batch else "seq" if args.max_seq else None
     gpu = None
     if args.gpu is not None:
         from fsdp_skill.core.plan.steptime import gpu_named
@@ -69,7 +69,7 @@ def with_step_times(report: Any, gpu: Any) -> Any:
     return report.model_copy(update={"rows": rows})
 
 
-def _search(request: LocalPlanRequest, key: str, command: str, starting: Any) -> Any:
+def _search(request: LocalPlanRequest, key: Literal["batch", "seq"], command: str, starting: Any) -> Any:
     """``--max-batch`` / ``--max-seq``: the largest value that fits ``--gpu-memory`` (:mod:`fsdp_skill.core.plan.search`),
     each probe a plan, all within ``--timeout``; the report is the plan at that value with the search's answer.
     Raises InvalidArgument where the search does not apply (no --gpu-memory, a sweep, an input factory)."""
@@ -103,7 +103,7 @@ def _search(request: LocalPlanRequest, key: str, command: str, starting: Any) ->
             command=plan.command,
         )
 
-    answer, report = largest_fitting(plan.settings[0], key, plan.gpu_memory, run)  # type: ignore[arg-type]
+    answer, report = largest_fitting(plan.settings[0], key, plan.gpu_memory, run)
     return report.model_copy(update={"largest": answer})
 
 
